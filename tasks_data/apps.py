@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TasksDataConfig(AppConfig):
+    name = "tasks_data"
+    verbose_name = "CLUES tasks and data"

@@ -1,0 +1,385 @@
+"""Importing the CLUES release (or data in its format) into the database.
+
+``read_release`` checks everything and builds an in-memory picture of each task (records
+and chains) without touching the database; ``import_release`` then writes it in one
+transaction, so a bad file leaves nothing imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from .clues_format import CluesFormatError, Record, parse_file
+from .models import Example, Task, TrainingSet, TrainingSetItem
+from .registry import SHOTS, TASKS, TaskSpec
+
+OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
+OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
+_TRAIN_FILE = re.compile(r"^(?P<prefix>.+)_train_(?P<shots>\d+)_(?P<split>\d+)\.jsonl$")
+
+
+class CluesImportError(Exception):
+    """The data cannot be imported; ``errors`` lists every problem found (file, line, field)."""
+
+    def __init__(self, errors: Iterable[str]):
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+@dataclass
+class TaskData:
+    spec: TaskSpec
+    test: list[Record]
+    train: dict[tuple[int, int], list[Record]]  # (shots, split) -> rows in file order
+    chains: list[dict[int, int]] = field(default_factory=list)  # [{10: split, 20: split, 30: split}]
+
+    @property
+    def training_examples(self) -> dict[str, Record]:
+        distinct: dict[str, Record] = {}
+        for key in sorted(self.train, key=lambda k: (-k[0], k[1])):  # largest files first
+            for record in self.train[key]:
+                distinct.setdefault(record.content_key, record)
+        return distinct
+
+    def fingerprint(self) -> str:
+        def rec(r: Record):
+            return [r.clues_id, r.context, r.hypothesis, r.question, list(r.gold), r.genre,
+                    r.is_impossible, [list(c) for c in r.candidates]]
+
+        payload = {
+            "test": [rec(r) for r in self.test],
+            "train": {f"{k}_{s}": [r.content_key for r in rows] for (k, s), rows in sorted(self.train.items())},
+            "train_records": [rec(r) for _, r in sorted(self.training_examples.items())],
+            "chains": self.chains,
+        }
+        return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+    def gold_not_in_context(self) -> tuple[int, int]:
+        """(test rows, distinct training examples) with a gold string absent from the context."""
+        test = sum(1 for r in self.test if r.gold_not_in_context)
+        train = sum(1 for r in self.training_examples.values() if r.gold_not_in_context)
+        return test, train
+
+
+@dataclass
+class TaskReport:
+    spec: TaskSpec
+    test: int
+    train_rows: dict[int, int]  # shots -> rows per file
+    splits: int
+    chains: list[dict[int, int]]
+    training_examples: int
+    gold_not_in_context: tuple[int, int]
+    changed: bool
+
+
+@dataclass
+class ImportReport:
+    source: str
+    tasks: list[TaskReport]
+    missing: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return any(t.changed for t in self.tasks)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _release_files(path: Path) -> dict[str, str]:
+    """Map 'FOLDER/file.jsonl' -> text for every JSONL file of a zip or folder release."""
+    files: dict[str, str] = {}
+    if path.is_file():
+        try:
+            archive = zipfile.ZipFile(path)
+        except zipfile.BadZipFile:
+            raise CluesImportError([f"{path}: not a zip file (give the CLUES-JSON.zip or its unzipped folder)"])
+        with archive:
+            for name in archive.namelist():
+                if name.endswith(".jsonl") and not name.startswith("__MACOSX"):
+                    parts = PurePosixPath(name).parts
+                    try:
+                        files["/".join(parts[-2:])] = archive.read(name).decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise CluesImportError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"])
+    elif path.is_dir():
+        for file in sorted(path.rglob("*.jsonl")):
+            try:
+                files[f"{file.parent.name}/{file.name}"] = file.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise CluesImportError([f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})"])
+    else:
+        raise CluesImportError([f"{path}: no such file or folder"])
+    return files
+
+
+def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]], errors: list[str]):
+    """Follow each 10-shot file into the one 20-shot and the one 30-shot file containing it."""
+    keys = {k: {r.content_key for r in rows} for k, rows in train.items()}
+    splits = sorted({s for _, s in train})
+    chains = []
+    for first in splits:
+        chain = {SHOTS[0]: first}
+        for smaller, larger in zip(SHOTS, SHOTS[1:]):
+            inner = keys[(smaller, chain[smaller])]
+            holders = [s for s in splits if inner <= keys[(larger, s)]]
+            name = spec.train_filename(smaller, chain[smaller])
+            if not holders:
+                errors.append(f"{spec.clues_folder}/{name}: its examples lie in no {larger}-shot file")
+                return []
+            if len(holders) > 1:
+                errors.append(f"{spec.clues_folder}/{name}: lies in several {larger}-shot files {holders}")
+                return []
+            chain[larger] = holders[0]
+        chains.append(chain)
+    for shots in SHOTS[1:]:
+        used = [c[shots] for c in chains]
+        if len(set(used)) != len(used):
+            errors.append(f"{spec.clues_folder}: two chains share a {shots}-shot file ({used})")
+            return []
+    return chains
+
+
+def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> TaskData | None:
+    folder = spec.clues_folder
+    mine = {name.split("/", 1)[1]: text for name, text in files.items() if name.split("/", 1)[0] == folder}
+    start = len(errors)
+
+    def parse(name: str) -> list[Record]:
+        try:
+            return parse_file(spec, mine[name], file=f"{folder}/{name}")
+        except CluesFormatError as exc:
+            errors.append(str(exc))
+            return []
+
+    if spec.test_filename not in mine:
+        errors.append(f"{folder}/{spec.test_filename}: missing")
+        return None
+    test = parse(spec.test_filename)
+
+    train: dict[tuple[int, int], list[Record]] = {}
+    for name in sorted(mine):
+        if name == spec.test_filename:
+            continue
+        match = _TRAIN_FILE.match(name)
+        if not match or match["prefix"] != spec.clues_prefix:
+            errors.append(f"{folder}/{name}: unexpected file (expected {spec.clues_prefix}_test.jsonl "
+                          f"or {spec.clues_prefix}_train_<K>_<SPLIT>.jsonl)")
+            continue
+        shots, split = int(match["shots"]), int(match["split"])
+        if shots not in SHOTS:
+            errors.append(f"{folder}/{name}: {shots} shots is not one of {SHOTS}")
+            continue
+        rows = parse(name)
+        expected = shots * spec.train_rows_per_shot
+        if rows and len(rows) != expected:
+            errors.append(f"{folder}/{name}: {len(rows)} rows, expected {expected} ({shots} shots"
+                          + (f" x {spec.train_rows_per_shot} questions)" if spec.train_rows_per_shot > 1 else ")"))
+        seen: set[str] = set()
+        for number, record in enumerate(rows, start=1):
+            if record.content_key in seen:
+                errors.append(f"{folder}/{name}, line {number}: repeats an example of the same file")
+            seen.add(record.content_key)
+        train[(shots, split)] = rows
+
+    split_sets = {k: sorted(s for kk, s in train if kk == k) for k in SHOTS}
+    if not split_sets[SHOTS[0]]:
+        errors.append(f"{folder}: no training files")
+    elif any(split_sets[k] != split_sets[SHOTS[0]] for k in SHOTS):
+        errors.append(f"{folder}: every size needs the same splits, found "
+                      + ", ".join(f"{k}-shot {v}" for k, v in split_sets.items()))
+
+    test_ids = [r.clues_id for r in test]
+    if len(set(test_ids)) != len(test_ids):
+        errors.append(f"{folder}/{spec.test_filename}: ids repeat within the test file")
+    if len(errors) > start:
+        return None
+
+    data = TaskData(spec, test, train)
+    gold_by_key: dict[str, tuple] = {}
+    for (shots, split), rows in train.items():
+        for number, record in enumerate(rows, start=1):
+            earlier = gold_by_key.setdefault(record.content_key, record.gold)
+            if set(earlier) != set(record.gold):
+                errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: "
+                              f"same example as in another training file with a different answer")
+    test_keys = {r.content_key for r in test}
+    leaked = [k for k in data.training_examples if k in test_keys]
+    if leaked:
+        errors.append(f"{folder}: {len(leaked)} training example(s) also appear in the test file")
+    data.chains = _discover_chains(spec, train, errors)
+    return None if len(errors) > start else data
+
+
+def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -> tuple[list[TaskData], list[str]]:
+    """Validate a release; returns the tasks found and the registry tasks it lacks."""
+    files = _release_files(Path(path))
+    if not files:
+        raise CluesImportError([f"{path}: no .jsonl files found"])
+    folders = {name.split("/", 1)[0] for name in files}
+    errors: list[str] = []
+    tasks, missing = [], []
+    for spec in TASKS.values():
+        if spec.clues_folder not in folders:
+            missing.append(spec.slug)
+            continue
+        if progress:
+            progress(spec.name)
+        data = _read_task(spec, files, errors)
+        if data:
+            tasks.append(data)
+    known = {spec.clues_folder for spec in TASKS.values()}
+    for folder in sorted(folders - known):
+        errors.append(f"{folder}/: no task in the registry uses this folder")
+    if errors:
+        raise CluesImportError(errors)
+    if not tasks:
+        raise CluesImportError([f"{path}: none of the registry's task folders found"])
+    return tasks, missing
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _example_fields(record: Record) -> dict:
+    return {
+        "clues_id": record.clues_id,
+        "context": record.context,
+        "hypothesis": record.hypothesis,
+        "question": record.question,
+        "gold": list(record.gold),
+        "genre": record.genre,
+        "is_impossible": record.is_impossible,
+        "candidates": [list(c) for c in record.candidates],
+    }
+
+
+_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates")
+
+
+def _test_identity(record: Record) -> str:
+    return hashlib.sha256(f"{record.content_key}#{record.clues_id}".encode()).hexdigest()
+
+
+def _write_task(data: TaskData, source: str) -> None:
+    task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
+    wanted: dict[str, dict] = {}
+    for position, record in enumerate(data.test):
+        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position, **_example_fields(record)}
+    positions: dict[str, int] = {}
+    for (shots, split), rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        for position, record in enumerate(rows):
+            positions.setdefault(record.content_key, position)
+    for key, record in data.training_examples.items():
+        wanted[key] = {"role": Example.Role.TRAIN, "position": positions[key], **_example_fields(record)}
+
+    existing = {e.identity: e for e in Example.objects.filter(task=task)}
+    to_create, to_update = [], []
+    for identity, fields in wanted.items():
+        example = existing.get(identity)
+        if example is None:
+            to_create.append(Example(task=task, identity=identity, **fields))
+        else:
+            for name, value in fields.items():
+                setattr(example, name, value)
+            to_update.append(example)
+    Example.objects.bulk_create(to_create, batch_size=500)
+    if to_update:
+        Example.objects.bulk_update(to_update, ["role", "position", *_EXAMPLE_FIELDS], batch_size=500)
+    by_identity = {e.identity: e.pk for e in Example.objects.filter(task=task)}
+
+    chain_of = {(shots, split): chain[SHOTS[0]] for chain in data.chains for shots, split in chain.items()}
+    TrainingSetItem.objects.filter(training_set__task=task).delete()
+    # Free the (shots, chain) slots first, since a chain may now start at another split.
+    for training_set in TrainingSet.objects.filter(task=task):
+        TrainingSet.objects.filter(pk=training_set.pk).update(chain=1000 + training_set.split)
+    TrainingSet.objects.filter(task=task).exclude(
+        pk__in=[ts.pk for ts in TrainingSet.objects.filter(task=task) if (ts.shots, ts.split) in data.train]
+    ).delete()
+    items = []
+    for (shots, split), rows in sorted(data.train.items()):
+        training_set, _ = TrainingSet.objects.update_or_create(
+            task=task, shots=shots, split=split, defaults={"chain": chain_of[(shots, split)]}
+        )
+        items += [TrainingSetItem(training_set=training_set, example_id=by_identity[r.content_key], position=i)
+                  for i, r in enumerate(rows)]
+    TrainingSetItem.objects.bulk_create(items, batch_size=1000)
+
+    stale = Example.objects.filter(task=task).exclude(identity__in=list(wanted))
+    try:
+        stale.delete()
+    except ProtectedError:
+        raise CluesImportError([f"{data.spec.name}: the new data drops examples that annotations or runs "
+                                "already refer to; refusing to replace this task's data"])
+    task.source, task.fingerprint = source, data.fingerprint()
+    task.save()
+
+
+def import_release(path: Path, *, source: str | None = None,
+                   progress: Callable[[str], None] | None = None) -> ImportReport:
+    """Validate ``path`` completely, then write every task in one transaction."""
+    tasks, missing = read_release(path, progress=progress)
+    source = source or Path(path).name
+    reports = []
+    with transaction.atomic():
+        current = dict(Task.objects.values_list("slug", "fingerprint"))
+        for data in tasks:
+            fingerprint = data.fingerprint()
+            changed = current.get(data.spec.slug) != fingerprint
+            if changed:
+                _write_task(data, source)
+            reports.append(TaskReport(
+                spec=data.spec,
+                test=len(data.test),
+                train_rows={k: len(rows) for (k, s), rows in data.train.items()},
+                splits=len({s for _, s in data.train}),
+                chains=data.chains,
+                training_examples=len(data.training_examples),
+                gold_not_in_context=data.gold_not_in_context(),
+                changed=changed,
+            ))
+    return ImportReport(source=source, tasks=reports, missing=missing)
+
+
+def download_official(dest: Path, *, url: str = OFFICIAL_URL, sha256: str = OFFICIAL_SHA256) -> Path:
+    """Fetch the official zip into ``dest`` (kept as a cache) and check its sha256."""
+    dest = Path(dest)
+    target = dest / "CLUES-JSON.zip"
+    if target.exists() and _sha256(target) == sha256:
+        return target
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                shutil.copyfileobj(response, tmp)
+        except OSError as exc:
+            Path(tmp.name).unlink(missing_ok=True)
+            raise CluesImportError([f"could not download {url}: {exc}. Set CLUES_DATA to a local "
+                                    "CLUES-JSON.zip (or its folder), or pass the path to import_clues."])
+    digest = _sha256(Path(tmp.name))
+    if digest != sha256:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise CluesImportError([f"downloaded file from {url} has sha256 {digest}, expected {sha256}; not used"])
+    Path(tmp.name).replace(target)
+    return target
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,94 @@
+"""The benchmark's data: tasks, examples and the few-shot training sets.
+
+What a task *is* (answer kind, labels, description) lives in ``tasks_data.registry``;
+a Task row only anchors the data imported for it.
+"""
+
+from django.db import models
+
+from .registry import TaskSpec, get_task
+
+
+class Task(models.Model):
+    slug = models.SlugField(unique=True)
+    source = models.CharField(max_length=200, help_text="Where the data came from (demo data or the CLUES release).")
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the imported data; equal means unchanged.")
+    imported_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return self.spec.name
+
+    @property
+    def spec(self) -> TaskSpec:
+        return get_task(self.slug)
+
+
+class Example(models.Model):
+    class Role(models.TextChoices):
+        TRAIN = "train", "training"
+        TEST = "test", "test"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="examples")
+    role = models.CharField(max_length=5, choices=Role.choices)
+    # Identity by content: CLUES ids collide between files. Test items are lines of the test
+    # file (it repeats a few CoNLL03 sentences under different ids), so theirs includes the id.
+    identity = models.CharField(max_length=64)
+    clues_id = models.CharField(max_length=100, help_text="The id as given in the CLUES file.")
+    position = models.PositiveIntegerField(help_text="Line number in the test file; first file seen for training.")
+    context = models.TextField(help_text="The context; for MNLI the premise.")
+    hypothesis = models.TextField(blank=True, help_text="MNLI only.")
+    question = models.TextField()
+    gold = models.JSONField(help_text="Gold answer set; for MRC the distinct alternatives. [] is the empty set.")
+    genre = models.CharField(max_length=40, blank=True, help_text="MNLI only.")
+    is_impossible = models.BooleanField(null=True, blank=True, help_text="SQuADv2 and ReCoRD.")
+    candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD: [[start, end), ...] end exclusive.")
+
+    class Meta:
+        ordering = ["task", "role", "position"]
+        constraints = [models.UniqueConstraint(fields=["task", "identity"], name="example_unique_content")]
+        indexes = [models.Index(fields=["task", "role", "position"])]
+
+    def __str__(self):
+        return f"{self.task_id}:{self.role}:{self.clues_id}"
+
+    @property
+    def gold_is_alternatives(self) -> bool:
+        return self.task.spec.answer_kind.gold_is_alternatives
+
+
+class TrainingSet(models.Model):
+    """One CLUES training file: K shots of split s; chains nest 10 in 20 in 30."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="training_sets")
+    shots = models.PositiveSmallIntegerField()
+    split = models.PositiveSmallIntegerField(help_text="The file's split number, 1-5.")
+    chain = models.PositiveSmallIntegerField(
+        help_text="The chain (10 in 20 in 30) this file belongs to, named by its 10-shot file's split."
+    )
+    examples = models.ManyToManyField(Example, through="TrainingSetItem", related_name="training_sets")
+
+    class Meta:
+        ordering = ["task", "chain", "shots"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "shots", "split"], name="trainingset_unique_file"),
+            models.UniqueConstraint(fields=["task", "shots", "chain"], name="trainingset_unique_chain_link"),
+        ]
+
+    def __str__(self):
+        return f"{self.task.spec.name} {self.shots}-shot split {self.split} (chain {self.chain})"
+
+
+class TrainingSetItem(models.Model):
+    training_set = models.ForeignKey(TrainingSet, on_delete=models.CASCADE, related_name="items")
+    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField(help_text="0-based row in the training file: the order workers see.")
+
+    class Meta:
+        ordering = ["training_set", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["training_set", "position"], name="trainingsetitem_unique_position"),
+            models.UniqueConstraint(fields=["training_set", "example"], name="trainingsetitem_unique_example"),
+        ]

@@ -1,0 +1,173 @@
+"""The task registry: every CLUES task the platform knows, in one place.
+
+A task in the CLUES format is one entry in ``TASKS``; nothing else in the codebase
+lists tasks. This module is plain Python (no Django import) so that the model
+adapters in ``baselines/adapters`` can use it on a GPU box.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class AnswerKind(str, enum.Enum):
+    """What a worker (or a model) gives as the answer; the value is the API's ``kind``."""
+
+    LABEL = "label"  # one label from the task's label set
+    SPANS = "spans"  # a set of context spans, possibly empty
+    SPAN_OR_NONE = "span_or_none"  # at most one context span, or none
+    ENTITY = "entity"  # one of the candidate entities
+
+    @property
+    def allows_empty(self) -> bool:
+        return self in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE)
+
+    @property
+    def max_spans(self) -> int | None:
+        return None if self is AnswerKind.SPANS else 1
+
+    @property
+    def gold_is_alternatives(self) -> bool:
+        """MRC gold is a list of alternative answers, not one answer set (see tasks_data.s1)."""
+        return self in (AnswerKind.SPAN_OR_NONE, AnswerKind.ENTITY)
+
+
+class Category(str, enum.Enum):
+    SENTENCE_CLASSIFICATION = "sentence classification"
+    NAMED_ENTITY_RECOGNITION = "named entity recognition"
+    MACHINE_READING_COMPREHENSION = "machine reading comprehension"
+
+
+SHOTS = (10, 20, 30)  # the training-file sizes CLUES ships
+SPLITS = (1, 2, 3, 4, 5)  # five training files per size
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    slug: str
+    name: str
+    category: Category
+    answer_kind: AnswerKind
+    description: str  # worker-facing, plain English
+    clues_folder: str  # folder inside CLUES-JSON/
+    clues_prefix: str  # file prefix: <prefix>_test.jsonl, <prefix>_train_<K>_<SPLIT>.jsonl
+    labels: tuple[str, ...] = ()
+    # Words the data's question text uses for a label, where they differ from the label.
+    label_aliases: dict[str, str] = field(default_factory=dict)
+    # MNLI's context is a [premise, hypothesis] pair.
+    context_is_pair: bool = False
+    # Rows of one training file per example; the NER files hold K sentences x 3 question types.
+    train_rows_per_shot: int = 1
+    # Extra per-line fields the CLUES files carry, kept on the example.
+    extra_fields: tuple[str, ...] = ()
+
+    @property
+    def test_filename(self) -> str:
+        return f"{self.clues_prefix}_test.jsonl"
+
+    def train_filename(self, shots: int, split: int) -> str:
+        return f"{self.clues_prefix}_train_{shots}_{split}.jsonl"
+
+
+_NER_DESCRIPTION = (
+    "Each item shows a short text and asks for one kind of name: people, organizations or "
+    "locations. Mark every name of that kind in the text, exactly as written and without extra "
+    "words around it. Mark each different name once. If the text contains no name of that kind, "
+    "choose \u201cnone in this text\u201d."
+)
+
+TASKS: dict[str, TaskSpec] = {
+    spec.slug: spec
+    for spec in (
+        TaskSpec(
+            slug="sst2",
+            name="SST-2",
+            category=Category.SENTENCE_CLASSIFICATION,
+            answer_kind=AnswerKind.LABEL,
+            labels=("positive", "negative"),
+            description=(
+                "Each item is a short piece of a movie review, sometimes only a few words. "
+                "Decide whether it expresses a positive or a negative opinion."
+            ),
+            clues_folder="SST-2",
+            clues_prefix="sst",
+        ),
+        TaskSpec(
+            slug="mnli",
+            name="MNLI",
+            category=Category.SENTENCE_CLASSIFICATION,
+            answer_kind=AnswerKind.LABEL,
+            labels=("entailment", "neutral", "contradiction"),
+            # The CLUES question reads "entailment, contraction, or neutral?" (sic).
+            label_aliases={"contraction": "contradiction"},
+            description=(
+                "Each item shows a premise and a hypothesis. Assuming the premise is true, "
+                "choose entailment if the hypothesis must then be true, contradiction if it "
+                "must then be false, and neutral if it could be either."
+            ),
+            clues_folder="MNLI",
+            clues_prefix="mnli",
+            context_is_pair=True,
+            extra_fields=("genre",),
+        ),
+        TaskSpec(
+            slug="conll03",
+            name="CoNLL03",
+            category=Category.NAMED_ENTITY_RECOGNITION,
+            answer_kind=AnswerKind.SPANS,
+            description=_NER_DESCRIPTION + " The texts are sentences from news articles.",
+            clues_folder="CoNLL2003",
+            clues_prefix="conll",
+            train_rows_per_shot=3,
+        ),
+        TaskSpec(
+            slug="wikiann",
+            name="WikiANN",
+            category=Category.NAMED_ENTITY_RECOGNITION,
+            answer_kind=AnswerKind.SPANS,
+            description=_NER_DESCRIPTION + " The texts are fragments of Wikipedia articles.",
+            clues_folder="WikiANN_EN",
+            clues_prefix="wikiann",
+            train_rows_per_shot=3,
+        ),
+        TaskSpec(
+            slug="squad2",
+            name="SQuADv2",
+            category=Category.MACHINE_READING_COMPREHENSION,
+            answer_kind=AnswerKind.SPAN_OR_NONE,
+            description=(
+                "Each item shows a paragraph and a question about it. Mark the shortest part of "
+                "the paragraph that answers the question. Some questions cannot be answered from "
+                "the paragraph: then choose \u201cno answer\u201d."
+            ),
+            clues_folder="SQuAD-v2",
+            clues_prefix="squad-v2",
+            extra_fields=("is_impossible",),
+        ),
+        TaskSpec(
+            slug="record",
+            name="ReCoRD",
+            category=Category.MACHINE_READING_COMPREHENSION,
+            answer_kind=AnswerKind.ENTITY,
+            description=(
+                "Each item shows a news article and a sentence with a blank (@placeholder). "
+                "Choose the highlighted name from the article that best fills the blank."
+            ),
+            clues_folder="ReCoRD",
+            clues_prefix="record",
+            extra_fields=("entities",),
+        ),
+    )
+}
+
+
+class UnknownTask(KeyError):
+    pass
+
+
+def get_task(slug: str) -> TaskSpec:
+    try:
+        return TASKS[slug]
+    except KeyError:
+        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(TASKS)}") from None
