@@ -171,3 +171,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# Where the results pages and exports get model rows from (baselines app); clues_platform wires
+# the apps together so that annotation never imports baselines.
+CLUES_MODEL_ROWS_PROVIDER = "baselines.results.model_rows"

@@ -6,6 +6,8 @@ from tasks_data.views import task_list
 
 urlpatterns = [
     path("", task_list, name="task-list"),
+    path("", include("annotation.urls")),
+    path("", include("annotation.ui_urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

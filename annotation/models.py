@@ -1,0 +1,209 @@
+"""Studies, cohorts, workers, enrollments, answers and the audit log (paper section 4).
+
+Rules live in ``annotation.protocol`` (the enrollment state machine), ``annotation.answers``
+(answer validation) and ``annotation.services`` (every operation); these models only hold
+data and the constraints the database itself enforces.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from tasks_data.models import Example, Task, TrainingSet
+
+RESEARCHERS_GROUP = "researchers"
+DEFAULT_SHOTS = [0, 10, 20, 30]
+
+
+def new_join_token() -> str:
+    return secrets.token_urlsafe(24)  # 192 random bits
+
+
+class Study(models.Model):
+    class Platform(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        GENERIC = "generic", "generic link"
+        MTURK = "mturk", "Mechanical Turk (legacy)"
+        LOCAL = "local", "local accounts (lab)"
+
+    class TestOrder(models.TextChoices):
+        FILE = "file", "test-file order"
+        SHUFFLE = "shuffle", "seeded shuffle per worker"
+
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    tasks = models.JSONField(help_text="Task slugs.")
+    shots = models.JSONField(default=list, help_text="Shot conditions, e.g. [0, 10, 20, 30].")
+    chain = models.PositiveSmallIntegerField(default=1, help_text="Training chain, named by its 10-shot split.")
+    workers_per_cohort = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    pay_rate = models.DecimalField(max_digits=7, decimal_places=2, default=12, help_text="USD per hour.")
+    filter_floor = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Filter a worker whose training S1 (0-1) is below this; empty = off.",
+    )
+    filter_fraction = models.FloatField(
+        null=True, blank=True, default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Filter a worker below this fraction of the mean training S1 of the others; empty = off.",
+    )
+    platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
+    worker_id_param = models.CharField(max_length=50, default="worker_id",
+                                       help_text="Query parameter carrying the worker id (generic platform).")
+    completion_code = models.CharField(max_length=50)
+    screenout_code = models.CharField(max_length=50)
+    test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
+    idle_cap_seconds = models.PositiveIntegerField(default=300, help_text="Idle gaps count at most this long.")
+    time_limit_minutes = models.PositiveIntegerField(null=True, blank=True,
+                                                     help_text="Enrollments older than this expire; empty = none.")
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+
+class Cohort(models.Model):
+    """One (study, task, shots) cell; its target is N workers who finish the test step unfiltered."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="cohorts")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="cohorts")
+    shots = models.PositiveSmallIntegerField()
+    training_set = models.ForeignKey(TrainingSet, null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="cohorts", help_text="None for 0 shots.")
+    target = models.PositiveSmallIntegerField()
+    join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "task", "shots"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "task", "shots"], name="cohort_unique_cell"),
+            models.CheckConstraint(
+                condition=(models.Q(shots=0, training_set__isnull=True)
+                           | models.Q(shots__gt=0, training_set__isnull=False)),
+                name="cohort_training_set_iff_shots",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.study} / {self.task} / {self.shots}-shot"
+
+    @property
+    def join_path(self) -> str:
+        return f"/join/{self.join_token}/"
+
+    @property
+    def is_accepting(self) -> bool:
+        return self.launched_at is not None and self.closed_at is None and self.study.is_open
+
+
+class Worker(models.Model):
+    """An identity on a recruitment platform (no password), or a local account."""
+
+    platform = models.CharField(max_length=10, choices=Study.Platform.choices)
+    external_id = models.CharField(max_length=100)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="worker")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["platform", "external_id"], name="worker_unique_identity")]
+
+    def __str__(self):
+        return f"{self.platform}:{self.external_id}"
+
+
+class Enrollment(models.Model):
+    class State(models.TextChoices):
+        TRAINING = "training"
+        TESTING = "testing"
+        COMPLETED = "completed"
+        FILTERED = "filtered"
+        WITHDRAWN = "withdrawn"
+        EXPIRED = "expired"
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="enrollments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="enrollments")
+    # Copied from the cohort so the database can enforce rule 1 (one cohort per task per worker, ever).
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices)
+    enrolled_at = models.DateTimeField(auto_now_add=True)
+    training_finished_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    training_s1 = models.FloatField(null=True, blank=True, help_text="Mean training-item S1, 0-1.")
+    order_seed = models.BigIntegerField(help_text="Seeds this worker's test order when the study shuffles.")
+    current_served_at = models.DateTimeField(null=True, blank=True, help_text="When the current item was served.")
+    # What the recruitment platform sent on joining (Prolific STUDY_ID/SESSION_ID, MTurk assignment...).
+    platform_session = models.CharField(max_length=200, blank=True)
+    platform_data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["cohort", "enrolled_at"]
+        constraints = [models.UniqueConstraint(fields=["worker", "task"], name="enrollment_one_cohort_per_task")]
+
+    def __str__(self):
+        return f"{self.worker} in {self.cohort}"
+
+
+class ImmutableAnswer(Exception):
+    """Answers are final: rule 3 of the protocol."""
+
+
+class Answer(models.Model):
+    class Step(models.TextChoices):
+        TRAINING = "training"
+        TEST = "test"
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="answers")
+    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="+")
+    step = models.CharField(max_length=8, choices=Step.choices)
+    position = models.PositiveIntegerField(help_text="0-based index of the item in the worker's order for the step.")
+    texts = models.JSONField(help_text="The answer as a set of strings ([] = 'none'), as S1 scores it.")
+    spans = models.JSONField(null=True, blank=True, help_text="Character offsets [[start, end), ...] where spans.")
+    s1 = models.FloatField(help_text="S1 of this answer against the gold, 0-1.")
+    served_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["enrollment", "step", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["enrollment", "example"], name="answer_once_per_item"),
+            models.UniqueConstraint(fields=["enrollment", "step", "position"], name="answer_once_per_position"),
+        ]
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ImmutableAnswer("a submitted answer is final and cannot be changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ImmutableAnswer("a submitted answer is final and cannot be deleted")
+
+
+class AuditEvent(models.Model):
+    """Every enrollment transition and researcher action: time, actor and reason."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="audit_events")
+    enrollment = models.ForeignKey(Enrollment, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="audit_events")
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.CharField(max_length=150, help_text="'worker', 'system', or the researcher's username.")
+    action = models.CharField(max_length=40)
+    from_state = models.CharField(max_length=10, blank=True)
+    to_state = models.CharField(max_length=10, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]

@@ -1,0 +1,2 @@
+# Filled by the browser UI: /work/... worker pages and /dashboard/... researcher pages.
+urlpatterns = []

@@ -1,0 +1,2 @@
+# Filled by the protocol API: /join/<token>/ and /api/... routes.
+urlpatterns = []
