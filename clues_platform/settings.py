@@ -121,6 +121,18 @@ STORAGES = {
     },
 }
 
+# Request bodies: answers are small; refuse anything big before it is parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(256 * 1024)))
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+
+# A shared cache (rate limits) is Redis when REDIS_URL / CACHE_URL is set, else per-process memory.
+_CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL}
+    if _CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
 LOGIN_URL = "admin:login"
 LOGIN_REDIRECT_URL = "/"
 
