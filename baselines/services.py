@@ -85,7 +85,7 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
                 skipped.append(Skipped(slug, method, reason))
                 continue
             names = [""] if method in REFERENCE_METHODS else list(models or [default_model_name(method)])
-            if not all(names):
+            if method not in REFERENCE_METHODS and not all(names):
                 raise ValueError(f"method {method!r} has no default model here: name one with --models "
                                  "(a local checkpoint folder)")
             for name in names:

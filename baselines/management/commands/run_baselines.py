@@ -1,6 +1,5 @@
 import json
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
@@ -40,7 +39,7 @@ class Command(BaseCommand):
                             help="send runs to Celery's 'gpu' queue (inline when no broker is configured)")
 
     def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, **options):
-        config = {"extra": dict(settings)} if settings else {}
+        config = {"extra": dict(settings or [])} if settings else {}
         try:
             runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,
                                                splits=splits, seed=seed, config=config)
@@ -85,7 +84,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def _eager() -> bool:
-        return bool(getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False))
+        from clues_platform.celery import app
+
+        return bool(app.conf.task_always_eager)
 
     def _print_table(self, rows):
         if not rows:

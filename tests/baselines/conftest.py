@@ -1,0 +1,80 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEST_BROKER = os.environ.get("CLUES_TEST_BROKER", "redis://127.0.0.1:6379/7")
+
+
+def _redis_client():
+    import redis
+
+    client = redis.Redis.from_url(TEST_BROKER, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        pytest.skip(f"Redis is not reachable at {TEST_BROKER}: {exc}")
+    return client
+
+
+@pytest.fixture
+def celery_broker():
+    """Point this process's Celery app at a real Redis broker (not eager) for the test."""
+    from clues_platform.celery import app
+
+    client = _redis_client()
+    client.flushdb()
+    saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
+    app.conf.update(broker_url=TEST_BROKER, task_always_eager=False)
+    _reset_connections(app)
+    yield app
+    app.conf.update(**saved)
+    _reset_connections(app)
+    client.flushdb()
+
+
+def _reset_connections(app):
+    """Drop pooled broker connections so the next send uses the current broker_url."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def celery_worker_process(celery_broker):
+    """A real `celery worker -Q gpu -c 1` on the test database; yields the Popen."""
+    db = connection.settings_dict
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        pytest.skip("the real-worker tests need PostgreSQL (the worker is another process)")
+    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env = {**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": TEST_BROKER, "PYTHONUNBUFFERED": "1"}
+    log = open(REPO_ROOT / "artifacts" / "celery-worker.log", "w") if (REPO_ROOT / "artifacts").is_dir() else None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "clues_platform", "worker", "-Q", "gpu", "-c", "1",
+         "--pool", "prefork", "--loglevel", "INFO", "--without-heartbeat", "--without-gossip", "--without-mingle"],
+        cwd=REPO_ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    time.sleep(0.5)
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    if log:
+        log.close()
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
