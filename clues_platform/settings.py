@@ -133,6 +133,10 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
+# Fixed at start-up from DEBUG (pytest-django turns settings.DEBUG off while testing): in development
+# WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
+WHITENOISE_AUTOREFRESH = DEBUG
+
 LOGIN_URL = "admin:login"
 LOGIN_REDIRECT_URL = "/"
 

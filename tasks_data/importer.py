@@ -8,6 +8,7 @@ transaction, so a bad file leaves nothing imported.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import shutil
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.db import transaction
-from django.db.models import ProtectedError
+from django.db.models import ProtectedError, RestrictedError
 
 from .clues_format import CluesFormatError, Record, parse_file
 from .models import Example, Task, TrainingSet, TrainingSetItem
@@ -102,25 +103,30 @@ class ImportReport:
 def _release_files(path: Path) -> dict[str, str]:
     """Map 'FOLDER/file.jsonl' -> text for every JSONL file of a zip or folder release."""
     files: dict[str, str] = {}
+    where: dict[str, str] = {}
+
+    def add(key: str, origin: str, read: Callable[[], bytes]) -> None:
+        if key in files:
+            raise CluesImportError([f"{origin}: a second {key} (the first is {where[key]}); give one release"])
+        try:
+            files[key] = read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CluesImportError([f"{origin}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
+        where[key] = origin
+
     if path.is_file():
         try:
             archive = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
-            raise CluesImportError([f"{path}: not a zip file (give the CLUES-JSON.zip or its unzipped folder)"])
+            raise CluesImportError(
+                [f"{path}: not a zip file (give the CLUES-JSON.zip or its unzipped folder)"]) from None
         with archive:
             for name in archive.namelist():
                 if name.endswith(".jsonl") and not name.startswith("__MACOSX"):
-                    parts = PurePosixPath(name).parts
-                    try:
-                        files["/".join(parts[-2:])] = archive.read(name).decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise CluesImportError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"])
+                    add("/".join(PurePosixPath(name).parts[-2:]), name, lambda name=name: archive.read(name))
     elif path.is_dir():
         for file in sorted(path.rglob("*.jsonl")):
-            try:
-                files[f"{file.parent.name}/{file.name}"] = file.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise CluesImportError([f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})"])
+            add(f"{file.parent.name}/{file.name}", str(file), file.read_bytes)
     else:
         raise CluesImportError([f"{path}: no such file or folder"])
     return files
@@ -133,7 +139,7 @@ def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]],
     chains = []
     for first in splits:
         chain = {SHOTS[0]: first}
-        for smaller, larger in zip(SHOTS, SHOTS[1:]):
+        for smaller, larger in itertools.pairwise(SHOTS):
             inner = keys[(smaller, chain[smaller])]
             holders = [s for s in splits if inner <= keys[(larger, s)]]
             name = spec.train_filename(smaller, chain[smaller])
@@ -202,9 +208,12 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
         errors.append(f"{folder}: every size needs the same splits, found "
                       + ", ".join(f"{k}-shot {v}" for k, v in split_sets.items()))
 
-    test_ids = [r.clues_id for r in test]
-    if len(set(test_ids)) != len(test_ids):
-        errors.append(f"{folder}/{spec.test_filename}: ids repeat within the test file")
+    first_line: dict[str, int] = {}
+    for number, record in enumerate(test, start=1):
+        earlier = first_line.setdefault(record.clues_id, number)
+        if earlier != number:
+            errors.append(f"{folder}/{spec.test_filename}, line {number}, field 'id': {record.clues_id!r} "
+                          f"repeats the id of line {earlier}; test ids must be unique")
     if len(errors) > start:
         return None
 
@@ -216,10 +225,13 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
             if set(earlier) != set(record.gold):
                 errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: "
                               f"same example as in another training file with a different answer")
-    test_keys = {r.content_key for r in test}
-    leaked = [k for k in data.training_examples if k in test_keys]
-    if leaked:
-        errors.append(f"{folder}: {len(leaked)} training example(s) also appear in the test file")
+    test_line = {r.content_key: number for number, r in enumerate(test, start=1)}
+    for (shots, split), rows in sorted(train.items()):
+        for number, record in enumerate(rows, start=1):
+            if record.content_key in test_line:
+                errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: the same example is "
+                              f"line {test_line[record.content_key]} of {spec.test_filename}; a training "
+                              "example must not be in the test set")
     data.chains = _discover_chains(spec, train, errors)
     return None if len(errors) > start else data
 
@@ -280,7 +292,7 @@ def _write_task(data: TaskData, source: str) -> None:
     for position, record in enumerate(data.test):
         wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position, **_example_fields(record)}
     positions: dict[str, int] = {}
-    for (shots, split), rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+    for _, rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         for position, record in enumerate(rows):
             positions.setdefault(record.content_key, position)
     for key, record in data.training_examples.items():
@@ -321,9 +333,9 @@ def _write_task(data: TaskData, source: str) -> None:
     stale = Example.objects.filter(task=task).exclude(identity__in=list(wanted))
     try:
         stale.delete()
-    except ProtectedError:
+    except (ProtectedError, RestrictedError):
         raise CluesImportError([f"{data.spec.name}: the new data drops examples that annotations or runs "
-                                "already refer to; refusing to replace this task's data"])
+                                "already refer to; refusing to replace this task's data"]) from None
     task.source, task.fingerprint = source, data.fingerprint()
     task.save()
 
@@ -360,19 +372,26 @@ def download_official(dest: Path, *, url: str = OFFICIAL_URL, sha256: str = OFFI
     target = dest / "CLUES-JSON.zip"
     if target.exists() and _sha256(target) == sha256:
         return target
+    created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
+
+    def give_up(message: str) -> CluesImportError:
+        Path(tmp.name).unlink(missing_ok=True)
+        if created and not any(dest.iterdir()):
+            dest.rmdir()
+        return CluesImportError([message])
+
+    with tempfile.NamedTemporaryFile(dir=dest, prefix=".download-", delete=False) as tmp:
         try:
             with urllib.request.urlopen(url, timeout=60) as response:
                 shutil.copyfileobj(response, tmp)
-        except OSError as exc:
-            Path(tmp.name).unlink(missing_ok=True)
-            raise CluesImportError([f"could not download {url}: {exc}. Set CLUES_DATA to a local "
-                                    "CLUES-JSON.zip (or its folder), or pass the path to import_clues."])
+        except (OSError, ValueError) as exc:
+            tmp.close()
+            raise give_up(f"could not download {url}: {exc}. Set CLUES_DATA to a local CLUES-JSON.zip "
+                          "(or its folder), or pass the path to import_clues.") from None
     digest = _sha256(Path(tmp.name))
     if digest != sha256:
-        Path(tmp.name).unlink(missing_ok=True)
-        raise CluesImportError([f"downloaded file from {url} has sha256 {digest}, expected {sha256}; not used"])
+        raise give_up(f"downloaded file from {url} has sha256 {digest}, expected {sha256}; not used")
     Path(tmp.name).replace(target)
     return target
 

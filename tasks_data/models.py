@@ -83,7 +83,9 @@ class TrainingSet(models.Model):
 
 class TrainingSetItem(models.Model):
     training_set = models.ForeignKey(TrainingSet, on_delete=models.CASCADE, related_name="items")
-    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="+")
+    # RESTRICT, not PROTECT: an example stays while a training file lists it, yet deleting the whole
+    # task (which cascades to both) works; PROTECT would refuse that too.
+    example = models.ForeignKey(Example, on_delete=models.RESTRICT, related_name="+")
     position = models.PositiveSmallIntegerField(help_text="0-based row in the training file: the order workers see.")
 
     class Meta:

@@ -73,7 +73,7 @@ def eval_s1(predictions: Sequence[Iterable[str]], golds: Sequence[Sequence[str]]
     """Corpus S1 of parallel lists, like the official ``eval_S1(pred, ans)``."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold answers")
-    return corpus_s1(item_s1(p, g, alternatives=alternatives) for p, g in zip(predictions, golds))
+    return corpus_s1(item_s1(p, g, alternatives=alternatives) for p, g in zip(predictions, golds, strict=True))
 
 
 def percent(score: float) -> float:

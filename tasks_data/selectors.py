@@ -30,3 +30,7 @@ def task_overview() -> list[dict]:
 def test_examples(task: Task):
     """The task's test items in file order."""
     return Example.objects.filter(task=task, role=Example.Role.TEST).order_by("position")
+
+
+# Not a test, despite its name: test modules that import it must not have pytest collect it.
+test_examples.__test__ = False

@@ -4,10 +4,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from tasks_data.registry import TASKS
 from tasks_data.importer import CluesImportError, ImportReport, download_official, import_release
+from tasks_data.models import Task
+from tasks_data.registry import TASKS
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo" / "CLUES-JSON"
+DEMO_SOURCE = "demo data (invented, not CLUES)"
 
 
 class Command(BaseCommand):
@@ -21,13 +23,14 @@ class Command(BaseCommand):
         parser.add_argument("path", nargs="?", help="CLUES-JSON.zip or its folder")
         parser.add_argument("--demo", action="store_true", help="import the bundled demo data instead")
         parser.add_argument("--fallback-demo", action="store_true",
-                            help="if the CLUES data cannot be found or downloaded, import the demo data")
+                            help="if the CLUES data cannot be found or downloaded, import the demo data "
+                                 "(unless CLUES data is already imported: then keep it)")
         parser.add_argument("--cache", default=str(settings.BASE_DIR / ".cache"),
                             help="where a downloaded zip is kept")
 
     def handle(self, *args, path=None, demo=False, fallback_demo=False, cache=None, **options):
         if demo:
-            return self._import(DEMO_DATA, "demo data (invented, not CLUES)")
+            return self._import(DEMO_DATA, DEMO_SOURCE)
         path = path or settings.CLUES_DATA
         if not path:
             self.stderr.write("No PATH and no CLUES_DATA: downloading the official CLUES-JSON.zip ...")
@@ -35,9 +38,14 @@ class Command(BaseCommand):
                 path = download_official(Path(cache))
             except CluesImportError as exc:
                 if not fallback_demo:
-                    raise CommandError(str(exc))
+                    raise CommandError(str(exc)) from None
+                kept = Task.objects.exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+                if kept:
+                    self.stderr.write(self.style.WARNING(str(exc)))
+                    self.stdout.write(f"Keeping the data already imported ({kept}); the demo data was not loaded.")
+                    return
                 self.stderr.write(self.style.WARNING(f"{exc}\nLoading the bundled demo data instead."))
-                return self._import(DEMO_DATA, "demo data (invented, not CLUES)")
+                return self._import(DEMO_DATA, DEMO_SOURCE)
         self._import(Path(path), f"CLUES release {Path(path).name}")
 
     def _import(self, path: Path, label: str):
@@ -50,25 +58,37 @@ class Command(BaseCommand):
         try:
             report = import_release(path, source=label, progress=progress)
         except CluesImportError as exc:
-            bar.close()
             raise CommandError(f"{len(exc.errors)} problem(s) in {path}; nothing was imported:\n  "
-                               + "\n  ".join(exc.errors))
-        bar.close()
+                               + "\n  ".join(exc.errors)) from None
+        finally:
+            bar.close()
         self._print(report)
 
     def _print(self, report: ImportReport):
         out = self.stdout.write
         out(f"Loaded {report.source}.")
-        header = f"{'Task':<10} {'Category':<32} {'Train (K shots: rows)':<28} {'Test':>5} {'Chains':<34} Status"
-        out(header)
-        out("-" * len(header))
+        rows = [("Task", "Category", "Train (K shots: rows)", "Test", "Chains (10->20->30 split)", "Status")]
         for t in report.tasks:
-            train = "/".join(str(k) for k in sorted(t.train_rows))
-            rows = "/".join(str(t.train_rows[k]) for k in sorted(t.train_rows))
-            chains = " ".join("->".join(str(c[k]) for k in sorted(c)) for c in t.chains)
-            status = "imported" if t.changed else "unchanged"
-            out(f"{t.spec.name:<10} {t.spec.category.value:<32} {train + ': ' + rows:<28} {t.test:>5} "
-                f"{chains:<34} {status}")
+            shots = sorted(t.train_rows)
+            rows.append((
+                t.spec.name,
+                t.spec.category.value,
+                "/".join(map(str, shots)) + ": " + "/".join(str(t.train_rows[k]) for k in shots),
+                str(t.test),
+                " ".join("->".join(str(c[k]) for k in sorted(c)) for c in t.chains),
+                "imported" if t.changed else "unchanged",
+            ))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+
+        def line(row):
+            cells = [cell.rjust(width) if i == 3 else cell.ljust(width)
+                     for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
+            return "  ".join(cells).rstrip()
+
+        out(line(rows[0]))
+        out("-" * len(line(rows[0])))
+        for row in rows[1:]:
+            out(line(row))
         for t in report.tasks:
             test_missing, train_missing = t.gold_not_in_context
             if test_missing or train_missing:

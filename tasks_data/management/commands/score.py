@@ -20,14 +20,14 @@ class Command(BaseCommand):
         try:
             task_row = Task.objects.get(slug=task)
         except Task.DoesNotExist:
-            raise CommandError(f"task {task!r} has no data yet: run manage.py import_clues first")
+            raise CommandError(f"task {task!r} has no data yet: run manage.py import_clues first") from None
         path = Path(predictions)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"cannot read {path}: {exc}")
+            raise CommandError(f"cannot read {path}: {exc}") from None
         try:
             result = score_prediction_lines(task_row, text.splitlines())
         except PredictionFileError as exc:
-            raise CommandError(f"{path}:\n{exc}")
+            raise CommandError(f"{path}:\n{exc}") from None
         self.stdout.write(f"{task_row.spec.name} S1 = {percent(result.s1):.1f} over {result.n} test items")
