@@ -70,6 +70,10 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
+# benchmarks/load.py compares the platform with one bare INSERT view on the same stack.
+if env_bool("CLUES_BENCH_CEILING", False):
+    INSTALLED_APPS.append("benchmarks.ceiling")
+
 ROOT_URLCONF = "clues_platform.urls"
 WSGI_APPLICATION = "clues_platform.wsgi.application"
 

@@ -1,3 +1,4 @@
+from django.apps import apps
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -12,5 +13,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]
+
+if apps.is_installed("benchmarks.ceiling"):
+    from benchmarks.ceiling.views import CeilingView
+
+    urlpatterns.append(path("bench/ceiling/", CeilingView.as_view()))
 
 handler500 = "clues_platform.errors.server_error"

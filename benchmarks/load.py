@@ -1,0 +1,353 @@
+#!/usr/bin/env python
+"""Load test: simulated crowdworkers through the real HTTP endpoints, on gunicorn + PostgreSQL.
+
+    .venv/bin/python benchmarks/load.py [--workers 200] [--task sst2] [--answers 40] [--think 0.5]
+
+It builds a throwaway database (``clues_bench``), imports the data (CLUES_DATA, else the demo),
+launches a one-cohort study with room for every simulated worker, and starts gunicorn with
+production settings (DEBUG=0). Then, in three phases:
+
+1. **realistic**: N workers join through their Prolific-style links, then fetch the current item
+   and answer it, ``--answers`` times each (training step, then test step), pausing ``--think``
+   seconds (uniform 0.5x-1.5x) between items as a (very fast) person would;
+2. **saturation**: the same journeys with no pause, to measure the platform's throughput;
+3. **ceiling**: the same number of clients, with no pause, against one DRF view doing one INSERT
+   on the same stack (``benchmarks.ceiling``): the most this machine's stack can serve.
+
+It prints requests/s, p50/p95/p99 latency of answer submission and of fetching the current item,
+the error count, the throughput ratio to the ceiling, and an integrity check: answers
+acknowledged (201) = answers stored, no duplicates, nothing stored that was not acknowledged.
+Exit status 1 when a target is missed (see benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+RETRYABLE = {502, 503, 504}
+
+
+# ---------------------------------------------------------------- the server under test
+
+
+@dataclass
+class Server:
+    db_name: str = "clues_bench"
+    port: int = 8642
+    gunicorn_workers: int = 5
+    pg: str = "postgres://postgres@127.0.0.1:5432"
+    proc: subprocess.Popen | None = None
+    tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="clues-bench-")))
+
+    @property
+    def database_url(self) -> str:
+        return f"{self.pg}/{self.db_name}"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict:
+        return {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # Plain HTTP on loopback: no TLS redirect, cookies without the Secure flag.
+            "SECURE_SSL_REDIRECT": "0",
+            "SECURE_COOKIES": "0",
+            "STATIC_ROOT": str(self.tmp / "static"),
+            "CLUES_BENCH_CEILING": "1",
+            "CONN_MAX_AGE": "600",
+            # Every simulated worker joins from 127.0.0.1: lift the per-address join limit.
+            "JOIN_RATE_LIMIT": "0",
+            "LOG_LEVEL": "WARNING",
+        }
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=self.env(), capture_output=True,
+                                text=True)
+        if result.returncode:
+            raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+        return result.stdout
+
+    def prepare(self, *, task: str, shots: int, workers: int) -> str:
+        """Fresh database, data, one launched study; returns the cohort's join path."""
+        with psycopg.connect(f"{self.pg}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{self.db_name}"')
+        self.manage("migrate", "--noinput", "-v0")
+        data = os.environ.get("CLUES_DATA") or str(REPO.parent / "shared" / "clues" / "CLUES-JSON.zip")
+        self.manage("import_clues", data) if Path(data).exists() else self.manage("import_clues", "--demo")
+        out = self.manage("launch_study", "--name", "load benchmark", "--tasks", task, "--shots", str(shots),
+                          "--workers", str(workers), "--no-filter-fraction")
+        return next(line.split()[2] for line in out.splitlines() if line.startswith(f"{task} {shots} "))
+
+    def start(self) -> None:
+        self.manage("collectstatic", "--noinput", "-v0")
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "gunicorn", "clues_platform.wsgi", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(self.gunicorn_workers), "--backlog", "2048", "--log-level", "warning"],
+            cwd=REPO, env=self.env(), start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise SystemExit("gunicorn did not start within 30 s")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stored_answers(self) -> Counter:
+        """(worker external id, item id) -> how many rows, read straight from the database."""
+        with psycopg.connect(self.database_url) as conn:
+            rows = conn.execute(
+                "SELECT w.external_id, a.example_id, count(*) FROM annotation_answer a "
+                "JOIN annotation_enrollment e ON e.id = a.enrollment_id "
+                "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2"
+            ).fetchall()
+        return Counter({(pid, item): n for pid, item, n in rows})
+
+
+# ---------------------------------------------------------------- simulated workers
+
+
+@dataclass
+class Stats:
+    latency: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    acknowledged: set = field(default_factory=set)
+    requests: int = 0
+    started: float = 0.0
+    finished: float = 0.0
+
+    def record(self, kind: str, seconds: float, status: int) -> None:
+        self.latency[kind].append(seconds)
+        self.statuses[(kind, status)] += 1
+        self.requests += 1
+
+
+def answer_for(item: dict) -> list:
+    """A valid answer of the item's kind (the load test measures the platform, not the worker)."""
+    if item["kind"] == "label":
+        return [item["labels"][0]]
+    if item["kind"] == "entity":
+        first = item["candidates"][0]
+        return [{"start": first["start"], "end": first["end"]}]
+    return []  # "none" is a valid answer for spans and span_or_none
+
+
+async def timed(client: httpx.AsyncClient, stats: Stats, kind: str, method: str, url: str, **kw) -> httpx.Response:
+    start = time.perf_counter()
+    response = await client.request(method, url, **kw)
+    stats.record(kind, time.perf_counter() - start, response.status_code)
+    return response
+
+
+async def retrying(client, stats, kind, method, url, *, retry_unavailable: bool, **kw) -> httpx.Response:
+    """One request; while the platform is unavailable (503 or no connection) and retrying is on, again."""
+    delay = 0.2
+    while True:
+        try:
+            response = await timed(client, stats, kind, method, url, **kw)
+        except httpx.TransportError as exc:
+            stats.statuses[(kind, type(exc).__name__)] += 1
+            if not retry_unavailable:
+                raise
+        else:
+            if response.status_code not in RETRYABLE or not retry_unavailable:
+                return response
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+async def simulated_worker(base_url: str, join_path: str, pid: str, stats: Stats, *, answers: int, think: float,
+                           rng: random.Random, retry_unavailable: bool = False) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, follow_redirects=False) as client:
+        params = {"PROLIFIC_PID": pid, "STUDY_ID": "bench", "SESSION_ID": f"s-{pid}"}
+        response = await retrying(client, stats, "join", "GET", join_path, params=params,
+                                  retry_unavailable=retry_unavailable)
+        if response.status_code != 302:
+            stats.errors.append(f"{pid}: join answered {response.status_code}")
+            return
+        headers = {"X-CSRFToken": client.cookies.get("csrftoken", ""), "Referer": base_url}
+        for _ in range(answers):
+            response = await retrying(client, stats, "current", "GET", "/api/work/current/",
+                                      retry_unavailable=retry_unavailable)
+            if response.status_code != 200:
+                stats.errors.append(f"{pid}: current answered {response.status_code}: {response.text[:120]}")
+                return
+            state = response.json()
+            if state["item"] is None:
+                return
+            if think:
+                await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+            item = state["item"]
+            response = await retrying(client, stats, "answer", "POST", "/api/work/answer/", headers=headers,
+                                      json={"item": item["id"], "answer": answer_for(item)},
+                                      retry_unavailable=retry_unavailable)
+            if response.status_code == 201:
+                stats.acknowledged.add((pid, item["id"]))
+            elif retry_unavailable and response.status_code == 409:
+                continue  # stored by a request whose response was lost in the outage: fetch the next item
+            else:
+                stats.errors.append(f"{pid}: answer answered {response.status_code}: {response.text[:120]}")
+                return
+
+
+async def ceiling_client(base_url: str, stats: Stats, requests: int) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+        for i in range(requests):
+            response = await timed(client, stats, "ceiling", "POST", "/bench/ceiling/", json={"value": i})
+            if response.status_code != 201:
+                stats.errors.append(f"ceiling answered {response.status_code}")
+
+
+async def run_workers(server: Server, join_path: str, *, workers: int, answers: int, think: float, prefix: str,
+                      seed: int = 0, retry_unavailable: bool = False, stats: Stats | None = None) -> Stats:
+    stats = stats or Stats()
+    rng = random.Random(seed)
+    stats.started = time.perf_counter()
+    await asyncio.gather(*(
+        simulated_worker(server.base_url, join_path, f"{prefix}{n:04d}", stats, answers=answers, think=think,
+                         rng=random.Random(rng.random()), retry_unavailable=retry_unavailable)
+        for n in range(workers)
+    ))
+    stats.finished = time.perf_counter()
+    return stats
+
+
+async def run_ceiling(server: Server, *, clients: int, requests: int) -> Stats:
+    stats = Stats()
+    stats.started = time.perf_counter()
+    await asyncio.gather(*(ceiling_client(server.base_url, stats, requests // clients) for _ in range(clients)))
+    stats.finished = time.perf_counter()
+    return stats
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def percentiles(values: list[float]) -> str:
+    if len(values) < 2:
+        return "n/a"
+    q = statistics.quantiles(values, n=100, method="inclusive")
+    return f"p50 {1000 * q[49]:6.1f} ms  p95 {1000 * q[94]:6.1f} ms  p99 {1000 * q[98]:6.1f} ms  (n={len(values)})"
+
+
+def throughput(stats: Stats, kinds=("current", "answer")) -> float:
+    count = sum(n for (kind, _), n in stats.statuses.items() if kind in kinds)
+    return count / max(stats.finished - stats.started, 1e-9)
+
+
+def integrity(stats: Stats, stored: Counter, prefix: str) -> tuple[bool, str]:
+    mine = Counter({k: n for k, n in stored.items() if k[0].startswith(prefix)})
+    duplicates = sum(1 for n in mine.values() if n > 1)
+    lost = stats.acknowledged - set(mine)
+    unacknowledged = set(mine) - stats.acknowledged
+    ok = not duplicates and not lost
+    text = (f"acknowledged {len(stats.acknowledged)}, stored {sum(mine.values())}, lost {len(lost)}, "
+            f"duplicated {duplicates}, stored but not acknowledged {len(unacknowledged)}")
+    return ok, text
+
+
+def error_count(stats: Stats) -> int:
+    bad = sum(n for (kind, status), n in stats.statuses.items()
+              if not isinstance(status, int) or status >= 500 or (kind != "join" and status >= 400))
+    return bad + len(stats.errors)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=200, help="simulated workers (default 200)")
+    parser.add_argument("--task", default="sst2")
+    parser.add_argument("--shots", type=int, default=10)
+    parser.add_argument("--answers", type=int, default=40, help="items each worker answers (default 40)")
+    parser.add_argument("--think", type=float, default=1.0, help="mean seconds between items (default 1.0)")
+    parser.add_argument("--gunicorn-workers", type=int, default=5)
+    parser.add_argument("--port", type=int, default=8642)
+    args = parser.parse_args()
+
+    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers)
+    join_path = server.prepare(task=args.task, shots=args.shots, workers=3 * args.workers)
+    server.start()
+    try:
+        print(f"load: {args.workers} simulated workers, {args.task} {args.shots}-shot, {args.answers} answers each, "
+              f"gunicorn {args.gunicorn_workers} sync workers, DEBUG=0, PostgreSQL")
+        real = asyncio.run(run_workers(server, join_path, workers=args.workers, answers=args.answers,
+                                       think=args.think, prefix="real-"))
+        sat = asyncio.run(run_workers(server, join_path, workers=args.workers, answers=args.answers, think=0,
+                                      prefix="sat-"))
+        ceiling = asyncio.run(run_ceiling(server, clients=args.workers, requests=sat.requests))
+        stored = server.stored_answers()
+    finally:
+        server.stop()
+
+    ok_real, text_real = integrity(real, stored, "real-")
+    ok_sat, text_sat = integrity(sat, stored, "sat-")
+    p99_submit = statistics.quantiles(real.latency["answer"], n=100, method="inclusive")[98]
+    ratio = throughput(sat) / throughput(ceiling, kinds=("ceiling",))
+    errors = error_count(real) + error_count(sat) + len(ceiling.errors)
+    print(f"\n1. realistic ({args.think:g} s mean think time), {real.finished - real.started:.1f} s")
+    print(f"   requests/s      {throughput(real, ('join', 'current', 'answer')):8.1f}")
+    print(f"   answer submit   {percentiles(real.latency['answer'])}")
+    print(f"   current item    {percentiles(real.latency['current'])}")
+    print(f"   join            {percentiles(real.latency['join'])}")
+    print(f"   errors          {error_count(real)}")
+    print(f"   integrity       {text_real}")
+    print(f"\n2. saturation (no think time), {sat.finished - sat.started:.1f} s")
+    print(f"   requests/s      {throughput(sat):8.1f}  (current item + answer)")
+    print(f"   answer submit   {percentiles(sat.latency['answer'])}")
+    print(f"   current item    {percentiles(sat.latency['current'])}")
+    print(f"   errors          {error_count(sat)}")
+    print(f"   integrity       {text_sat}")
+    print(f"\n3. ceiling (one DRF view, one INSERT), {ceiling.finished - ceiling.started:.1f} s")
+    print(f"   requests/s      {throughput(ceiling, ('ceiling',)):8.1f}")
+    print(f"   latency         {percentiles(ceiling.latency['ceiling'])}")
+    print(f"   errors          {len(ceiling.errors)}")
+    print("\ntargets")
+    checks = [
+        (f"zero errors ({errors})", errors == 0),
+        ("no lost or duplicated answers", ok_real and ok_sat),
+        (f"p99 answer submit < 100 ms under realistic load ({1000 * p99_submit:.1f} ms)", p99_submit < 0.1),
+        (f"throughput >= 0.5 x ceiling ({ratio:.2f})", ratio >= 0.5),
+    ]
+    for text, ok in checks:
+        print(f"   [{'met' if ok else 'MISSED'}] {text}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
