@@ -70,7 +70,7 @@ def validate_answer(spec: TaskSpec, example: Example, answer) -> ValidatedAnswer
     if kind.max_spans is not None and len(spans) > kind.max_spans:
         raise InvalidAnswer(f"{spec.name} takes at most {kind.max_spans} span, got {len(spans)}")
     ordered = sorted(spans)
-    for (s1, e1), (s2, e2) in zip(ordered, ordered[1:]):
+    for (s1, e1), (s2, e2) in zip(ordered, ordered[1:], strict=False):
         if (s1, e1) == (s2, e2):
             raise InvalidAnswer(f"the span {s1}..{e1} is given twice")
         if s2 < e1:

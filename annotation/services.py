@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Avg
+from django.db.models import Avg, Count
 from django.utils import timezone
 
 from tasks_data.models import Example, Task, TrainingSet
@@ -34,6 +34,7 @@ __all__ = [
     "InvalidAnswer", "TransitionNotAllowed", "Conflict", "JoinRefused", "create_study", "launch_cohorts",
     "close_cohort", "close_study", "join", "current_item", "submit_answer", "filter_enrollment",
     "reinstate_enrollment", "withdraw", "expire_stale", "completion", "item_order", "active_seconds", "pay",
+    "step_name",
 ]
 
 
@@ -237,7 +238,7 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
                            actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint).
-            raise JoinRefused(409, "you have already taken part in a study on this task")
+            raise JoinRefused(409, "you have already taken part in a study on this task") from None
     return JoinOutcome(cohort, enrollment, created=True)
 
 
@@ -268,6 +269,12 @@ class WorkState:
 
 
 _STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
+_STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
+
+
+def step_name(state: str) -> str:
+    """The worker-facing step of an enrollment state: training, test, done, filtered, withdrawn, expired."""
+    return _STEP_NAMES.get(state, state)
 
 
 def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
@@ -294,8 +301,13 @@ def current_item(enrollment_id: int) -> WorkState:
         _expire_if_stale(enrollment, now)
         step = _STEP_OF_STATE.get(enrollment.state)
         if step is None:
-            name = {State.COMPLETED: "done"}.get(enrollment.state, enrollment.state)
-            return WorkState(step=name, done=0, total=0, enrollment=enrollment)
+            # Progress of the step the worker ended in: the test step once it started, else training.
+            answered = dict(Answer.objects.filter(enrollment=enrollment).order_by().values("step")
+                            .annotate(n=Count("id")).values_list("step", "n"))
+            last = Answer.Step.TEST if (answered.get(Answer.Step.TEST) or enrollment.state == State.COMPLETED
+                                        or not enrollment.cohort.shots) else Answer.Step.TRAINING
+            return WorkState(step=step_name(enrollment.state), done=answered.get(last, 0),
+                             total=len(item_order(enrollment, last)), enrollment=enrollment)
         order = item_order(enrollment, step)
         done = Answer.objects.filter(enrollment=enrollment, step=step).count()
         item = Example.objects.get(pk=order[done])
@@ -349,7 +361,7 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
                     spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
                 )
         except IntegrityError:
-            raise Conflict("this item was already answered; answers are final")
+            raise Conflict("this item was already answered; answers are final") from None
         enrollment.current_served_at = None
         enrollment.save(update_fields=["current_served_at"])
         done += 1
@@ -481,7 +493,7 @@ def completion(enrollment: Enrollment) -> Completion | None:
 def active_seconds(enrolled_at: datetime, answered_at: Sequence[datetime], idle_cap_seconds: int) -> float:
     """Time on the study: the gaps between joining and each answer, each capped (rule 7)."""
     times = [enrolled_at, *sorted(answered_at)]
-    return sum(min((b - a).total_seconds(), idle_cap_seconds) for a, b in zip(times, times[1:]))
+    return sum(min((b - a).total_seconds(), idle_cap_seconds) for a, b in zip(times, times[1:], strict=False))
 
 
 def pay(seconds: float, rate_per_hour: Decimal) -> Decimal:

@@ -1,0 +1,377 @@
+"""The HTTP API (DRF): views only translate HTTP to annotation.services / selectors / exports.
+
+Researchers (session or token; see annotation.permissions): studies, cohorts, enrollments,
+filtering, results, exports and the audit log. A researcher sees only the studies they
+created (a superuser sees every study); another researcher's study, cohort or enrollment
+answers 404, as one that does not exist.
+
+Workers (the browser session bound by /join/<token>/; CSRF enforced): ``GET
+/api/work/current/`` and ``POST /api/work/answer/``, the one path by which an answer is
+created; there is no way to change or delete one (PUT/PATCH/DELETE: 405).
+
+Every 4xx response carries a ``detail`` message; service exceptions map to statuses:
+Conflict and TransitionNotAllowed 409, InvalidAnswer 400, django ValidationError 400 with
+the field errors beside ``detail``.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import authentication, serializers, status
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from . import exports, selectors, services
+from .models import Cohort, Enrollment
+from .permissions import IsBoundWorker, IsResearcher, WorkerSessionAuthentication
+from .serializers import (
+    AnswerSubmitSerializer,
+    AuditEventSerializer,
+    EnrollmentRowSerializer,
+    LaunchSerializer,
+    ReasonSerializer,
+    ResultsSerializer,
+    StudyCreateSerializer,
+    StudyDetailSerializer,
+    StudySerializer,
+    SubmitResultSerializer,
+    WithdrawSerializer,
+    WorkStateSerializer,
+    submit_payload,
+    work_state_payload,
+)
+
+# ---------------------------------------------------------------- errors
+
+
+def _summary(data) -> str:
+    """One message out of DRF's field errors: 'field: message; other: message'."""
+    if isinstance(data, dict):
+        parts = []
+        for key, value in data.items():
+            text = _summary(value)
+            parts.append(text if key in ("non_field_errors", "detail") else f"{key}: {text}")
+        return "; ".join(parts)
+    if isinstance(data, (list, tuple)):
+        return " ".join(_summary(v) for v in data)
+    return str(data)
+
+
+def api_exception_handler(exc, context):
+    """DRF's handler, plus the protocol's exceptions, and a ``detail`` message on every 4xx."""
+    if isinstance(exc, Enrollment.DoesNotExist):
+        # A session bound to an enrollment that no longer exists (e.g. a database reset).
+        return Response({"detail": "this browser session's enrollment no longer exists: open your study link again"},
+                        status=status.HTTP_403_FORBIDDEN)
+    if isinstance(exc, (services.Conflict, services.TransitionNotAllowed)):
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, services.InvalidAnswer):
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DjangoValidationError):
+        errors = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        return Response({"detail": _summary(errors), **errors}, status=status.HTTP_400_BAD_REQUEST)
+    response = drf_exception_handler(exc, context)
+    if response is not None and 400 <= response.status_code < 500:
+        data = response.data
+        if isinstance(data, dict) and "detail" not in data:
+            response.data = {"detail": _summary(data), **data}
+        elif not isinstance(data, dict):
+            response.data = {"detail": _summary(data), "errors": data}
+    return response
+
+
+class ApiView(APIView):
+    def get_exception_handler(self):
+        return api_exception_handler
+
+
+# ---------------------------------------------------------------- workers
+
+
+class WorkerView(ApiView):
+    """The bound enrollment is ``request.auth.enrollment_id``; nothing in the request can name another."""
+
+    authentication_classes = [WorkerSessionAuthentication]
+    permission_classes = [IsBoundWorker]
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONParser]
+
+    def permission_denied(self, request, message=None, code=None):
+        # No session binding is "forbidden" with our message, not DRF's "credentials not provided".
+        raise PermissionDenied(detail=message, code=code)
+
+    @property
+    def enrollment_id(self) -> int:
+        return self.request.auth.enrollment_id
+
+
+class WorkCurrentView(WorkerView):
+    @extend_schema(tags=["work"], responses={200: WorkStateSerializer, 403: OpenApiTypes.OBJECT},
+                   summary="Where the worker is: step, progress and the current item (never its gold).")
+    def get(self, request):
+        return Response(work_state_payload(services.current_item(self.enrollment_id)))
+
+
+class WorkAnswerView(WorkerView):
+    @extend_schema(tags=["work"], request=AnswerSubmitSerializer,
+                   responses={201: SubmitResultSerializer,
+                              400: OpenApiResponse(description="invalid answer; detail names the problem"),
+                              409: OpenApiResponse(description="already answered, or not the current item")},
+                   summary="Answer the current item, once; the training step returns its gold and S1.")
+    def post(self, request):
+        body = AnswerSubmitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.submit_answer(self.enrollment_id, body.validated_data["item"],
+                                        body.validated_data["answer"])
+        return Response(submit_payload(result, result.answer.enrollment), status=status.HTTP_201_CREATED)
+
+
+class WorkWithdrawView(WorkerView):
+    @extend_schema(tags=["work"], request=WithdrawSerializer, responses={200: WorkStateSerializer},
+                   summary="The worker leaves the study; their place goes to someone else.")
+    def post(self, request):
+        body = WithdrawSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.withdraw(self.enrollment_id, actor="worker", reason=body.validated_data["reason"])
+        return Response(work_state_payload(services.current_item(self.enrollment_id)))
+
+
+# ---------------------------------------------------------------- researchers
+
+
+class ResearcherView(ApiView):
+    # Token first, so that an anonymous request is told to authenticate (401, WWW-Authenticate: Token).
+    authentication_classes = [authentication.TokenAuthentication, authentication.SessionAuthentication]
+    permission_classes = [IsResearcher]
+
+    def permission_denied(self, request, message=None, code=None):
+        if request.authenticators and not request.successful_authenticator:
+            raise NotAuthenticated("log in as a researcher (session or 'Authorization: Token <key>')")
+        raise PermissionDenied(detail=message, code=code)
+
+    def studies(self):
+        return selectors.studies_visible_to(self.request.user)
+
+    def get_study(self, pk: int):
+        return get_object_or_404(self.studies(), pk=pk)
+
+    def get_cohort(self, pk: int) -> Cohort:
+        return get_object_or_404(Cohort.objects.select_related("study", "task")
+                                 .filter(study__in=self.studies()), pk=pk)
+
+    def get_enrollment(self, pk: int) -> Enrollment:
+        return get_object_or_404(Enrollment.objects.select_related("cohort__study", "cohort__task", "worker")
+                                 .filter(cohort__study__in=self.studies()), pk=pk)
+
+    @property
+    def actor(self) -> str:
+        return self.request.user.get_username()
+
+
+class StudyListView(ResearcherView):
+    @extend_schema(tags=["studies"], responses=StudySerializer(many=True),
+                   summary="Your studies (a superuser sees all).")
+    def get(self, request):
+        return Response(StudySerializer(self.studies().select_related("created_by"), many=True).data)
+
+    @extend_schema(tags=["studies"], request=StudyCreateSerializer, responses={201: StudyDetailSerializer},
+                   summary="Create a study and its cohorts (one per task x shots); launch: open them at once.")
+    def post(self, request):
+        body = StudyCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        study = services.create_study(**body.validated_data, created_by=request.user)
+        return Response(StudyDetailSerializer(study).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailView(ResearcherView):
+    @extend_schema(tags=["studies"], responses=StudyDetailSerializer,
+                   summary="A study with its cohorts' progress (selectors.study_grid).")
+    def get(self, request, pk: int):
+        return Response(StudyDetailSerializer(self.get_study(pk)).data)
+
+
+class StudyLaunchView(ResearcherView):
+    @extend_schema(tags=["studies"], request=LaunchSerializer,
+                   responses=inline_serializer("Launched", {"launched": serializers.IntegerField()}),
+                   summary="Open cohorts for joining (all of the study's, or the given ids).")
+    def post(self, request, pk: int):
+        study = self.get_study(pk)
+        body = LaunchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        cohorts = None
+        if body.validated_data["cohorts"] is not None:
+            cohorts = list(Cohort.objects.filter(study=study, pk__in=body.validated_data["cohorts"]))
+            unknown = set(body.validated_data["cohorts"]) - {c.pk for c in cohorts}
+            if unknown:
+                raise serializers.ValidationError({"cohorts": [f"not cohorts of this study: {sorted(unknown)}"]})
+        return Response({"launched": services.launch_cohorts(study, cohorts=cohorts, actor=self.actor)})
+
+
+class StudyCloseView(ResearcherView):
+    @extend_schema(tags=["studies"], request=ReasonSerializer, responses=StudyDetailSerializer,
+                   summary="Close the study: no one joins any of its cohorts any more.")
+    def post(self, request, pk: int):
+        study = self.get_study(pk)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.close_study(study, actor=self.actor, reason=body.validated_data["reason"])
+        return Response(StudyDetailSerializer(study).data)
+
+
+class CohortLaunchView(ResearcherView):
+    @extend_schema(tags=["cohorts"], request=None,
+                   responses=inline_serializer("CohortLaunched", {"launched": serializers.IntegerField()}),
+                   summary="Open one cohort for joining.")
+    def post(self, request, pk: int):
+        cohort = self.get_cohort(pk)
+        return Response({"launched": services.launch_cohorts(cohort.study, cohorts=[cohort], actor=self.actor)})
+
+
+class CohortCloseView(ResearcherView):
+    @extend_schema(tags=["cohorts"], request=ReasonSerializer,
+                   responses=inline_serializer("CohortClosed", {"closed": serializers.BooleanField()}),
+                   summary="Close one cohort: its link takes no new workers (those enrolled go on).")
+    def post(self, request, pk: int):
+        cohort = self.get_cohort(pk)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.close_cohort(cohort, actor=self.actor, reason=body.validated_data["reason"])
+        return Response({"closed": True})
+
+
+class StudyEnrollmentsView(ResearcherView):
+    @extend_schema(tags=["enrollments"], responses=EnrollmentRowSerializer(many=True),
+                   parameters=[OpenApiParameter("cohort", int, description="only this cohort"),
+                               OpenApiParameter("state", str, description="only this state")],
+                   summary="Every enrollment with its progress, active time and pay.")
+    def get(self, request, pk: int):
+        study = self.get_study(pk)
+        cohort = None
+        if request.query_params.get("cohort"):
+            try:
+                cohort = get_object_or_404(Cohort, study=study, pk=int(request.query_params["cohort"]))
+            except ValueError:
+                raise serializers.ValidationError({"cohort": ["must be a cohort id"]}) from None
+        state = request.query_params.get("state") or None
+        if state and state not in Enrollment.State.values:
+            raise serializers.ValidationError({"state": [f"one of {', '.join(Enrollment.State.values)}"]})
+        rows = selectors.study_enrollments(study, cohort=cohort, state=state)
+        return Response(EnrollmentRowSerializer(rows, many=True).data)
+
+
+class EnrollmentDetailView(ResearcherView):
+    @extend_schema(tags=["enrollments"], responses=EnrollmentRowSerializer,
+                   summary="One enrollment with its progress, active time and pay.")
+    def get(self, request, pk: int):
+        return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
+
+
+class EnrollmentFilterView(ResearcherView):
+    @extend_schema(tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
+                   summary="Filter a worker (with a reason), until their test step has started.")
+    def post(self, request, pk: int):
+        enrollment = self.get_enrollment(pk)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.filter_enrollment(enrollment.pk, actor=self.actor, reason=body.validated_data["reason"])
+        return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
+
+
+class EnrollmentReinstateView(ResearcherView):
+    @extend_schema(tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
+                   summary="Reinstate a filtered worker (with a reason), if the cohort has room.")
+    def post(self, request, pk: int):
+        enrollment = self.get_enrollment(pk)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.reinstate_enrollment(enrollment.pk, actor=self.actor, reason=body.validated_data["reason"])
+        return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
+
+
+class EnrollmentPredictionsView(ResearcherView):
+    @extend_schema(tags=["results"], responses={(200, "application/jsonl"): OpenApiTypes.STR},
+                   summary="One completed annotator's test answers in the CLUES prediction format (JSONL).")
+    def get(self, request, pk: int):
+        enrollment = self.get_enrollment(pk)
+        if enrollment.state != Enrollment.State.COMPLETED:
+            raise services.Conflict(f"only a completed enrollment has results (this one is {enrollment.state})")
+        response = HttpResponse(exports.prediction_jsonl(enrollment), content_type=exports.CONTENT_TYPES["jsonl"])
+        response["Content-Disposition"] = f'attachment; filename="{exports.prediction_filename(enrollment)}"'
+        return response
+
+
+class StudyResultsView(ResearcherView):
+    @extend_schema(tags=["results"], responses=ResultsSerializer,
+                   summary="Table 5 cells (percent, sample std ddof=1), per-annotator results and agreement.")
+    def get(self, request, pk: int):
+        study = self.get_study(pk)
+        return Response({
+            "std_ddof": selectors.STD_DDOF,
+            "cells": selectors.human_table(study),
+            "annotators": selectors.annotator_rows(study),
+            "agreement": selectors.cohort_agreement(study),
+        })
+
+
+EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
+
+
+def _flag(request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in ("1", "true", "yes")
+
+
+class StudyExportView(ResearcherView):
+    @extend_schema(
+        tags=["results"],
+        parameters=[
+            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=EXPORT_KINDS),
+            OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
+            OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
+            OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
+        ],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        summary="Download a results file.",
+    )
+    def get(self, request, pk: int, kind: str):
+        study = self.get_study(pk)
+        try:
+            if kind == "table":
+                fmt = request.query_params.get("fmt", "csv")
+                if fmt not in exports.TABLE_FORMATS:
+                    raise exports.ExportError(f"fmt must be one of {', '.join(exports.TABLE_FORMATS)}")
+                body = exports.render(exports.study_table(study, with_baselines=_flag(request, "with_baselines")), fmt)
+            elif kind == "predictions":
+                fmt, body = "zip", exports.predictions_zip(study)
+            elif kind in EXPORT_KINDS:
+                fmt = request.query_params.get("fmt", "csv")
+                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"))
+                body = exports.render_rows(rows, fmt, columns=columns)
+            else:
+                return Response({"detail": f"unknown export {kind!r}: one of {', '.join(EXPORT_KINDS)}"},
+                                status=status.HTTP_404_NOT_FOUND)
+        except exports.ExportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        response = HttpResponse(body, content_type=exports.CONTENT_TYPES[fmt])
+        response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'
+        return response
+
+
+class StudyAuditView(ResearcherView):
+    @extend_schema(tags=["studies"], responses=AuditEventSerializer(many=True),
+                   parameters=[OpenApiParameter("q", str, description="text in action, actor or reason")],
+                   summary="The audit log: every transition and researcher action, with time, actor and reason.")
+    def get(self, request, pk: int):
+        events = selectors.audit_log(self.get_study(pk))
+        q = request.query_params.get("q")
+        if q:
+            events = events.filter(Q(action__icontains=q) | Q(actor__icontains=q) | Q(reason__icontains=q))
+        return Response(AuditEventSerializer(events, many=True).data)

@@ -1,0 +1,78 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import exports
+from annotation.models import Enrollment, Study
+
+KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
+
+
+class Command(BaseCommand):
+    help = ("Export a study's results: the human-performance table (Table 5: mean ± sample std, ddof=1, of the "
+            "annotators' test S1 in percent) as csv|json|md|tex, per-annotator rows, learning curves, agreement "
+            "(csv|json|md), or annotators' test answers in the CLUES prediction format (JSONL).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", type=int, required=True, help="study id")
+        parser.add_argument("--kind", choices=KINDS, default="table")
+        parser.add_argument("--annotators", action="store_true", help="same as --kind annotators")
+        parser.add_argument("--format", dest="fmt", default=None,
+                            help="table: csv|json|md|tex (default md); rows: csv|json|md (default csv)")
+        parser.add_argument("--out", default=None, help="write here (atomically) instead of standard output")
+        parser.add_argument("--with-baselines", action="store_true",
+                            help="table: add model rows from settings.CLUES_MODEL_ROWS_PROVIDER")
+        parser.add_argument("--all", dest="include_all", action="store_true",
+                            help="annotators: every enrollment (filtered, withdrawn...), not only completed ones")
+        parser.add_argument("--enrollment", type=int, default=None,
+                            help="predictions: one annotator's JSONL (default: a zip of all, needs --out)")
+
+    def handle(self, *args, study, kind, annotators, fmt, out, with_baselines, include_all, enrollment, **options):
+        study_row = Study.objects.filter(pk=study).first()
+        if study_row is None:
+            raise CommandError(f"--study: no study {study}")
+        if annotators:
+            kind = "annotators"
+        if with_baselines and kind != "table":
+            raise CommandError("--with-baselines applies to the table (--kind table)")
+        try:
+            if kind == "table":
+                fmt = fmt or "md"
+                if fmt not in exports.TABLE_FORMATS:
+                    raise CommandError(f"--format: the table is written as {', '.join(exports.TABLE_FORMATS)}")
+                data = exports.render(exports.study_table(study_row, with_baselines=with_baselines), fmt)
+            elif kind == "predictions":
+                data = self._predictions(study_row, enrollment, out)
+            else:
+                fmt = fmt or "csv"
+                if fmt not in exports.ROW_FORMATS:
+                    raise CommandError(f"--format: {kind} is written as {', '.join(exports.ROW_FORMATS)}")
+                rows, columns = exports.export_rows(study_row, kind, include_all=include_all)
+                data = exports.render_rows(rows, fmt, columns=columns)
+        except exports.ExportError as exc:
+            raise CommandError(str(exc)) from None
+        if out:
+            try:
+                path = exports.write_atomic(out, data)
+            except OSError as exc:
+                raise CommandError(f"--out: cannot write {out}: {exc}") from None
+            self.stderr.write(f"wrote {path}")
+        elif isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            self.stdout.write(data, ending="")
+
+    def _predictions(self, study: Study, enrollment_id: int | None, out: str | None):
+        if enrollment_id is None:
+            if not out:
+                raise CommandError("predictions of every annotator make a zip: give --out FILE.zip "
+                                   "(or --enrollment ID for one annotator's JSONL)")
+            return exports.predictions_zip(study)
+        enrollment = (Enrollment.objects.select_related("cohort__task", "worker")
+                      .filter(pk=enrollment_id, cohort__study=study).first())
+        if enrollment is None:
+            raise CommandError(f"--enrollment: no enrollment {enrollment_id} in study {study.pk}")
+        if enrollment.state != Enrollment.State.COMPLETED:
+            raise CommandError(f"--enrollment: enrollment {enrollment_id} is {enrollment.state}; "
+                               "only completed enrollments have results")
+        return exports.prediction_jsonl(enrollment)

@@ -1,0 +1,374 @@
+"""Read-only queries for progress and results (paper section 4.2 and Table 5).
+
+Every function here reads; none changes anything. The UI (dashboard), the API, the
+exports and the management commands all call these, so each result is computed in one
+place. Each function issues a fixed number of queries, whatever the size of the study.
+
+Who counts in the results: only *completed* enrollments (the worker answered every test
+item). Filtered, withdrawn and expired enrollments, and workers still in a step, are left
+out of every result (table, per-annotator results, learning curves, agreement,
+predictions); they appear only in the progress views (``study_grid``,
+``cohort_enrollments``, ``study_enrollments``), where the researcher follows the study and
+sees what each worker is owed.
+
+Units: S1 values on enrollments and answers are 0-1 (``training_s1``, ``test_s1``,
+``learning_curve``, ``mean_pairwise_s1``); the human-performance table (``human_table``)
+is in percent, as the paper's Table 5.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from django.db.models import Avg, Count, QuerySet
+
+from tasks_data.models import Example
+from tasks_data.registry import TASKS, AnswerKind
+from tasks_data.s1 import instance_s1
+
+from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
+from .protocol import HOLDS_SLOT, State
+from .services import SHOT_CONDITIONS, active_seconds, pay
+
+STD_DDOF = 1  # the table's std is the sample standard deviation across a cohort's annotators
+RESULT_STATES = (State.COMPLETED,)
+EXCLUDED_STATES = (State.FILTERED, State.WITHDRAWN, State.EXPIRED)
+_TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
+_SHOT_ORDER = {k: i for i, k in enumerate(SHOT_CONDITIONS)}
+
+
+# ---------------------------------------------------------------- who sees what
+
+
+def is_researcher(user) -> bool:
+    """The researcher role: a superuser, or a member of the ``researchers`` group."""
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    return user.is_superuser or user.groups.filter(name=RESEARCHERS_GROUP).exists()
+
+
+def studies_visible_to(user) -> QuerySet[Study]:
+    """The studies a researcher may see and act on: those they created; a superuser sees all.
+
+    A researcher who is not a superuser never sees another researcher's study (the API
+    answers 404 for it, as for a study that does not exist).
+    """
+    qs = Study.objects.all()
+    if not user.is_superuser:
+        qs = qs.filter(created_by=user)
+    return qs
+
+
+def cohort_key(slug: str, shots: int) -> tuple[int, int]:
+    """Registry order of tasks, then 0/10/20/30 shots: the order of every table."""
+    return _TASK_ORDER.get(slug, len(_TASK_ORDER)), _SHOT_ORDER.get(shots, shots)
+
+
+def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
+    """Number of test items of each task (one query)."""
+    rows = (Example.objects.filter(task_id__in=set(task_ids), role=Example.Role.TEST).order_by()
+            .values("task_id").annotate(n=Count("id")).values_list("task_id", "n"))
+    return dict(rows)
+
+
+def _cohorts(study: Study) -> list[Cohort]:
+    cohorts = list(Cohort.objects.filter(study=study).select_related("task"))
+    cohorts.sort(key=lambda c: cohort_key(c.task.slug, c.shots))
+    return cohorts
+
+
+# ---------------------------------------------------------------- progress
+
+
+def study_grid(study: Study) -> list[dict]:
+    """One row per cohort, in table order, for following a study (4 queries).
+
+    Keys: ``cohort`` (Cohort), ``task`` (slug), ``task_name``, ``shots``, ``enrolled``
+    (enrollments holding a slot: in training, in the test step or completed), ``target``,
+    ``training_finished`` (of those, how many passed the training step, i.e. are in the
+    test step or completed; for 0 shots every enrolled worker), ``test_items_done`` (test
+    answers given by the slot holders), ``test_items_total`` (target x test items: the
+    answers the cohort needs), ``completed``, ``filtered``, ``accepting`` (the join link
+    takes new workers) and ``join_path``.
+    """
+    cohorts = _cohorts(study)
+    states: dict[int, dict[str, int]] = defaultdict(dict)
+    for cohort_id, state, n in (Enrollment.objects.filter(cohort__study=study).order_by()
+                                .values("cohort_id", "state").annotate(n=Count("id"))
+                                .values_list("cohort_id", "state", "n")):
+        states[cohort_id][state] = n
+    test_done = dict(Answer.objects.filter(enrollment__cohort__study=study, step=Answer.Step.TEST,
+                                           enrollment__state__in=HOLDS_SLOT).order_by()
+                     .values("enrollment__cohort_id").annotate(n=Count("id"))
+                     .values_list("enrollment__cohort_id", "n"))
+    n_test = test_item_counts(c.task_id for c in cohorts)
+    rows = []
+    for cohort in cohorts:
+        counts = states.get(cohort.pk, {})
+        rows.append({
+            "cohort": cohort,
+            "task": cohort.task.slug,
+            "task_name": cohort.task.spec.name,
+            "shots": cohort.shots,
+            "enrolled": sum(counts.get(s, 0) for s in HOLDS_SLOT),
+            "target": cohort.target,
+            "training_finished": counts.get(State.TESTING, 0) + counts.get(State.COMPLETED, 0),
+            "test_items_done": test_done.get(cohort.pk, 0),
+            "test_items_total": cohort.target * n_test.get(cohort.task_id, 0),
+            "completed": counts.get(State.COMPLETED, 0),
+            "filtered": counts.get(State.FILTERED, 0),
+            "accepting": cohort.launched_at is not None and cohort.closed_at is None and study.is_open,
+            "join_path": cohort.join_path,
+        })
+    return rows
+
+
+def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
+    """Progress, time and pay of the given enrollments (2 queries whatever their number)."""
+    ids = [e.pk for e in enrollments]
+    curves: dict[int, list[float]] = defaultdict(list)
+    test_s1s: dict[int, list[float]] = defaultdict(list)
+    times: dict[int, list] = defaultdict(list)
+    for enrollment_id, step, s1, answered_at in (Answer.objects.filter(enrollment_id__in=ids)
+                                                 .order_by("enrollment_id", "step", "position")
+                                                 .values_list("enrollment_id", "step", "s1", "answered_at")):
+        (curves if step == Answer.Step.TRAINING else test_s1s)[enrollment_id].append(s1)
+        times[enrollment_id].append(answered_at)
+    n_test = test_item_counts({e.task_id for e in enrollments})
+    rows = []
+    for e in enrollments:
+        study = e.cohort.study
+        seconds = active_seconds(e.enrolled_at, times[e.pk], study.idle_cap_seconds)
+        test = test_s1s[e.pk]
+        rows.append({
+            "enrollment": e,
+            "worker": e.worker.external_id,
+            "platform": e.worker.platform,
+            "task": e.cohort.task.slug,
+            "task_name": e.cohort.task.spec.name,
+            "shots": e.cohort.shots,
+            "state": e.state,
+            "enrolled_at": e.enrolled_at,
+            "training_s1": e.training_s1,
+            "learning_curve": curves[e.pk],
+            "training_done": len(curves[e.pk]),
+            "test_done": len(test),
+            "test_total": n_test.get(e.task_id, 0),
+            "active_seconds": seconds,
+            "pay": pay(seconds, study.pay_rate),
+            # Only a completed enrollment has a test S1: the mean over every test item.
+            "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
+        })
+    return rows
+
+
+def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None) -> list[dict]:
+    """Every enrollment of a study (optionally of one cohort / in one state), see ``cohort_enrollments``."""
+    qs = Enrollment.objects.filter(cohort__study=study).select_related("worker", "cohort__task", "cohort__study")
+    if cohort is not None:
+        qs = qs.filter(cohort=cohort)
+    if state:
+        qs = qs.filter(state=state)
+    enrollments = sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))
+    return _enrollment_rows(enrollments)
+
+
+def cohort_enrollments(cohort: Cohort) -> list[dict]:
+    """Every enrollment of a cohort, in joining order, with its progress (3 queries).
+
+    Keys: ``enrollment`` (Enrollment), ``worker`` (the platform's worker id), ``platform``,
+    ``task``, ``task_name``, ``shots``, ``state``, ``enrolled_at``, ``training_s1`` (0-1 or
+    None), ``learning_curve`` (S1 0-1 of each training item in order), ``training_done``,
+    ``test_done``, ``test_total``, ``active_seconds`` (idle gaps capped at the study's
+    ``idle_cap_seconds``), ``pay`` (Decimal, USD: active time x the study's hourly rate) and
+    ``test_s1`` (0-1, completed enrollments only, else None).
+    """
+    return study_enrollments(cohort.study, cohort=cohort)
+
+
+def enrollment_row(enrollment: Enrollment) -> dict:
+    """``cohort_enrollments``'s row for one enrollment."""
+    return _enrollment_rows([enrollment])[0]
+
+
+def audit_log(study: Study) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.filter(study=study).select_related("enrollment__worker").order_by("at", "id")
+
+
+# ---------------------------------------------------------------- results
+
+
+def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
+    """{enrollment id: (cohort id, test S1 0-1)} of every completed enrollment (one query, in the DB).
+
+    An annotator's S1 is the mean of the per-item S1 stored with each test answer (computed
+    by ``tasks_data.s1`` when the answer was submitted).
+    """
+    rows = (Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
+                                  step=Answer.Step.TEST).order_by()
+            .values("enrollment_id", "enrollment__cohort_id").annotate(s1=Avg("s1"))
+            .values_list("enrollment_id", "enrollment__cohort_id", "s1"))
+    return {enrollment_id: (cohort_id, s1) for enrollment_id, cohort_id, s1 in rows}
+
+
+def human_table(study: Study) -> list[dict]:
+    """The human-performance cells of Table 5, one per cohort, in table order (2 queries).
+
+    Each cell is ``{"task": slug, "shots": k, "mean": m, "std": s, "n": n}``: mean and
+    sample standard deviation (ddof=1) of the test S1 of the cohort's ``n`` completed
+    annotators, in percent (not rounded); ``std`` is None when n < 2, ``mean`` when n = 0.
+    """
+    per_annotator = annotator_test_s1(study)
+    frame = pd.DataFrame(list(per_annotator.values()), columns=["cohort", "s1"])
+    stats = frame.groupby("cohort")["s1"].agg(mean="mean", std=lambda s: s.std(ddof=STD_DDOF), n="count")
+    cells = []
+    for cohort in _cohorts(study):
+        n = int(stats.at[cohort.pk, "n"]) if cohort.pk in stats.index else 0
+        mean = float(stats.at[cohort.pk, "mean"]) * 100 if n else None
+        std = float(stats.at[cohort.pk, "std"]) * 100 if n >= 2 else None
+        cells.append({"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": n})
+    return cells
+
+
+def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
+    """Per-annotator rows for the results (completed enrollments), or every enrollment.
+
+    Keys as ``cohort_enrollments`` less ``enrollment`` and ``learning_curve``, plus
+    ``enrollment_id``, ``items_answered`` (training + test answers) and ``pay`` as a
+    string of USD. ``include_all`` adds filtered, withdrawn, expired and unfinished
+    enrollments (what each worker is owed), still marked by their ``state``.
+    """
+    rows = study_enrollments(study)
+    if not include_all:
+        rows = [r for r in rows if r["state"] in RESULT_STATES]
+    out = []
+    for r in rows:
+        out.append({
+            "enrollment_id": r["enrollment"].pk,
+            "worker": r["worker"],
+            "platform": r["platform"],
+            "task": r["task"],
+            "shots": r["shots"],
+            "state": r["state"],
+            "training_s1": r["training_s1"],
+            "test_s1": r["test_s1"],
+            "training_done": r["training_done"],
+            "test_done": r["test_done"],
+            "test_total": r["test_total"],
+            "items_answered": r["training_done"] + r["test_done"],
+            "active_seconds": round(r["active_seconds"], 1),
+            "pay": str(r["pay"]),
+        })
+    return out
+
+
+def learning_curves(study: Study) -> list[dict]:
+    """Each completed annotator's S1 (0-1) on each training item, in training order (2 queries).
+
+    One row per training answer: ``enrollment_id``, ``worker``, ``task``, ``shots``,
+    ``position`` (0-based), ``s1`` and ``running_s1`` (mean S1 so far).
+    """
+    rows = []
+    for r in study_enrollments(study, state=State.COMPLETED):
+        total = 0.0
+        for position, s1 in enumerate(r["learning_curve"]):
+            total += s1
+            rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
+                         "shots": r["shots"], "position": position, "s1": s1, "running_s1": total / (position + 1)})
+    return rows
+
+
+def prediction_rows(enrollment: Enrollment) -> list[dict]:
+    """One annotator's test answers in the CLUES prediction format, in test-file order (1 query).
+
+    ``[{"id": <CLUES id>, "prediction": [strings]}, ...]``: scorable by the official eval and
+    by ``manage.py score``.
+    """
+    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
+               .order_by("example__position").values_list("example__clues_id", "texts"))
+    return [{"id": clues_id, "prediction": list(texts)} for clues_id, texts in answers]
+
+
+def completed_enrollments(study: Study) -> list[Enrollment]:
+    qs = (Enrollment.objects.filter(cohort__study=study, state__in=RESULT_STATES)
+          .select_related("worker", "cohort__task"))
+    return sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))
+
+
+# ---------------------------------------------------------------- agreement
+
+
+def pairwise_s1(a: dict[int, Sequence[str]], b: dict[int, Sequence[str]]) -> float | None:
+    """S1 of annotator a's answer set against b's, per shared item, averaged; both directions.
+
+    Each item scores a's answer taken as the prediction and b's as the gold set (plain set
+    S1, no MRC alternatives: one annotator's answer is one answer), then the other way
+    round; the result is the mean of both directions, so it is symmetric by construction.
+    """
+    items = sorted(a.keys() & b.keys())
+    if not items:
+        return None
+    forward = sum(instance_s1(a[i], b[i]) for i in items) / len(items)
+    backward = sum(instance_s1(b[i], a[i]) for i in items) / len(items)
+    return (forward + backward) / 2
+
+
+def fleiss_kappa(counts: np.ndarray) -> float | None:
+    """Fleiss' kappa of an items x categories matrix of rating counts (same raters per item).
+
+    None when it is undefined: fewer than 2 raters or items, or every rating in one
+    category (chance agreement 1).
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or counts.shape[0] < 2:
+        return None
+    raters = counts.sum(axis=1)
+    if raters.min() != raters.max() or raters[0] < 2:
+        return None
+    n, items = raters[0], counts.shape[0]
+    p_item = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
+    p_bar = p_item.mean()
+    p_cat = counts.sum(axis=0) / (items * n)
+    p_e = float((p_cat ** 2).sum())
+    if p_e >= 1:
+        return None
+    return float((p_bar - p_e) / (1 - p_e))
+
+
+def cohort_agreement(study: Study) -> list[dict]:
+    """Agreement between the completed annotators of each cohort, in table order (2 queries).
+
+    Keys: ``cohort`` (id), ``task`` (slug), ``shots``, ``n`` (completed annotators),
+    ``mean_pairwise_s1`` (0-1, mean of ``pairwise_s1`` over every pair; None when n < 2)
+    and ``fleiss_kappa`` (label tasks, SST-2 and MNLI, over the items every annotator
+    answered; None for span tasks or when undefined).
+    """
+    answers: dict[int, dict[int, dict[int, list[str]]]] = defaultdict(lambda: defaultdict(dict))
+    for cohort_id, enrollment_id, example_id, texts in (
+            Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
+                                  step=Answer.Step.TEST).order_by()
+            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts")):
+        answers[cohort_id][enrollment_id][example_id] = texts
+    rows = []
+    for cohort in _cohorts(study):
+        by_annotator = answers.get(cohort.pk, {})
+        n = len(by_annotator)
+        pairs = [pairwise_s1(by_annotator[x], by_annotator[y]) for x, y in combinations(sorted(by_annotator), 2)]
+        pairs = [p for p in pairs if p is not None]
+        kappa = None
+        spec = cohort.task.spec
+        if spec.answer_kind is AnswerKind.LABEL and n >= 2:
+            shared = set.intersection(*(set(items) for items in by_annotator.values()))
+            labels = {label: j for j, label in enumerate(spec.labels)}
+            counts = np.zeros((len(shared), len(labels)))
+            for row, item in enumerate(sorted(shared)):
+                for items in by_annotator.values():
+                    counts[row, labels[items[item][0]]] += 1
+            kappa = fleiss_kappa(counts)
+        rows.append({"cohort": cohort.pk, "task": cohort.task.slug, "shots": cohort.shots, "n": n,
+                     "mean_pairwise_s1": sum(pairs) / len(pairs) if pairs else None, "fleiss_kappa": kappa})
+    return rows

@@ -1,0 +1,36 @@
+"""The join link ``/join/<token>/`` (HTML): how a worker arrives from a recruitment platform."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from . import services, session
+
+WORK_PATH = "/work/"  # the worker UI (annotation.ui_urls)
+
+
+@never_cache
+@require_GET
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    """Enroll the worker (or take a returning one back), bind the session and send them to /work/.
+
+    A refusal (unknown link 404, missing parameter 400, closed 403, full or already exposed
+    to the task 409) renders a page saying why, with that status. An MTurk preview
+    (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) shows the task description and enrolls nobody.
+    """
+    try:
+        outcome = services.join(token, request.GET, user=request.user,
+                                bound_enrollment_id=session.bound_enrollment_id(request))
+    except services.JoinRefused as refused:
+        return render(request, "annotation/join_refused.html", {"message": refused.message}, status=refused.status)
+    if outcome.preview:
+        cohort = outcome.cohort
+        return render(request, "annotation/mturk_preview.html",
+                      {"spec": cohort.task.spec, "shots": cohort.shots, "study": cohort.study})
+    session.bind(request, outcome.enrollment)
+    get_token(request)  # the csrftoken cookie the worker API needs (X-CSRFToken header)
+    return redirect(WORK_PATH)

@@ -1,0 +1,89 @@
+"""Rules that must hold under simultaneous requests, on real concurrent PostgreSQL connections."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from annotation import services
+from annotation.models import Answer, Enrollment
+from tasks_data.models import Example, Task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def sst2_task():
+    """A tiny SST-2 test set, committed so every thread's connection sees it."""
+    task = Task.objects.create(slug="sst2", source="concurrency test", fingerprint="-")
+    Example.objects.bulk_create([
+        Example(task=task, role=Example.Role.TEST, identity=f"t{i}", clues_id=str(i), position=i,
+                context=f"review {i}", question="positive or negative?", gold=["positive"])
+        for i in range(3)
+    ])
+    return task
+
+
+def run_together(n: int, work) -> list:
+    """Run ``work(i)`` in n threads released at the same instant; each returns a value or the exception."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def target(i: int):
+        try:
+            barrier.wait(timeout=30)
+            results[i] = work(i)
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            results[i] = exc
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    return results
+
+
+def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enrollments(sst2_task):
+    study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
+    cohort = study.cohorts.get()
+    backends: set[int] = set()
+
+    def work(i):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backends.add(cursor.fetchone()[0])
+        params = {"PROLIFIC_PID": f"P{i}", "STUDY_ID": "s", "SESSION_ID": f"session-{i}"}
+        return services.join(cohort.join_token, params).enrollment.pk
+
+    results = run_together(20, work)
+    assert len(backends) == 20, "each join ran on its own PostgreSQL connection"
+    joined = [r for r in results if isinstance(r, int)]
+    refused = [r for r in results if isinstance(r, services.JoinRefused)]
+    assert len(joined) == 3
+    assert len(refused) == 17 and all(r.status == 409 for r in refused), results
+    assert Enrollment.objects.filter(cohort=cohort).count() == 3
+
+
+def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
+    study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
+    cohort = study.cohorts.get()
+    params = {"PROLIFIC_PID": "P1", "STUDY_ID": "s", "SESSION_ID": "session-1"}
+    results = run_together(8, lambda i: services.join(cohort.join_token, params).enrollment.pk)
+    assert not [r for r in results if not isinstance(r, (int, services.JoinRefused))], results
+    assert len({r for r in results if isinstance(r, int)}) == 1
+    assert Enrollment.objects.count() == 1
+
+
+def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
+    study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True)
+    enrollment = services.join(study.cohorts.get().join_token, {"PROLIFIC_PID": "P1", "SESSION_ID": "x"}).enrollment
+    item = services.current_item(enrollment.pk).item
+    results = run_together(10, lambda i: services.submit_answer(enrollment.pk, item.pk, ["negative"]))
+    stored = [r for r in results if isinstance(r, services.SubmitResult)]
+    assert len(stored) == 1
+    assert all(isinstance(r, services.Conflict) for r in results if r not in stored), results
+    assert Answer.objects.filter(enrollment=enrollment).count() == 1
