@@ -70,6 +70,13 @@ def format_cell(mean: float | None, std: float | None, *, pm: str = "±") -> str
     return f"{mean:.1f} {pm} {std:.1f}"
 
 
+def format_gap(diff: float, low: float | None, high: float | None) -> str:
+    """Human minus model, percent points, with its 95% paired bootstrap interval: "+12.3 [8.1, 16.0]"."""
+    if low is None or high is None:
+        return f"{diff:+.1f}"
+    return f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
 def _row_label(row: Mapping) -> str:
     return f"{row['method']} {row['model']}".strip()
 
@@ -80,7 +87,9 @@ def table_frame(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = ()) ->
     Rows: the shot conditions present (index ``#Shots``); with ``model_rows``
     (``{"method", "model", "task", "shots", "mean", "std", "n", ...}``, mean and std in
     percent) the index becomes (``Method``, ``#Shots``), human rows labelled ``Human`` and
-    model rows ``"<method> <model>"``; model rows of tasks the cells lack are left out. Columns: task
+    model rows ``"<method> <model>"``; model rows of tasks the cells lack are left out. Model rows
+    that carry the human-minus-model gap (``diff``, ``ci_low``, ``ci_high``: see
+    baselines.results) add rows ``"Human − <method> <model>"`` of "+diff [low, high]". Columns: task
     display names in registry order. The
     cells and model rows travel along in ``frame.attrs`` for ``render(frame, "json")``.
     """
@@ -102,9 +111,15 @@ def table_frame(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = ()) ->
         for row in model_rows:
             models.setdefault((_row_label(row), int(row["shots"])), {})[row["task"]] = format_cell(
                 row.get("mean"), row.get("std"))
-        for (label, k), by_task in sorted(models.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
-            index.append((label, str(k)))
-            data.append([by_task.get(s, MISSING) for s in slugs])
+        gaps: dict[tuple[str, int], dict[str, str]] = {}
+        for row in model_rows:
+            if row.get("diff") is not None:
+                gaps.setdefault((f"{HUMAN_LABEL} − {_row_label(row)}", int(row["shots"])), {})[row["task"]] = (
+                    format_gap(row["diff"], row.get("ci_low"), row.get("ci_high")))
+        for group in (models, gaps):
+            for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
+                index.append((label, str(k)))
+                data.append([by_task.get(s, MISSING) for s in slugs])
         frame = pd.DataFrame(data, index=pd.MultiIndex.from_tuples(index, names=[METHOD_LABEL, SHOTS_LABEL]),
                              columns=columns)
     frame.columns.name = None

@@ -130,6 +130,14 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     assert row["items"] == len(human)
     assert row["ci_low"] <= row["diff"] <= row["ci_high"]
 
+    # The comparison table: human row, model row (mean ± std over splits) and the gap row.
+    out = io.StringIO()
+    call_command("export_results", "--study", str(study.pk), "--format", "md", "--with-baselines", stdout=out)
+    table = out.getvalue()
+    assert "| majority |" in table
+    gap = f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
+    assert f"| Human − majority | 10 | {gap} |" in table
+
 
 def test_paired_gap_interval_covers_the_mean_and_narrows_with_more_items():
     human = {str(i): float(i % 2) for i in range(40)}
