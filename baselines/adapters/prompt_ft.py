@@ -1,0 +1,255 @@
+"""``pt``: prompt-based fine-tuning, LM-BFF style (CLUES paper, section 5.1b; Gao et al. 2021,
+"Making Pre-trained Language Models Better Few-shot Learners", princeton-nlp/LM-BFF).
+
+Only SST-2 and MNLI: the paper uses LM-BFF's manual templates and verbalizers for them and
+defers NER and MRC. The masked LM itself is the head (``AutoModelForMaskedLM``), nothing new is
+initialised. Templates and verbalizers, verbatim from LM-BFF ``run_experiment.sh``:
+
+* SST-2 ``*cls**sent_0*_It_was*mask*.*sep+*`` -> ``<sentence> It was [MASK].``,
+  {negative: "terrible", positive: "great"}.
+* MNLI ``*cls**sent-_0*?*mask*,*+sentl_1**sep+*`` -> ``<premise>? [MASK], <hypothesis>``: the
+  premise without its final punctuation mark, then "?", the mask, ",", and the hypothesis with
+  its first letter lower-cased; {entailment: "Yes", neutral: "Maybe", contradiction: "No"}.
+
+The loss is the cross-entropy over the verbalizer words' logits at the mask position (LM-BFF's
+``num_labels``-way softmax over the label words), and the prediction is the label whose word
+has the highest logit. Verbalizer words must be single tokens of the tokenizer; for BPE
+tokenizers the leading-space form ("Ġgreat") is tried first, as the word follows a space in
+the template. If the input is too long, the sentence(s) are cut (longest first) so that the
+template and the mask always survive.
+
+Hyperparameters: LM-BFF lr 1e-5, batch 8 (``run_experiment.sh``: LR recommendation 1e-5,
+BS 8; AdamW, no warm-up, linear decay, no weight decay: the HF Trainer defaults it ran with);
+max_seq_length 128 (SST-2) / 256 (MNLI). LM-BFF trains 1000 steps and keeps the best checkpoint
+on a dev set; CLUES has no dev set, so we train 20 epochs (20 x ceil(N/8) steps) and keep the
+final checkpoint. No default model: a local masked-LM checkpoint (e.g. roberta-large, as in
+LM-BFF) must be given as ``AdapterConfig.model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tasks_data.registry import TaskSpec
+
+from .base import (
+    Adapter,
+    AdapterConfig,
+    AdapterError,
+    AdapterExample,
+    AdapterResult,
+    Progress,
+    gold_label,
+)
+
+DEFAULTS = {
+    "lr": 1e-5,  # LM-BFF
+    "epochs": 20,  # 20 x ceil(N/8) steps (see module docstring)
+    "max_steps": None,
+    "batch_size": 8,  # LM-BFF
+    "eval_batch_size": 32,
+    "warmup_ratio": 0.0,  # HF Trainer default in LM-BFF
+    "weight_decay": 0.0,  # HF Trainer default in LM-BFF
+    "max_grad_norm": 1.0,  # HF Trainer default in LM-BFF
+    "max_length": None,  # None = 128 for SST-2, 256 for MNLI (LM-BFF)
+    "optimizer": "adamw",
+}
+
+#: slug -> (label -> verbalizer word), LM-BFF run_experiment.sh
+VERBALIZERS = {
+    "sst2": {"negative": "terrible", "positive": "great"},
+    "mnli": {"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
+}
+MAX_LENGTH = {"sst2": 128, "mnli": 256}
+_END_PUNCT = ".?!,;:"
+
+
+def verbalizer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
+    """One token id per word (leading-space variant first); AdapterError if a word is not a
+    single token."""
+    ids = []
+    for word in words:
+        found = None
+        for variant in (" " + word, word):
+            toks = tokenizer(variant, add_special_tokens=False)["input_ids"]
+            if len(toks) == 1 and toks[0] != tokenizer.unk_token_id:
+                found = toks[0]
+                break
+        if found is None:
+            pieces = tokenizer.tokenize(" " + word)
+            raise AdapterError(
+                f"pt: verbalizer word {word!r} is not a single token of this tokenizer "
+                f"(it splits into {pieces}); LM-BFF verbalizers need single-token words: use a "
+                "model whose vocabulary has them (e.g. roberta-large, bert-base-uncased)")
+        ids.append(found)
+    if len(set(ids)) != len(ids):
+        raise AdapterError(f"pt: verbalizer words {list(words)} map to the same token")
+    return ids
+
+
+def special_affixes(tokenizer) -> tuple[list[int], list[int]]:
+    """The special tokens the tokenizer puts before and after a single sequence ([CLS] / [SEP],
+    <s> / </s>, ...), read off a probe encoding (``build_inputs_with_special_tokens`` ignores
+    the post-processor of a generic ``PreTrainedTokenizerFast``)."""
+    probe = "hello"
+    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]
+    full = tokenizer(probe)["input_ids"]
+    for i in range(len(full) - len(bare) + 1):
+        if full[i:i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare):])
+    return [], []
+
+
+class PromptSession:
+    def __init__(self, task: TaskSpec, config: AdapterConfig, progress: Progress | None = None):
+        from . import runtime as rt
+
+        self.task, self.config = task, config
+        self.hp = config.resolve(DEFAULTS, "pt")
+        self.device = rt.resolve_device(config.device)
+        self.model_path = rt.resolve_model(config.model, None, "pt", "masked-LM checkpoint")
+        if progress:
+            progress("load", 0, 1)
+        rt.seed_everything(config.seed)
+        self.tokenizer = rt.load_tokenizer(self.model_path, "pt", "masked-LM checkpoint")
+        if self.tokenizer.mask_token_id is None:
+            raise AdapterError(f"pt: the tokenizer at {self.model_path} has no mask token")
+        from transformers import AutoModelForMaskedLM
+
+        self.model = rt.load_pretrained(AutoModelForMaskedLM, self.model_path, "pt",
+                                        "masked-LM checkpoint")
+        self.model.to(self.device)
+        self.labels = list(task.labels)
+        self.verbalizer = VERBALIZERS[task.slug]
+        self.label_token_ids = verbalizer_token_ids(
+            self.tokenizer, [self.verbalizer[label] for label in self.labels])
+        self.max_length = int(self.hp["max_length"] or MAX_LENGTH[task.slug])
+        self.pad_id = rt.pad_token_id(self.tokenizer)
+        self.prefix, self.suffix = special_affixes(self.tokenizer)
+        self.truncated = 0
+        if progress:
+            progress("load", 1, 1)
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def encode(self, ex: AdapterExample) -> dict:
+        """Template -> input ids with exactly one mask token (segments encoded separately so that
+        the sentence(s) can be shortened without touching the template)."""
+        tok = self.tokenizer
+        mask = [tok.mask_token_id]
+        if self.task.slug == "sst2":
+            sents = [self._ids(ex.context.strip())]
+            pieces = lambda s: s[0] + self._ids(" It was") + mask + self._ids(".")  # noqa: E731
+        else:
+            premise = ex.context.strip()
+            if premise and premise[-1] in _END_PUNCT:
+                premise = premise[:-1]
+            hyp = ex.hypothesis.strip()
+            hyp = hyp[:1].lower() + hyp[1:]
+            sents = [self._ids(premise), self._ids(" " + hyp)]
+            pieces = lambda s: s[0] + self._ids("?") + mask + self._ids(",") + s[1]  # noqa: E731
+        budget = self.max_length - len(self.prefix) - len(self.suffix)
+        body = pieces(sents)
+        if len(body) > budget:
+            self.truncated += 1
+            while len(body) > budget:
+                longest = max(range(len(sents)), key=lambda k: len(sents[k]))
+                if not sents[longest]:
+                    raise AdapterError("pt: max_length is too small for the template")
+                sents[longest] = sents[longest][:-1]
+                body = pieces(sents)
+        input_ids = self.prefix + body + self.suffix
+        feat = {"input_ids": input_ids, "attention_mask": [1] * len(input_ids)}
+        return feat
+
+    def loss_fn(self, model, batch):
+        import torch
+
+        logits = self._label_logits(model, batch)
+        return torch.nn.functional.cross_entropy(logits.float(), batch["labels_idx"])
+
+    def _label_logits(self, model, batch):
+        import torch
+
+        inputs = {k: v for k, v in batch.items() if k != "labels_idx"}
+        logits = model(**inputs).logits  # [B, T, V]
+        mask_pos = (inputs["input_ids"] == self.tokenizer.mask_token_id).float().argmax(dim=1)
+        at_mask = logits[torch.arange(logits.size(0), device=logits.device), mask_pos]
+        return at_mask[:, torch.tensor(self.label_token_ids, device=logits.device)]
+
+    def fit(self, train: Sequence[AdapterExample], progress: Progress | None = None):
+        from . import runtime as rt
+
+        features = []
+        for ex in train:
+            feat = self.encode(ex)
+            feat["labels_idx"] = self.labels.index(gold_label(self.task, ex))
+            features.append(feat)
+        hp = self.hp
+        steps = rt.total_steps(len(features), int(hp["batch_size"]), float(hp["epochs"]),
+                               hp["max_steps"])
+        loop = rt.TrainLoop(self.model, lr=float(hp["lr"]), total_steps=max(steps, 1),
+                            device=self.device, warmup_ratio=float(hp["warmup_ratio"]),
+                            weight_decay=float(hp["weight_decay"]),
+                            max_grad_norm=hp["max_grad_norm"], bf16=self.config.bf16,
+                            optimizer=str(hp["optimizer"]), loss_fn=self.loss_fn)
+        return rt.train(loop, features, pad_id=self.pad_id, batch_size=int(hp["batch_size"]),
+                        steps=steps, seed=self.config.seed, progress=progress)
+
+    def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None):
+        import torch
+
+        from . import runtime as rt
+
+        features = [self.encode(ex) for ex in test]
+        batches = rt.length_sorted_batches([len(f["input_ids"]) for f in features],
+                                           int(self.hp["eval_batch_size"]))
+        preds: list = [None] * len(test)
+        self.model.eval()
+        with torch.inference_mode():
+            for b, idx in enumerate(batches):
+                batch = rt.to_device(rt.pad_batch([features[j] for j in idx], self.pad_id),
+                                     self.device)
+                with rt.autocast(self.device, self.config.bf16):
+                    logits = self._label_logits(self.model, batch).float()
+                best = logits.argmax(dim=-1).tolist()
+                for k, j in enumerate(idx):
+                    preds[j] = [self.labels[best[k]]]
+                if progress:
+                    progress("predict", b + 1, len(batches))
+        return preds
+
+
+class PromptFTAdapter(Adapter):
+    method = "pt"
+    defaults = DEFAULTS
+
+    def applies_to(self, task: TaskSpec) -> str | None:
+        if task.slug in VERBALIZERS:
+            return None
+        return ("prompt-based fine-tuning covers only SST-2 and MNLI (the paper, section 5.1b, "
+                "uses LM-BFF's templates for them and leaves NER and MRC to future work)")
+
+    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
+            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+        from . import runtime as rt
+
+        self.check_applies(task)
+        session = PromptSession(task, config, progress)
+        rt.reset_peak_memory(session.device)
+        stats = session.fit(train, progress)
+        with rt.Stopwatch(session.device) as sw:
+            predictions = session.predict(test, progress)
+        notes = {
+            "seed": config.seed, "model": session.model_path, "hyperparameters": session.hp,
+            "max_length": session.max_length, "train_steps": stats.steps,
+            "first_loss": stats.first_loss, "last_loss": stats.last_loss,
+            "verbalizer": dict(session.verbalizer),
+            "verbalizer_tokens": session.tokenizer.convert_ids_to_tokens(session.label_token_ids),
+            "inputs_truncated": session.truncated,
+        }
+        return AdapterResult(
+            predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
+            predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
+            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)

