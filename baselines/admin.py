@@ -2,7 +2,6 @@ from django.contrib import admin
 
 from .models import BaselineRun
 
-
 _HIDDEN = ("predictions", "item_scores")
 
 

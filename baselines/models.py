@@ -44,4 +44,5 @@ class BaselineRun(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.task.slug} {self.method} {self.model or '-'} {self.shots}-shot split {self.split} seed {self.seed}"
+        model = self.model or "-"
+        return f"{self.task.slug} {self.method} {model} {self.shots}-shot split {self.split} seed {self.seed}"

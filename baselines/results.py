@@ -59,7 +59,7 @@ def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
     """Per (task, method, model, shots): per test item, S1 averaged over the splits."""
     sums: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        for pred, score in zip(run.predictions or [], run.item_scores or []):
+        for pred, score in zip(run.predictions or [], run.item_scores or [], strict=True):
             sums[(run.task.slug, run.method, run.model, run.shots)][pred["id"]].append(score)
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
 

@@ -161,7 +161,7 @@ def execute_run(run_id: int, *, device: str = "auto",
         train_seconds=result.train_seconds, predict_seconds=result.predict_seconds,
         examples_per_second=result.train_examples_per_second,
         peak_gpu_memory_bytes=result.peak_gpu_memory_bytes, s1=corpus_s1(scores),
-        predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions)],
+        predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions, strict=True)],
         item_scores=scores, notes=result.notes,
     )
     return BaselineRun.objects.get(pk=run.pk)

@@ -121,7 +121,7 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     runs = list(BaselineRun.objects.filter(status="completed"))
     model: dict[str, list[float]] = {}
     for run in runs:
-        for pred, score in zip(run.predictions, run.item_scores):
+        for pred, score in zip(run.predictions, run.item_scores, strict=True):
             model.setdefault(pred["id"], []).append(score)
     diffs = [statistics.fmean(human[i]) - statistics.fmean(model[i]) for i in human]
     (row,) = model_rows(study)

@@ -44,7 +44,7 @@ class Command(BaseCommand):
             runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,
                                                splits=splits, seed=seed, config=config)
         except ValueError as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from None
         for note in {(s.task, s.method, s.reason) for s in skipped}:
             self.stderr.write(f"skipped: {note[1]} on {note[0]}: {note[2]}")
         todo = services.pending(runs)
