@@ -1,2 +1,34 @@
-# Filled by the browser UI: /work/... worker pages and /dashboard/... researcher pages.
-urlpatterns = []
+"""The browser UI: /work/... worker pages, /dashboard/... researcher pages, /accounts/ login."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import dashboard_views as dash
+from . import worker_views as work
+
+urlpatterns = [
+    # worker (the session is bound to one enrollment by /join/<token>/)
+    path("work/", work.work, name="work"),
+    path("work/start/", work.start, name="work-start"),
+    path("work/answer/", work.answer, name="work-answer"),
+    path("work/next/", work.next_item, name="work-next"),
+    # researcher login
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    # researcher dashboard
+    path("dashboard/", dash.study_list, name="dashboard"),
+    path("dashboard/studies/new/", dash.study_new, name="dashboard-study-new"),
+    path("dashboard/studies/<int:study_id>/", dash.study_detail, name="dashboard-study"),
+    path("dashboard/studies/<int:study_id>/grid/", dash.study_grid_fragment, name="dashboard-study-grid"),
+    path("dashboard/studies/<int:study_id>/launch/", dash.study_launch, name="dashboard-study-launch"),
+    path("dashboard/studies/<int:study_id>/close/", dash.study_close, name="dashboard-study-close"),
+    path("dashboard/studies/<int:study_id>/results/", dash.study_results, name="dashboard-results"),
+    path("dashboard/studies/<int:study_id>/results/download.<str:fmt>", dash.results_download,
+         name="dashboard-results-download"),
+    path("dashboard/cohorts/<int:cohort_id>/", dash.cohort_detail, name="dashboard-cohort"),
+    path("dashboard/cohorts/<int:cohort_id>/launch/", dash.cohort_launch, name="dashboard-cohort-launch"),
+    path("dashboard/cohorts/<int:cohort_id>/close/", dash.cohort_close, name="dashboard-cohort-close"),
+    path("dashboard/enrollments/<int:enrollment_id>/filter/", dash.enrollment_filter, name="dashboard-filter"),
+    path("dashboard/enrollments/<int:enrollment_id>/reinstate/", dash.enrollment_reinstate,
+         name="dashboard-reinstate"),
+]

@@ -141,7 +141,7 @@ CACHES = {
 # WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
 WHITENOISE_AUTOREFRESH = DEBUG
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
 # The CLUES data: the official CLUES-JSON.zip or its unzipped folder (manage.py import_clues).

@@ -1,0 +1,429 @@
+"""The worker's pages: task description, training step with feedback, test step, completion.
+
+Server-rendered; htmx swaps ``#stage`` after each answer. The state always comes from
+``services.current_item`` and the stored answers, never from the browser: a reload, a
+second tab or the back button lands the worker where they are. Dataset text is only ever
+passed to templates as plain strings (autoescaped); offsets are Python string indices
+(code points), computed here and sent back unchanged by the page's script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from tasks_data.models import Example
+from tasks_data.registry import AnswerKind, TaskSpec
+
+from . import services
+from .answers import InvalidAnswer
+from .models import Answer, Enrollment
+from .protocol import State
+from .session import bound_enrollment_id
+
+STARTED_KEY = "work_started"  # enrollment id whose description the worker has read and started
+ACK_KEY = "work_feedback_seen"  # id of the last training answer whose feedback the worker left with Next
+PLACEHOLDER = "@placeholder"
+HIGHLIGHT = "@highlight"
+
+_WS_TOKEN = re.compile(r"\S+")
+_FINE_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+# ---------------------------------------------------------------- text pieces (all offsets in code points)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of the text: a token / candidate (markable, with offsets), a gap, or a @highlight bullet."""
+
+    text: str
+    start: int
+    end: int
+    kind: str = "gap"  # gap | tok | cand | bullet
+    mine: bool = False
+    gold: bool = False
+
+
+def tokenize(text: str, *, fine: bool = False) -> list[tuple[int, int]]:
+    """Token offsets: whitespace-separated words (NER), or words and single punctuation marks (MRC)."""
+    pattern = _FINE_TOKEN if fine else _WS_TOKEN
+    return [(m.start(), m.end()) for m in pattern.finditer(text)]
+
+
+def _pieces(text: str, marks: list[tuple[int, int]], kind: str) -> list[Piece]:
+    """The text cut at ``marks`` (sorted, non-overlapping): gaps between marked runs of ``kind``."""
+    out: list[Piece] = []
+    pos = 0
+    for start, end in marks:
+        if start < pos:  # overlapping candidate: keep the first
+            continue
+        if start > pos:
+            out.append(Piece(text[pos:start], pos, start))
+        out.append(Piece(text[start:end], start, end, kind))
+        pos = end
+    if pos < len(text):
+        out.append(Piece(text[pos:], pos, len(text)))
+    return out
+
+
+def _with_bullets(pieces: list[Piece]) -> list[Piece]:
+    """ReCoRD passages end with "@highlight" lines: show the marker as a bullet (display only)."""
+    out: list[Piece] = []
+    for piece in pieces:
+        if piece.kind != "gap" or HIGHLIGHT not in piece.text:
+            out.append(piece)
+            continue
+        parts = piece.text.split(HIGHLIGHT)
+        for i, part in enumerate(parts):
+            if i:
+                out.append(Piece("", piece.start, piece.start, "bullet"))
+                part = part.lstrip("\n")
+            if part:
+                out.append(Piece(part, piece.start, piece.end))
+    return out
+
+
+def token_pieces(text: str, *, fine: bool) -> list[Piece]:
+    return _pieces(text, tokenize(text, fine=fine), "tok")
+
+
+def candidate_pieces(example: Example) -> list[Piece]:
+    candidates = sorted({(int(s), int(e)) for s, e in example.candidates})
+    return _with_bullets(_pieces(example.context, candidates, "cand"))
+
+
+def _occurrences(text: str, needle: str, boundaries: set[int] | None) -> list[tuple[int, int]]:
+    found, start = [], text.find(needle)
+    while needle and start >= 0:
+        found.append((start, start + len(needle)))
+        start = text.find(needle, start + 1)
+    if boundaries:
+        aligned = [(s, e) for s, e in found if s in boundaries and e in boundaries]
+        if aligned:
+            return aligned
+    return found
+
+
+def gold_offsets(example: Example, spec: TaskSpec) -> list[tuple[int, int]]:
+    """Where the gold strings are in the context (for highlighting the feedback; gold has no offsets)."""
+    gold = [g for g in example.gold if g and g.strip()]
+    if spec.answer_kind is AnswerKind.ENTITY:
+        return sorted((int(s), int(e)) for s, e in example.candidates if example.context[s:e] in gold)
+    tokens = tokenize(example.context, fine=spec.answer_kind is AnswerKind.SPAN_OR_NONE)
+    boundaries = {s for s, _ in tokens} | {e for _, e in tokens}
+    spans = set()
+    for g in gold:
+        spans.update(_occurrences(example.context, g, boundaries))
+    return sorted(spans)
+
+
+def marked_pieces(text: str, mine: list[tuple[int, int]], gold: list[tuple[int, int]]) -> list[Piece]:
+    """The text cut at every boundary of both mark sets; each piece knows whether it is mine and/or gold."""
+    cuts = {0, len(text)}
+    for s, e in (*mine, *gold):
+        cuts.update((s, e))
+    points = sorted(c for c in cuts if 0 <= c <= len(text))
+
+    def inside(marks, s, e):
+        return any(ms <= s and e <= me for ms, me in marks)
+
+    pieces = []
+    for s, e in zip(points, points[1:], strict=False):
+        if s < e:
+            pieces.append(Piece(text[s:e], s, e, "gap", mine=inside(mine, s, e), gold=inside(gold, s, e)))
+    return _with_bullets(pieces) if HIGHLIGHT in text else pieces
+
+
+# ---------------------------------------------------------------- page state
+
+
+def _question(spec: TaskSpec, example: Example) -> list[dict]:
+    """The question as parts, with every @placeholder a blank; label aliases fixed ("contraction")."""
+    question = example.question
+    for wrong, right in spec.label_aliases.items():
+        question = re.sub(rf"\b{re.escape(wrong)}\b", right, question)
+    parts = []
+    for i, part in enumerate(question.split(PLACEHOLDER)):
+        if i:
+            parts.append({"blank": True})
+        if part:
+            parts.append({"text": part})
+    return parts
+
+
+_NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"),
+              ("location", "locations"))
+
+
+def _ner_kind(spec: TaskSpec, example: Example) -> str:
+    """For NER items, the kind of name asked for ("people", "organizations", "locations"): shown as a badge."""
+    if spec.answer_kind is not AnswerKind.SPANS:
+        return ""
+    question = example.question.lower()
+    return next((kind for word, kind in _NER_KINDS if word in question), "")
+
+
+def _step_info(enrollment: Enrollment) -> dict:
+    cohort = enrollment.cohort
+    training = len(services.item_order(enrollment, Answer.Step.TRAINING)) if cohort.shots else 0
+    test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    return {"training_items": training, "test_items": test, "shots": cohort.shots,
+            "repeats": cohort.task.spec.train_rows_per_shot}
+
+
+def _base_context(enrollment: Enrollment) -> dict:
+    spec = enrollment.cohort.task.spec
+    return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind.value, "study": enrollment.cohort.study}
+
+
+def _progress(step: str, done: int, total: int, shots: int, *, position: int | None = None) -> dict:
+    """Where the worker is in the step: ``position`` is the item shown (1-based), ``done`` the items answered."""
+    return {
+        "step": step,
+        "label": "Training" if step == Answer.Step.TRAINING else "Test",
+        "position": position if position is not None else min(done + 1, total),
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total) if total else 0,
+        "has_training": bool(shots),
+    }
+
+
+def _item_context(state: services.WorkState) -> dict:
+    enrollment, item = state.enrollment, state.item
+    spec = enrollment.cohort.task.spec
+    kind = spec.answer_kind
+    ctx = _base_context(enrollment)
+    ctx.update(
+        view="item",
+        item=item,
+        step=state.step,
+        progress=_progress(state.step, state.done, state.total, enrollment.cohort.shots),
+        question=_question(spec, item),
+        ner_kind=_ner_kind(spec, item),
+        first_test_item=state.step == Answer.Step.TEST and state.done == 0,
+    )
+    if kind is AnswerKind.LABEL:
+        ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
+    elif kind is AnswerKind.ENTITY:
+        ctx["pieces"] = candidate_pieces(item)
+    else:
+        ctx["pieces"] = token_pieces(item.context, fine=kind is AnswerKind.SPAN_OR_NONE)
+        ctx["max_spans"] = 1 if kind.max_spans == 1 else 0
+    return ctx
+
+
+def _texts_display(texts) -> list[str]:
+    return [t for t in texts if t and t.strip()]
+
+
+def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
+    example = answer.example
+    spec = enrollment.cohort.task.spec
+    kind = spec.answer_kind
+    ctx = _base_context(enrollment)
+    order_total = len(services.item_order(enrollment, Answer.Step.TRAINING))
+    ctx.update(
+        view="feedback",
+        item=example,
+        answer=answer,
+        step=Answer.Step.TRAINING,
+        progress=_progress(Answer.Step.TRAINING, answer.position + 1, order_total, enrollment.cohort.shots,
+                           position=answer.position + 1),
+        question=_question(spec, example),
+        ner_kind=_ner_kind(spec, example),
+        mine_texts=_texts_display(answer.texts),
+        gold_texts=_texts_display(example.gold),
+        s1_percent=round(100 * answer.s1),
+        verdict="correct" if answer.s1 >= 0.999 else ("partly" if answer.s1 > 0 else "wrong"),
+        last_training_item=answer.position + 1 >= order_total,
+        next_state=enrollment.state,
+    )
+    if kind is AnswerKind.LABEL:
+        ctx["labels"] = [{"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
+                         for i, label in enumerate(spec.labels)]
+    else:
+        mine = [(int(s), int(e)) for s, e in (answer.spans or [])]
+        ctx["pieces"] = marked_pieces(example.context, mine, gold_offsets(example, spec))
+        if kind is AnswerKind.ENTITY:
+            ctx["mine_fill"] = ctx["mine_texts"][0] if ctx["mine_texts"] else ""
+            ctx["gold_fill"] = " / ".join(ctx["gold_texts"])
+    return ctx
+
+
+def _pending_feedback(request: HttpRequest, enrollment: Enrollment) -> Answer | None:
+    """The last training answer, while the worker has not moved on from its feedback with Next."""
+    if enrollment.state not in (State.TRAINING, State.TESTING, State.FILTERED) or not enrollment.cohort.shots:
+        return None
+    answers = Answer.objects.filter(enrollment=enrollment).select_related("example")
+    if answers.filter(step=Answer.Step.TEST).exists():
+        return None
+    last = answers.filter(step=Answer.Step.TRAINING).order_by("-position").first()
+    if last is None or request.session.get(ACK_KEY) == last.pk:
+        return None
+    return last
+
+
+def _has_started(request: HttpRequest, enrollment: Enrollment) -> bool:
+    return request.session.get(STARTED_KEY) == enrollment.pk or Answer.objects.filter(enrollment=enrollment).exists()
+
+
+def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
+    """What the worker sees now (one of: description, item, feedback, done, filtered, ended)."""
+    if enrollment.state in (State.TRAINING, State.TESTING) and not _has_started(request, enrollment):
+        ctx = _base_context(enrollment)
+        ctx.update(view="description", info=_step_info(enrollment))
+        return ctx
+    pending = _pending_feedback(request, enrollment)
+    if pending is not None:
+        return _feedback_context(enrollment, pending)
+    state = services.current_item(enrollment.pk)
+    enrollment = state.enrollment
+    if state.step in (Answer.Step.TRAINING, Answer.Step.TEST):
+        return _item_context(state)
+    ctx = _base_context(enrollment)
+    outcome = services.completion(enrollment)
+    if state.step == "done":
+        ctx.update(view="done", completion=outcome)
+    elif state.step == State.FILTERED:
+        ctx.update(view="filtered", completion=outcome)
+    else:
+        ctx.update(view="ended", reason=state.step)
+    return ctx
+
+
+def _enrollment(request: HttpRequest) -> Enrollment | None:
+    enrollment_id = bound_enrollment_id(request)
+    if enrollment_id is None:
+        return None
+    return (Enrollment.objects.select_related("cohort__study", "cohort__task", "cohort__training_set", "worker")
+            .filter(pk=enrollment_id).first())
+
+
+def _no_enrollment(request: HttpRequest) -> HttpResponse:
+    if request.htmx:  # the session ended under an open page: load the explanation as a whole page
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = "/work/"
+        return response
+    return render(request, "worker/no_enrollment.html", status=403)
+
+
+def _render_stage(request: HttpRequest, enrollment: Enrollment, *, status: int = 200, notice: str = "",
+                  error: str = "") -> HttpResponse:
+    ctx = _stage_context(request, enrollment)
+    ctx.update(notice=notice, error=error)
+    template = "worker/_stage.html" if request.htmx else "worker/page.html"
+    response = render(request, template, ctx, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# ---------------------------------------------------------------- views
+
+
+@never_cache
+@require_GET
+def work(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    return _render_stage(request, enrollment)
+
+
+@require_POST
+def start(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    request.session[STARTED_KEY] = enrollment.pk
+    if request.htmx:
+        return _render_stage(request, enrollment)
+    return redirect("work")
+
+
+def _raw_answer(spec: TaskSpec, post) -> list:
+    """The services' answer list from the form: a label, span offsets (JSON), or the empty set."""
+    kind = spec.answer_kind
+    if kind is AnswerKind.LABEL:
+        label = post.get("label", "")
+        return [label] if label else []
+    if post.get("none") == "1":
+        return []
+    try:
+        spans = json.loads(post.get("spans") or "[]")
+    except json.JSONDecodeError:
+        raise InvalidAnswer("the marked spans could not be read; please mark them again") from None
+    if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
+        raise InvalidAnswer("the marked spans could not be read; please mark them again")
+    if not spans:
+        raise InvalidAnswer("nothing is marked: mark the answer in the text, or choose the "
+                            + ("\u201cno answer\u201d" if kind.max_spans == 1 else "\u201cnone\u201d") + " button")
+    return [{"start": s, "end": e} for s, e in spans]
+
+
+def _refused(request: HttpRequest, enrollment: Enrollment, status: int, **message) -> HttpResponse:
+    """A refused answer shows the worker where they are now, with the reason.
+
+    A plain form POST gets the real status (409 / 400). An htmx request gets 200 and the status in
+    ``X-Answer-Status``: the page is a normal rendering of the current state (and browsers log every
+    4xx fetch as a console error, which would hide real script errors).
+    """
+    response = _render_stage(request, enrollment, status=200 if request.htmx else status, **message)
+    response["X-Answer-Status"] = str(status)
+    return response
+
+
+_CONFLICT_NOTICE = "That answer was not saved: this item had already been answered (answers are final). Here is " \
+                   "where you are now."
+
+
+@require_POST
+def answer(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        example_id = int(request.POST.get("example_id", ""))
+    except ValueError:
+        return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
+    try:
+        raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
+        services.submit_answer(enrollment.pk, example_id, raw)
+    except services.Conflict:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_CONFLICT_NOTICE)
+    except InvalidAnswer as exc:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 400, error=f"Not saved: {exc}.")
+    enrollment.refresh_from_db()
+    if not request.htmx:
+        return redirect("work")
+    response = _render_stage(request, enrollment)
+    if enrollment.state == State.COMPLETED:
+        # A full page load for the completion page: it may redirect or post to the platform.
+        response["HX-Redirect"] = request.build_absolute_uri("/work/")
+    return response
+
+
+@require_POST
+def next_item(request: HttpRequest) -> HttpResponse:
+    """Leave the feedback of a training answer (only an answer of this enrollment can be acknowledged)."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        answer_id = int(request.POST.get("answer_id", ""))
+    except ValueError:
+        answer_id = None
+    if answer_id and Answer.objects.filter(pk=answer_id, enrollment=enrollment).exists():
+        request.session[ACK_KEY] = answer_id
+    if request.htmx:
+        return _render_stage(request, enrollment)
+    return redirect("work")

@@ -1,0 +1,445 @@
+/* The worker's page: marking spans, choosing entities, label keys, focus after htmx swaps.
+ *
+ * Offsets: the server renders every token's start/end (Python code points) into data-s/data-e;
+ * this script only ever sends those numbers back, never JavaScript string indices (UTF-16).
+ * Dataset text is only read with textContent / Range.toString and written with textContent.
+ */
+(function () {
+  "use strict";
+
+  function $(root, sel) { return root.querySelector(sel); }
+  function $$(root, sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
+  function num(el, name) { return parseInt(el.getAttribute(name), 10); }
+  function isField(el) {
+    return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+  function isControl(el) {
+    return !!el && (isField(el) || /^(BUTTON|A|SUMMARY)$/.test(el.tagName));
+  }
+  function quoted(text) { return "\u201c" + text + "\u201d"; }
+  function say(root, text) {
+    var status = $(root, "[data-status]");
+    if (status) { status.textContent = text; }
+  }
+
+  /* ------------------------------------------------------------ spans (NER, SQuAD) */
+
+  function initSpans(root) {
+    var box = $(root, ".tokens");
+    var form = root.closest("form");
+    var toks = $$(box, ".tok");
+    var submit = $(root, '[data-role="submit"]');
+    var none = $(root, '[data-role="none"]');
+    var hidden = $(root, "[data-spans]");
+    var extend = $(root, '[data-role="extend"]');
+    var chips = $(root, "[data-chips]");
+    var empty = $(root, "[data-empty]");
+    var max = parseInt(root.getAttribute("data-max"), 10) || 0; // 0 = any number
+    var st = { marks: [], anchor: null, lastMark: null, cursor: 0, selAnchor: null, pending: null, drag: null,
+      extend: false };
+
+    toks.forEach(function (t, i) { t.dataset.i = String(i); });
+
+    function markOf(i) {
+      for (var k = 0; k < st.marks.length; k++) {
+        if (st.marks[k][0] <= i && i <= st.marks[k][1]) { return st.marks[k]; }
+      }
+      return null;
+    }
+    function textOf(a, b) {
+      var range = document.createRange();
+      range.setStartBefore(toks[a]);
+      range.setEndAfter(toks[b]);
+      return range.toString();
+    }
+    function sameMark(m1, m2) { return !!m1 && !!m2 && m1[0] === m2[0] && m1[1] === m2[1]; }
+
+    function addMark(a, b, replacing) {
+      if (a > b) { var t = a; a = b; b = t; }
+      var keep = st.marks.filter(function (m) { return !sameMark(m, replacing); });
+      if (max === 1) {
+        keep = [];
+      } else {
+        for (var k = 0; k < keep.length; k++) {
+          if (keep[k][0] <= b && a <= keep[k][1]) {
+            say(root, "Not marked: it overlaps " + quoted(textOf(keep[k][0], keep[k][1])) +
+              ", which is already marked. Remove that mark first.");
+            render();
+            return null;
+          }
+        }
+      }
+      var mark = [a, b];
+      keep.push(mark);
+      keep.sort(function (x, y) { return x[0] - y[0]; });
+      st.marks = keep;
+      say(root, "Marked " + quoted(textOf(a, b)) + ".");
+      render();
+      return mark;
+    }
+    function removeMark(mark) {
+      st.marks = st.marks.filter(function (m) { return !sameMark(m, mark); });
+      if (sameMark(st.lastMark, mark)) { st.lastMark = null; st.anchor = null; }
+      say(root, "Removed " + quoted(textOf(mark[0], mark[1])) + ".");
+      render();
+    }
+
+    function render() {
+      toks.forEach(function (t, i) {
+        var m = markOf(i);
+        var inPending = st.pending && i >= Math.min(st.pending[0], st.pending[1]) &&
+          i <= Math.max(st.pending[0], st.pending[1]);
+        t.classList.toggle("marked", !!m);
+        t.classList.toggle("m-start", !!m && m[0] === i);
+        t.classList.toggle("m-end", !!m && m[1] === i);
+        t.classList.toggle("pending", !!inPending);
+        t.classList.toggle("cursor", i === st.cursor && document.activeElement === box);
+        var gap = t.nextElementSibling;
+        if (gap && gap.classList.contains("gap")) {
+          var next = toks[i + 1];
+          var m2 = next ? markOf(i + 1) : null;
+          gap.classList.toggle("marked", !!m && sameMark(m, m2));
+          gap.classList.toggle("pending", !!inPending && !!next && st.pending &&
+            i + 1 <= Math.max(st.pending[0], st.pending[1]));
+        }
+      });
+      if (toks[st.cursor]) { box.setAttribute("aria-activedescendant", toks[st.cursor].id); }
+      chips.replaceChildren();
+      st.marks.forEach(function (m) {
+        var li = document.createElement("li");
+        li.className = "chip";
+        var label = document.createElement("span");
+        label.textContent = textOf(m[0], m[1]);
+        var remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "chip-remove";
+        remove.textContent = "\u00d7";
+        remove.setAttribute("aria-label", "Remove " + quoted(label.textContent));
+        remove.addEventListener("click", function () { removeMark(m); box.focus(); });
+        li.appendChild(label);
+        li.appendChild(remove);
+        chips.appendChild(li);
+      });
+      empty.hidden = st.marks.length > 0;
+      hidden.value = JSON.stringify(st.marks.map(function (m) {
+        return [num(toks[m[0]], "data-s"), num(toks[m[1]], "data-e")];
+      }));
+      submit.disabled = st.marks.length === 0;
+      none.disabled = st.marks.length > 0;
+      if (max === 1) {
+        submit.textContent = "Submit answer";
+      } else {
+        submit.textContent = st.marks.length ? "Submit " + st.marks.length + " marked" : "Submit";
+      }
+      none.title = st.marks.length ? "Remove your marks first" : "";
+      if (extend) {
+        if (!st.lastMark) { st.extend = false; }
+        extend.disabled = !st.lastMark;
+        extend.setAttribute("aria-pressed", st.extend ? "true" : "false");
+      }
+    }
+
+    function click(i, shift) {
+      if ((shift || st.extend) && st.anchor !== null) {
+        var previous = st.lastMark;
+        st.extend = false;
+        var mark = addMark(st.anchor, i, previous);
+        if (mark) { st.lastMark = mark; }
+        render();
+        return;
+      }
+      var existing = markOf(i);
+      if (existing) {
+        removeMark(existing);
+        return;
+      }
+      var made = addMark(i, i, null);
+      st.anchor = made ? i : null;
+      st.lastMark = made;
+      render();
+    }
+
+    function tokenAt(x, y) {
+      var el = document.elementFromPoint(x, y);
+      var tok = el && el.closest ? el.closest(".tok") : null;
+      return tok && box.contains(tok) ? parseInt(tok.dataset.i, 10) : null;
+    }
+
+    box.addEventListener("pointerdown", function (e) {
+      var tok = e.target.closest(".tok");
+      if (!tok || e.button !== 0) { return; }
+      e.preventDefault();
+      var i = parseInt(tok.dataset.i, 10);
+      st.drag = { start: i, cur: i, shift: e.shiftKey, id: e.pointerId };
+      st.pending = [i, i];
+      render();
+    });
+    document.addEventListener("pointermove", function (e) {
+      if (!st.drag || e.pointerId !== st.drag.id || !document.body.contains(box)) { return; }
+      var i = tokenAt(e.clientX, e.clientY);
+      if (i === null || i === st.drag.cur) { return; }
+      st.drag.cur = i;
+      st.pending = [st.drag.start, i];
+      render();
+    });
+    document.addEventListener("pointerup", function (e) {
+      if (!st.drag || e.pointerId !== st.drag.id) { return; }
+      var drag = st.drag;
+      var end = tokenAt(e.clientX, e.clientY);
+      if (end === null) { end = drag.cur; }
+      st.drag = null;
+      st.pending = null;
+      if (end !== drag.start && !drag.shift) {
+        var mark = addMark(drag.start, end, null);
+        st.anchor = mark ? drag.start : null;
+        st.lastMark = mark;
+      } else {
+        click(end, drag.shift);
+      }
+      st.cursor = end;
+      render();
+    });
+    document.addEventListener("pointercancel", function () {
+      if (st.drag) { st.drag = null; st.pending = null; render(); }
+    });
+
+    function lineMove(dir) {
+      var here = toks[st.cursor].getBoundingClientRect();
+      var x = here.left + here.width / 2;
+      var best = null;
+      var bestTop = null;
+      for (var i = st.cursor + dir; i >= 0 && i < toks.length; i += dir) {
+        var r = toks[i].getBoundingClientRect();
+        var otherLine = dir > 0 ? r.top >= here.bottom - 2 : r.bottom <= here.top + 2;
+        if (!otherLine) { continue; }
+        if (bestTop === null) { bestTop = r.top; }
+        if (Math.abs(r.top - bestTop) > 2) { break; }
+        if (best === null || Math.abs(r.left + r.width / 2 - x) < best.d) {
+          best = { i: i, d: Math.abs(r.left + r.width / 2 - x) };
+        }
+      }
+      return best ? best.i : st.cursor;
+    }
+
+    box.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+      var to = null;
+      if (e.key === "ArrowRight") { to = Math.min(st.cursor + 1, toks.length - 1); }
+      else if (e.key === "ArrowLeft") { to = Math.max(st.cursor - 1, 0); }
+      else if (e.key === "ArrowDown") { to = lineMove(1); }
+      else if (e.key === "ArrowUp") { to = lineMove(-1); }
+      else if (e.key === "Home") { to = 0; }
+      else if (e.key === "End") { to = toks.length - 1; }
+      if (to !== null) {
+        e.preventDefault();
+        if (e.shiftKey) {
+          if (st.selAnchor === null) { st.selAnchor = st.cursor; }
+          st.cursor = to;
+          st.pending = [st.selAnchor, st.cursor];
+        } else {
+          st.cursor = to;
+          st.selAnchor = null;
+          st.pending = null;
+        }
+        toks[st.cursor].scrollIntoView({ block: "nearest" });
+        render();
+        return;
+      }
+      if (e.key === " " || e.key === "Spacebar") {
+        e.preventDefault();
+        if (st.selAnchor !== null) {
+          var mark = addMark(st.selAnchor, st.cursor, null);
+          st.anchor = mark ? Math.min(st.selAnchor, st.cursor) : null;
+          st.lastMark = mark;
+          st.selAnchor = null;
+          st.pending = null;
+          render();
+        } else {
+          click(st.cursor, false);
+        }
+      } else if (e.key === "Escape") {
+        st.selAnchor = null;
+        st.pending = null;
+        render();
+      } else if (e.key === "Delete" || e.key === "Backspace") {
+        e.preventDefault();
+        var m = markOf(st.cursor);
+        if (m) { removeMark(m); }
+      } else if (e.key === "Enter") {
+        e.preventDefault();
+        trySubmit();
+      }
+    });
+    // Touch screens have no shift key: "Extend" makes the next tap extend the last mark to that word.
+    if (extend) {
+      extend.addEventListener("click", function () {
+        st.extend = !st.extend && !!st.lastMark;
+        say(root, st.extend ? "Now tap the last word of " + quoted(textOf(st.lastMark[0], st.lastMark[1])) +
+          (max === 1 ? "." : ", or press Extend again to stop.") : "");
+        render();
+      });
+    }
+    box.addEventListener("focus", render);
+    box.addEventListener("blur", render);
+
+    function trySubmit() {
+      if (st.marks.length && !submit.disabled) {
+        form.requestSubmit(submit);
+      } else if (!st.marks.length) {
+        say(root, "Nothing is marked yet. Mark the answer in the text, or press " + quoted(none.textContent.trim()) + ".");
+      }
+    }
+    root.trySubmit = trySubmit;
+    render();
+    say(root, "");
+  }
+
+  /* ------------------------------------------------------------ candidate entity (ReCoRD) */
+
+  function initEntity(root) {
+    var cands = $$(root, ".cand");
+    var hidden = $(root, "[data-spans]");
+    var extend = $(root, '[data-role="extend"]');
+    var submit = $(root, '[data-role="submit"]');
+    var choice = $(root, "[data-choice]");
+    var stage = root.closest("#stage") || document;
+    submit.disabled = true;
+
+    function choose(cand, byKeyboard) {
+      var text = cand.textContent;
+      cands.forEach(function (c) {
+        var chosen = c === cand;
+        c.classList.toggle("chosen", chosen);
+        c.setAttribute("aria-pressed", chosen ? "true" : "false");
+        c.classList.toggle("same", !chosen && c.textContent === text);
+      });
+      hidden.value = JSON.stringify([[num(cand, "data-s"), num(cand, "data-e")]]);
+      $$(stage, "[data-blank]").forEach(function (b) {
+        b.textContent = text;
+        b.classList.add("filled");
+      });
+      choice.textContent = text;
+      submit.disabled = false;
+      submit.textContent = "Submit " + quoted(text);
+      if (byKeyboard) {
+        submit.focus();
+        say(root, "Chosen: " + quoted(text) + ". Press Enter to submit, or Shift+Tab to go back to the article.");
+      } else {
+        say(root, "Chosen: " + quoted(text) + ".");
+      }
+    }
+    root.addEventListener("click", function (e) {
+      var cand = e.target.closest(".cand");
+      if (cand) { choose(cand, e.detail === 0); }
+    });
+  }
+
+  /* ------------------------------------------------------------ labels (SST-2, MNLI) */
+
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey || isField(e.target) || e.repeat) { return; }
+    var stage = document.getElementById("stage");
+    if (!stage) { return; }
+    var labels = $(stage, '[data-widget="label"]');
+    if (labels && /^[1-9]$/.test(e.key)) {
+      var button = $(labels, '[data-key="' + e.key + '"]');
+      if (button && !button.disabled) {
+        e.preventDefault();
+        button.click();
+      }
+      return;
+    }
+    var spans = $(stage, '[data-widget="spans"]');
+    if (spans && e.key === "Enter" && !isControl(e.target) && !spans.contains(e.target) && spans.trySubmit) {
+      e.preventDefault();
+      spans.trySubmit();
+    }
+  });
+
+  /* ------------------------------------------------------------ common */
+
+  function copy(button) {
+    var target = document.querySelector(button.getAttribute("data-copy"));
+    if (!target) { return; }
+    var text = target.value !== undefined ? target.value : target.textContent;
+    var done = function () {
+      var old = button.textContent;
+      button.textContent = "Copied";
+      setTimeout(function () { button.textContent = old; }, 1500);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () {});
+    } else {
+      var range = document.createRange();
+      range.selectNodeContents(target);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      try { document.execCommand("copy"); done(); } catch (err) { /* the text stays selected */ }
+    }
+  }
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest ? e.target.closest("[data-copy]") : null;
+    if (button) { copy(button); }
+  });
+
+  function init(scope) {
+    $$(scope, '[data-widget="label"]').forEach(function (w) { w.dataset.ready = "1"; });
+    $$(scope, '[data-widget="spans"]').forEach(function (w) {
+      if (!w.dataset.ready) { w.dataset.ready = "1"; initSpans(w); }
+    });
+    $$(scope, '[data-widget="entity"]').forEach(function (w) {
+      if (!w.dataset.ready) { w.dataset.ready = "1"; initEntity(w); }
+    });
+    $$(scope, "[data-auto-redirect]").forEach(function (el) {
+      if (el.dataset.ready) { return; }
+      el.dataset.ready = "1";
+      setTimeout(function () { window.location.assign(el.getAttribute("data-auto-redirect")); }, 1500);
+    });
+    $$(scope, "form[data-autosubmit]").forEach(function (form) {
+      if (form.dataset.ready) { return; }
+      form.dataset.ready = "1";
+      setTimeout(function () { form.submit(); }, 1500);
+    });
+  }
+
+  // Buttons of a form in flight are disabled: a double click or key repeat sends one answer.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var form = e.detail.elt;
+    if (form && form.tagName === "FORM") {
+      $$(form, "button").forEach(function (b) { b.disabled = true; });
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var form = e.detail.elt;
+    if (!e.detail.successful && form && document.body.contains(form)) {
+      $$(form, "button").forEach(function (b) { b.disabled = false; });
+      var w = $(form, "[data-widget]");
+      if (w) { say(w, "The server could not be reached. Your answer was not sent: please try again."); }
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var stage = document.getElementById("stage");
+    if (!stage || !e.detail.elt || e.detail.elt.id !== "stage") { return; }
+    var active = document.activeElement;
+    if (active && active !== document.body && stage.contains(active)) { return; } // already working here
+    var target = $(stage, "[autofocus]") || $(stage, "h1[tabindex]");
+    if (target) { target.focus({ preventScroll: true }); }
+    window.scrollTo({ top: 0 });
+  });
+  document.addEventListener("htmx:load", function (e) { init(e.detail.elt); });
+  // A key or a click may reach a freshly swapped widget before htmx:load: set it up first (capture phase).
+  ["pointerdown", "keydown", "focusin", "click"].forEach(function (type) {
+    document.addEventListener(type, function (e) {
+      var widget = e.target && e.target.closest ? e.target.closest("[data-widget]") : null;
+      if (widget && !widget.dataset.ready && widget.parentNode) { init(widget.parentNode); }
+    }, true);
+  });
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+  if (document.readyState !== "loading") { init(document); }
+
+  // A page restored from the back-forward cache may show a stale item: fetch the current one.
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted) { window.location.reload(); }
+  });
+})();

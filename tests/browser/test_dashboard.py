@@ -1,0 +1,128 @@
+"""The researcher, end to end in Chromium: log in, create a study, watch the grid, filter, download."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from annotation.models import RESEARCHERS_GROUP, Enrollment, Study
+from tests.ui.helpers import answer_current, cohort_of, enroll
+
+expect = pytest.importorskip("playwright.sync_api").expect
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _researcher() -> User:
+    user = User.objects.create_user("alice", password="alice-pw-2024")
+    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    return user
+
+
+def _cell(page, task: str, shots: int):
+    return page.locator(f'#grid td[data-task="{task}"][data-shots="{shots}"]')
+
+
+def test_researcher_journey(pages, shoot, demo_data, settings):
+    settings.CLUES_MODEL_ROWS_PROVIDER = "tests.ui.helpers.fake_model_rows"
+    _researcher()
+    page = pages.new()
+    page.goto("/dashboard/")
+    expect(page).to_have_url(page.url)  # redirected to the login page
+    assert "/accounts/login/" in page.url
+    shoot(page, "20-login")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("alice-pw-2024")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Studies")).to_be_visible()
+
+    # The form: errors from the form and from services.create_study, each at its field (answered 400).
+    pages.expect_error(r"/dashboard/studies/new/: console\.error: Failed to load resource: .* status of 400")
+    page.get_by_role("link", name="New study").first.click()
+    page.get_by_label("Name").fill("Pilot <SST-2> & friends")
+    page.get_by_label("Chain").fill("5")
+    page.get_by_label("Completion code").fill("SAME")
+    page.get_by_label("Screen-out code").fill("SAME")
+    page.get_by_role("button", name="Create the study").click()
+    expect(page.locator("#field-tasks .errorlist")).to_contain_text("choose at least one task")
+    page.get_by_label("SST-2").check()
+    page.get_by_role("button", name="Create the study").click()
+    expect(page.locator("#field-chain .errorlist")).to_contain_text("no chain 5")
+    expect(page.locator("#field-screenout_code .errorlist")).to_contain_text("must differ")
+    shoot(page, "21-study-new-errors")
+    page.get_by_label("Chain").fill("1")
+    page.get_by_label("Screen-out code").fill("SCREENED")
+    for k in ("20 shots", "30 shots"):
+        page.get_by_label(k).uncheck()
+    page.get_by_label("Workers per cohort").fill("2")
+    page.get_by_label("Filter: fraction of the others' mean").fill("")
+    page.get_by_label("Launch every cohort now").check()
+    page.get_by_role("button", name="Create the study").click()
+    expect(page.locator(".messages")).to_contain_text("Created the study")
+    expect(page.locator("h1")).to_contain_text("Pilot <SST-2> & friends")
+    study = Study.objects.get(name="Pilot <SST-2> & friends")
+    assert study.tasks == ["sst2"] and study.shots == [0, 10] and study.workers_per_cohort == 2
+    expect(_cell(page, "sst2", 0).locator(".enrolled")).to_have_text("0 / 2")
+    link = page.locator(f"#link-{cohort_of(study, 'sst2', 10).pk}").input_value()
+    assert link.endswith("?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    page.locator(f'[data-copy="#link-{cohort_of(study, "sst2", 10).pk}"]').click()
+    shoot(page, "22-study")
+
+    # A worker joins through the copied link (a second browser), others progress through the services:
+    # the grid follows by itself (htmx polling every 3 s).
+    worker_page = pages.new()
+    worker_page.goto(link.replace("{{%PROLIFIC_PID%}}", "GRID-W1").replace("{{%STUDY_ID%}}", "ST")
+                     .replace("{{%SESSION_ID%}}", "SE1"))
+    expect(worker_page.locator("#stage")).to_have_attribute("data-view", "description")
+    expect(_cell(page, "sst2", 10).locator(".enrolled")).to_have_text("1 / 2", timeout=10_000)
+    w10 = Enrollment.objects.get(worker__external_id="GRID-W1")
+    for _ in range(3):
+        answer_current(w10)
+    zero = cohort_of(study, "sst2", 0)
+    workers = [enroll(zero, f"ZERO-{i}") for i in range(2)]
+    for _ in range(5):
+        answer_current(workers[0])
+    expect(_cell(page, "sst2", 0).locator(".test-done")).to_have_text("5", timeout=10_000)
+    expect(_cell(page, "sst2", 0).locator(".enrolled")).to_have_text("2 / 2")
+    for worker in workers:
+        while Enrollment.objects.get(pk=worker.pk).state != Enrollment.State.COMPLETED:
+            answer_current(worker, right=worker is workers[0])
+    expect(_cell(page, "sst2", 0).locator(".completed")).to_have_text("2", timeout=10_000)
+    shoot(page, "23-study-progress")
+
+    # The cohort page: filter the 10-shot worker, with a reason.
+    _cell(page, "sst2", 10).get_by_role("link").click()
+    row = page.locator(f"#enrollment-{w10.pk}")
+    expect(row.locator(".sparkline")).to_be_visible()
+    row.get_by_placeholder("reason").fill("answers too fast, <not> reading")
+    row.get_by_role("button", name="Filter").click()
+    expect(page.locator(".messages")).to_contain_text("Filtered worker GRID-W1")
+    expect(page.locator(f"#enrollment-{w10.pk} .badge")).to_have_text("filtered")
+    expect(page.locator("table").last).to_contain_text("answers too fast, <not> reading")
+    shoot(page, "24-cohort")
+    worker_page.reload()
+    # The feedback of the last training answer comes first (read from the stored answer), then the end.
+    expect(worker_page.locator("#stage")).to_have_attribute("data-view", "feedback")
+    worker_page.locator('[data-role="next"]').click()
+    expect(worker_page.locator("#stage")).to_have_attribute("data-view", "filtered")
+    expect(worker_page.locator("#code")).to_have_text("SCREENED")
+
+    # Results: Table 5's shape, charts, agreement, downloads.
+    page.goto(f"/dashboard/studies/{study.pk}/results/")
+    expect(page.locator("table.table5 tbody tr").first).to_contain_text("±")
+    expect(page.locator(".chart svg")).to_have_count(1)
+    expect(page.locator(".chart svg")).to_contain_text("FT BERT-Base <b>")
+    shoot(page, "25-results")
+    contents = {}
+    for fmt, label in (("csv", "CSV"), ("json", "JSON"), ("md", "Markdown"), ("tex", "LaTeX")):
+        with page.expect_download() as download:
+            page.get_by_role("link", name=f"Download {label}").click()
+        assert download.value.suggested_filename == f"study{study.pk}_human_table.{fmt}"
+        contents[fmt] = open(download.value.path(), encoding="utf-8").read()
+    assert "SST-2" in contents["csv"] and "SST-2" in contents["md"]
+    assert json.loads(contents["json"])
+    assert "\\begin{table}" in contents["tex"]
+    page.goto("/dashboard/")
+    expect(page.locator("table.data")).to_contain_text("Pilot <SST-2> & friends")
+    shoot(page, "26-study-list")

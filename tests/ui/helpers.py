@@ -1,0 +1,79 @@
+"""Helpers for the UI tests (tests/ui and tests/browser): studies, joining, binding, answering."""
+
+from __future__ import annotations
+
+import itertools
+
+from annotation import services
+from annotation.models import Cohort, Enrollment
+from annotation.session import SESSION_KEY
+
+_ids = itertools.count(1)
+
+
+def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, created_by=None, **kwargs):
+    params = {"name": "UI study", "completion_code": "DONE123", "screenout_code": "OUT456", "filter_fraction": None}
+    params.update(kwargs)
+    return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, created_by=created_by,
+                                 **params)
+
+
+def cohort_of(study, task: str, shots: int) -> Cohort:
+    return Cohort.objects.get(study=study, task__slug=task, shots=shots)
+
+
+def enroll(cohort: Cohort, pid: str | None = None) -> Enrollment:
+    pid = pid or f"PID{next(_ids):05d}"
+    study = cohort.study
+    if study.platform == "generic":
+        params = {study.worker_id_param: pid}
+    elif study.platform == "mturk":
+        params = {"workerId": pid, "assignmentId": f"AS-{pid}", "hitId": "HIT1",
+                  "turkSubmitTo": "https://workersandbox.mturk.com"}
+    else:
+        params = {"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": f"SESS-{pid}"}
+    return services.join(cohort.join_token, params).enrollment
+
+
+def bind(client, enrollment: Enrollment, *, started: bool = True):
+    """Bind the test client's session to an enrollment (what /join/ does) and skip the description."""
+    session = client.session
+    session[SESSION_KEY] = enrollment.pk
+    if started:
+        session["work_started"] = enrollment.pk
+    session.save()
+    return client
+
+
+def answer_current(enrollment: Enrollment, *, right: bool = True):
+    """Answer the worker's current item through the services (gold when right, else something wrong)."""
+    state = services.current_item(enrollment.pk)
+    item, spec = state.item, enrollment.cohort.task.spec
+    kind = spec.answer_kind.value
+    if kind == "label":
+        label = item.gold[0] if right else next(x for x in spec.labels if x != item.gold[0])
+        raw = [label]
+    elif kind == "entity":
+        cands = [tuple(c) for c in item.candidates]
+        good = [c for c in cands if item.context[c[0]:c[1]] in item.gold]
+        bad = [c for c in cands if item.context[c[0]:c[1]] not in item.gold]
+        s, e = (good or cands)[0] if right else (bad or cands)[0]
+        raw = [{"start": s, "end": e}]
+    else:
+        raw = []
+        if right:
+            for g in item.gold[: 1 if kind == "span_or_none" else None]:
+                start = item.context.find(g)
+                if start >= 0:
+                    raw.append({"start": start, "end": start + len(g)})
+    return services.submit_answer(enrollment.pk, item.pk, raw)
+
+
+def fake_model_rows(study):
+    """A CLUES_MODEL_ROWS_PROVIDER for tests: two model rows per task of the study."""
+    rows = []
+    for task in study.tasks:
+        for shots, mean in ((10, 40.0), (20, 45.5), (30, 50.25)):
+            rows.append({"method": "FT", "model": "BERT-Base <b>", "task": task, "shots": shots, "mean": mean,
+                         "std": 3.5, "n": 5})
+    return rows

@@ -1,0 +1,265 @@
+"""The researcher dashboard through Django's test client: who may see it, the form, actions, results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from annotation import services
+from annotation.dashboard_views import chart, sparkline
+from annotation.models import AuditEvent, Cohort, Enrollment, Study
+from tests.ui.helpers import answer_current, cohort_of, enroll, make_study
+
+
+def _urls(study, cohort, enrollment):
+    return {
+        "get": ["/dashboard/", "/dashboard/studies/new/", f"/dashboard/studies/{study.pk}/",
+                f"/dashboard/studies/{study.pk}/grid/", f"/dashboard/studies/{study.pk}/results/",
+                f"/dashboard/studies/{study.pk}/results/download.csv", f"/dashboard/cohorts/{cohort.pk}/"],
+        "post": [f"/dashboard/studies/{study.pk}/launch/", f"/dashboard/studies/{study.pk}/close/",
+                 f"/dashboard/cohorts/{cohort.pk}/close/", f"/dashboard/enrollments/{enrollment.pk}/filter/"],
+    }
+
+
+@pytest.fixture
+def setup(demo_data, researcher):
+    study = make_study(tasks=("sst2",), shots=(0, 10), created_by=researcher, workers_per_cohort=2)
+    cohort = cohort_of(study, "sst2", 10)
+    enrollment = enroll(cohort, "W-1")
+    return study, cohort, enrollment
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(client, setup):
+    urls = _urls(*setup)
+    for url in urls["get"]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next="), url
+    for url in urls["post"]:
+        response = client.post(url, {"reason": "x"})
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+    study, _, enrollment = setup
+    assert Study.objects.get(pk=study.pk).is_open and Enrollment.objects.get(pk=enrollment.pk).state == "training"
+    # An htmx poll whose session ended sends the whole page to the login.
+    response = client.get(f"/dashboard/studies/{study.pk}/grid/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 204 and response["HX-Redirect"].startswith("/accounts/login/")
+
+
+def test_logged_in_non_researchers_get_403(client, setup, plain_user):
+    client.force_login(plain_user)
+    urls = _urls(*setup)
+    for url in urls["get"]:
+        response = client.get(url)
+        assert response.status_code == 403 and "Researchers only" in response.content.decode(), url
+    for url in urls["post"]:
+        assert client.post(url, {"reason": "x"}).status_code == 403, url
+    assert Enrollment.objects.get(pk=setup[2].pk).state == "training"
+
+
+def test_researchers_see_their_studies_and_not_others(researcher_client, setup):
+    urls = _urls(*setup)
+    for url in urls["get"]:
+        assert researcher_client.get(url).status_code == 200, url
+    other = User.objects.create_user("bob", password="x")
+    other.groups.add(*User.objects.get(username="res").groups.all())
+    theirs = make_study(tasks=("sst2",), shots=(0,), created_by=other, name="Bob's")
+    assert researcher_client.get(f"/dashboard/studies/{theirs.pk}/").status_code == 404
+    assert "Bob&#x27;s" not in researcher_client.get("/dashboard/").content.decode()
+    boss = User.objects.create_superuser("boss", password="x")
+    admin = Client()
+    admin.force_login(boss)
+    assert admin.get(f"/dashboard/studies/{theirs.pk}/").status_code == 200
+
+
+def test_the_login_page_logs_a_researcher_in(client, researcher, db):
+    response = client.get("/accounts/login/?next=/dashboard/")
+    assert response.status_code == 200 and 'name="username"' in response.content.decode()
+    response = client.post("/accounts/login/", {"username": "res", "password": "pw-research-123",
+                                                "next": "/dashboard/"})
+    assert response.status_code == 302 and response["Location"] == "/dashboard/"
+    response = client.post("/accounts/login/", {"username": "res", "password": "wrong"})
+    assert "did not match" in response.content.decode()
+
+
+# ---------------------------------------------------------------- the study form
+
+
+def _form(**overrides):
+    data = {"name": "Study A", "tasks": ["sst2"], "shots": ["0", "10"], "chain": "1", "workers_per_cohort": "3",
+            "pay_rate": "12", "filter_floor": "", "filter_fraction": "0.5", "platform": "prolific",
+            "worker_id_param": "worker_id", "completion_code": "", "screenout_code": "", "test_order": "file",
+            "idle_cap_seconds": "300", "time_limit_minutes": ""}
+    data.update(overrides)
+    return data
+
+
+def _field_errors(html: str, field: str) -> str:
+    start = html.index(f'id="field-{field}"')
+    return html[start:html.index('<div class="field', start + 10) if '<div class="field' in html[start + 10:]
+                else len(html)]
+
+
+def test_the_study_form_shows_errors_at_their_fields(researcher_client, demo_data):
+    response = researcher_client.post("/dashboard/studies/new/", _form(name="", tasks=[], shots=[], chain="x"))
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "This field is required" in _field_errors(html, "name")
+    assert "choose at least one task" in _field_errors(html, "tasks")
+    assert "choose at least one shot condition" in _field_errors(html, "shots")
+    assert "Enter a whole number" in _field_errors(html, "chain")
+    # The services' own rules (ValidationError keys) land at the matching fields.
+    response = researcher_client.post("/dashboard/studies/new/", _form(chain="4", completion_code="SAME",
+                                                                       screenout_code="SAME"))
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "has no chain 4" in _field_errors(html, "chain")
+    assert "must differ from the completion code" in _field_errors(html, "screenout_code")
+    response = researcher_client.post("/dashboard/studies/new/", _form(filter_fraction="1.5", pay_rate="-1"))
+    html = response.content.decode()
+    assert "less than or equal to 1" in _field_errors(html, "filter_fraction")
+    assert "greater than or equal to 0" in _field_errors(html, "pay_rate")
+    assert not Study.objects.exists()
+
+
+def test_the_study_form_creates_and_launches(researcher_client, researcher, demo_data):
+    response = researcher_client.post("/dashboard/studies/new/", _form(name="<Pilot> & co", launch="on",
+                                                                       tasks=["sst2", "record"]))
+    study = Study.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/studies/{study.pk}/"
+    assert study.created_by == researcher and study.tasks == ["sst2", "record"] and study.shots == [0, 10]
+    assert Cohort.objects.filter(study=study, launched_at__isnull=False).count() == 4
+    html = researcher_client.get(response["Location"]).content.decode()
+    assert "&lt;Pilot&gt; &amp; co" in html and "<Pilot>" not in html
+    assert "?PROLIFIC_PID={{%PROLIFIC_PID%}}&amp;STUDY_ID={{%STUDY_ID%}}&amp;SESSION_ID={{%SESSION_ID%}}" in html
+    assert 'hx-trigger="every 3s' in html
+
+
+# ---------------------------------------------------------------- the study page and its actions
+
+
+def test_grid_fragment_follows_progress(researcher_client, setup):
+    study, cohort, enrollment = setup
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
+    assert html.lstrip().startswith('<div id="grid"') and 'class="enrolled">1 / 2<' in html
+    zero = cohort_of(study, "sst2", 0)
+    worker = enroll(zero, "Z-1")
+    for _ in range(4):
+        answer_current(worker)
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
+    cell = html[html.index(f'data-cohort="{zero.pk}"'):]
+    assert 'class="test-done">4<' in cell[:2000] and "/ 24 answers" in cell[:2000]
+
+
+def test_launch_and_close(researcher_client, demo_data, researcher):
+    study = make_study(tasks=("sst2",), shots=(0, 10), created_by=researcher, launch=False)
+    cohort = cohort_of(study, "sst2", 0)
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/launch/")
+    assert Cohort.objects.get(pk=cohort.pk).launched_at is not None
+    assert Cohort.objects.get(study=study, shots=10).launched_at is None
+    response = researcher_client.post(f"/dashboard/studies/{study.pk}/launch/", follow=True)
+    assert "Launched 1 cohort." in response.content.decode()
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/")
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
+    researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "enough"})
+    assert not Study.objects.get(pk=study.pk).is_open
+    assert AuditEvent.objects.filter(study=study, action="close study", reason="enough", actor="res").exists()
+
+
+# ---------------------------------------------------------------- the cohort page: filter and reinstate
+
+
+def test_filter_needs_a_reason_and_errors_show_at_the_row(researcher_client, setup):
+    _, cohort, enrollment = setup
+    url = f"/dashboard/enrollments/{enrollment.pk}/filter/"
+    response = researcher_client.post(url, {"reason": "  "})
+    html = response.content.decode()
+    assert response.status_code == 400 and "give a reason" in html
+    assert html.index("give a reason") > html.index(f'id="enrollment-{enrollment.pk}"')
+    assert Enrollment.objects.get(pk=enrollment.pk).state == "training"
+    response = researcher_client.post(url, {"reason": "clicks at random"})
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
+    assert Enrollment.objects.get(pk=enrollment.pk).state == "filtered"
+    assert AuditEvent.objects.get(enrollment=enrollment, action="filter by researcher").reason == "clicks at random"
+    # Filtering again: the services refuse (409), the page says why.
+    response = researcher_client.post(url, {"reason": "again"})
+    assert response.status_code == 409 and "only a worker in training" in response.content.decode()
+    response = researcher_client.post(f"/dashboard/enrollments/{enrollment.pk}/reinstate/", {"reason": ""})
+    assert response.status_code == 400
+    response = researcher_client.post(f"/dashboard/enrollments/{enrollment.pk}/reinstate/", {"reason": "mistake"})
+    assert response.status_code == 302 and Enrollment.objects.get(pk=enrollment.pk).state == "training"
+
+
+def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, setup):
+    study, cohort, _ = setup
+    nasty = enroll(cohort, "<img src=x onerror=alert(1)>")
+    for _ in range(4):
+        answer_current(nasty, right=False)
+    html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    row = html[html.index(f'id="enrollment-{nasty.pk}"'):]
+    assert '<svg class="sparkline"' in row[:3000] and "4 items" in row[:3000]
+    assert "% so far" in row[:3000]
+
+
+def test_sparkline_geometry():
+    spark = sparkline([1.0, 0.0, 0.5, 1.0])
+    assert spark["n"] == 4 and spark["first"] == 100 and spark["last"] == 62
+    assert len(spark["bars"]) == 4 and spark["points"].count(",") == 4
+    assert sparkline([]) is None
+
+
+# ---------------------------------------------------------------- results
+
+
+def _complete(cohort, n, right=True):
+    for i in range(n):
+        worker = enroll(cohort)
+        while Enrollment.objects.get(pk=worker.pk).state != Enrollment.State.COMPLETED:
+            answer_current(worker, right=right or i % 2 == 0)
+
+
+def test_results_page_table_charts_agreement(researcher_client, setup, settings):
+    settings.CLUES_MODEL_ROWS_PROVIDER = "tests.ui.helpers.fake_model_rows"
+    study = setup[0]
+    _complete(cohort_of(study, "sst2", 0), 2)
+    response = researcher_client.get(f"/dashboard/studies/{study.pk}/results/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "100.0 ± 0.0" in html and "n=2" in html
+    assert "Sentence Classification" in html and 'class="chart"' in html
+    assert "FT BERT-Base &lt;b&gt;" in html  # model rows drawn, escaped
+    assert html.count("<svg") >= 1 and "S1 against shots" in html
+    assert "Agreement per cohort" in html and "1.000" in html
+    settings.CLUES_MODEL_ROWS_PROVIDER = "no.such.module.rows"
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert "No model rows available" in html
+
+
+def test_results_downloads(researcher_client, setup):
+    study = setup[0]
+    _complete(cohort_of(study, "sst2", 0), 2)
+    expected = {"csv": "text/csv", "json": "application/json", "md": "text/markdown", "tex": "application/x-tex"}
+    for fmt, content_type in expected.items():
+        response = researcher_client.get(f"/dashboard/studies/{study.pk}/results/download.{fmt}")
+        assert response.status_code == 200 and response["Content-Type"].startswith(content_type)
+        assert response["Content-Disposition"] == f'attachment; filename="study{study.pk}_human_table.{fmt}"'
+        text = response.content.decode()
+        assert "100.0" in text
+    assert json.loads(researcher_client.get(f"/dashboard/studies/{study.pk}/results/download.json").content)
+    assert researcher_client.get(f"/dashboard/studies/{study.pk}/results/download.xls").status_code == 404
+
+
+def test_chart_coordinates_and_missing_points():
+    cells = [{"task": "sst2", "shots": 0, "mean": 80.0, "std": 2.0, "n": 3},
+             {"task": "sst2", "shots": 10, "mean": None, "std": None, "n": 0},
+             {"task": "sst2", "shots": 20, "mean": 90.0, "std": None, "n": 1}]
+    c = chart("sst2", cells, [{"method": "FT", "model": "m", "task": "sst2", "shots": 10, "mean": 30.0,
+                               "std": 1.0, "n": 5}])
+    human, model = c["series"]
+    assert [m["label"] for m in human["marks"]] == ["0 shots: 80.0 ± 2.0 (n=3)", "20 shots: 90.0 (n=1)"]
+    assert human["marks"][0]["err"] and "err" not in human["marks"][1]
+    assert human["marks"][0]["y"] > human["marks"][1]["y"]  # higher S1 is drawn higher
+    assert model["marks"][0]["x"] < human["marks"][1]["x"] and c["yticks"][0]["v"] <= 29
+    assert services.SHOT_CONDITIONS == (0, 10, 20, 30)

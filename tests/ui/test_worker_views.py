@@ -1,0 +1,274 @@
+"""The worker pages through Django's test client: state from the server, no gold early, escaping, 409."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from annotation import services
+from annotation.models import Answer, Enrollment
+from annotation.worker_views import ACK_KEY
+from tasks_data.models import Example
+from tests.ui.helpers import answer_current, bind, cohort_of, enroll, make_study
+
+ALL_TASKS = ("sst2", "mnli", "conll03", "wikiann", "squad2", "record")
+NASTY = "<script>alert('x')</script> Tom & \"Jerry\" <b>bold</b>"
+SENTINEL = "ZZGOLDSENTINELZZ"
+
+
+def _page(client, **headers):
+    response = client.get("/work/", **headers)
+    return response, response.content.decode()
+
+
+def _worker(task="sst2", shots=10, **study_kwargs):
+    study = make_study(tasks=(task,), shots=(shots,), **study_kwargs)
+    enrollment = enroll(cohort_of(study, task, shots))
+    return enrollment, bind(Client(), enrollment)
+
+
+# ---------------------------------------------------------------- reaching the pages
+
+
+def test_without_a_bound_enrollment_the_worker_is_sent_to_the_study_link(client, db):
+    response = client.get("/work/")
+    assert response.status_code == 403
+    assert "use your study link" in response.content.decode()
+    htmx = client.post("/work/answer/", {"example_id": "1"}, HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 204 and htmx["HX-Redirect"] == "/work/"
+
+
+def test_join_link_then_description_then_start_then_first_item(demo_data):
+    study = make_study(tasks=("conll03",), shots=(10,))
+    cohort = cohort_of(study, "conll03", 10)
+    client = Client()
+    response = client.get(f"/join/{cohort.join_token}/", {"PROLIFIC_PID": "P1", "STUDY_ID": "S", "SESSION_ID": "X"})
+    assert response.status_code == 302 and response["Location"] == "/work/"
+    response, html = _page(client)
+    assert response.status_code == 200 and 'data-view="description"' in html
+    assert "Training: 30 items" in html and "Test: 12 items" in html and "Each text comes 3 times" in html
+    assert 'name="example_id"' not in html  # no item before Start
+    enrollment = Enrollment.objects.get(worker__external_id="P1")
+    assert enrollment.current_served_at is None  # reading the description is not time on an item
+    assert client.post("/work/start/").status_code == 302
+    response, html = _page(client)
+    assert 'data-view="item"' in html and "item <strong>1</strong> of 30" in html
+    assert response["Cache-Control"].startswith("no-store") or "no-store" in response["Cache-Control"]
+
+
+def test_a_returning_worker_lands_where_they_are(demo_data):
+    enrollment, client = _worker("sst2", 10)
+    for _ in range(3):
+        result = answer_current(enrollment)
+    # The last answer's feedback has not been left with Next: it is shown again, from the stored answer.
+    _, html = _page(client)
+    assert 'data-view="feedback"' in html and f'name="answer_id" value="{result.answer.pk}"' in html
+    client.post("/work/next/", {"answer_id": result.answer.pk})
+    _, html = _page(client)
+    assert 'data-view="item"' in html and "item <strong>4</strong> of 10" in html
+    assert f'value="{services.current_item(enrollment.pk).item.pk}"' in html
+    # Another browser the next day (a new session bound to the same enrollment) resumes too.
+    other = bind(Client(), enrollment, started=False)
+    _, html = _page(other)
+    assert 'data-view="feedback"' in html  # answers exist: no description again; last feedback first
+    other.post("/work/next/", {"answer_id": result.answer.pk})
+    _, html = _page(other)
+    assert "item <strong>4</strong> of 10" in html
+
+
+def test_next_only_acknowledges_an_answer_of_the_bound_enrollment(demo_data):
+    enrollment, client = _worker("sst2", 10)
+    other, _ = _worker("sst2", 10)
+    theirs = answer_current(other).answer
+    answer_current(enrollment)
+    client.post("/work/next/", {"answer_id": theirs.pk})
+    assert client.session.get(ACK_KEY) != theirs.pk
+    _, html = _page(client)
+    assert 'data-view="feedback"' in html
+
+
+# ---------------------------------------------------------------- gold is never shown early
+
+
+@pytest.mark.parametrize("task", ALL_TASKS)
+def test_no_gold_on_any_page_before_the_item_is_answered(demo_data, task):
+    enrollment, client = _worker(task, 10)
+    for step_items in range(2):
+        item = services.current_item(enrollment.pk).item
+        gold = [SENTINEL] if task not in ("sst2", "mnli") else item.gold
+        Example.objects.filter(pk=item.pk).update(gold=gold)
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            _, html = _page(client, **headers)
+            assert 'data-view="item"' in html
+            assert SENTINEL not in html
+            for marker in ("Correct answer", 'class="chip gold', "blank gold", "verdict", "<mark"):
+                assert marker not in html, marker
+        result = answer_current(enrollment, right=step_items == 0)
+        _, html = _page(client)
+        assert 'data-view="feedback"' in html and "Correct answer" in html
+        if task not in ("sst2", "mnli"):
+            assert SENTINEL in html  # the gold of the answered item, now
+        # the next item's gold is not on the feedback page
+        next_item = services.current_item(enrollment.pk).item
+        Example.objects.filter(pk=next_item.pk).update(gold=["NEXTGOLDSENTINEL"])
+        _, html = _page(client)
+        assert "NEXTGOLDSENTINEL" not in html
+        Example.objects.filter(pk=next_item.pk).update(gold=next_item.gold)
+        client.post("/work/next/", {"answer_id": result.answer.pk})
+
+
+def test_no_gold_in_the_test_step_even_after_answering(demo_data):
+    enrollment, client = _worker("conll03", 0)
+    item = services.current_item(enrollment.pk).item
+    Example.objects.filter(pk=item.pk).update(gold=[SENTINEL])
+    answer_current(enrollment)
+    _, html = _page(client)
+    assert 'data-view="item"' in html and SENTINEL not in html and "Correct answer" not in html
+
+
+# ---------------------------------------------------------------- escaping
+
+
+@pytest.mark.parametrize("task", ALL_TASKS)
+def test_dataset_text_is_escaped_on_item_and_feedback_pages(demo_data, task):
+    enrollment, client = _worker(task, 10)
+    item = services.current_item(enrollment.pk).item
+    context = f"{NASTY} in Paris ."
+    fields = {"context": context, "question": f"{NASTY} @placeholder ?"}
+    if task == "mnli":
+        fields["hypothesis"] = NASTY
+    if task == "record":
+        start = context.index("Paris")
+        fields.update(candidates=[[context.index("Tom"), context.index("Tom") + 3], [start, start + 5]],
+                      gold=["Paris"])
+    if task in ("conll03", "wikiann", "squad2"):
+        fields["gold"] = ["Paris"]
+    Example.objects.filter(pk=item.pk).update(**fields)
+    for page in ("item", "feedback"):
+        _, html = _page(client)
+        assert f'data-view="{page}"' in html
+        assert "<script>alert" not in html and "<b>bold</b>" not in html
+        assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+        assert "Tom &amp; &quot;Jerry&quot;" in html
+        if page == "item":
+            answer_current(enrollment)
+
+
+def test_offsets_are_python_code_points_in_the_page(demo_data):
+    enrollment, client = _worker("squad2", 10)
+    item = services.current_item(enrollment.pk).item
+    context = "Fans 😀🎉 cheered as Zoë Ñúñez arrived."
+    Example.objects.filter(pk=item.pk).update(context=context, gold=["Zoë Ñúñez"], is_impossible=False)
+    _, html = _page(client)
+    start = context.index("Zoë")  # code points: the emoji count 1 each (UTF-16 would say 2)
+    assert f'data-s="{start}" data-e="{start + 3}">Zoë</span>' in html
+    response = client.post("/work/answer/", {"example_id": item.pk, "spans": json.dumps([[start, start + 9]])})
+    assert response.status_code == 302
+    assert Answer.objects.get(enrollment=enrollment, example=item).texts == ["Zoë Ñúñez"]
+
+
+# ---------------------------------------------------------------- refused answers
+
+
+def test_a_second_answer_is_refused_and_the_current_state_shown(demo_data):
+    enrollment, client = _worker("sst2", 10)
+    item = services.current_item(enrollment.pk).item
+    wrong = "negative" if item.gold[0] == "positive" else "positive"
+    assert client.post("/work/answer/", {"example_id": item.pk, "label": item.gold[0]}).status_code == 302
+    # The back button, a second tab or a replayed form: the same item again, with another label.
+    response = client.post("/work/answer/", {"example_id": item.pk, "label": wrong})
+    html = response.content.decode()
+    assert response.status_code == 409 and response["X-Answer-Status"] == "409"
+    assert "already been answered" in html and 'data-view="feedback"' in html
+    assert Answer.objects.get(enrollment=enrollment, example=item).texts == [item.gold[0]]
+    # Through htmx: a normal (200) rendering of where the worker is, the refusal in the page and a header.
+    response = client.post("/work/answer/", {"example_id": item.pk, "label": wrong}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and response["X-Answer-Status"] == "409"
+    assert html.lstrip().startswith('<div id="stage"') and "already been answered" in html
+    # An item ahead of the current one is refused too.
+    later = services.item_order(enrollment, "training")[3]
+    response = client.post("/work/answer/", {"example_id": later, "label": "positive"})
+    assert response.status_code == 409 and not Answer.objects.filter(enrollment=enrollment, example_id=later).exists()
+
+
+def test_an_invalid_answer_is_refused_with_the_reason(demo_data):
+    enrollment, client = _worker("conll03", 10)
+    item = services.current_item(enrollment.pk).item
+    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[]"})
+    assert response.status_code == 400 and "nothing is marked" in response.content.decode()
+    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[[0, 2], [1, 3]]"})
+    assert response.status_code == 400 and "overlap" in response.content.decode()
+    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "not json"},
+                           HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and response["X-Answer-Status"] == "400"
+    assert not Answer.objects.filter(enrollment=enrollment).exists()
+    response = client.post("/work/answer/", {"example_id": item.pk, "none": "1"})
+    assert response.status_code == 302 and Answer.objects.get(enrollment=enrollment).texts == []
+
+
+# ---------------------------------------------------------------- the end
+
+
+def test_completion_pages_for_each_platform(demo_data):
+    enrollment, client = _worker("sst2", 0)
+    while Enrollment.objects.get(pk=enrollment.pk).state != Enrollment.State.COMPLETED:
+        answer_current(enrollment)
+    _, html = _page(client)
+    assert 'data-view="done"' in html and "DONE123" in html
+    assert 'data-auto-redirect="https://app.prolific.com/submissions/complete?cc=DONE123"' in html
+
+    generic, client = _worker("mnli", 0, platform="generic", worker_id_param="wid")
+    while Enrollment.objects.get(pk=generic.pk).state != Enrollment.State.COMPLETED:
+        answer_current(generic)
+    _, html = _page(client)
+    assert "DONE123" in html and "data-auto-redirect" not in html and "data-autosubmit" not in html
+
+
+def test_mturk_completion_posts_back_and_the_last_htmx_answer_reloads(demo_data):
+    study = make_study(tasks=("sst2",), shots=(0,), platform="mturk")
+    cohort = cohort_of(study, "sst2", 0)
+    outcome = services.join(cohort.join_token, {"workerId": "A1", "assignmentId": "AS1", "hitId": "H",
+                                                "turkSubmitTo": "https://workersandbox.mturk.com"})
+    enrollment = outcome.enrollment
+    client = bind(Client(), enrollment)
+    total = len(services.item_order(enrollment, "test"))
+    for _ in range(total - 1):
+        answer_current(enrollment)
+    item = services.current_item(enrollment.pk).item
+    response = client.post("/work/answer/", {"example_id": item.pk, "label": item.gold[0]}, HTTP_HX_REQUEST="true")
+    assert response["HX-Redirect"].endswith("/work/")
+    _, html = _page(client)
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html and "data-autosubmit" in html
+    assert 'name="assignmentId" value="AS1"' in html and 'name="completion_code" value="DONE123"' in html
+
+
+def test_filtered_worker_sees_the_screenout_code_after_the_last_feedback(demo_data):
+    enrollment, client = _worker("sst2", 10)
+    result = answer_current(enrollment)
+    services.filter_enrollment(enrollment.pk, actor="r", reason="test")
+    _, html = _page(client)
+    assert 'data-view="feedback"' in html
+    client.post("/work/next/", {"answer_id": result.answer.pk})
+    _, html = _page(client)
+    assert 'data-view="filtered"' in html and "OUT456" in html and "DONE123" not in html
+    assert "https://app.prolific.com/submissions/complete?cc=OUT456" in html
+    response = client.post("/work/answer/", {"example_id": result.answer.example_id, "label": "positive"})
+    assert response.status_code == 409 and 'data-view="filtered"' in response.content.decode()
+
+
+def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    enrollment, client = _worker("sst2", 0)
+    services.withdraw(enrollment.pk, actor="worker")
+    _, html = _page(client)
+    assert 'data-view="ended"' in html and "You have withdrawn" in html and 'name="example_id"' not in html
+    late, client = _worker("mnli", 0, time_limit_minutes=5)
+    Enrollment.objects.filter(pk=late.pk).update(enrolled_at=timezone.now() - timedelta(minutes=6))
+    _, html = _page(client)
+    assert 'data-view="ended"' in html and "time allowed for this study has passed" in html
