@@ -23,10 +23,12 @@ def _redis_client():
 
 
 @pytest.fixture
-def celery_broker():
+def celery_broker(monkeypatch):
     """Point this process's Celery app at a real Redis broker (not eager) for the test."""
     from clues_platform.celery import app
 
+    # Celery reads the CELERY_BROKER_URL environment variable before its own configuration.
+    monkeypatch.setenv("CELERY_BROKER_URL", TEST_BROKER)
     client = _redis_client()
     client.flushdb()
     saved = {k: app.conf.get(k) for k in ("broker_url", "task_always_eager")}
@@ -40,9 +42,10 @@ def celery_broker():
 
 def _reset_connections(app):
     """Drop pooled broker connections so the next send uses the current broker_url."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    from kombu import pools
+
+    pools.reset()  # closes kombu's global pools and forgets them (a closed pool cannot be reused)
+    app._pool = None
     app.amqp._producer_pool = None
 
 
