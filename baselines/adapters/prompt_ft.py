@@ -237,19 +237,9 @@ class PromptFTAdapter(Adapter):
 
         self.check_applies(task)
         session = PromptSession(task, config, progress)
-        rt.reset_peak_memory(session.device)
-        stats = session.fit(train, progress)
-        with rt.Stopwatch(session.device) as sw:
-            predictions = session.predict(test, progress)
-        notes = {
-            "seed": config.seed, "model": session.model_path, "hyperparameters": session.hp,
-            "max_length": session.max_length, "train_steps": stats.steps,
-            "first_loss": stats.first_loss, "last_loss": stats.last_loss,
-            "verbalizer": dict(session.verbalizer),
+        result = rt.fit_and_predict(session, train, test, config, progress, {
+            "max_length": session.max_length, "verbalizer": dict(session.verbalizer),
             "verbalizer_tokens": session.tokenizer.convert_ids_to_tokens(session.label_token_ids),
-            "inputs_truncated": session.truncated,
-        }
-        return AdapterResult(
-            predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
-            predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
-            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)
+        })
+        result.notes["inputs_truncated"] = session.truncated  # counted while predicting
+        return result

@@ -292,3 +292,22 @@ def require_fast(tokenizer, method: str) -> None:
 def prepare_model(model, device: torch.device):
     model.to(device)
     return model
+
+
+def fit_and_predict(session, train, test, config, progress, notes: dict):
+    """What every fine-tuning adapter's run does: adapt ``session`` on ``train``, then predict
+    ``test`` (timed apart), and report with the run's seed, model and hyperparameters."""
+    from .base import AdapterResult
+
+    reset_peak_memory(session.device)
+    stats = session.fit(train, progress)
+    with Stopwatch(session.device) as sw:
+        predictions = session.predict(test, progress)
+    return AdapterResult(
+        predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
+        predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
+        peak_gpu_memory_bytes=peak_memory(session.device),
+        notes={"seed": config.seed, "model": session.model_path, "hyperparameters": session.hp,
+               "train_steps": stats.steps, "first_loss": stats.first_loss, "last_loss": stats.last_loss,
+               **notes, **getattr(session, "notes", {})},
+    )

@@ -152,7 +152,8 @@ class S2SSession:
                     texts[j] = decoded[k]
                 if progress:
                     progress("predict", b + 1, len(batches))
-        return [self.parse(ex, text) for ex, text in zip(test, texts, strict=True)], texts
+        self.generated = texts  # the raw generations, kept in the run's notes
+        return [self.parse(ex, text) for ex, text in zip(test, texts, strict=True)]
 
     def parse(self, ex: AdapterExample, text: str) -> list[str]:
         kind = self.task.answer_kind
@@ -183,17 +184,6 @@ class Seq2SeqAdapter(Adapter):
 
         self.check_applies(task)
         session = S2SSession(task, config, progress)
-        rt.reset_peak_memory(session.device)
-        stats = session.fit(train, progress)
-        with rt.Stopwatch(session.device) as sw:
-            predictions, raw = session.predict(test, progress)
-        notes = {
-            "seed": config.seed, "model": session.model_path, "hyperparameters": session.hp,
-            "train_steps": stats.steps, "first_loss": stats.first_loss,
-            "last_loss": stats.last_loss, "targets_truncated": session.target_truncated,
-            "generated": raw,
-        }
-        return AdapterResult(
-            predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
-            predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
-            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)
+        result = rt.fit_and_predict(session, train, test, config, progress, {})
+        result.notes.update(targets_truncated=session.target_truncated, generated=session.generated)
+        return result

@@ -524,17 +524,5 @@ class SpanFTAdapter(Adapter):
 
         self.check_applies(task)
         session = FTSession(task, config, progress)
-        rt.reset_peak_memory(session.device)
-        stats = session.fit(train, progress)
-        with rt.Stopwatch(session.device) as sw:
-            predictions = session.predict(test, progress)
-        notes = dict(session.notes)
-        notes.update(
-            seed=config.seed, model=session.model_path, hyperparameters=session.hp,
-            train_steps=stats.steps, first_loss=stats.first_loss, last_loss=stats.last_loss,
-            head="token-classification BIO" if session.ner else "span begin/end",
-        )
-        return AdapterResult(
-            predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
-            predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
-            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)
+        head = "token-classification BIO" if session.ner else "span begin/end"
+        return rt.fit_and_predict(session, train, test, config, progress, {"head": head})
