@@ -49,7 +49,13 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# make bench                  every benchmarks/*.py but db_restart.py (it stops PostgreSQL for a few seconds)
+# make bench BENCH=load       one script: load, db_restart, fuzz_api, aggregate_study...
+BENCH ?=
 bench: $(STAMP)
-	@set -e; shopt -s nullglob; scripts=(benchmarks/*.py); \
+	@set -e; shopt -s nullglob; \
+	if [ -n "$(BENCH)" ]; then scripts=(benchmarks/$(BENCH).py); \
+	else scripts=(); for s in benchmarks/*.py; do [ "$$s" = benchmarks/db_restart.py ] || scripts+=("$$s"); done; fi; \
 	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks/*.py scripts yet"; fi; \
-	for script in "$${scripts[@]}"; do echo "== $$script"; DJANGO_SETTINGS_MODULE=clues_platform.settings $(PY) "$$script"; done
+	for script in "$${scripts[@]}"; do echo "== $$script"; DJANGO_SETTINGS_MODULE=clues_platform.settings $(PY) "$$script"; done; \
+	if [ -z "$(BENCH)" ]; then echo "(benchmarks/db_restart.py stops PostgreSQL: run it with make bench BENCH=db_restart)"; fi

@@ -23,8 +23,8 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import authentication, serializers, status
-from rest_framework.exceptions import NotAuthenticated, PermissionDenied
-from rest_framework.parsers import JSONParser
+from rest_framework.exceptions import NotAuthenticated, ParseError, PermissionDenied
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -89,7 +89,42 @@ def api_exception_handler(exc, context):
     return response
 
 
+class SafeJSONParser(JSONParser):
+    """DRF's JSON parser, refusing (400) what it would let through to a 500.
+
+    Nesting deep enough to exhaust the JSON decoder's recursion is a parse error, not a crash; and
+    a lone surrogate (an escape such as "\\ud800" outside a pair) is not a character: it could be
+    neither stored in PostgreSQL nor written back in a UTF-8 response.
+    """
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the document is nested too deeply") from None
+        if _has_lone_surrogate(data):
+            raise ParseError("JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), "
+                             "which is not a character")
+        return data
+
+
+def _has_lone_surrogate(data) -> bool:
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(data, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in data.items())
+    if isinstance(data, list):
+        return any(_has_lone_surrogate(v) for v in data)
+    return False
+
+
 class ApiView(APIView):
+    parser_classes = [SafeJSONParser, FormParser, MultiPartParser]  # DRF's defaults, with the safe JSON parser
+
     def get_exception_handler(self):
         return api_exception_handler
 
@@ -103,7 +138,7 @@ class WorkerView(ApiView):
     authentication_classes = [WorkerSessionAuthentication]
     permission_classes = [IsBoundWorker]
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
     def permission_denied(self, request, message=None, code=None):
         # No session binding is "forbidden" with our message, not DRF's "credentials not provided".
@@ -372,6 +407,8 @@ class StudyAuditView(ResearcherView):
     def get(self, request, pk: int):
         events = selectors.audit_log(self.get_study(pk))
         q = request.query_params.get("q")
+        if q and "\x00" in q:
+            raise serializers.ValidationError({"q": ["must not contain a NUL character"]})
         if q:
             events = events.filter(Q(action__icontains=q) | Q(actor__icontains=q) | Q(reason__icontains=q))
         return Response(AuditEventSerializer(events, many=True).data)

@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Avg, Count
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Avg
 from django.utils import timezone
 
-from tasks_data.models import Example, Task, TrainingSet
+from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
 from tasks_data.registry import SHOTS, TASKS
 from tasks_data.s1 import item_s1
 
@@ -162,6 +162,11 @@ class JoinOutcome:
 
 def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, dict] | None:
     """(external id, platform session, data) from the join request; None for an MTurk preview."""
+    # PostgreSQL cannot store a NUL character (the middleware refuses one in a URL before it gets here).
+    bad = sorted(name for name, value in params.items() if isinstance(value, str) and "\x00" in value)
+    if bad:
+        raise JoinRefused(400, f"the {bad[0]} parameter contains a NUL character")
+
     def need(name: str) -> str:
         value = (params.get(name) or "").strip()
         if not value:
@@ -233,11 +238,11 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
             platform_session=session, platform_data=data,
         )
         try:
-            with transaction.atomic():
-                transition(enrollment, State.TRAINING if cohort.shots else State.TESTING,
-                           actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
+            transition(enrollment, State.TRAINING if cohort.shots else State.TESTING,
+                       actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
         except IntegrityError:
-            # The same worker joined this task in a concurrent request (rule 1's constraint).
+            # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
+            # is needed: the refusal leaves the transaction, which rolls everything back.
             raise JoinRefused(409, "you have already taken part in a study on this task") from None
     return JoinOutcome(cohort, enrollment, created=True)
 
@@ -251,12 +256,154 @@ def item_order(enrollment: Enrollment, step: str) -> list[int]:
     if step == Answer.Step.TRAINING:
         if cohort.training_set_id is None:
             return []
-        return list(cohort.training_set.items.order_by("position").values_list("example_id", flat=True))
+        return list(TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
+                    .order_by("position", "pk").values_list("example_id", flat=True))
     ids = list(Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST)
-               .order_by("position").values_list("id", flat=True))
+               .order_by("position", "pk").values_list("id", flat=True))
     if cohort.study.test_order == Study.TestOrder.SHUFFLE:
         random.Random(enrollment.order_seed).shuffle(ids)
     return ids
+
+
+# ---------------------------------------------------------------- the worker's hot path
+#
+# GET /api/work/current/ and POST /api/work/answer/ are most of the platform's traffic. Their
+# statements are few and constant (tests/hardening/test_query_counts.py), and all but the INSERT
+# are written in SQL: building and compiling the ORM's equivalent cost several times running the
+# statement, and was most of a request's CPU (benchmarks/README.md). Table and column names come
+# from the models' meta, and the SQL is plain enough for PostgreSQL and SQLite alike (the
+# protocol tests run on both).
+
+_ENROLLMENT, _ANSWER = Enrollment._meta.db_table, Answer._meta.db_table
+_EXAMPLE, _ITEM = Example._meta.db_table, TrainingSetItem._meta.db_table
+_TEST_ITEM_SQL = (f"SELECT * FROM {_EXAMPLE} WHERE task_id = %s AND role = %s "
+                  "ORDER BY position, id LIMIT 1 OFFSET %s")
+_TRAINING_ITEM_SQL = (f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.example_id = e.id "
+                      "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s")
+
+
+def _item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
+    """The item at ``position`` (0-based) of the step in this worker's order, or None past its end.
+
+    The order of ``item_order``, without loading it when the order is the file's: one query,
+    an index scan of at most ``position + 1`` rows; a shuffled test order loads the ids first.
+    """
+    cohort = enrollment.cohort
+    if step == Answer.Step.TRAINING:
+        if cohort.training_set_id is None:
+            return None
+        rows = Example.objects.raw(_TRAINING_ITEM_SQL, [cohort.training_set_id, position])
+    elif cohort.study.test_order == Study.TestOrder.SHUFFLE:
+        ids = item_order(enrollment, step)
+        if position >= len(ids):
+            return None
+        rows = Example.objects.filter(pk=ids[position])
+    else:
+        rows = Example.objects.raw(_TEST_ITEM_SQL, [cohort.task_id, Example.Role.TEST.value, position])
+    example = next(iter(rows), None)
+    if example is not None:
+        example.task = cohort.task  # loaded with the enrollment
+    return example
+
+
+def _answers_in_step(enrollment_id: int, step: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s",
+                       [enrollment_id, step])
+        return cursor.fetchone()[0]
+
+
+def _mark_served(enrollment_id: int, now: datetime | None) -> bool:
+    """Record when the current item was first served (``now``), or clear it (None); True if a row changed."""
+    value = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        if now is None:
+            cursor.execute(f"UPDATE {_ENROLLMENT} SET current_served_at = NULL WHERE id = %s", [enrollment_id])
+        else:
+            cursor.execute(f"UPDATE {_ENROLLMENT} SET current_served_at = %s "
+                           "WHERE id = %s AND current_served_at IS NULL", [value, enrollment_id])
+        return cursor.rowcount == 1
+
+
+def _quoted(*names: str) -> str:
+    return ".".join(connection.ops.quote_name(n) for n in names)
+
+
+_JOINED = ((Enrollment, "e"), (Cohort, "c"), (Study, "s"), (Task, "t"))
+_COUNTS = {
+    # The answers given in each step: read in the statement that reads the state (see current_item).
+    "training_done": (f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
+                      [Answer.Step.TRAINING.value]),
+    "test_done": (f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
+                  [Answer.Step.TEST.value]),
+    # The items of each step: static data, so also safe to read in a locking statement.
+    "training_total": (f"SELECT COUNT(*) FROM {_ITEM} i WHERE i.training_set_id = c.training_set_id", []),
+    "test_total": (f"SELECT COUNT(*) FROM {_EXAMPLE} x WHERE x.task_id = c.task_id AND x.role = %s",
+                   [Example.Role.TEST.value]),
+}
+
+
+def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
+    columns = [_quoted(alias, f.column) for model, alias in _JOINED for f in model._meta.concrete_fields]
+    columns += [f"({_COUNTS[name][0]})" for name in counts]
+    joins = (f"{_quoted(Enrollment._meta.db_table)} e "
+             f"INNER JOIN {_quoted(Cohort._meta.db_table)} c ON c.id = e.cohort_id "
+             f"INNER JOIN {_quoted(Study._meta.db_table)} s ON s.id = c.study_id "
+             f"INNER JOIN {_quoted(Task._meta.db_table)} t ON t.id = c.task_id")
+    return f"SELECT {', '.join(columns)} FROM {joins} WHERE e.id = %s", [p for n in counts for p in _COUNTS[n][1]]
+
+
+_CONVERTERS: dict = {}
+
+
+def _instance(model, values: list):
+    """A model instance from its columns, converted as the ORM converts them (JSON, dates on SQLite...)."""
+    fields = model._meta.concrete_fields
+    if model not in _CONVERTERS:
+        _CONVERTERS[model] = [(i, f.get_col(model._meta.db_table), converter) for i, f in enumerate(fields)
+                              for converter in (connection.ops.get_db_converters(f.get_col(model._meta.db_table))
+                                                + f.get_db_converters(connection))]
+    for i, column, converter in _CONVERTERS[model]:
+        values[i] = converter(values[i], column, connection)
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def _fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
+    """The enrollment with its cohort, study and task and the item counts of each step, in one statement.
+
+    Unlocked, it also counts the answers of each step in that statement, so that state and counts
+    agree. Locked (``SELECT ... FOR UPDATE OF e``), it does not: a locking read that waited for
+    the lock would count as of before the wait, so the caller counts once it holds the lock.
+    What ``Enrollment.objects.select_related(...).annotate(...).get()`` gives, by hand: the ORM
+    spends more CPU building that query than the database spends running it.
+    """
+    counts = ("training_total", "test_total") if lock else tuple(_COUNTS)
+    sql, params = _LOAD[counts]
+    if lock and connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF e" if connection.features.has_select_for_update_of else " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, enrollment_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Enrollment.DoesNotExist(f"no enrollment {enrollment_id}")
+    objects, at = [], 0
+    for model, _ in _JOINED:
+        width = len(model._meta.concrete_fields)
+        objects.append(_instance(model, list(row[at:at + width])))
+        at += width
+    enrollment, cohort, study, task = objects
+    cohort.study, cohort.task = study, task
+    enrollment.cohort, enrollment.task = cohort, task
+    for name, value in zip(counts, row[at:], strict=True):
+        setattr(enrollment, name, value)
+    return enrollment
+
+
+_LOAD = {counts: _load_sql(counts) for counts in (("training_total", "test_total"), tuple(_COUNTS))}
+
+
+def _total(enrollment: Enrollment, step: str) -> int:
+    return enrollment.training_total if step == Answer.Step.TRAINING else enrollment.test_total
 
 
 @dataclass
@@ -284,9 +431,15 @@ def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
     return qs.get(pk=enrollment_id)
 
 
-def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
+def _is_stale(enrollment: Enrollment, now: datetime) -> bool:
     limit = enrollment.cohort.study.time_limit_minutes
-    if limit and enrollment.state in _STEP_OF_STATE and now - enrollment.enrolled_at > timedelta(minutes=limit):
+    return bool(limit and enrollment.state in _STEP_OF_STATE
+                and now - enrollment.enrolled_at > timedelta(minutes=limit))
+
+
+def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
+    if _is_stale(enrollment, now):
+        limit = enrollment.cohort.study.time_limit_minutes
         transition(enrollment, State.EXPIRED, actor="system", action="expire",
                    reason=f"time limit of {limit} minutes passed")
         return True
@@ -294,27 +447,35 @@ def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
 
 
 def current_item(enrollment_id: int) -> WorkState:
-    """Where the worker is; records when the current item was first served."""
+    """Where the worker is; records when the current item was first served.
+
+    A read, in a constant number of queries (3, or 2 once the item's serving time is recorded):
+    one statement reads the enrollment with its progress (one snapshot, so state and answer
+    counts agree), one the item at that position, and a conditional UPDATE records the serving
+    time. No row lock: submissions are serialised by ``submit_answer``'s lock, and a read racing
+    a submission only returns the state just before it.
+    """
     now = timezone.now()
-    with transaction.atomic():
-        enrollment = _load(enrollment_id, lock=True)
-        _expire_if_stale(enrollment, now)
-        step = _STEP_OF_STATE.get(enrollment.state)
-        if step is None:
-            # Progress of the step the worker ended in: the test step once it started, else training.
-            answered = dict(Answer.objects.filter(enrollment=enrollment).order_by().values("step")
-                            .annotate(n=Count("id")).values_list("step", "n"))
-            last = Answer.Step.TEST if (answered.get(Answer.Step.TEST) or enrollment.state == State.COMPLETED
-                                        or not enrollment.cohort.shots) else Answer.Step.TRAINING
-            return WorkState(step=step_name(enrollment.state), done=answered.get(last, 0),
-                             total=len(item_order(enrollment, last)), enrollment=enrollment)
-        order = item_order(enrollment, step)
-        done = Answer.objects.filter(enrollment=enrollment, step=step).count()
-        item = Example.objects.get(pk=order[done])
-        if enrollment.current_served_at is None:
-            enrollment.current_served_at = now
-            enrollment.save(update_fields=["current_served_at"])
-        return WorkState(step=step, done=done, total=len(order), item=item, enrollment=enrollment)
+    enrollment = _fetch(enrollment_id, lock=False)
+    if _is_stale(enrollment, now):
+        with transaction.atomic():
+            _expire_if_stale(_load(enrollment_id, lock=True), now)
+        enrollment = _fetch(enrollment_id, lock=False)
+    step = _STEP_OF_STATE.get(enrollment.state)
+    if step is None:
+        # Progress of the step the worker ended in: the test step once it started, else training.
+        last = Answer.Step.TEST if (enrollment.test_done or enrollment.state == State.COMPLETED
+                                    or not enrollment.cohort.shots) else Answer.Step.TRAINING
+        done = enrollment.test_done if last == Answer.Step.TEST else enrollment.training_done
+        return WorkState(step=step_name(enrollment.state), done=done, total=_total(enrollment, last),
+                         enrollment=enrollment)
+    done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
+    item = _item_at(enrollment, step, done)
+    if item is None:
+        raise Conflict("this step has no item left to answer")  # only if the data changed under a study
+    if enrollment.current_served_at is None and _mark_served(enrollment.pk, now):
+        enrollment.current_served_at = now
+    return WorkState(step=step, done=done, total=_total(enrollment, step), item=item, enrollment=enrollment)
 
 
 @dataclass
@@ -334,46 +495,52 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
 
     Raises Conflict (409): not in a step, the item is not the current one, or it is already
     answered; InvalidAnswer (400). Nothing is stored when it raises.
+
+    The enrollment's row lock serialises a worker's submissions; the answers are counted after
+    the lock is taken, so the count includes every submission committed before. A constant
+    number of queries: lock, count, current item, INSERT, UPDATE (plus 4 at the end of a step).
     """
     now = timezone.now()
     with transaction.atomic():
-        enrollment = _load(enrollment_id, lock=True)
+        enrollment = _fetch(enrollment_id, lock=True)
         if _expire_if_stale(enrollment, now):
             raise Conflict("your time for this study has run out")
         step = _STEP_OF_STATE.get(enrollment.state)
         if step is None:
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
-        order = item_order(enrollment, step)
-        answered = set(Answer.objects.filter(enrollment=enrollment).values_list("example_id", flat=True))
-        if example_id in answered:
-            raise Conflict("this item was already answered; answers are final")
-        done = sum(1 for i in order if i in answered)
-        if example_id != order[done]:
+        done = _answers_in_step(enrollment.pk, step)
+        total = _total(enrollment, step)
+        example = _item_at(enrollment, step, done) if done < total else None
+        if example is None or example.pk != example_id:
+            if (isinstance(example_id, int) and 0 < example_id < 2**63
+                    and Answer.objects.filter(enrollment_id=enrollment.pk, example_id=example_id).exists()):
+                raise Conflict("this item was already answered; answers are final")
             raise Conflict("this is not the current item: items are answered one at a time, in order")
-        example = Example.objects.select_related("task").get(pk=example_id)
         spec = enrollment.cohort.task.spec
         valid = validate_answer(spec, example, raw_answer)
         score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         try:
-            with transaction.atomic():
-                answer = Answer.objects.create(
-                    enrollment=enrollment, example=example, step=step, position=done, texts=valid.texts,
-                    spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
-                )
+            # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
+            answer = Answer.objects.create(
+                enrollment=enrollment, example=example, step=step, position=done, texts=valid.texts,
+                spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
+            )
         except IntegrityError:
             raise Conflict("this item was already answered; answers are final") from None
+        served = enrollment.current_served_at
         enrollment.current_served_at = None
-        enrollment.save(update_fields=["current_served_at"])
         done += 1
-        result = SubmitResult(step=step, answer=answer, done=done, total=len(order), next_state=enrollment.state)
+        result = SubmitResult(step=step, answer=answer, done=done, total=total, next_state=enrollment.state)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
-            if done == len(order):
+            if done == total:
                 _finish_training(enrollment, now)
-        elif done == len(order):
+        elif done == total:
             enrollment.completed_at = now
             transition(enrollment, State.COMPLETED, actor="worker", action="complete test step",
-                       update_fields=("completed_at",))
+                       update_fields=("completed_at", "current_served_at"))
+        if done < total and served is not None:
+            _mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
         return result
 
@@ -394,7 +561,7 @@ def _finish_training(enrollment: Enrollment, now: datetime) -> None:
         if own < study.filter_fraction * mean:
             reason = (f"training S1 {own:.3f} is below {study.filter_fraction:g} x the mean {mean:.3f} "
                       f"of {len(others)} other worker(s)")
-    fields = ("training_s1", "training_finished_at")
+    fields = ("training_s1", "training_finished_at", "current_served_at")
     if reason:
         transition(enrollment, State.FILTERED, actor="system", action="filter", reason=reason, update_fields=fields)
     else:

@@ -8,6 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from clues_platform import ratelimit
+
 from . import services, session
 
 WORK_PATH = "/work/"  # the worker UI (annotation.ui_urls)
@@ -21,7 +23,14 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     A refusal (unknown link 404, missing parameter 400, closed 403, full or already exposed
     to the task 409) renders a page saying why, with that status. An MTurk preview
     (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) shows the task description and enrolls nobody.
+    More than JOIN_RATE_LIMIT requests from one address get 429 (clues_platform.ratelimit).
     """
+    wait = ratelimit.join_limited(request)
+    if wait is not None:
+        response = render(request, "annotation/join_refused.html", status=429, context={
+            "message": f"too many attempts to join from your network; please try again in {wait} seconds"})
+        response["Retry-After"] = str(wait)
+        return response
     try:
         outcome = services.join(token, request.GET, user=request.user,
                                 bound_enrollment_id=session.bound_enrollment_id(request))

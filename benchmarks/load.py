@@ -1,21 +1,25 @@
 #!/usr/bin/env python
-"""Load test: simulated crowdworkers through the real HTTP endpoints, on gunicorn + PostgreSQL.
+"""Load test: simulated crowdworkers through the real HTTP endpoints, on gunicorn + PostgreSQL + Redis.
 
-    .venv/bin/python benchmarks/load.py [--workers 200] [--task sst2] [--answers 40] [--think 0.5]
+    .venv/bin/python benchmarks/load.py [--workers 200] [--think 5] [--answers 30] [--task sst2]
 
-It builds a throwaway database (``clues_bench``), imports the data (CLUES_DATA, else the demo),
-launches a one-cohort study with room for every simulated worker, and starts gunicorn with
-production settings (DEBUG=0). Then, in three phases:
+It builds a throwaway database (``clues_bench``), imports the data (CLUES_DATA, else the official zip
+beside the repository, else the demo), launches a one-cohort study with room for every simulated
+worker, and starts gunicorn with production settings (DEBUG=0, Redis cache and sessions, persistent
+connections, prepared statements). Then, in three phases:
 
-1. **realistic**: N workers join through their Prolific-style links, then fetch the current item
-   and answer it, ``--answers`` times each (training step, then test step), pausing ``--think``
-   seconds (uniform 0.5x-1.5x) between items as a (very fast) person would;
-2. **saturation**: the same journeys with no pause, to measure the platform's throughput;
-3. **ceiling**: the same number of clients, with no pause, against one DRF view doing one INSERT
-   on the same stack (``benchmarks.ceiling``): the most this machine's stack can serve.
+1. **realistic**: N workers arrive through their Prolific-style links over ``--ramp`` seconds, then
+   fetch the current item and answer it, ``--answers`` times each (training step, then test step),
+   pausing ``--think`` seconds on average (uniform 0.5x-1.5x) before each answer. The default, 200
+   workers each answering an SST-2 item every 5 s, is a demanding pace: SST-2 is the quickest task
+   of CLUES, and careful crowdworkers take longer over a sentence;
+2. **saturation**: the same journeys with no pause and no ramp, to measure the platform's throughput;
+3. **ceiling**: the same number of clients, with no pause, against one DRF view doing one INSERT on
+   the same stack (``benchmarks.ceiling``): the most this machine's stack can serve.
 
-It prints requests/s, p50/p95/p99 latency of answer submission and of fetching the current item,
-the error count, the throughput ratio to the ceiling, and an integrity check: answers
+It prints requests/s, p50/p95/p99 latency of answer submission, of fetching the current item and of
+joining, errors, the CPU time per request of gunicorn, PostgreSQL and the load generator (which
+runs on the same machine), the throughput ratio to the ceiling, and an integrity check: answers
 acknowledged (201) = answers stored, no duplicates, nothing stored that was not acknowledged.
 Exit status 1 when a target is missed (see benchmarks/README.md).
 """
@@ -26,6 +30,7 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import secrets
 import shutil
 import signal
@@ -40,6 +45,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import redis
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -54,7 +60,10 @@ class Server:
     db_name: str = "clues_bench"
     port: int = 8642
     gunicorn_workers: int = 5
+    gunicorn_threads: int = 1  # more than 1: the gthread worker class
+    log_file: Path | None = None  # the server's output (default: this terminal)
     pg: str = "postgres://postgres@127.0.0.1:5432"
+    cache_url: str = "redis://127.0.0.1:6379/3"
     proc: subprocess.Popen | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="clues-bench-")))
 
@@ -82,6 +91,8 @@ class Server:
             # Every simulated worker joins from 127.0.0.1: lift the per-address join limit.
             "JOIN_RATE_LIMIT": "0",
             "LOG_LEVEL": "WARNING",
+            # The shared cache production uses (sessions, rate limits); database 3 is the benchmark's own.
+            "CACHE_URL": self.cache_url,
         }
 
     def manage(self, *args: str) -> str:
@@ -91,11 +102,17 @@ class Server:
             raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
         return result.stdout
 
+    def describe(self) -> str:
+        kind = (f"{self.gunicorn_workers} gthread workers x {self.gunicorn_threads} threads"
+                if self.gunicorn_threads > 1 else f"{self.gunicorn_workers} sync workers")
+        return f"gunicorn {kind}, DEBUG=0, PostgreSQL, Redis cache and sessions ({self.cache_url})"
+
     def prepare(self, *, task: str, shots: int, workers: int) -> str:
         """Fresh database, data, one launched study; returns the cohort's join path."""
         with psycopg.connect(f"{self.pg}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{self.db_name}"')
+        redis.Redis.from_url(self.cache_url).flushdb()  # the benchmark's own Redis database: old sessions, counts
         self.manage("migrate", "--noinput", "-v0")
         data = os.environ.get("CLUES_DATA") or str(REPO.parent / "shared" / "clues" / "CLUES-JSON.zip")
         self.manage("import_clues", data) if Path(data).exists() else self.manage("import_clues", "--demo")
@@ -105,10 +122,14 @@ class Server:
 
     def start(self) -> None:
         self.manage("collectstatic", "--noinput", "-v0")
+        workers = ["--workers", str(self.gunicorn_workers)]
+        if self.gunicorn_threads > 1:
+            workers += ["--worker-class", "gthread", "--threads", str(self.gunicorn_threads)]
+        log = open(self.log_file, "ab") if self.log_file else None  # the child keeps it; closed at exit
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "gunicorn", "clues_platform.wsgi", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(self.gunicorn_workers), "--backlog", "2048", "--log-level", "warning"],
-            cwd=REPO, env=self.env(), start_new_session=True,
+            [PYTHON, "-m", "gunicorn", "clues_platform.wsgi", "--bind", f"127.0.0.1:{self.port}", *workers,
+             "--backlog", "2048", "--log-level", "warning"],
+            cwd=REPO, env=self.env(), start_new_session=True, stdout=log, stderr=log,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -152,11 +173,14 @@ class Stats:
     requests: int = 0
     started: float = 0.0
     finished: float = 0.0
+    events: list = field(default_factory=list)  # (time.monotonic() at the end, kind, status or exception name)
 
-    def record(self, kind: str, seconds: float, status: int) -> None:
-        self.latency[kind].append(seconds)
+    def record(self, kind: str, seconds: float, status: int | str) -> None:
+        if isinstance(status, int):
+            self.latency[kind].append(seconds)
         self.statuses[(kind, status)] += 1
         self.requests += 1
+        self.events.append((time.monotonic(), kind, status))
 
 
 def answer_for(item: dict) -> list:
@@ -183,7 +207,7 @@ async def retrying(client, stats, kind, method, url, *, retry_unavailable: bool,
         try:
             response = await timed(client, stats, kind, method, url, **kw)
         except httpx.TransportError as exc:
-            stats.statuses[(kind, type(exc).__name__)] += 1
+            stats.record(kind, 0.0, type(exc).__name__)
             if not retry_unavailable:
                 raise
         else:
@@ -194,7 +218,9 @@ async def retrying(client, stats, kind, method, url, *, retry_unavailable: bool,
 
 
 async def simulated_worker(base_url: str, join_path: str, pid: str, stats: Stats, *, answers: int, think: float,
-                           rng: random.Random, retry_unavailable: bool = False) -> None:
+                           rng: random.Random, retry_unavailable: bool = False, arrive: float = 0.0) -> None:
+    if arrive:
+        await asyncio.sleep(arrive)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, follow_redirects=False) as client:
         params = {"PROLIFIC_PID": pid, "STUDY_ID": "bench", "SESSION_ID": f"s-{pid}"}
         response = await retrying(client, stats, "join", "GET", join_path, params=params,
@@ -236,13 +262,16 @@ async def ceiling_client(base_url: str, stats: Stats, requests: int) -> None:
 
 
 async def run_workers(server: Server, join_path: str, *, workers: int, answers: int, think: float, prefix: str,
-                      seed: int = 0, retry_unavailable: bool = False, stats: Stats | None = None) -> Stats:
+                      seed: int = 0, retry_unavailable: bool = False, stats: Stats | None = None,
+                      ramp: float = 0.0) -> Stats:
+    """``workers`` simulated workers; with ``ramp``, they arrive evenly spread over that many seconds."""
     stats = stats or Stats()
     rng = random.Random(seed)
     stats.started = time.perf_counter()
     await asyncio.gather(*(
         simulated_worker(server.base_url, join_path, f"{prefix}{n:04d}", stats, answers=answers, think=think,
-                         rng=random.Random(rng.random()), retry_unavailable=retry_unavailable)
+                         rng=random.Random(rng.random()), retry_unavailable=retry_unavailable,
+                         arrive=ramp * n / workers)
         for n in range(workers)
     ))
     stats.finished = time.perf_counter()
@@ -289,28 +318,78 @@ def error_count(stats: Stats) -> int:
     return bad + len(stats.errors)
 
 
+# ---------------------------------------------------------------- CPU time per request
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def cpu_snapshot(server: Server) -> dict[str, float]:
+    """CPU seconds used so far by gunicorn's workers, the database's PostgreSQL backends and this process."""
+    out = subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True, text=True).stdout.split()
+    try:
+        with psycopg.connect(f"{server.pg}/postgres", autocommit=True) as conn:
+            backends = [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s",
+                                                   [server.db_name]).fetchall()]
+    except psycopg.Error:
+        backends = []
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return {"gunicorn": sum(_ticks(int(p)) for p in out) / _TICK,
+            **{f"pg:{p}": _ticks(p) / _TICK for p in backends},
+            "client": me.ru_utime + me.ru_stime}
+
+
+def cpu_per_request(before: dict, after: dict, requests: int) -> str:
+    if not requests:
+        return "n/a"
+    pg = sum(v - before.get(k, 0.0) for k, v in after.items() if k.startswith("pg:"))
+    parts = {"gunicorn": after["gunicorn"] - before["gunicorn"], "PostgreSQL": pg,
+             "load generator": after["client"] - before["client"]}
+    return ", ".join(f"{name} {1000 * v / requests:.2f} ms" for name, v in parts.items())
+
+
+def measured(server: Server, coroutine) -> tuple[Stats, str]:
+    before = cpu_snapshot(server)
+    stats = asyncio.run(coroutine)
+    return stats, cpu_per_request(before, cpu_snapshot(server), stats.requests)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=200, help="simulated workers (default 200)")
     parser.add_argument("--task", default="sst2")
     parser.add_argument("--shots", type=int, default=10)
-    parser.add_argument("--answers", type=int, default=40, help="items each worker answers (default 40)")
-    parser.add_argument("--think", type=float, default=1.0, help="mean seconds between items (default 1.0)")
+    parser.add_argument("--answers", type=int, default=30,
+                        help="items each worker answers (default 30: 10 training, 20 test)")
+    parser.add_argument("--think", type=float, default=5.0,
+                        help="mean seconds before each answer in the realistic phase (default 5)")
+    parser.add_argument("--ramp", type=float, default=20.0,
+                        help="seconds over which the realistic phase's workers arrive (default 20)")
     parser.add_argument("--gunicorn-workers", type=int, default=5)
+    parser.add_argument("--gunicorn-threads", type=int, default=1, help="more than 1: gthread workers")
     parser.add_argument("--port", type=int, default=8642)
     args = parser.parse_args()
 
-    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers)
+    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers, gunicorn_threads=args.gunicorn_threads)
     join_path = server.prepare(task=args.task, shots=args.shots, workers=3 * args.workers)
     server.start()
     try:
-        print(f"load: {args.workers} simulated workers, {args.task} {args.shots}-shot, {args.answers} answers each, "
-              f"gunicorn {args.gunicorn_workers} sync workers, DEBUG=0, PostgreSQL")
-        real = asyncio.run(run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                       think=args.think, prefix="real-"))
-        sat = asyncio.run(run_workers(server, join_path, workers=args.workers, answers=args.answers, think=0,
-                                      prefix="sat-"))
-        ceiling = asyncio.run(run_ceiling(server, clients=args.workers, requests=sat.requests))
+        print(f"load: {args.workers} simulated workers, {args.task} {args.shots}-shot, {args.answers} answers each; "
+              f"{server.describe()}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",
+              flush=True)
+        real, real_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
+                                                      think=args.think, prefix="real-", ramp=args.ramp))
+        sat, sat_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
+                                                    think=0, prefix="sat-"))
+        ceiling, ceiling_cpu = measured(server, run_ceiling(server, clients=args.workers, requests=sat.requests))
         stored = server.stored_answers()
     finally:
         server.stop()
@@ -318,24 +397,31 @@ def main() -> int:
     ok_real, text_real = integrity(real, stored, "real-")
     ok_sat, text_sat = integrity(sat, stored, "sat-")
     p99_submit = statistics.quantiles(real.latency["answer"], n=100, method="inclusive")[98]
-    ratio = throughput(sat) / throughput(ceiling, kinds=("ceiling",))
+    platform = throughput(sat, ("join", "current", "answer"))
+    ratio = platform / throughput(ceiling, kinds=("ceiling",))
     errors = error_count(real) + error_count(sat) + len(ceiling.errors)
-    print(f"\n1. realistic ({args.think:g} s mean think time), {real.finished - real.started:.1f} s")
+    print(f"\n1. realistic: {args.think:g} s mean think time, arrivals over {args.ramp:g} s; "
+          f"{real.finished - real.started:.1f} s")
     print(f"   requests/s      {throughput(real, ('join', 'current', 'answer')):8.1f}")
     print(f"   answer submit   {percentiles(real.latency['answer'])}")
     print(f"   current item    {percentiles(real.latency['current'])}")
     print(f"   join            {percentiles(real.latency['join'])}")
+    print(f"   CPU per request {real_cpu}")
     print(f"   errors          {error_count(real)}")
     print(f"   integrity       {text_real}")
-    print(f"\n2. saturation (no think time), {sat.finished - sat.started:.1f} s")
-    print(f"   requests/s      {throughput(sat):8.1f}  (current item + answer)")
+    print(f"\n2. saturation: no think time, all workers at once; {sat.finished - sat.started:.1f} s")
+    print(f"   requests/s      {platform:8.1f}  (join + current item + answer; "
+          f"{throughput(sat):.1f} current item + answer)")
     print(f"   answer submit   {percentiles(sat.latency['answer'])}")
     print(f"   current item    {percentiles(sat.latency['current'])}")
+    print(f"   join            {percentiles(sat.latency['join'])}")
+    print(f"   CPU per request {sat_cpu}")
     print(f"   errors          {error_count(sat)}")
     print(f"   integrity       {text_sat}")
-    print(f"\n3. ceiling (one DRF view, one INSERT), {ceiling.finished - ceiling.started:.1f} s")
+    print(f"\n3. ceiling: one DRF view, one INSERT; {ceiling.finished - ceiling.started:.1f} s")
     print(f"   requests/s      {throughput(ceiling, ('ceiling',)):8.1f}")
     print(f"   latency         {percentiles(ceiling.latency['ceiling'])}")
+    print(f"   CPU per request {ceiling_cpu}")
     print(f"   errors          {len(ceiling.errors)}")
     print("\ntargets")
     checks = [

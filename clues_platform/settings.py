@@ -6,6 +6,7 @@ SECRET_KEY and ALLOWED_HOSTS must then come from the environment.
 """
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -60,9 +61,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "clues_platform.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "clues_platform.ratelimit.LoginRateLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -96,10 +99,23 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
-        conn_health_checks=True,
+        # A kept connection is checked (SELECT 1) before a request uses it, so that after a database restart
+        # no request fails on a dead connection; CONN_HEALTH_CHECKS=0 saves that round trip per request.
+        conn_health_checks=env_bool("CONN_HEALTH_CHECKS", True),
     )
 }
+# PostgreSQL: bind parameters on the server and prepare a statement once a connection has run it 5 times, so the
+# worker's few hot statements are parsed and planned once per connection (benchmarks/README.md). Turn it off
+# (DB_PREPARED_STATEMENTS=0) behind a transaction-pooling proxy such as PgBouncer, which cannot keep them.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_PREPARED_STATEMENTS", True):
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The first backend only refuses password logins while LOGIN_RATE_LIMIT is reached (clues_platform/ratelimit.py).
+AUTHENTICATION_BACKENDS = [
+    "clues_platform.ratelimit.LoginRateLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -136,12 +152,34 @@ CACHES = {
     if _CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
+# Sessions (a worker's only credential) live in the database; with a shared cache they are also cached there, so
+# a request reads its session from Redis instead of PostgreSQL. A per-process cache would serve stale sessions
+# across gunicorn processes, so without a shared cache sessions are read from the database.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if _CACHE_URL else "django.contrib.sessions.backends.db"
 
 # Fixed at start-up from DEBUG (pytest-django turns settings.DEBUG off while testing): in development
 # WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "/accounts/login/"
+
+# Rate limits (clues_platform/ratelimit.py), counted in the cache above: "<count>/<window>" (s, m, h, d, with an
+# optional multiple: "10/15m"), or "0" for off. On in production, off in development unless set.
+_RATE = re.compile(r"\s*(0|\d+\s*/\s*\d*\s*[smhd])\s*")
+
+
+def env_rate(name: str, production_default: str) -> str:
+    value = os.environ.get(name, "0" if DEBUG else production_default)
+    if not _RATE.fullmatch(value or "0"):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate: use e.g. '30/m', '10/15m', or '0' (off)")
+    return value
+
+
+JOIN_RATE_LIMIT = env_rate("JOIN_RATE_LIMIT", "30/m")  # requests to /join/<token>/ per client address
+LOGIN_RATE_LIMIT = env_rate("LOGIN_RATE_LIMIT", "10/15m")  # failed logins per client address and per username
+LOGIN_RATE_LIMIT_PATHS = ("/accounts/login/", "/admin/login/")
+# The client address is REMOTE_ADDR; behind N reverse proxies that append to X-Forwarded-For, set N.
+TRUSTED_PROXY_HOPS = int(os.environ.get("TRUSTED_PROXY_HOPS", "0"))
 LOGIN_REDIRECT_URL = "/"
 
 # The CLUES data: the official CLUES-JSON.zip or its unzipped folder (manage.py import_clues).
@@ -185,11 +223,24 @@ if not DEBUG:
     X_FRAME_OPTIONS = "DENY"
     SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS")
 
+# Logs carry no secrets: the redacting filter masks join tokens (/join/<token>/) and the identifiers and secrets a
+# query string may hold (PROLIFIC_PID, SESSION_ID, workerId, passwords...), and SQL statements, whose parameters
+# hold gold answers and session data, are not logged unless LOG_SQL=1 (and even then only with DEBUG=1). During a
+# database outage each 503 is one line, without a traceback.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "filters": {"redact": {"()": "clues_platform.log_filters.RedactFilter"},
+                "outage": {"()": "clues_platform.log_filters.DatabaseOutageFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["outage", "redact"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Through the redacting console handler only (Django's own handlers would print unfiltered records).
+        "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
+        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
+    },
 }
 
 # Where the results pages and exports get model rows from (baselines app); clues_platform wires

@@ -19,4 +19,7 @@ if apps.is_installed("benchmarks.ceiling"):
 
     urlpatterns.append(path("bench/ceiling/", CeilingView.as_view()))
 
+handler400 = "clues_platform.errors.bad_request"
+handler403 = "clues_platform.errors.permission_denied"
+handler404 = "clues_platform.errors.page_not_found"
 handler500 = "clues_platform.errors.server_error"

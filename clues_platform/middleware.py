@@ -1,0 +1,43 @@
+"""Project middleware: refuse what no view should have to handle, before anything reads it."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.html import escape
+
+
+def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+    """A short refusal: JSON (``detail``) for the API and JSON clients, a small HTML page otherwise."""
+    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"detail": message}, status=status)
+    return HttpResponse(f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1>"
+                        f"<p>{escape(message)}</p>", status=status)
+
+
+class RequestLimitsMiddleware:
+    """413 for a body over DATA_UPLOAD_MAX_MEMORY_SIZE; 400 for a NUL character in the path or query string.
+
+    Django enforces the size limit only where it parses a body itself (``request.body``, forms); DRF's
+    JSON parser reads the stream and would parse a body of any size. This answers before the body is
+    read, whatever the view. A NUL character is never part of a legitimate URL, and PostgreSQL cannot
+    store one in a text column: refused here, it cannot reach a query. Nothing is stored either way.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if limit is not None and length > limit:
+            return refusal(request, 413, "Request too large",
+                           f"the request body is {length} bytes; the most this site accepts is {limit} bytes")
+        if "\x00" in request.path or b"\x00" in unquote_to_bytes(request.META.get("QUERY_STRING", "")):
+            return refusal(request, 400, "Bad request", "the address contains a NUL character")
+        return self.get_response(request)

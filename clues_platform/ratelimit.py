@@ -1,0 +1,190 @@
+"""Rate limits: the join link per client address, and password logins per address and per username.
+
+Counts are fixed windows kept in the Django cache (``cache.add`` then ``cache.incr``), so they
+hold across gunicorn processes when the cache is shared (Redis via ``CACHE_URL``/``REDIS_URL``);
+with the default per-process memory cache each process counts on its own.
+
+Settings (from the environment, see clues_platform/settings.py):
+
+* ``JOIN_RATE_LIMIT`` (``"30/m"`` in production): requests to ``/join/<token>/`` per client
+  address; over it, a 429 page says when to come back. ``"0"`` turns it off (benchmarks/load.py
+  does: all its simulated workers come from 127.0.0.1).
+* ``LOGIN_RATE_LIMIT`` (``"10/15m"`` in production): failed password logins per client address
+  and, separately, per username. Once either is reached, ``LoginRateLimitMiddleware`` answers
+  429 to the login forms (``LOGIN_RATE_LIMIT_PATHS``: the researcher login and the admin's), and
+  ``LoginRateLimitBackend`` refuses every other password authentication, whatever the path.
+* ``TRUSTED_PROXY_HOPS`` (0): the client address is ``REMOTE_ADDR``; behind N reverse proxies
+  that each append to ``X-Forwarded-For``, set N and the address the outermost proxy saw is used.
+
+A rate is ``"<count>/<window>"``, the window one of ``s``, ``m``, ``h``, ``d``, optionally with a
+multiple (``"10/15m"``); ``"0"`` or empty is off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from html import escape
+
+from django.conf import settings
+from django.contrib.auth.signals import user_login_failed
+from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class Rate:
+    limit: int
+    window: int  # seconds
+
+    def __str__(self) -> str:
+        return f"{self.limit} per {self.window} s"
+
+
+def parse_rate(text: str | None) -> Rate | None:
+    """``"30/m"`` -> Rate(30, 60); ``"10/15m"`` -> Rate(10, 900); ``"0"``, ``""`` or None -> None (off)."""
+    if text is None or text.strip() in ("", "0"):
+        return None
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) < 1:
+        raise ImproperlyConfigured(f"rate {text!r}: use '<count>/<window>' such as '30/m' or '10/15m', or '0' (off)")
+    count, multiple, unit = match.groups()
+    return Rate(int(count), int(multiple or 1) * _UNITS[unit])
+
+
+def client_address(request: HttpRequest) -> str:
+    """REMOTE_ADDR; with TRUSTED_PROXY_HOPS = n > 0, the n-th address from the right of X-Forwarded-For."""
+    hops = getattr(settings, "TRUSTED_PROXY_HOPS", 0)
+    if hops > 0:
+        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
+        if len(forwarded) >= hops:
+            return forwarded[-hops]
+    return request.META.get("REMOTE_ADDR", "") or "unknown"
+
+
+def _key(scope: str, subject: str, rate: Rate, now: float) -> str:
+    digest = hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"ratelimit:{scope}:{digest}:{rate.window}:{int(now // rate.window)}"
+
+
+def _retry_after(rate: Rate, now: float) -> int:
+    return max(1, int(rate.window - now % rate.window))
+
+
+def hit(scope: str, subject: str, rate: Rate | None) -> int | None:
+    """Count one request of ``subject``; the seconds until the window ends if it is over the limit, else None."""
+    if rate is None:
+        return None
+    now = time.time()
+    key = _key(scope, subject, rate, now)
+    if cache.add(key, 1, timeout=rate.window + 1):
+        count = 1
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=rate.window + 1)
+            count = 1
+    return _retry_after(rate, now) if count > rate.limit else None
+
+
+def reached(scope: str, subject: str, rate: Rate | None) -> int | None:
+    """Without counting: the seconds until the window ends if ``subject`` has used up its limit, else None."""
+    if rate is None:
+        return None
+    now = time.time()
+    count = cache.get(_key(scope, subject, rate, now)) or 0
+    return _retry_after(rate, now) if count >= rate.limit else None
+
+
+def too_many_requests(request: HttpRequest, message: str, retry_after: int) -> HttpResponse:
+    """429 with a message: JSON (``detail``) for the API or a JSON client, else a short HTML page."""
+    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        response = JsonResponse({"detail": message}, status=429)
+    else:
+        response = HttpResponse(f"<!doctype html><title>Too many requests</title><h1>Too many requests</h1>"
+                                f"<p>{escape(message)}</p>", status=429)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+# ---------------------------------------------------------------- the join link
+
+
+def join_limited(request: HttpRequest) -> int | None:
+    """Count a join request from this address; the seconds to wait if it is over JOIN_RATE_LIMIT."""
+    return hit("join", client_address(request), parse_rate(getattr(settings, "JOIN_RATE_LIMIT", "")))
+
+
+# ---------------------------------------------------------------- password logins
+
+
+def _login_rate() -> Rate | None:
+    return parse_rate(getattr(settings, "LOGIN_RATE_LIMIT", ""))
+
+
+def _username(value) -> str:
+    return str(value or "").strip().lower()
+
+
+def login_blocked(request: HttpRequest | None, username) -> int | None:
+    """The seconds to wait if this address or this username has used up its failed logins, else None."""
+    rate = _login_rate()
+    if rate is None:
+        return None
+    waits = [reached("login-user", _username(username), rate)] if _username(username) else []
+    if request is not None:
+        waits.append(reached("login-address", client_address(request), rate))
+    waits = [w for w in waits if w is not None]
+    return max(waits) if waits else None
+
+
+@receiver(user_login_failed, dispatch_uid="clues_platform.ratelimit.count_failed_login")
+def count_failed_login(sender, credentials, request=None, **kwargs):
+    """Every failed password login counts against its address and its username."""
+    rate = _login_rate()
+    if rate is None:
+        return
+    username = _username(credentials.get("username"))
+    if username:
+        hit("login-user", username, rate)
+    if request is not None:
+        hit("login-address", client_address(request), rate)
+
+
+LOGIN_BLOCKED = ("Too many failed logins from this address or for this user name. "
+                 "Please wait {minutes} minute(s) before trying again.")
+
+
+class LoginRateLimitMiddleware:
+    """Answers 429 to a login form POST once its address or username has used up its failed logins."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        if request.method == "POST" and request.path in getattr(settings, "LOGIN_RATE_LIMIT_PATHS", ()):
+            wait = login_blocked(request, request.POST.get("username"))
+            if wait is not None:
+                return too_many_requests(request, LOGIN_BLOCKED.format(minutes=-(-wait // 60)), wait)
+        return self.get_response(request)
+
+
+class LoginRateLimitBackend:
+    """First in AUTHENTICATION_BACKENDS: refuses any password authentication while the limit is reached.
+
+    It never authenticates anyone itself and has no ``get_user``, so sessions and
+    ``Client.force_login`` keep using ModelBackend.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if login_blocked(request, username) is not None:
+            raise PermissionDenied("too many failed logins")  # stops authenticate(): no other backend is tried
+        return None
