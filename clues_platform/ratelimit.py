@@ -23,6 +23,7 @@ multiple (``"10/15m"``); ``"0"`` or empty is off.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+log = logging.getLogger(__name__)
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -79,19 +81,27 @@ def _retry_after(rate: Rate, now: float) -> int:
 
 
 def hit(scope: str, subject: str, rate: Rate | None) -> int | None:
-    """Count one request of ``subject``; the seconds until the window ends if it is over the limit, else None."""
+    """Count one request of ``subject``; the seconds until the window ends if it is over the limit, else None.
+
+    A limit the cache cannot count (Redis unreachable) lets the request through, with a warning:
+    a rate limiter must not take the site down.
+    """
     if rate is None:
         return None
     now = time.time()
     key = _key(scope, subject, rate, now)
-    if cache.add(key, 1, timeout=rate.window + 1):
-        count = 1
-    else:
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, timeout=rate.window + 1)
+    try:
+        if cache.add(key, 1, timeout=rate.window + 1):
             count = 1
+        else:
+            try:
+                count = cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.set(key, 1, timeout=rate.window + 1)
+                count = 1
+    except Exception as exc:  # noqa: BLE001 - any cache failure: fail open
+        log.warning("rate limit %s not counted: the cache failed (%s)", scope, type(exc).__name__)
+        return None
     return _retry_after(rate, now) if count > rate.limit else None
 
 
@@ -100,7 +110,11 @@ def reached(scope: str, subject: str, rate: Rate | None) -> int | None:
     if rate is None:
         return None
     now = time.time()
-    count = cache.get(_key(scope, subject, rate, now)) or 0
+    try:
+        count = cache.get(_key(scope, subject, rate, now)) or 0
+    except Exception as exc:  # noqa: BLE001 - any cache failure: fail open
+        log.warning("rate limit %s not checked: the cache failed (%s)", scope, type(exc).__name__)
+        return None
     return _retry_after(rate, now) if count >= rate.limit else None
 
 

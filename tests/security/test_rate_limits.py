@@ -31,7 +31,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def fresh_counts():
+def fresh_counts(settings):
+    """Counts in a cache of their own, empty (never clear a shared Redis the run may be configured with)."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": "rate-limit-tests"}}
     cache.clear()
     yield
     cache.clear()
@@ -193,3 +196,20 @@ def test_counts_live_in_the_shared_cache(settings):
     other_process.incr(key)  # that process counts a request of the same address
     assert Client(REMOTE_ADDR="192.0.2.1").get(sst0.join_path, prolific("R2")).status_code == 429
     other_process.delete(key)
+
+
+@pytest.mark.usefixtures("clues")
+def test_a_cache_failure_lets_requests_through_rather_than_failing_them(settings, monkeypatch, caplog):
+    """A rate limiter must not take the site down: if the cache cannot count, the request goes on (logged)."""
+    settings.JOIN_RATE_LIMIT = "1/m"
+    sst0 = cohort(make_study(shots=[0], workers_per_cohort=20), "sst2", 0)
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Redis is down")
+
+    from django.core.cache.backends.locmem import LocMemCache
+
+    for method in ("add", "incr", "get"):
+        monkeypatch.setattr(LocMemCache, method, unreachable)
+    assert [Client().get(sst0.join_path, prolific(f"F{n}")).status_code for n in range(3)] == [302, 302, 302]
+    assert "rate limit join not counted: the cache failed (ConnectionError)" in caplog.text

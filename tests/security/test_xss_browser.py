@@ -6,18 +6,34 @@ which would set ``window.__pwned`` if the page ran it. A worker joins through th
 description, answers training items (the feedback page shows the context again with the gold) and
 test items; on every page the markup is visible literally and ``window.__pwned`` stays undefined.
 A control then inserts the same markup unescaped, and it does run: the escaping is what protects.
+
+Chromium is driven from a thread of its own: Playwright's sync API allows one instance per thread,
+and tests/browser keeps one open in the main thread for the whole session.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 
-from tests.browser.conftest import browser, pages  # noqa: F401 - the fixtures (Chromium, live server)
 from tests.security.tricky import XSS, import_tricky
 from tests.ui.helpers import cohort_of, make_study
 
-expect = pytest.importorskip("playwright.sync_api").expect
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the live server and the ORM beside Playwright
+sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+LEFT_ITEM = """old => { const s = document.getElementById('stage'); if (!s) return false;
+                        if (s.dataset.view !== 'item') return true;
+                        const i = s.querySelector('input[name="example_id"]'); return i && i.value !== old; }"""
 
 
 def assert_inert(page, where: str):
@@ -27,39 +43,53 @@ def assert_inert(page, where: str):
     assert page.locator("#stage script, #stage img[onerror], #stage svg").count() == 0, where
 
 
-def test_markup_in_dataset_text_is_shown_literally_and_never_executed(pages, tmp_path):  # noqa: F811
+def journey(base_url: str, join_url: str) -> dict:
+    """The worker's journey in Chromium; returns what was seen (runs in its own thread)."""
+    expect = sync_api.expect
+    seen = {"item": 0, "feedback": 0, "errors": []}
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_context(base_url=base_url).new_page()
+            page.set_default_timeout(10_000)
+            page.on("pageerror", lambda exc: seen["errors"].append(str(exc)))
+            page.goto(join_url)
+            page.wait_for_selector('#stage[data-view="description"]')
+            page.get_by_role("button", name="Start").click()
+            for _ in range(14):  # ten training items with their feedback, then test items
+                page.wait_for_selector('#stage[data-view="item"]')
+                assert_inert(page, "item page")
+                seen["item"] += 1
+                literal = next(p for p in XSS if p in page.locator("#stage").inner_text())
+                expect(page.get_by_text(literal, exact=False).first).to_be_visible()
+                old = page.locator('#answer-form input[name="example_id"]').input_value()
+                page.keyboard.press("1")
+                page.wait_for_function(LEFT_ITEM, arg=old)
+                if page.locator("#stage").get_attribute("data-view") == "feedback":
+                    assert_inert(page, "feedback page")
+                    seen["feedback"] += 1
+                    page.locator('[data-role="next"]').click()
+                    page.wait_for_function("() => document.getElementById('stage').dataset.view !== 'feedback'")
+            page.reload()  # a full page load of the current item, not an htmx swap
+            page.wait_for_selector('#stage[data-view="item"]')
+            assert_inert(page, "reloaded test item page")
+            # Control: the same markup, put into the page unescaped, does run in this browser.
+            page.evaluate("() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
+                          "'<img src=x onerror=window.__pwned=1>')")
+            page.wait_for_function("() => window.__pwned === 1")
+        finally:
+            chromium.close()
+    return seen
+
+
+def test_markup_in_dataset_text_is_shown_literally_and_never_executed(live_server, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (set CHROMIUM=/path/to/chromium)")
     import_tricky(tmp_path)
     study = make_study(tasks=("sst2",), shots=(10,))
     target = cohort_of(study, "sst2", 10)
-    page = pages.new()
-    page.goto(f"/join/{target.join_token}/?PROLIFIC_PID=XSS-1&STUDY_ID=S&SESSION_ID=SESS-XSS-1")
-    page.wait_for_selector('#stage[data-view="description"]')
-    page.get_by_role("button", name="Start").click()
-    seen = {"item": 0, "feedback": 0}
-    for _ in range(14):  # ten training items with their feedback, then test items
-        page.wait_for_selector('#stage[data-view="item"]')
-        assert_inert(page, "item page")
-        seen["item"] += 1
-        literal = next(p for p in XSS if p in page.locator("#stage").inner_text())
-        expect(page.get_by_text(literal, exact=False).first).to_be_visible()
-        old = page.locator('#answer-form input[name="example_id"]').input_value()
-        page.keyboard.press("1")
-        page.wait_for_function(
-            """old => { const s = document.getElementById('stage'); if (!s) return false;
-                        if (s.dataset.view !== 'item') return true;
-                        const i = s.querySelector('input[name="example_id"]'); return i && i.value !== old; }""",
-            arg=old)
-        if page.locator("#stage").get_attribute("data-view") == "feedback":
-            assert_inert(page, "feedback page")
-            seen["feedback"] += 1
-            page.locator('[data-role="next"]').click()
-            page.wait_for_function("() => document.getElementById('stage').dataset.view !== 'feedback'")
-    page.reload()  # a full page load of the current item, not an htmx swap
-    page.wait_for_selector('#stage[data-view="item"]')
-    assert_inert(page, "reloaded test item page")
-    assert seen == {"item": 14, "feedback": 10}
-    # Control: the same markup, put into the page unescaped, does run in this browser.
-    pages.expect_error("Failed to load resource")
-    page.evaluate("() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
-                  "'<img src=x onerror=window.__pwned=1>')")
-    page.wait_for_function("() => window.__pwned === 1")
+    join_url = f"/join/{target.join_token}/?PROLIFIC_PID=XSS-1&STUDY_ID=S&SESSION_ID=SESS-XSS-1"
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        seen = pool.submit(journey, live_server.url, join_url).result(timeout=240)
+    assert (seen["item"], seen["feedback"]) == (14, 10)
+    assert not seen["errors"], seen["errors"]
