@@ -186,16 +186,7 @@ class PromptSession:
             feat = self.encode(ex)
             feat["labels_idx"] = self.labels.index(gold_label(self.task, ex))
             features.append(feat)
-        hp = self.hp
-        steps = rt.total_steps(len(features), int(hp["batch_size"]), float(hp["epochs"]),
-                               hp["max_steps"])
-        loop = rt.TrainLoop(self.model, lr=float(hp["lr"]), total_steps=max(steps, 1),
-                            device=self.device, warmup_ratio=float(hp["warmup_ratio"]),
-                            weight_decay=float(hp["weight_decay"]),
-                            max_grad_norm=hp["max_grad_norm"], bf16=self.config.bf16,
-                            optimizer=str(hp["optimizer"]), loss_fn=self.loss_fn)
-        return rt.train(loop, features, pad_id=self.pad_id, batch_size=int(hp["batch_size"]),
-                        steps=steps, seed=self.config.seed, progress=progress)
+        return rt.fit_features(self, features, progress, loss_fn=self.loss_fn)
 
     def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None):
         import torch

@@ -311,3 +311,21 @@ def fit_and_predict(session, train, test, config, progress, notes: dict):
                "train_steps": stats.steps, "first_loss": stats.first_loss, "last_loss": stats.last_loss,
                **notes, **getattr(session, "notes", {})},
     )
+
+
+def session_loop(session, n_features: int, loss_fn=None) -> tuple[TrainLoop, int]:
+    """The training loop and step count of a fine-tuning session, from its hyperparameters."""
+    hp = session.hp
+    steps = total_steps(n_features, int(hp["batch_size"]), float(hp["epochs"]), hp["max_steps"])
+    loop = TrainLoop(session.model, lr=float(hp["lr"]), total_steps=max(steps, 1), device=session.device,
+                     warmup_ratio=float(hp["warmup_ratio"]), weight_decay=float(hp["weight_decay"]),
+                     max_grad_norm=hp["max_grad_norm"], bf16=session.config.bf16, optimizer=str(hp["optimizer"]),
+                     loss_fn=loss_fn)
+    return loop, steps
+
+
+def fit_features(session, features: list, progress, loss_fn=None):
+    """Train a fine-tuning session's model on its encoded training features."""
+    loop, steps = session_loop(session, len(features), loss_fn)
+    return train(loop, features, pad_id=session.pad_id, batch_size=int(session.hp["batch_size"]), steps=steps,
+                 seed=session.config.seed, progress=progress)

@@ -112,16 +112,7 @@ class S2SSession:
             feat = self.source(ex)
             feat["labels"] = self.target_ids(ex)
             features.append(feat)
-        hp = self.hp
-        steps = rt.total_steps(len(features), int(hp["batch_size"]), float(hp["epochs"]),
-                               hp["max_steps"])
-        loop = rt.TrainLoop(self.model, lr=float(hp["lr"]), total_steps=max(steps, 1),
-                            device=self.device, warmup_ratio=float(hp["warmup_ratio"]),
-                            weight_decay=float(hp["weight_decay"]),
-                            max_grad_norm=hp["max_grad_norm"], bf16=self.config.bf16,
-                            optimizer=str(hp["optimizer"]))
-        return rt.train(loop, features, pad_id=self.pad_id, batch_size=int(hp["batch_size"]),
-                        steps=steps, seed=self.config.seed, progress=progress)
+        return rt.fit_features(self, features, progress)
 
     def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None):
         import torch

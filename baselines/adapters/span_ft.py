@@ -325,15 +325,7 @@ class FTSession:
     def make_loop(self, n_features: int):
         from . import runtime as rt
 
-        hp = self.hp
-        steps = rt.total_steps(n_features, int(hp["batch_size"]), float(hp["epochs"]),
-                               hp["max_steps"])
-        loop = rt.TrainLoop(self.model, lr=float(hp["lr"]), total_steps=max(steps, 1),
-                            device=self.device, warmup_ratio=float(hp["warmup_ratio"]),
-                            weight_decay=float(hp["weight_decay"]),
-                            max_grad_norm=hp["max_grad_norm"], bf16=self.config.bf16,
-                            optimizer=str(hp["optimizer"]))
-        return loop, steps
+        return rt.session_loop(self, n_features)
 
     def collate(self, features: Sequence[dict]):
         from . import runtime as rt
@@ -344,9 +336,7 @@ class FTSession:
         from . import runtime as rt
 
         features, _ = self.encode(train, training=True)
-        loop, steps = self.make_loop(len(features))
-        stats = rt.train(loop, features, pad_id=self.pad_id, batch_size=int(self.hp["batch_size"]),
-                         steps=steps, seed=self.config.seed, progress=progress)
+        stats = rt.fit_features(self, features, progress)
         self.notes["train_features"] = len(features)
         return stats
 
