@@ -155,7 +155,7 @@ CACHES = {
 # Sessions (a worker's only credential) live in the database; with a shared cache they are also cached there, so
 # a request reads its session from Redis instead of PostgreSQL. A per-process cache would serve stale sessions
 # across gunicorn processes, so without a shared cache sessions are read from the database.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db" if _CACHE_URL else "django.contrib.sessions.backends.db"
+SESSION_ENGINE = "clues_platform.sessions" if _CACHE_URL else "django.contrib.sessions.backends.db"
 
 # Fixed at start-up from DEBUG (pytest-django turns settings.DEBUG off while testing): in development
 # WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
