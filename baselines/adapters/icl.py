@@ -293,10 +293,7 @@ class ICLSession:
 
 class ICLAdapter(Adapter):
     method = "icl"
-    defaults = DEFAULTS
-
-    def applies_to(self, task: TaskSpec) -> str | None:
-        return None
+    defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:

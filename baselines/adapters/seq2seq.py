@@ -164,10 +164,7 @@ class S2SSession:
 
 class Seq2SeqAdapter(Adapter):
     method = "s2s"
-    defaults = DEFAULTS
-
-    def applies_to(self, task: TaskSpec) -> str | None:
-        return None
+    defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:

@@ -503,10 +503,7 @@ class FTSession:
 
 class SpanFTAdapter(Adapter):
     method = "ft"
-    defaults = DEFAULTS
-
-    def applies_to(self, task: TaskSpec) -> str | None:
-        return None
+    defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
