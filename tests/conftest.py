@@ -6,6 +6,7 @@
 * ``demo_data``: the bundled demo data (tasks_data/demo/CLUES-JSON) imported (an ImportReport).
 """
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -80,3 +81,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "clues_zip" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.official_data)
+
+
+@contextlib.contextmanager
+def imported_for_module(django_db_blocker, load):
+    """Run ``load()`` (an import) inside a transaction that is rolled back when the block ends:
+    module-scoped data shared by a module's tests, each of which runs in its own nested transaction."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
+            result = load()
+        except BaseException:
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)
+            raise
+    try:
+        yield result
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            atomic.__exit__(None, None, None)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db import transaction
+
+from tests.conftest import imported_for_module
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,19 +37,8 @@ def clues(django_db_setup, django_db_blocker):
     path = release_path()
     if path is None:
         pytest.skip("no CLUES data: neither CLUES-JSON.zip nor tasks_data/demo/CLUES-JSON found")
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        try:
-            report = import_release(path)
-        except BaseException:
-            transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
-            raise
-    yield report
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        atomic.__exit__(None, None, None)
+    with imported_for_module(django_db_blocker, lambda: import_release(path)) as report:
+        yield report
 
 
 @pytest.fixture

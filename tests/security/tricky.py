@@ -51,18 +51,7 @@ def import_tricky(root: Path):
 
 def tricky_fixture(django_db_setup, django_db_blocker, tmp_path_factory):
     """Module-scoped: the tricky release imported inside a transaction rolled back after the module."""
-    from django.db import transaction
+    from tests.conftest import imported_for_module
 
-    with django_db_blocker.unblock():
-        atomic = transaction.atomic()
-        atomic.__enter__()
-        try:
-            report = import_tricky(tmp_path_factory.mktemp("tricky"))
-        except BaseException:
-            transaction.set_rollback(True)
-            atomic.__exit__(None, None, None)
-            raise
-    yield report
-    with django_db_blocker.unblock():
-        transaction.set_rollback(True)
-        atomic.__exit__(None, None, None)
+    with imported_for_module(django_db_blocker, lambda: import_tricky(tmp_path_factory.mktemp("tricky"))) as report:
+        yield report
