@@ -194,21 +194,14 @@ class PromptSession:
         from . import runtime as rt
 
         features = [self.encode(ex) for ex in test]
-        batches = rt.length_sorted_batches([len(f["input_ids"]) for f in features],
-                                           int(self.hp["eval_batch_size"]))
         preds: list = [None] * len(test)
-        self.model.eval()
         with torch.inference_mode():
-            for b, idx in enumerate(batches):
-                batch = rt.to_device(rt.pad_batch([features[j] for j in idx], self.pad_id),
-                                     self.device)
+            for idx, batch in rt.predict_batches(self, features, progress):
                 with rt.autocast(self.device, self.config.bf16):
                     logits = self._label_logits(self.model, batch).float()
                 best = logits.argmax(dim=-1).tolist()
                 for k, j in enumerate(idx):
                     preds[j] = [self.labels[best[k]]]
-                if progress:
-                    progress("predict", b + 1, len(batches))
         return preds
 
 

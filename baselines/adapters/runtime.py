@@ -329,3 +329,15 @@ def fit_features(session, features: list, progress, loss_fn=None):
     loop, steps = session_loop(session, len(features), loss_fn)
     return train(loop, features, pad_id=session.pad_id, batch_size=int(session.hp["batch_size"]), steps=steps,
                  seed=session.config.seed, progress=progress)
+
+
+def predict_batches(session, features: list, progress=None):
+    """Batched inference over encoded ``features``: yields ``(indices, batch)``, batches of similar
+    length (dynamic padding), padded and on the session's device; the model is put in eval mode and
+    ``progress("predict", done, total)`` is called after each batch is used."""
+    batches = length_sorted_batches([len(f["input_ids"]) for f in features], int(session.hp["eval_batch_size"]))
+    session.model.eval()
+    for b, idx in enumerate(batches):
+        yield idx, to_device(pad_batch([features[j] for j in idx], session.pad_id), session.device)
+        if progress:
+            progress("predict", b + 1, len(batches))

@@ -122,27 +122,20 @@ class S2SSession:
 
         tok = self.tokenizer
         features = [self.source(ex) for ex in test]
-        batches = rt.length_sorted_batches([len(f["input_ids"]) for f in features],
-                                           int(self.hp["eval_batch_size"]))
         start_id = self.model.config.decoder_start_token_id
         gen = GenerationConfig(
             max_new_tokens=int(self.hp["max_target_length"]), do_sample=False, num_beams=1,
             decoder_start_token_id=start_id if start_id is not None else self.pad_id,
             eos_token_id=tok.eos_token_id, pad_token_id=self.pad_id)
         texts: list = [None] * len(test)
-        self.model.eval()
         with torch.inference_mode():
-            for b, idx in enumerate(batches):
-                batch = rt.to_device(rt.pad_batch([features[j] for j in idx], self.pad_id),
-                                     self.device)
+            for idx, batch in rt.predict_batches(self, features, progress):
                 with rt.autocast(self.device, self.config.bf16):
                     out = self.model.generate(**batch, generation_config=gen)
                 decoded = tok.batch_decode(out, skip_special_tokens=True,
                                            clean_up_tokenization_spaces=False)
                 for k, j in enumerate(idx):
                     texts[j] = decoded[k]
-                if progress:
-                    progress("predict", b + 1, len(batches))
         self.generated = texts  # the raw generations, kept in the run's notes
         return [self.parse(ex, text) for ex, text in zip(test, texts, strict=True)]
 

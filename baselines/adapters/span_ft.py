@@ -349,13 +349,9 @@ class FTSession:
         from . import runtime as rt
 
         features, windows = self.encode(test, training=False)
-        batches = rt.length_sorted_batches([len(f["input_ids"]) for f in features],
-                                           int(self.hp["eval_batch_size"]))
         outputs: list = [None] * len(features)
-        self.model.eval()
         with torch.inference_mode():
-            for b, idx in enumerate(batches):
-                batch = self.collate([features[j] for j in idx])
+            for idx, batch in rt.predict_batches(self, features, progress):
                 with rt.autocast(self.device, self.config.bf16):
                     out = self.model(**batch)
                 if self.ner:
@@ -368,8 +364,6 @@ class FTSession:
                     for k, j in enumerate(idx):
                         n = len(features[j]["input_ids"])
                         outputs[j] = (sl[k, :n], el[k, :n])
-                if progress:
-                    progress("predict", b + 1, len(batches))
         per_example: list[list[int]] = [[] for _ in test]
         for j, win in enumerate(windows):
             per_example[win.example].append(j)
