@@ -1,9 +1,9 @@
-"""The HTTP API (DRF): views only translate HTTP to annotation.services / selectors / exports.
+"""The HTTP API (DRF): views only translate HTTP to annotation.services / selectors.
 
 Researchers (session or token; see annotation.permissions): studies, cohorts, enrollments,
-filtering, results, exports and the audit log. A researcher sees only the studies they
-created (a superuser sees every study); another researcher's study, cohort or enrollment
-answers 404, as one that does not exist.
+filtering and the audit log (results and exports: ``results.views``, under the same namespace).
+A researcher sees only the studies they created (a superuser sees every study); another
+researcher's study, cohort or enrollment answers 404, as one that does not exist.
 
 Workers (the browser session bound by /join/<token>/; CSRF enforced): ``GET
 /api/work/current/`` and ``POST /api/work/answer/``, the one path by which an answer is
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -30,7 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from . import exports, selectors, services
+from . import selectors, services
 from .models import Cohort, Enrollment
 from .permissions import IsBoundWorker, IsResearcher, WorkerSessionAuthentication
 from .serializers import (
@@ -39,7 +38,6 @@ from .serializers import (
     EnrollmentRowSerializer,
     LaunchSerializer,
     ReasonSerializer,
-    ResultsSerializer,
     StudyCreateSerializer,
     StudyDetailSerializer,
     StudySerializer,
@@ -330,74 +328,6 @@ class EnrollmentReinstateView(ResearcherView):
         body.is_valid(raise_exception=True)
         services.reinstate_enrollment(enrollment.pk, actor=self.actor, reason=body.validated_data["reason"])
         return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
-
-
-class EnrollmentPredictionsView(ResearcherView):
-    @extend_schema(tags=["results"], responses={(200, "application/jsonl"): OpenApiTypes.STR},
-                   summary="One completed annotator's test answers in the CLUES prediction format (JSONL).")
-    def get(self, request, pk: int):
-        enrollment = self.get_enrollment(pk)
-        if enrollment.state != Enrollment.State.COMPLETED:
-            raise services.Conflict(f"only a completed enrollment has results (this one is {enrollment.state})")
-        response = HttpResponse(exports.prediction_jsonl(enrollment), content_type=exports.CONTENT_TYPES["jsonl"])
-        response["Content-Disposition"] = f'attachment; filename="{exports.prediction_filename(enrollment)}"'
-        return response
-
-
-class StudyResultsView(ResearcherView):
-    @extend_schema(tags=["results"], responses=ResultsSerializer,
-                   summary="Table 5 cells (percent, sample std ddof=1), per-annotator results and agreement.")
-    def get(self, request, pk: int):
-        study = self.get_study(pk)
-        return Response({
-            "std_ddof": selectors.STD_DDOF,
-            "cells": selectors.human_table(study),
-            "annotators": selectors.annotator_rows(study),
-            "agreement": selectors.cohort_agreement(study),
-        })
-
-
-EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
-
-
-def _flag(request, name: str) -> bool:
-    return request.query_params.get(name, "").lower() in ("1", "true", "yes")
-
-
-class StudyExportView(ResearcherView):
-    @extend_schema(
-        tags=["results"],
-        parameters=[
-            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=EXPORT_KINDS),
-            OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
-            OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
-            OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
-        ],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
-        summary="Download a results file.",
-    )
-    def get(self, request, pk: int, kind: str):
-        study = self.get_study(pk)
-        try:
-            if kind == "table":
-                fmt = request.query_params.get("fmt", "csv")
-                if fmt not in exports.TABLE_FORMATS:
-                    raise exports.ExportError(f"fmt must be one of {', '.join(exports.TABLE_FORMATS)}")
-                body = exports.render(exports.study_table(study, with_baselines=_flag(request, "with_baselines")), fmt)
-            elif kind == "predictions":
-                fmt, body = "zip", exports.predictions_zip(study)
-            elif kind in EXPORT_KINDS:
-                fmt = request.query_params.get("fmt", "csv")
-                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"))
-                body = exports.render_rows(rows, fmt, columns=columns)
-            else:
-                return Response({"detail": f"unknown export {kind!r}: one of {', '.join(EXPORT_KINDS)}"},
-                                status=status.HTTP_404_NOT_FOUND)
-        except exports.ExportError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        response = HttpResponse(body, content_type=exports.CONTENT_TYPES[fmt])
-        response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'
-        return response
 
 
 class StudyAuditView(ResearcherView):

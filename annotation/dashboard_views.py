@@ -1,4 +1,4 @@
-"""The researcher dashboard: studies, the live cohort grid, enrollments, results and downloads.
+"""The researcher dashboard: studies, the live cohort grid and enrollments (results: ``results.views``).
 
 Login required; a researcher is a superuser or a member of the "researchers" group
 (``selectors.is_researcher``); anyone else gets 403. A researcher sees the studies
@@ -8,34 +8,25 @@ through ``annotation.services``; every figure comes from ``annotation.selectors`
 
 from __future__ import annotations
 
-import logging
-import math
 from functools import wraps
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
-from tasks_data.registry import TASKS, Category
+from tasks_data.registry import TASKS
 
-from . import exports, selectors, services
+from . import presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
 from .models import Cohort, Enrollment, Study
 from .protocol import State, TransitionNotAllowed
 
-log = logging.getLogger(__name__)
-
 LOGIN_URL = "login"
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
-CHART_W, CHART_H = 360, 240
-CHART_PAD = {"left": 44, "right": 12, "top": 28, "bottom": 40}
-SERIES_COLORS = ("#2456c7", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#2c3e50", "#7f8c8d")
 
 
 def researcher_required(view):
@@ -58,7 +49,8 @@ def _actor(request: HttpRequest) -> str:
     return request.user.get_username()
 
 
-def _study(request: HttpRequest, study_id: int) -> Study:
+def study_for(request: HttpRequest, study_id: int) -> Study:
+    """The researcher's study, or 404 (another researcher's study is as one that does not exist)."""
     return get_object_or_404(selectors.studies_visible_to(request.user), pk=study_id)
 
 
@@ -156,7 +148,7 @@ def _grid_context(study: Study) -> dict:
 @researcher_required
 @require_GET
 def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _study(request, study_id)
+    study = study_for(request, study_id)
     ctx = _grid_context(study)
     for r in ctx["grid_rows"]:
         r["join_url"] = join_url(request, r["cohort"])
@@ -169,14 +161,14 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def study_grid_fragment(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _study(request, study_id)
+    study = study_for(request, study_id)
     return render(request, "dashboard/_grid.html", _grid_context(study))
 
 
 @researcher_required
 @require_POST
 def study_launch(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _study(request, study_id)
+    study = study_for(request, study_id)
     try:
         count = services.launch_cohorts(study, actor=_actor(request))
     except services.Conflict as exc:
@@ -189,7 +181,7 @@ def study_launch(request: HttpRequest, study_id: int) -> HttpResponse:
 @researcher_required
 @require_POST
 def study_close(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _study(request, study_id)
+    study = study_for(request, study_id)
     form = CloseForm(request.POST)
     reason = form.cleaned_data["reason"] if form.is_valid() else ""
     services.close_study(study, actor=_actor(request), reason=reason)
@@ -222,43 +214,13 @@ def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
 # ---------------------------------------------------------------- cohorts and enrollments
 
 
-def sparkline(values: list[float], width: int = 120, height: int = 28) -> dict | None:
-    """A learning curve as SVG parts: one bar per training item (its S1) and the running mean."""
-    if not values:
-        return None
-    n = len(values)
-    step = width / n
-    bars, points, total = [], [], 0.0
-    inner = height - 6  # 3 px above and below, so the line at 100% stays visible
-    for i, v in enumerate(values):
-        v = max(0.0, min(1.0, float(v)))
-        total += v
-        h = max(1.0, v * inner)
-        bars.append({"x": round(i * step + 0.5, 2), "y": round(height - 3 - h, 2), "w": round(max(step - 1, 0.6), 2),
-                     "h": round(h, 2)})
-        points.append(f"{round(i * step + step / 2, 2)},{round(height - 3 - (total / (i + 1)) * inner, 2)}")
-    return {"w": width, "h": height, "bars": bars, "points": " ".join(points),
-            "first": round(100 * values[0]), "last": round(100 * total / n), "n": n}
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
 def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,
                  posted: dict | None = None) -> HttpResponse:
     rows = selectors.cohort_enrollments(cohort)
     for r in rows:
         e = r["enrollment"]
-        r["spark"] = sparkline(r["learning_curve"])
-        r["active"] = _duration(r["active_seconds"])
+        r["spark"] = presentation.sparkline(r["learning_curve"])
+        r["active"] = presentation.duration(r["active_seconds"])
         r["can_filter"] = e.state in (State.TRAINING, State.TESTING) and r["test_done"] == 0
         r["can_reinstate"] = e.state == State.FILTERED
         r["errors"] = (errors or {}).get(e.pk, [])
@@ -314,133 +276,3 @@ def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpRespon
     enrollment = Enrollment.objects.select_related("worker").get(pk=enrollment_id)
     messages.success(request, f"Reinstated worker {enrollment.worker.external_id} ({enrollment.state}).")
     return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
-
-
-# ---------------------------------------------------------------- results
-
-
-def model_rows(study: Study) -> tuple[list[dict], str]:
-    """(rows, note): the model rows of ``settings.CLUES_MODEL_ROWS_PROVIDER``; none when it cannot be loaded."""
-    path = getattr(settings, "CLUES_MODEL_ROWS_PROVIDER", "")
-    if not path:
-        return [], ""
-    try:
-        provider = import_string(path)
-    except ImportError:
-        return [], ""
-    try:
-        return list(provider(study)), ""
-    except Exception as exc:  # a broken provider must not take the human results down with it
-        log.exception("model rows provider %s failed", path)
-        return [], f"Model rows could not be loaded ({type(exc).__name__})."
-
-
-def _num(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
-def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
-    """S1 (%) against shots for one task: humans (mean ± std) and model rows, as SVG coordinates."""
-    xs = list(services.SHOT_CONDITIONS)
-    series = [{"name": "Human", "human": True,
-               "points": [(c["shots"], _num(c["mean"]), _num(c["std"]), c["n"]) for c in cells if c["task"] == task]}]
-    by_model: dict[str, list] = {}
-    for r in rows:
-        if r.get("task") == task and r.get("shots") in xs:
-            label = f"{r.get('method', '')} {r.get('model', '')}".strip()
-            by_model.setdefault(label, []).append((int(r["shots"]), _num(r.get("mean")), _num(r.get("std")),
-                                                   r.get("n")))
-    for label, points in sorted(by_model.items()):
-        series.append({"name": label, "human": False, "points": points})
-    values = [m - (s or 0) for ser in series for _, m, s, _ in ser["points"] if m is not None]
-    lo = max(0, math.floor((min(values, default=60) - 5) / 10) * 10)
-    lo = min(lo, 60)
-    hi = 100
-    pad = CHART_PAD
-    plot_w, plot_h = CHART_W - pad["left"] - pad["right"], CHART_H - pad["top"] - pad["bottom"]
-
-    def x_of(k):
-        return round(pad["left"] + plot_w * (xs.index(k) + 0.5) / len(xs), 1)
-
-    def y_of(v):
-        v = max(lo, min(hi, v))
-        return round(pad["top"] + plot_h * (hi - v) / (hi - lo), 1)
-
-    out_series = []
-    for i, ser in enumerate(series):
-        color = SERIES_COLORS[i % len(SERIES_COLORS)]
-        pts = sorted((p for p in ser["points"] if p[1] is not None), key=lambda p: xs.index(p[0]))
-        marks = []
-        for k, mean, std, n in pts:
-            mark = {"x": x_of(k), "y": y_of(mean), "label": f"{k} shots: {mean:.1f}"
-                    + (f" ± {std:.1f}" if std is not None else "") + (f" (n={n})" if n is not None else "")}
-            if std is not None:
-                mark.update(err=True, y1=y_of(mean - std), y2=y_of(mean + std), xl=mark["x"] - 4, xr=mark["x"] + 4)
-            marks.append(mark)
-        out_series.append({"name": ser["name"], "human": ser["human"], "color": color, "marks": marks,
-                           "path": " ".join(f"{m['x']},{m['y']}" for m in marks),
-                           "legend_y": CHART_H + 16 + 18 * i})
-    ticks = [{"v": v, "y": y_of(v)} for v in range(lo, hi + 1, 10 if hi - lo <= 50 else 20)]
-    return {
-        "task": task, "name": TASKS[task].name if task in TASKS else task, "w": CHART_W,
-        "h": CHART_H + 10 + 18 * len(out_series), "plot_h": CHART_H,
-        "left": pad["left"], "right": CHART_W - pad["right"], "top": pad["top"], "bottom": CHART_H - pad["bottom"],
-        "mid": round(pad["left"] + plot_w / 2, 1), "ymid": -round(pad["top"] + plot_h / 2, 1),
-        "xticks": [{"k": k, "x": x_of(k)} for k in xs], "yticks": ticks, "series": out_series,
-        "has_data": any(s["marks"] for s in out_series),
-    }
-
-
-def _table(study: Study, cells: list[dict]) -> dict:
-    """Table 5's layout: categories over tasks as columns, one row per shot condition."""
-    tasks = [slug for slug in TASKS if slug in study.tasks]
-    shots = sorted({c["shots"] for c in cells})
-    by = {(c["task"], c["shots"]): c for c in cells}
-    groups = []
-    for category in Category:
-        members = [t for t in tasks if TASKS[t].category is category]
-        if members:
-            groups.append({"name": category.value.title(), "span": len(members)})
-    rows = []
-    for k in shots:
-        row = []
-        for t in tasks:
-            c = by.get((t, k))
-            row.append({"text": exports.format_cell(c["mean"], c["std"]) if c else exports.MISSING,
-                        "n": c["n"] if c else 0})
-        rows.append({"shots": k, "cells": row})
-    return {"groups": groups, "tasks": [TASKS[t].name for t in tasks], "rows": rows}
-
-
-@researcher_required
-@require_GET
-def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _study(request, study_id)
-    cells = selectors.human_table(study)
-    rows, note = model_rows(study)
-    agreement = selectors.cohort_agreement(study)
-    for a in agreement:
-        a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
-    charts = [chart(t, cells, rows) for t in TASKS if t in study.tasks]
-    ctx = {"study": study, "table": _table(study, cells), "agreement": agreement, "charts": charts,
-           "formats": [(fmt, {"csv": "CSV", "json": "JSON", "md": "Markdown", "tex": "LaTeX"}[fmt])
-                       for fmt in exports.TABLE_FORMATS],
-           "model_rows": rows, "model_note": note, "note": exports.NOTE}
-    return render(request, "dashboard/results.html", ctx)
-
-
-@researcher_required
-@require_GET
-def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
-    study = _study(request, study_id)
-    if fmt not in exports.TABLE_FORMATS:
-        raise Http404("unknown format")
-    rows = model_rows(study)[0] if request.GET.get("models") == "1" else []
-    text = exports.render(exports.table_frame(selectors.human_table(study), rows), fmt)
-    response = HttpResponse(text, content_type=exports.CONTENT_TYPES[fmt])
-    suffix = "_with_models" if rows else ""
-    response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
-    return response

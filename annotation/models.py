@@ -14,9 +14,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from tasks_data.models import Example, Task, TrainingSet
+from tasks_data.registry import SHOTS
 
 RESEARCHERS_GROUP = "researchers"
-DEFAULT_SHOTS = [0, 10, 20, 30]
 
 
 def new_join_token() -> str:
@@ -24,6 +24,9 @@ def new_join_token() -> str:
 
 
 class Study(models.Model):
+    # The shot conditions of a cohort: 0 (the task description only) and the training-file sizes.
+    SHOT_CONDITIONS = (0, *SHOTS)
+
     class Platform(models.TextChoices):
         PROLIFIC = "prolific", "Prolific"
         GENERIC = "generic", "generic link"

@@ -1,4 +1,7 @@
-"""Read-only queries for progress and results (paper section 4.2 and Table 5).
+"""Read-only queries for progress and per-annotator rows (paper section 4.2).
+
+The paper's tables (Table 5 cells, model rows, agreement, learning curves) live in the
+``results`` app, which builds on these.
 
 Every function here reads; none changes anything. The UI (dashboard), the API, the
 exports and the management commands all call these, so each result is computed in one
@@ -12,31 +15,24 @@ predictions); they appear only in the progress views (``study_grid``,
 sees what each worker is owed.
 
 Units: S1 values on enrollments and answers are 0-1 (``training_s1``, ``test_s1``,
-``learning_curve``, ``mean_pairwise_s1``); the human-performance table (``human_table``)
-is in percent, as the paper's Table 5.
+``learning_curve``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import combinations
 
-import numpy as np
-import pandas as pd
-from django.db.models import Avg, Count, QuerySet
+from django.db.models import Count, QuerySet
 
 from tasks_data.models import Example
-from tasks_data.registry import TASKS, AnswerKind
-from tasks_data.s1 import instance_s1
+from tasks_data.registry import TASKS
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
 from .protocol import HOLDS_SLOT, State
 from .services import SHOT_CONDITIONS, active_seconds, pay
 
-STD_DDOF = 1  # the table's std is the sample standard deviation across a cohort's annotators
 RESULT_STATES = (State.COMPLETED,)
-EXCLUDED_STATES = (State.FILTERED, State.WITHDRAWN, State.EXPIRED)
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(SHOT_CONDITIONS)}
 
@@ -75,7 +71,7 @@ def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
     return dict(rows)
 
 
-def _cohorts(study: Study) -> list[Cohort]:
+def study_cohorts(study: Study) -> list[Cohort]:
     cohorts = list(Cohort.objects.filter(study=study).select_related("task"))
     cohorts.sort(key=lambda c: cohort_key(c.task.slug, c.shots))
     return cohorts
@@ -95,7 +91,7 @@ def study_grid(study: Study) -> list[dict]:
     answers the cohort needs), ``completed``, ``filtered``, ``accepting`` (the join link
     takes new workers) and ``join_path``.
     """
-    cohorts = _cohorts(study)
+    cohorts = study_cohorts(study)
     states: dict[int, dict[str, int]] = defaultdict(dict)
     for cohort_id, state, n in (Enrollment.objects.filter(cohort__study=study).order_by()
                                 .values("cohort_id", "state").annotate(n=Count("id"))
@@ -199,39 +195,7 @@ def audit_log(study: Study) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.filter(study=study).select_related("enrollment__worker").order_by("at", "id")
 
 
-# ---------------------------------------------------------------- results
-
-
-def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
-    """{enrollment id: (cohort id, test S1 0-1)} of every completed enrollment (one query, in the DB).
-
-    An annotator's S1 is the mean of the per-item S1 stored with each test answer (computed
-    by ``tasks_data.s1`` when the answer was submitted).
-    """
-    rows = (Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
-                                  step=Answer.Step.TEST).order_by()
-            .values("enrollment_id", "enrollment__cohort_id").annotate(s1=Avg("s1"))
-            .values_list("enrollment_id", "enrollment__cohort_id", "s1"))
-    return {enrollment_id: (cohort_id, s1) for enrollment_id, cohort_id, s1 in rows}
-
-
-def human_table(study: Study) -> list[dict]:
-    """The human-performance cells of Table 5, one per cohort, in table order (2 queries).
-
-    Each cell is ``{"task": slug, "shots": k, "mean": m, "std": s, "n": n}``: mean and
-    sample standard deviation (ddof=1) of the test S1 of the cohort's ``n`` completed
-    annotators, in percent (not rounded); ``std`` is None when n < 2, ``mean`` when n = 0.
-    """
-    per_annotator = annotator_test_s1(study)
-    frame = pd.DataFrame(list(per_annotator.values()), columns=["cohort", "s1"])
-    stats = frame.groupby("cohort")["s1"].agg(mean="mean", std=lambda s: s.std(ddof=STD_DDOF), n="count")
-    cells = []
-    for cohort in _cohorts(study):
-        n = int(stats.at[cohort.pk, "n"]) if cohort.pk in stats.index else 0
-        mean = float(stats.at[cohort.pk, "mean"]) * 100 if n else None
-        std = float(stats.at[cohort.pk, "std"]) * 100 if n >= 2 else None
-        cells.append({"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": n})
-    return cells
+# ---------------------------------------------------------------- results (rows the results app lays out)
 
 
 def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
@@ -266,22 +230,6 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
     return out
 
 
-def learning_curves(study: Study) -> list[dict]:
-    """Each completed annotator's S1 (0-1) on each training item, in training order (2 queries).
-
-    One row per training answer: ``enrollment_id``, ``worker``, ``task``, ``shots``,
-    ``position`` (0-based), ``s1`` and ``running_s1`` (mean S1 so far).
-    """
-    rows = []
-    for r in study_enrollments(study, state=State.COMPLETED):
-        total = 0.0
-        for position, s1 in enumerate(r["learning_curve"]):
-            total += s1
-            rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
-                         "shots": r["shots"], "position": position, "s1": s1, "running_s1": total / (position + 1)})
-    return rows
-
-
 def prediction_rows(enrollment: Enrollment) -> list[dict]:
     """One annotator's test answers in the CLUES prediction format, in test-file order (1 query).
 
@@ -297,78 +245,3 @@ def completed_enrollments(study: Study) -> list[Enrollment]:
     qs = (Enrollment.objects.filter(cohort__study=study, state__in=RESULT_STATES)
           .select_related("worker", "cohort__task"))
     return sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))
-
-
-# ---------------------------------------------------------------- agreement
-
-
-def pairwise_s1(a: dict[int, Sequence[str]], b: dict[int, Sequence[str]]) -> float | None:
-    """S1 of annotator a's answer set against b's, per shared item, averaged; both directions.
-
-    Each item scores a's answer taken as the prediction and b's as the gold set (plain set
-    S1, no MRC alternatives: one annotator's answer is one answer), then the other way
-    round; the result is the mean of both directions, so it is symmetric by construction.
-    """
-    items = sorted(a.keys() & b.keys())
-    if not items:
-        return None
-    forward = sum(instance_s1(a[i], b[i]) for i in items) / len(items)
-    backward = sum(instance_s1(b[i], a[i]) for i in items) / len(items)
-    return (forward + backward) / 2
-
-
-def fleiss_kappa(counts: np.ndarray) -> float | None:
-    """Fleiss' kappa of an items x categories matrix of rating counts (same raters per item).
-
-    None when it is undefined: fewer than 2 raters or items, or every rating in one
-    category (chance agreement 1).
-    """
-    counts = np.asarray(counts, dtype=float)
-    if counts.ndim != 2 or counts.shape[0] < 2:
-        return None
-    raters = counts.sum(axis=1)
-    if raters.min() != raters.max() or raters[0] < 2:
-        return None
-    n, items = raters[0], counts.shape[0]
-    p_item = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
-    p_bar = p_item.mean()
-    p_cat = counts.sum(axis=0) / (items * n)
-    p_e = float((p_cat ** 2).sum())
-    if p_e >= 1:
-        return None
-    return float((p_bar - p_e) / (1 - p_e))
-
-
-def cohort_agreement(study: Study) -> list[dict]:
-    """Agreement between the completed annotators of each cohort, in table order (2 queries).
-
-    Keys: ``cohort`` (id), ``task`` (slug), ``shots``, ``n`` (completed annotators),
-    ``mean_pairwise_s1`` (0-1, mean of ``pairwise_s1`` over every pair; None when n < 2)
-    and ``fleiss_kappa`` (label tasks, SST-2 and MNLI, over the items every annotator
-    answered; None for span tasks or when undefined).
-    """
-    answers: dict[int, dict[int, dict[int, list[str]]]] = defaultdict(lambda: defaultdict(dict))
-    for cohort_id, enrollment_id, example_id, texts in (
-            Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
-                                  step=Answer.Step.TEST).order_by()
-            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts")):
-        answers[cohort_id][enrollment_id][example_id] = texts
-    rows = []
-    for cohort in _cohorts(study):
-        by_annotator = answers.get(cohort.pk, {})
-        n = len(by_annotator)
-        pairs = [pairwise_s1(by_annotator[x], by_annotator[y]) for x, y in combinations(sorted(by_annotator), 2)]
-        pairs = [p for p in pairs if p is not None]
-        kappa = None
-        spec = cohort.task.spec
-        if spec.answer_kind is AnswerKind.LABEL and n >= 2:
-            shared = set.intersection(*(set(items) for items in by_annotator.values()))
-            labels = {label: j for j, label in enumerate(spec.labels)}
-            counts = np.zeros((len(shared), len(labels)))
-            for row, item in enumerate(sorted(shared)):
-                for items in by_annotator.values():
-                    counts[row, labels[items[item][0]]] += 1
-            kappa = fleiss_kappa(counts)
-        rows.append({"cohort": cohort.pk, "task": cohort.task.slug, "shots": cohort.shots, "n": n,
-                     "mean_pairwise_s1": sum(pairs) / len(pairs) if pairs else None, "fleiss_kappa": kappa})
-    return rows

@@ -26,7 +26,7 @@ from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
 from .protocol import HOLDS_SLOT, State, TransitionNotAllowed, transition
 
-SHOT_CONDITIONS = (0, *SHOTS)
+SHOT_CONDITIONS = Study.SHOT_CONDITIONS
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 

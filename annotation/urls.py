@@ -1,4 +1,5 @@
-"""The join link and the protocol API (included at the root of clues_platform.urls)."""
+"""The join link and the protocol API (included at the root of clues_platform.urls, in the
+"protocol" namespace together with ``results.urls.api_urlpatterns``)."""
 
 from django.urls import path
 
@@ -18,14 +19,10 @@ urlpatterns = [
     path("api/studies/<int:pk>/launch/", api.StudyLaunchView.as_view(), name="study-launch"),
     path("api/studies/<int:pk>/close/", api.StudyCloseView.as_view(), name="study-close"),
     path("api/studies/<int:pk>/enrollments/", api.StudyEnrollmentsView.as_view(), name="study-enrollments"),
-    path("api/studies/<int:pk>/results/", api.StudyResultsView.as_view(), name="study-results"),
-    path("api/studies/<int:pk>/export/<str:kind>/", api.StudyExportView.as_view(), name="study-export"),
     path("api/studies/<int:pk>/audit/", api.StudyAuditView.as_view(), name="study-audit"),
     path("api/cohorts/<int:pk>/launch/", api.CohortLaunchView.as_view(), name="cohort-launch"),
     path("api/cohorts/<int:pk>/close/", api.CohortCloseView.as_view(), name="cohort-close"),
     path("api/enrollments/<int:pk>/", api.EnrollmentDetailView.as_view(), name="enrollment-detail"),
     path("api/enrollments/<int:pk>/filter/", api.EnrollmentFilterView.as_view(), name="enrollment-filter"),
     path("api/enrollments/<int:pk>/reinstate/", api.EnrollmentReinstateView.as_view(), name="enrollment-reinstate"),
-    path("api/enrollments/<int:pk>/predictions/", api.EnrollmentPredictionsView.as_view(),
-         name="enrollment-predictions"),
 ]

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "tasks_data",
     "annotation",
     "baselines",
+    "results",
 ]
 
 MIDDLEWARE = [
@@ -242,7 +243,3 @@ LOGGING = {
         "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
     },
 }
-
-# Where the results pages and exports get model rows from (baselines app); clues_platform wires
-# the apps together so that annotation never imports baselines.
-CLUES_MODEL_ROWS_PROVIDER = "baselines.results.model_rows"

@@ -1,0 +1,85 @@
+"""What a study's results are exported as: the table, row exports, predictions; and atomic files.
+
+``study_table(study, with_baselines=...)`` is Table 5 (with the model rows of ``results.cells``);
+``export_rows(study, kind)`` the per-annotator, learning-curve and agreement rows;
+``predictions_zip`` / ``prediction_jsonl`` annotators' test answers in the CLUES prediction format,
+scorable by ``manage.py score``; ``write_atomic`` writes a file so that a failure leaves nothing
+half-written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+from annotation import selectors
+from annotation.models import Enrollment, Study
+
+from . import agreement, cells
+from .formats import ExportError
+from .table import Table, build_table
+
+EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
+ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1", "test_s1",
+                     "training_done", "test_done", "test_total", "items_answered", "active_seconds", "pay")
+CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1")
+AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
+
+
+def study_table(study: Study, *, with_baselines: bool = False) -> Table:
+    return build_table(cells.human_cells(study), cells.model_rows(study) if with_baselines else ())
+
+
+def export_rows(study: Study, kind: str, *, include_all: bool = False) -> tuple[list[dict], tuple[str, ...]]:
+    """(rows, columns) of one row export: ``annotators``, ``learning_curves`` or ``agreement``."""
+    if kind == "annotators":
+        return selectors.annotator_rows(study, include_all=include_all), ANNOTATOR_COLUMNS
+    if kind == "learning_curves":
+        return agreement.learning_curves(study), CURVE_COLUMNS
+    if kind == "agreement":
+        return agreement.cohort_agreement(study), AGREEMENT_COLUMNS
+    raise ExportError(f"unknown export {kind!r}")
+
+
+def prediction_jsonl(enrollment: Enrollment) -> str:
+    """One annotator's test answers as CLUES prediction lines ``{"id", "prediction"}``."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in selectors.prediction_rows(enrollment))
+
+
+def prediction_filename(enrollment: Enrollment) -> str:
+    worker = re.sub(r"[^A-Za-z0-9_-]+", "_", enrollment.worker.external_id)[:40]
+    return f"{enrollment.cohort.task.slug}_{enrollment.cohort.shots}shot_e{enrollment.pk}_{worker}.jsonl"
+
+
+def predictions_zip(study: Study) -> bytes:
+    """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for enrollment in selectors.completed_enrollments(study):
+            archive.writestr(prediction_filename(enrollment), prediction_jsonl(enrollment))
+    return buffer.getvalue()
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename it.
+
+    A failure at any point leaves ``path`` as it was (absent or the old content).
+    """
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,36 @@
+"""The two statistics every paper table uses: mean ± sample std (ddof=1), and the paired bootstrap gap."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+
+import numpy as np
+from scipy.stats import bootstrap
+
+STD_DDOF = 1  # the tables' std is the sample standard deviation (across annotators, or across splits)
+BOOTSTRAP_RESAMPLES = 10_000
+CONFIDENCE = 0.95
+
+
+def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """(mean, sample std with ddof=1) of ``values``; std is None below 2 values, mean below 1."""
+    values = [float(v) for v in values]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > STD_DDOF else None)
+
+
+def paired_gap(human: dict[str, float], model: dict[str, float], *, seed: int = 0) -> dict:
+    """Human minus model S1 (percent) over the items both have, with a 95% paired bootstrap CI."""
+    ids = sorted(set(human) & set(model))
+    diffs = np.array([human[i] - model[i] for i in ids]) * 100
+    gap = {"diff": float(diffs.mean()) if len(ids) else None, "ci_low": None, "ci_high": None, "items": len(ids)}
+    if len(ids) >= 2 and np.ptp(diffs) > 0:
+        # Resampling items keeps each item's human and model scores together: a paired bootstrap.
+        ci = bootstrap((diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
+                       method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+        gap["ci_low"], gap["ci_high"] = float(ci.low), float(ci.high)
+    elif len(ids):
+        gap["ci_low"] = gap["ci_high"] = gap["diff"]  # every item differs by the same amount
+    return gap

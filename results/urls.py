@@ -1,0 +1,19 @@
+"""The results URLs. ``api_urlpatterns`` join the protocol API's namespace (clues_platform.urls);
+``urlpatterns`` are the dashboard's results page and downloads."""
+
+from django.urls import path
+
+from . import views
+
+api_urlpatterns = [
+    path("api/studies/<int:pk>/results/", views.StudyResultsView.as_view(), name="study-results"),
+    path("api/studies/<int:pk>/export/<str:kind>/", views.StudyExportView.as_view(), name="study-export"),
+    path("api/enrollments/<int:pk>/predictions/", views.EnrollmentPredictionsView.as_view(),
+         name="enrollment-predictions"),
+]
+
+urlpatterns = [
+    path("dashboard/studies/<int:study_id>/results/", views.study_results, name="dashboard-results"),
+    path("dashboard/studies/<int:study_id>/results/download.<str:fmt>", views.results_download,
+         name="dashboard-results-download"),
+]

@@ -1,0 +1,143 @@
+"""The results page, its downloads and the results endpoints of the API (same paths and names as before).
+
+Every figure comes from ``results.cells`` / ``results.agreement``, laid out by ``results.table``
+and written by ``results.formats``; access rules are the dashboard's and the API's own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from annotation import selectors, services
+from annotation.api import ResearcherView
+from annotation.dashboard_views import researcher_required, study_for
+from annotation.models import Enrollment
+from annotation.serializers import ResultsSerializer
+from tasks_data.registry import TASKS
+
+from . import agreement, cells, exports, formats
+from .presentation import chart
+from .stats import STD_DDOF
+from .table import NOTE, build_table
+
+log = logging.getLogger(__name__)
+
+
+def _model_rows(study) -> tuple[list[dict], str]:
+    """(rows, note): the model rows beside a study; none, with a note, when they cannot be computed."""
+    try:
+        return cells.model_rows(study), ""
+    except Exception as exc:  # broken baseline data must not take the human results down with it
+        log.exception("model rows of study %s failed", study.pk)
+        return [], f"Model rows could not be loaded ({type(exc).__name__})."
+
+
+# ---------------------------------------------------------------- dashboard
+
+
+@researcher_required
+@require_GET
+def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    human = cells.human_cells(study)
+    rows, note = _model_rows(study)
+    rows = [r for r in rows if r["task"] in study.tasks]
+    agree = agreement.cohort_agreement(study)
+    for a in agree:
+        a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
+    ctx = {"study": study, "table_html": mark_safe(formats.render(build_table(human), "html")),  # noqa: S308 (autoescaped template)
+           "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
+           "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
+           "model_rows": rows, "model_note": note, "note": NOTE}
+    return render(request, "dashboard/results.html", ctx)
+
+
+@researcher_required
+@require_GET
+def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
+    study = study_for(request, study_id)
+    if fmt not in formats.TABLE_FORMATS:
+        raise Http404("unknown format")
+    rows = _model_rows(study)[0] if request.GET.get("models") == "1" else []
+    text = formats.render(build_table(cells.human_cells(study), rows), fmt)
+    response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
+    suffix = "_with_models" if rows else ""
+    response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
+    return response
+
+
+# ---------------------------------------------------------------- API
+
+
+class EnrollmentPredictionsView(ResearcherView):
+    @extend_schema(tags=["results"], responses={(200, "application/jsonl"): OpenApiTypes.STR},
+                   summary="One completed annotator's test answers in the CLUES prediction format (JSONL).")
+    def get(self, request, pk: int):
+        enrollment = self.get_enrollment(pk)
+        if enrollment.state != Enrollment.State.COMPLETED:
+            raise services.Conflict(f"only a completed enrollment has results (this one is {enrollment.state})")
+        response = HttpResponse(exports.prediction_jsonl(enrollment), content_type=formats.CONTENT_TYPES["jsonl"])
+        response["Content-Disposition"] = f'attachment; filename="{exports.prediction_filename(enrollment)}"'
+        return response
+
+
+class StudyResultsView(ResearcherView):
+    @extend_schema(tags=["results"], responses=ResultsSerializer,
+                   summary="Table 5 cells (percent, sample std ddof=1), per-annotator results and agreement.")
+    def get(self, request, pk: int):
+        study = self.get_study(pk)
+        return Response({
+            "std_ddof": STD_DDOF,
+            "cells": cells.human_cells(study),
+            "annotators": selectors.annotator_rows(study),
+            "agreement": agreement.cohort_agreement(study),
+        })
+
+
+def _flag(request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in ("1", "true", "yes")
+
+
+class StudyExportView(ResearcherView):
+    @extend_schema(
+        tags=["results"],
+        parameters=[
+            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=exports.EXPORT_KINDS),
+            OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
+            OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
+            OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
+        ],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        summary="Download a results file.",
+    )
+    def get(self, request, pk: int, kind: str):
+        study = self.get_study(pk)
+        try:
+            if kind == "table":
+                fmt = request.query_params.get("fmt", "csv")
+                if fmt not in formats.TABLE_FORMATS:
+                    raise formats.ExportError(f"fmt must be one of {', '.join(formats.TABLE_FORMATS)}")
+                body = formats.render(exports.study_table(study, with_baselines=_flag(request, "with_baselines")), fmt)
+            elif kind == "predictions":
+                fmt, body = "zip", exports.predictions_zip(study)
+            elif kind in exports.EXPORT_KINDS:
+                fmt = request.query_params.get("fmt", "csv")
+                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"))
+                body = formats.render_rows(rows, fmt, columns=columns)
+            else:
+                return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
+                                status=status.HTTP_404_NOT_FOUND)
+        except formats.ExportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
+        response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'
+        return response
