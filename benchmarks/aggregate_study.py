@@ -100,15 +100,18 @@ def measure(study) -> list[tuple[str, float, float, int]]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from annotation import exports, selectors
+    from annotation import selectors
+    from results import agreement, formats
+    from results.cells import human_cells
+    from results.table import build_table
 
     steps = [
-        ("human_table", lambda: selectors.human_table(study)),
-        ("table render (md)", lambda: exports.render(selectors.human_table(study), "md")),
+        ("human_cells", lambda: human_cells(study)),
+        ("table render (md)", lambda: formats.render(build_table(human_cells(study)), "md")),
         ("study_grid", lambda: selectors.study_grid(study)),
         ("annotator_rows", lambda: selectors.annotator_rows(study)),
-        ("learning_curves", lambda: selectors.learning_curves(study)),
-        ("cohort_agreement", lambda: selectors.cohort_agreement(study)),
+        ("learning_curves", lambda: agreement.learning_curves(study)),
+        ("cohort_agreement", lambda: agreement.cohort_agreement(study)),
     ]
     results = []
     for name, run in steps:

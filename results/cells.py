@@ -99,5 +99,5 @@ def model_rows(study: Study | None = None) -> list[dict]:
     for row in rows:
         cell = human.get((row["task"], row["shots"]))
         if cell:
-            row.update(paired_gap(cell, model[(row["task"], row["method"], row["model"], row["shots"])]))
+            row.update(paired_gap(cell, model.get((row["task"], row["method"], row["model"], row["shots"]), {})))
     return rows

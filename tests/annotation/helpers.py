@@ -169,6 +169,16 @@ def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), w
 
 
 def fake_model_rows(study):
-    """A CLUES_MODEL_ROWS_PROVIDER for the tests."""
+    """Model rows as ``results.cells.model_rows`` gives them, for laying out a table."""
     return [{"method": "fine-tuning", "model": "BERT-base", "task": "sst2", "shots": 10, "mean": 61.24, "std": 2.5,
              "n": 5, "splits": [1, 2, 3, 4, 5]}]
+
+
+def baseline_runs(task: str, shots: int, method: str, model: str, s1s) -> list:
+    """Completed baseline runs (one per split) with the given S1 (0-1): real rows for results.cells."""
+    from baselines.models import BaselineRun
+    from tasks_data.models import Task
+
+    task_row = Task.objects.get(slug=task)
+    return [BaselineRun.objects.create(task=task_row, method=method, model=model, shots=shots, split=i + 1, seed=0,
+                                       status=BaselineRun.Status.COMPLETED, s1=s1) for i, s1 in enumerate(s1s)]

@@ -6,8 +6,10 @@ import zipfile
 import pytest
 from django.test import Client
 
-from annotation import exports, selectors, services
+from annotation import selectors, services
 from annotation.models import AuditEvent, Enrollment
+from results import agreement, exports
+from results.cells import human_cells
 from tasks_data.models import Example
 from tests.annotation.helpers import (
     WorkerClient,
@@ -146,11 +148,11 @@ def test_filtered_workers_are_left_out_of_every_result(researcher):
     for e in (*good, late):
         answer_all(e.pk, gold_answer)
     assert Enrollment.objects.get(pk=low.pk).state == "filtered"
-    cell = next(c for c in selectors.human_table(study) if c["shots"] == 10)
+    cell = next(c for c in human_cells(study) if c["shots"] == 10)
     assert cell["n"] == 3 and cell["mean"] == 100.0 and cell["std"] == 0.0
     assert low.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
-    assert low.pk not in {r["enrollment_id"] for r in selectors.learning_curves(study)}
-    assert next(a for a in selectors.cohort_agreement(study) if a["shots"] == 10)["n"] == 3
+    assert low.pk not in {r["enrollment_id"] for r in agreement.learning_curves(study)}
+    assert next(a for a in agreement.cohort_agreement(study) if a["shots"] == 10)["n"] == 3
     assert "LOW" not in " ".join(zipfile.ZipFile(io.BytesIO(exports.predictions_zip(study))).namelist())
     # The progress view and the "all" annotator export still show them (and what they are owed).
     assert "LOW" in {r["worker"] for r in selectors.cohort_enrollments(sst10)}

@@ -7,19 +7,22 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import exports, selectors
+from annotation import selectors
 from benchmarks.aggregate_study import build_study, measure
+from results import agreement, formats
+from results.cells import human_cells
+from results.table import build_table
 from tasks_data.registry import TASKS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 SELECTORS = {
-    "human_table": selectors.human_table,
+    "human_cells": human_cells,
     "study_grid": selectors.study_grid,
     "annotator_rows": selectors.annotator_rows,
-    "learning_curves": selectors.learning_curves,
-    "cohort_agreement": selectors.cohort_agreement,
-    "table render": lambda study: exports.render(selectors.human_table(study), "json"),
+    "learning_curves": agreement.learning_curves,
+    "cohort_agreement": agreement.cohort_agreement,
+    "table render": lambda study: formats.render(build_table(human_cells(study)), "json"),
 }
 
 
@@ -36,20 +39,20 @@ def test_the_query_count_does_not_grow_with_cohorts_or_answers(django_assert_max
     for name, selector in SELECTORS.items():
         assert count_queries(partial(selector, small)) == count_queries(partial(selector, big)), name
     with django_assert_max_num_queries(2):
-        selectors.human_table(big)
+        human_cells(big)
     with django_assert_max_num_queries(3):
         selectors.annotator_rows(big)
     with django_assert_max_num_queries(2):
-        selectors.cohort_agreement(big)
+        agreement.cohort_agreement(big)
 
 
 @pytest.mark.slow
 def test_a_full_study_aggregates_in_under_a_second():
     study = build_study(list(TASKS), [0, 10, 20, 30], workers=3, name="full")
-    cells = selectors.human_table(study)
+    cells = human_cells(study)
     assert len(cells) == 24 and all(c["n"] == 3 for c in cells)
     began = time.perf_counter()
-    selectors.human_table(study)
+    human_cells(study)
     assert time.perf_counter() - began < 1.0
     for name, _first, _again, queries in measure(study):
         assert queries <= 4, name

@@ -11,9 +11,20 @@ from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotation import exports, selectors, services
+from annotation import selectors, services
+from results import agreement, exports, formats
+from results.cells import human_cells
+from results.table import build_table
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import cohort, complete, fake_model_rows, join, make_study, trim_test_set
+from tests.annotation.helpers import (
+    baseline_runs,
+    cohort,
+    complete,
+    fake_model_rows,
+    join,
+    make_study,
+    trim_test_set,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -48,7 +59,7 @@ def run(*args) -> str:
 
 
 def test_human_table_mean_and_sample_std_of_completed_annotators_only(study):
-    cells = selectors.human_table(study)
+    cells = human_cells(study)
     assert [(c["task"], c["shots"]) for c in cells] == [("sst2", 0), ("sst2", 10)]
     zero, ten = cells
     assert zero == {"task": "sst2", "shots": 0, "mean": None, "std": None, "n": 0}
@@ -59,61 +70,61 @@ def test_human_table_mean_and_sample_std_of_completed_annotators_only(study):
 
 def test_a_single_annotator_has_no_std(study):
     complete(cohort(study, "sst2", 0), "Z", wrong_test={0})
-    zero = selectors.human_table(study)[0]
+    zero = human_cells(study)[0]
     assert (zero["n"], zero["mean"], zero["std"]) == (1, pytest.approx(80.0), None)
-    assert exports.table_frame([zero]).iloc[0, 0] == "80.0"
+    assert formats.table_frame(build_table([zero])).iloc[0, 0] == "80.0"
 
 
 def test_table_frame_has_the_shape_of_table_5():
     cells = [{"task": t, "shots": k, "mean": 50.0 + k, "std": 1.24, "n": 3}
              for t in ("conll03", "sst2") for k in (30, 0, 10, 20)]
-    frame = exports.table_frame(cells)
+    frame = formats.table_frame(build_table(cells))
     assert list(frame.columns) == ["SST-2", "CoNLL03"]  # registry order, display names
     assert list(frame.index) == ["0", "10", "20", "30"] and frame.index.name == "#Shots"
     assert frame.loc["10", "SST-2"] == "60.0 ± 1.2"
 
 
 def test_render_formats(study):
-    cells = selectors.human_table(study)
-    as_json = json.loads(exports.render(cells, "json"))
+    cells = human_cells(study)
+    as_json = json.loads(formats.render(build_table(cells), "json"))
     assert as_json["std_ddof"] == 1
     assert as_json["cells"] == [{"task": "sst2", "shots": 0, "mean": None, "std": None, "n": 0},
                                 {"task": "sst2", "shots": 10, "mean": pytest.approx(80.0),
                                  "std": pytest.approx(20.0), "n": 3}]
-    md = exports.render(cells, "md")
+    md = formats.render(build_table(cells), "md")
     assert md.splitlines()[0] == "| #Shots | SST-2 |"
     assert "| 10 | 80.0 ± 20.0 |" in md and "| 0 | - |" in md and "ddof=1" in md
-    csv = exports.render(cells, "csv")
+    csv = formats.render(build_table(cells), "csv")
     assert csv.startswith("# ") and "ddof=1" in csv.splitlines()[0]
     assert csv.splitlines()[1:] == ["#Shots,SST-2", "0,-", "10,80.0 ± 20.0"]
-    tex = exports.render(cells, "tex")
+    tex = formats.render(build_table(cells), "tex")
     assert r"\begin{table}" in tex and r"80.0 $\pm$ 20.0" in tex and r"\#Shots" in tex and "ddof=1" in tex
-    with pytest.raises(exports.ExportError):
-        exports.render(cells, "xls")
+    with pytest.raises(formats.ExportError):
+        formats.render(build_table(cells), "xls")
 
 
 def test_model_rows_are_appended_below_the_human_rows(study):
-    frame = exports.table_frame(selectors.human_table(study), fake_model_rows(study))
+    table = build_table(human_cells(study), fake_model_rows(study))
+    frame = formats.table_frame(table)
     assert list(frame.index) == [("Human", "0"), ("Human", "10"), ("fine-tuning BERT-base", "10")]
     assert frame.loc[("fine-tuning BERT-base", "10"), "SST-2"] == "61.2 ± 2.5"
-    payload = json.loads(exports.render(frame, "json"))
+    payload = json.loads(formats.render(table, "json"))
     assert payload["model_rows"][0]["model"] == "BERT-base" and len(payload["cells"]) == 2
-    assert "fine-tuning BERT-base" in exports.render(frame, "md")
-    assert "fine-tuning BERT-base" in exports.render(frame, "tex")
+    assert "fine-tuning BERT-base" in formats.render(table, "md")
+    assert "fine-tuning BERT-base" in formats.render(table, "tex")
 
 
-def test_export_results_command_with_baselines(study, settings):
-    settings.CLUES_MODEL_ROWS_PROVIDER = "tests.annotation.helpers.fake_model_rows"
+def test_export_results_command_with_baselines(study):
+    baseline_runs("sst2", 10, "fine-tuning", "BERT-base", [0.60, 0.62, 0.64])
+    baseline_runs("mnli", 10, "fine-tuning", "BERT-base", [0.40])  # not a task of the study: left out
     out = run("export_results", "--study", str(study.pk), "--format", "md", "--with-baselines")
-    assert "| Human | 10 | 80.0 ± 20.0 |" in out and "fine-tuning BERT-base" in out
-    settings.CLUES_MODEL_ROWS_PROVIDER = "no.such.module.model_rows"
-    with pytest.raises(CommandError, match="CLUES_MODEL_ROWS_PROVIDER"):
-        run("export_results", "--study", str(study.pk), "--with-baselines")
+    assert "| Human | 10 | 80.0 ± 20.0 |" in out and "| fine-tuning BERT-base | 10 | 62.0 ± 2.0 |" in out
+    assert "MNLI" not in out
 
 
 def test_model_rows_of_other_tasks_are_left_out(study):
     other = {**fake_model_rows(study)[0], "task": "mnli"}
-    frame = exports.table_frame(selectors.human_table(study), [*fake_model_rows(study), other])
+    frame = formats.table_frame(build_table(human_cells(study), [*fake_model_rows(study), other]))
     assert list(frame.columns) == ["SST-2"] and len(frame) == 3
 
 
@@ -144,7 +155,7 @@ def test_export_results_writes_out_atomically(study, tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr("annotation.exports.os.fsync", broken_fsync)
+    monkeypatch.setattr("results.exports.os.fsync", broken_fsync)
     with pytest.raises(CommandError, match="disk full"):
         call_command("export_results", "--study", str(study.pk), "--format", "json", "--out", str(target))
     assert target.read_text() == "previous"
@@ -190,19 +201,19 @@ def test_fleiss_kappa_matches_the_textbook_example():
     # Fleiss (1971) as worked on Wikipedia: 10 items, 14 raters, 5 categories, kappa = 0.210.
     counts = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
                        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
-    assert selectors.fleiss_kappa(counts) == pytest.approx(0.20993, abs=1e-4)
-    assert selectors.fleiss_kappa(np.array([[3, 0], [3, 0]])) is None  # all in one category: undefined
-    assert selectors.fleiss_kappa(np.array([[3, 0], [0, 3]])) == pytest.approx(1.0)
+    assert agreement.fleiss_kappa(counts) == pytest.approx(0.20993, abs=1e-4)
+    assert agreement.fleiss_kappa(np.array([[3, 0], [3, 0]])) is None  # all in one category: undefined
+    assert agreement.fleiss_kappa(np.array([[3, 0], [0, 3]])) == pytest.approx(1.0)
 
 
 def test_pairwise_s1_is_symmetric():
     a = {1: ["x", "y"], 2: [], 3: ["z"]}
     b = {1: ["x"], 2: [], 3: ["q"], 4: ["only b"]}
-    assert selectors.pairwise_s1(a, b) == selectors.pairwise_s1(b, a) == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert agreement.pairwise_s1(a, b) == agreement.pairwise_s1(b, a) == pytest.approx((2 / 3 + 1 + 0) / 3)
 
 
 def test_cohort_agreement(study):
-    ten = next(r for r in selectors.cohort_agreement(study) if r["shots"] == 10)
+    ten = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 10)
     # A-B agree on 4 of 5 items, A-C on 3, B-C on 4 (both wrong on the last, with the same other label).
     assert ten["n"] == 3 and ten["mean_pairwise_s1"] == pytest.approx((0.8 + 0.6 + 0.8) / 3)
     answers = {e.worker.external_id: dict(e.answers.filter(step="test").values_list("example_id", "texts"))
@@ -217,7 +228,7 @@ def test_cohort_agreement(study):
             totals[label] += n_ij[label]
     p_e = sum((t / (3 * len(items))) ** 2 for t in totals.values())
     assert ten["fleiss_kappa"] == pytest.approx((sum(p_i) / len(items) - p_e) / (1 - p_e))
-    zero = next(r for r in selectors.cohort_agreement(study) if r["shots"] == 0)
+    zero = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 0)
     assert zero == {"cohort": zero["cohort"], "task": "sst2", "shots": 0, "n": 0, "mean_pairwise_s1": None,
                     "fleiss_kappa": None}
 
@@ -228,12 +239,12 @@ def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
     c = cohort(study, "conll03", 0)
     complete(c, "A")
     complete(c, "B")
-    row = selectors.cohort_agreement(study)[0]
+    row = agreement.cohort_agreement(study)[0]
     assert row["mean_pairwise_s1"] == pytest.approx(1.0) and row["fleiss_kappa"] is None
 
 
 def test_learning_curves(study):
-    rows = selectors.learning_curves(study)
+    rows = agreement.learning_curves(study)
     b = [r for r in rows if r["worker"] == "B"]
     assert [r["position"] for r in b] == list(range(10))
     assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8

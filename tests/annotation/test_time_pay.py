@@ -7,8 +7,9 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotation import exports, selectors, services
+from annotation import selectors, services
 from annotation.models import Answer, Enrollment
+from results import exports, formats
 from tests.annotation.helpers import cohort, gold_answer, join, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -68,7 +69,7 @@ def test_served_and_answered_times_active_time_and_pay_are_recorded_shown_and_ex
     api_row = client.get(f"/api/enrollments/{enrollment.pk}/").json()
     assert api_row["active_seconds"] == expected_seconds and api_row["pay"] == "1.15"
     rows, columns = exports.export_rows(study, "annotators")
-    csv = exports.render_rows(rows, "csv", columns=columns)
+    csv = formats.render_rows(rows, "csv", columns=columns)
     assert csv.splitlines()[0].endswith("active_seconds,pay") and csv.splitlines()[1].endswith(",346.0,1.15")
 
 

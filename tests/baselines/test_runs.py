@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from baselines import services
 from baselines.models import BaselineRun
-from baselines.results import model_rows, paired_gap
+from results.cells import model_rows
+from results.stats import paired_gap
 from tasks_data.models import Example, Task, TrainingSet
 from tasks_data.s1 import item_s1
 from tests.baselines.conftest import wait_for

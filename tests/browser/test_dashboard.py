@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from annotation.models import RESEARCHERS_GROUP, Enrollment, Study
-from tests.ui.helpers import answer_current, cohort_of, enroll
+from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,6 @@ def _cell(page, task: str, shots: int):
 
 
 def test_researcher_journey(pages, shoot, demo_data, settings):
-    settings.CLUES_MODEL_ROWS_PROVIDER = "tests.ui.helpers.fake_model_rows"
     _researcher()
     page = pages.new()
     page.goto("/dashboard/")
@@ -109,6 +108,7 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     expect(worker_page.locator("#code")).to_have_text("SCREENED")
 
     # Results: Table 5's shape, charts, agreement, downloads.
+    fake_model_rows(study)  # completed baseline runs beside the humans
     page.goto(f"/dashboard/studies/{study.pk}/results/")
     expect(page.locator("table.table5 tbody tr").first).to_contain_text("±")
     expect(page.locator(".chart svg")).to_have_count(1)

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import exports
+from results import exports, formats
 from tests.annotation.helpers import cohort, complete, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -55,7 +55,7 @@ def test_a_failure_while_rendering_leaves_nothing(study, tmp_path, monkeypatch, 
     def failing(*args, **kwargs):
         raise RuntimeError("rendering failed half-way")
 
-    monkeypatch.setattr(exports, "render", failing)
+    monkeypatch.setattr(formats, "render", failing)
     with pytest.raises(RuntimeError, match="half-way"):
         call_command("export_results", "--study", str(study.pk), "--out", str(out))
     assert files_in(tmp_path) == (["table.md"] if existing else [])

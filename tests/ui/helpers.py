@@ -70,10 +70,14 @@ def answer_current(enrollment: Enrollment, *, right: bool = True):
 
 
 def fake_model_rows(study):
-    """A CLUES_MODEL_ROWS_PROVIDER for tests: two model rows per task of the study."""
-    rows = []
+    """Completed baseline runs for tests: one model ("FT BERT-Base <b>") per task of the study at 10/20/30
+    shots, S1 means 40.0/45.5/50.25 (std 3.5 over two splits)."""
+    from baselines.models import BaselineRun
+    from tasks_data.models import Task
+
     for task in study.tasks:
+        task_row = Task.objects.get(slug=task)
         for shots, mean in ((10, 40.0), (20, 45.5), (30, 50.25)):
-            rows.append({"method": "FT", "model": "BERT-Base <b>", "task": task, "shots": shots, "mean": mean,
-                         "std": 3.5, "n": 5})
-    return rows
+            for split, s1 in ((1, mean - 2.4748737), (2, mean + 2.4748737)):
+                BaselineRun.objects.create(task=task_row, method="FT", model="BERT-Base <b>", shots=shots, split=split,
+                                           seed=0, status=BaselineRun.Status.COMPLETED, s1=s1 / 100)

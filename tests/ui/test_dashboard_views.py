@@ -8,10 +8,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from annotation import services
-from annotation.dashboard_views import chart, sparkline
 from annotation.models import AuditEvent, Cohort, Enrollment, Study
-from tests.ui.helpers import answer_current, cohort_of, enroll, make_study
+from annotation.presentation import sparkline
+from baselines.models import BaselineRun
+from results.presentation import chart
+from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows, make_study
 
 
 def _urls(study, cohort, enrollment):
@@ -220,9 +221,9 @@ def _complete(cohort, n, right=True):
             answer_current(worker, right=right or i % 2 == 0)
 
 
-def test_results_page_table_charts_agreement(researcher_client, setup, settings):
-    settings.CLUES_MODEL_ROWS_PROVIDER = "tests.ui.helpers.fake_model_rows"
+def test_results_page_table_charts_agreement(researcher_client, setup):
     study = setup[0]
+    fake_model_rows(study)
     _complete(cohort_of(study, "sst2", 0), 2)
     response = researcher_client.get(f"/dashboard/studies/{study.pk}/results/")
     html = response.content.decode()
@@ -232,7 +233,7 @@ def test_results_page_table_charts_agreement(researcher_client, setup, settings)
     assert "FT BERT-Base &lt;b&gt;" in html  # model rows drawn, escaped
     assert html.count("<svg") >= 1 and "S1 against shots" in html
     assert "Agreement per cohort" in html and "1.000" in html
-    settings.CLUES_MODEL_ROWS_PROVIDER = "no.such.module.rows"
+    BaselineRun.objects.all().delete()
     html = researcher_client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
     assert "No model rows available" in html
 
@@ -262,4 +263,4 @@ def test_chart_coordinates_and_missing_points():
     assert human["marks"][0]["err"] and "err" not in human["marks"][1]
     assert human["marks"][0]["y"] > human["marks"][1]["y"]  # higher S1 is drawn higher
     assert model["marks"][0]["x"] < human["marks"][1]["x"] and c["yticks"][0]["v"] <= 29
-    assert services.SHOT_CONDITIONS == (0, 10, 20, 30)
+    assert Study.SHOT_CONDITIONS == (0, 10, 20, 30)

@@ -2,10 +2,10 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import exports
 from annotation.models import Enrollment, Study
+from results import exports, formats
 
-KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
+KINDS = exports.EXPORT_KINDS
 
 
 class Command(BaseCommand):
@@ -21,7 +21,7 @@ class Command(BaseCommand):
                             help="table: csv|json|md|tex (default md); rows: csv|json|md (default csv)")
         parser.add_argument("--out", default=None, help="write here (atomically) instead of standard output")
         parser.add_argument("--with-baselines", action="store_true",
-                            help="table: add model rows from settings.CLUES_MODEL_ROWS_PROVIDER")
+                            help="table: add the model rows of the completed baseline runs")
         parser.add_argument("--all", dest="include_all", action="store_true",
                             help="annotators: every enrollment (filtered, withdrawn...), not only completed ones")
         parser.add_argument("--enrollment", type=int, default=None,
@@ -38,18 +38,18 @@ class Command(BaseCommand):
         try:
             if kind == "table":
                 fmt = fmt or "md"
-                if fmt not in exports.TABLE_FORMATS:
-                    raise CommandError(f"--format: the table is written as {', '.join(exports.TABLE_FORMATS)}")
-                data = exports.render(exports.study_table(study_row, with_baselines=with_baselines), fmt)
+                if fmt not in formats.TABLE_FORMATS:
+                    raise CommandError(f"--format: the table is written as {', '.join(formats.TABLE_FORMATS)}")
+                data = formats.render(exports.study_table(study_row, with_baselines=with_baselines), fmt)
             elif kind == "predictions":
                 data = self._predictions(study_row, enrollment, out)
             else:
                 fmt = fmt or "csv"
-                if fmt not in exports.ROW_FORMATS:
-                    raise CommandError(f"--format: {kind} is written as {', '.join(exports.ROW_FORMATS)}")
+                if fmt not in formats.ROW_FORMATS:
+                    raise CommandError(f"--format: {kind} is written as {', '.join(formats.ROW_FORMATS)}")
                 rows, columns = exports.export_rows(study_row, kind, include_all=include_all)
-                data = exports.render_rows(rows, fmt, columns=columns)
-        except exports.ExportError as exc:
+                data = formats.render_rows(rows, fmt, columns=columns)
+        except formats.ExportError as exc:
             raise CommandError(str(exc)) from None
         if out:
             try:
