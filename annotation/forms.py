@@ -1,4 +1,8 @@
-"""Forms of the researcher dashboard. They only check types; every rule is ``services``' (ValidationError)."""
+"""Forms of the researcher dashboard.
+
+``StudyForm`` is derived from the Study model: labels, help texts, limits and ``Study.clean()``
+are the model's (a ModelForm validates the instance), so the form, the API and launch_study agree.
+"""
 
 from __future__ import annotations
 
@@ -8,53 +12,44 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from tasks_data.registry import TASKS
 
 from .models import Study
-from .services import SHOT_CONDITIONS
+
+STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
+                "filter_fraction", "platform", "worker_id_param", "completion_code", "screenout_code", "test_order",
+                "idle_cap_seconds", "time_limit_minutes")
 
 
 def _shot_label(k: int) -> str:
     return "0 (description only)" if k == 0 else f"{k} shots"
 
 
-class StudyForm(forms.Form):
-    name = forms.CharField(max_length=200, help_text="For you; workers do not see it.")
+class StudyForm(forms.ModelForm):
+    # The two list fields are JSON on the model: shown as checkboxes of the registry's tasks and shots.
     tasks = forms.MultipleChoiceField(
         choices=[(slug, spec.name) for slug, spec in TASKS.items()], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one task"},
     )
     shots = forms.TypedMultipleChoiceField(
-        choices=[(k, _shot_label(k)) for k in SHOT_CONDITIONS], coerce=int, widget=forms.CheckboxSelectMultiple,
-        initial=list(SHOT_CONDITIONS), error_messages={"required": "choose at least one shot condition"},
+        choices=[(k, _shot_label(k)) for k in Study.SHOT_CONDITIONS], coerce=int,
+        widget=forms.CheckboxSelectMultiple, initial=list(Study.SHOT_CONDITIONS),
+        error_messages={"required": "choose at least one shot condition"},
         help_text="One cohort of new workers per task and shot condition.",
     )
-    chain = forms.IntegerField(min_value=1, max_value=5, initial=1,
-                               help_text="Training files nest 10 in 20 in 30; a chain is named by its 10-shot split.")
-    workers_per_cohort = forms.IntegerField(min_value=1, max_value=1000, initial=3,
-                                            help_text="Workers who must finish the test step in each cohort.")
-    pay_rate = forms.DecimalField(min_value=0, max_digits=7, decimal_places=2, initial=12,
-                                  label="Pay rate (USD per hour)")
-    filter_floor = forms.FloatField(required=False, min_value=0, max_value=1, label="Filter: floor",
-                                    help_text="Filter a worker whose training S1 (0-1) is below this. Empty: off.")
-    filter_fraction = forms.FloatField(required=False, min_value=0, max_value=1, initial=0.5,
-                                       label="Filter: fraction of the others' mean",
-                                       help_text="Filter a worker below this fraction of the mean training S1 of "
-                                                 "the cohort's other workers. Empty: off.")
-    platform = forms.ChoiceField(choices=Study.Platform.choices, initial=Study.Platform.PROLIFIC,
-                                 widget=forms.RadioSelect)
-    worker_id_param = forms.CharField(max_length=50, initial="worker_id", label="Worker-id parameter",
-                                      help_text="Generic link only: the query parameter that carries the worker id.")
-    completion_code = forms.CharField(max_length=50, required=False, help_text="Empty: one is generated.")
-    screenout_code = forms.CharField(max_length=50, required=False, label="Screen-out code",
-                                     help_text="Given to filtered workers (paid for the training). Empty: generated.")
-    test_order = forms.ChoiceField(choices=Study.TestOrder.choices, initial=Study.TestOrder.FILE,
-                                   widget=forms.RadioSelect)
-    idle_cap_seconds = forms.IntegerField(min_value=1, initial=300, label="Idle cap (seconds)",
-                                          help_text="A gap between answers counts at most this long for pay.")
-    time_limit_minutes = forms.IntegerField(min_value=1, required=False, label="Time limit (minutes)",
-                                            help_text="Enrollments older than this expire. Empty: none.")
     launch = forms.BooleanField(required=False, label="Launch every cohort now (the join links take workers at once)")
 
+    class Meta:
+        model = Study
+        fields = STUDY_FIELDS
+        widgets = {"platform": forms.RadioSelect, "test_order": forms.RadioSelect}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("completion_code", "screenout_code"):
+            self.fields[name].required = False  # generated when empty
+        for name in ("platform", "test_order"):
+            self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
+
     def service_kwargs(self) -> dict:
-        data = dict(self.cleaned_data)
+        data = {name: self.cleaned_data[name] for name in (*STUDY_FIELDS, "launch")}
         for key in ("completion_code", "screenout_code"):
             data[key] = data[key].strip()
         return data

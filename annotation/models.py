@@ -10,13 +10,22 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS
+from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 RESEARCHERS_GROUP = "researchers"
+
+
+def all_shot_conditions() -> list[int]:
+    return list(Study.SHOT_CONDITIONS)
+
+
+def _bounds(low, high) -> list:
+    return [MinValueValidator(low), MaxValueValidator(high)]
 
 
 def new_join_token() -> str:
@@ -37,31 +46,50 @@ class Study(models.Model):
         FILE = "file", "test-file order"
         SHUFFLE = "shuffle", "seeded shuffle per worker"
 
-    name = models.CharField(max_length=200)
+    # A study's parameters and their limits, defined here once: the dashboard form and the API's
+    # input serializer are derived from these fields, launch_study's flags carry the same names,
+    # and full_clean() (field validators plus clean()) is what services.create_study enforces.
+    MAX_WORKERS_PER_COHORT = 1000
+    MAX_PAY_RATE = 1000  # USD per hour
+    MAX_IDLE_CAP_SECONDS = 24 * 3600
+    MAX_TIME_LIMIT_MINUTES = 30 * 24 * 60
+
+    name = models.CharField(max_length=200, help_text="For you; workers do not see it.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    tasks = models.JSONField(help_text="Task slugs.")
-    shots = models.JSONField(default=list, help_text="Shot conditions, e.g. [0, 10, 20, 30].")
-    chain = models.PositiveSmallIntegerField(default=1, help_text="Training chain, named by its 10-shot split.")
-    workers_per_cohort = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
-    pay_rate = models.DecimalField(max_digits=7, decimal_places=2, default=12, help_text="USD per hour.")
+    tasks = models.JSONField(help_text="Task slugs, e.g. [\"sst2\", \"conll03\"].")
+    shots = models.JSONField(default=all_shot_conditions, help_text="Shot conditions among 0, 10, 20 and 30.")
+    chain = models.PositiveSmallIntegerField(
+        default=1, validators=_bounds(min(SPLITS), max(SPLITS)),
+        help_text="Training files nest 10 in 20 in 30; a chain is named by its 10-shot split.")
+    workers_per_cohort = models.PositiveSmallIntegerField(
+        default=3, validators=_bounds(1, MAX_WORKERS_PER_COHORT),
+        help_text="Workers who must finish the test step in each cohort.")
+    pay_rate = models.DecimalField(max_digits=7, decimal_places=2, default=12, validators=_bounds(0, MAX_PAY_RATE),
+                                   verbose_name="pay rate (USD per hour)", help_text="USD per hour.")
     filter_floor = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Filter a worker whose training S1 (0-1) is below this; empty = off.",
+        null=True, blank=True, validators=_bounds(0, 1), verbose_name="filter: floor",
+        help_text="Filter a worker whose training S1 (0-1) is below this. Empty: off.",
     )
     filter_fraction = models.FloatField(
-        null=True, blank=True, default=0.5, validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Filter a worker below this fraction of the mean training S1 of the others; empty = off.",
+        null=True, blank=True, default=0.5, validators=_bounds(0, 1),
+        verbose_name="filter: fraction of the others' mean",
+        help_text="Filter a worker below this fraction of the mean training S1 of the cohort's other workers. "
+                  "Empty: off.",
     )
     platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
-    worker_id_param = models.CharField(max_length=50, default="worker_id",
-                                       help_text="Query parameter carrying the worker id (generic platform).")
-    completion_code = models.CharField(max_length=50)
-    screenout_code = models.CharField(max_length=50)
+    worker_id_param = models.CharField(max_length=50, default="worker_id", verbose_name="worker-id parameter",
+                                       help_text="Generic link only: the query parameter that carries the worker id.")
+    completion_code = models.CharField(max_length=50, help_text="Empty: one is generated.")
+    screenout_code = models.CharField(max_length=50, verbose_name="screen-out code",
+                                      help_text="Given to filtered workers (paid for the training). Empty: generated.")
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
-    idle_cap_seconds = models.PositiveIntegerField(default=300, help_text="Idle gaps count at most this long.")
-    time_limit_minutes = models.PositiveIntegerField(null=True, blank=True,
-                                                     help_text="Enrollments older than this expire; empty = none.")
+    idle_cap_seconds = models.PositiveIntegerField(
+        default=300, validators=_bounds(1, MAX_IDLE_CAP_SECONDS), verbose_name="idle cap (seconds)",
+        help_text="A gap between answers counts at most this long for pay.")
+    time_limit_minutes = models.PositiveIntegerField(
+        null=True, blank=True, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="time limit (minutes)",
+        help_text="Enrollments older than this expire. Empty: none.")
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -74,6 +102,31 @@ class Study(models.Model):
     @property
     def is_open(self) -> bool:
         return self.closed_at is None
+
+    def clean(self):
+        """The limits no single field can check: the task and shot lists, and two distinct codes."""
+        errors: dict[str, list[str]] = {}
+        tasks = self.tasks if isinstance(self.tasks, list) else []
+        if not isinstance(self.tasks, list) or not all(isinstance(t, str) for t in tasks):
+            errors.setdefault("tasks", []).append("a list of task slugs")
+        elif not tasks:
+            errors.setdefault("tasks", []).append("choose at least one task")
+        unknown = [t for t in tasks if isinstance(t, str) and t not in TASKS]
+        if unknown:
+            errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(unknown)}")
+        shots = self.shots if isinstance(self.shots, list) else None
+        if shots is None or not all(isinstance(k, int) and not isinstance(k, bool) for k in shots):
+            errors.setdefault("shots", []).append(f"a list of shot conditions among {self.SHOT_CONDITIONS}")
+        elif not shots:
+            errors.setdefault("shots", []).append("choose at least one shot condition")
+        else:
+            bad = sorted({k for k in shots if k not in self.SHOT_CONDITIONS})
+            if bad:
+                errors.setdefault("shots", []).append(f"shots must be among {self.SHOT_CONDITIONS}, got {bad}")
+        if self.completion_code and self.completion_code == self.screenout_code:
+            errors.setdefault("screenout_code", []).append("must differ from the completion code")
+        if errors:
+            raise ValidationError(errors)
 
 
 class Cohort(models.Model):

@@ -30,11 +30,11 @@ from tasks_data.registry import TASKS
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
 from .protocol import HOLDS_SLOT, State
-from .services import SHOT_CONDITIONS, active_seconds, pay
+from .services import active_seconds, pay
 
 RESULT_STATES = (State.COMPLETED,)
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
-_SHOT_ORDER = {k: i for i, k in enumerate(SHOT_CONDITIONS)}
+_SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
 
 # ---------------------------------------------------------------- who sees what

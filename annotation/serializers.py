@@ -13,6 +13,7 @@ from tasks_data.models import Example
 from tasks_data.registry import AnswerKind, TaskSpec
 
 from . import services
+from .forms import STUDY_FIELDS
 from .models import AuditEvent, Study
 
 # ---------------------------------------------------------------- workers
@@ -118,25 +119,21 @@ class SubmitResultSerializer(serializers.Serializer):
 # ---------------------------------------------------------------- researchers
 
 
-class StudyCreateSerializer(serializers.Serializer):
-    """Types only; services.create_study checks the values (400 with the field's errors)."""
+class StudyCreateSerializer(serializers.ModelSerializer):
+    """Derived from the Study model: its fields, limits (min/max from the validators) and defaults;
+    services.create_study then runs ``Study.full_clean`` (400 with the field's errors)."""
 
-    name = serializers.CharField(max_length=200)
-    tasks = serializers.ListField(child=serializers.CharField(), help_text="Task slugs, e.g. [\"sst2\", \"conll03\"].")
-    shots = serializers.ListField(child=serializers.IntegerField(), default=[0, 10, 20, 30])
-    chain = serializers.IntegerField(default=1)
-    workers_per_cohort = serializers.IntegerField(default=3)
-    pay_rate = serializers.DecimalField(max_digits=7, decimal_places=2, default="12.00", help_text="USD per hour.")
-    filter_floor = serializers.FloatField(required=False, allow_null=True, default=None)
-    filter_fraction = serializers.FloatField(required=False, allow_null=True, default=0.5)
-    platform = serializers.ChoiceField(choices=Study.Platform.choices, default=Study.Platform.PROLIFIC)
-    worker_id_param = serializers.CharField(default="worker_id", max_length=50)
-    completion_code = serializers.CharField(required=False, allow_blank=True, default="", max_length=50)
-    screenout_code = serializers.CharField(required=False, allow_blank=True, default="", max_length=50)
-    test_order = serializers.ChoiceField(choices=Study.TestOrder.choices, default=Study.TestOrder.FILE)
-    idle_cap_seconds = serializers.IntegerField(default=300)
-    time_limit_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    tasks = serializers.ListField(child=serializers.CharField(max_length=50), allow_empty=False,
+                                  help_text=Study._meta.get_field("tasks").help_text)
+    shots = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                  help_text=f"Shot conditions among {Study.SHOT_CONDITIONS} (default: all).")
     launch = serializers.BooleanField(default=False, help_text="Open every cohort for joining at once.")
+
+    class Meta:
+        model = Study
+        fields = [*STUDY_FIELDS, "launch"]
+        extra_kwargs = {"completion_code": {"required": False, "allow_blank": True},
+                        "screenout_code": {"required": False, "allow_blank": True}}
 
 
 class CohortRowSerializer(serializers.Serializer):

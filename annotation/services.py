@@ -26,7 +26,6 @@ from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
 from .protocol import HOLDS_SLOT, State, TransitionNotAllowed, transition
 
-SHOT_CONDITIONS = Study.SHOT_CONDITIONS
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 
@@ -53,56 +52,62 @@ class JoinRefused(Exception):
 # ---------------------------------------------------------------- studies and cohorts
 
 
-def create_study(*, name: str, tasks: Sequence[str], shots: Sequence[int] = (0, 10, 20, 30), chain: int = 1,
-                 workers_per_cohort: int = 3, pay_rate: Decimal | float = Decimal("12"),
-                 filter_floor: float | None = None, filter_fraction: float | None = 0.5,
-                 platform: str = Study.Platform.PROLIFIC, worker_id_param: str = "worker_id",
-                 completion_code: str = "", screenout_code: str = "", test_order: str = Study.TestOrder.FILE,
-                 idle_cap_seconds: int = 300, time_limit_minutes: int | None = None, created_by=None,
-                 launch: bool = False) -> Study:
-    """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field."""
+def _study_defaults() -> dict:
+    """The model's defaults of every parameter (one place: annotation.models.Study)."""
+    fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor", "filter_fraction", "platform",
+              "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes")
+    return {name: Study._meta.get_field(name).get_default() for name in fields}
+
+
+def _data_errors(tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
+    """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
     errors: dict[str, list[str]] = {}
-    tasks, shots = list(dict.fromkeys(tasks)), sorted(set(shots))
-    if not tasks:
-        errors.setdefault("tasks", []).append("choose at least one task")
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(unknown)}")
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
     missing = [t for t in tasks if t in TASKS and t not in task_rows]
     if missing:
         errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(missing)} (run import_clues)")
-    if not shots:
-        errors.setdefault("shots", []).append("choose at least one shot condition")
-    bad_shots = [k for k in shots if k not in SHOT_CONDITIONS]
-    if bad_shots:
-        errors.setdefault("shots", []).append(f"shots must be among {SHOT_CONDITIONS}, got {bad_shots}")
     training_sets = {(ts.task.slug, ts.shots): ts for ts in TrainingSet.objects.filter(
         task__slug__in=tasks, chain=chain, shots__in=[k for k in shots if k]).select_related("task")}
     for slug in task_rows:
         absent = [k for k in shots if k in SHOTS and (slug, k) not in training_sets]
         if absent:
             errors.setdefault("chain", []).append(f"{TASKS[slug].name} has no chain {chain} for {absent} shots")
-    if platform not in Study.Platform.values:
-        errors.setdefault("platform", []).append(f"unknown platform {platform!r}")
-    study = Study(
-        name=name, tasks=tasks, shots=shots, chain=chain, workers_per_cohort=workers_per_cohort,
-        pay_rate=Decimal(str(pay_rate)), filter_floor=filter_floor, filter_fraction=filter_fraction,
-        platform=platform, worker_id_param=worker_id_param,
-        completion_code=completion_code or f"C{secrets.token_hex(4).upper()}",
-        screenout_code=screenout_code or f"S{secrets.token_hex(4).upper()}",
-        test_order=test_order, idle_cap_seconds=idle_cap_seconds, time_limit_minutes=time_limit_minutes,
-        created_by=created_by,
-    )
+    return errors, task_rows, training_sets
+
+
+def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bool = False, **params) -> Study:
+    """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field.
+
+    ``params`` are Study's fields (shots, chain, workers_per_cohort, pay_rate, ...); left out, the
+    model's default. Their limits are the model's (``Study.full_clean``), checked before any query.
+    """
+    unknown_params = set(params) - set(_study_defaults()) - {"completion_code", "screenout_code"}
+    if unknown_params:
+        raise TypeError(f"create_study() got unknown parameters: {', '.join(sorted(unknown_params))}")
+    values = {**_study_defaults(), **params}
+    if isinstance(tasks, (list, tuple)):
+        tasks = list(dict.fromkeys(tasks))
+    shots = values["shots"]
+    if isinstance(shots, (list, tuple)) and all(isinstance(k, int) for k in shots):
+        values["shots"] = sorted(set(shots))
+    if isinstance(values["pay_rate"], float):
+        values["pay_rate"] = Decimal(str(values["pay_rate"]))
+    study = Study(name=name, tasks=tasks, created_by=created_by, **values)
+    study.completion_code = study.completion_code or f"C{secrets.token_hex(4).upper()}"
+    study.screenout_code = study.screenout_code or f"S{secrets.token_hex(4).upper()}"
     try:
-        study.full_clean(exclude=["tasks", "shots", "created_by"])
+        study.full_clean(exclude=["created_by"])
+        errors = {}
     except ValidationError as exc:
-        for key, messages in exc.message_dict.items():
-            errors.setdefault(key, []).extend(messages)
-    if study.completion_code == study.screenout_code:
-        errors.setdefault("screenout_code", []).append("must differ from the completion code")
+        errors = exc.message_dict
+    valid = not ({"tasks", "shots", "chain"} & set(errors))
+    data_errors, task_rows, training_sets = (_data_errors(study.tasks, study.shots, study.chain) if valid
+                                             else ({}, {}, {}))
+    for key, messages in data_errors.items():
+        errors.setdefault(key, []).extend(messages)
     if errors:
         raise ValidationError(errors)
+    tasks, shots, workers_per_cohort = study.tasks, study.shots, study.workers_per_cohort
     actor = created_by.get_username() if created_by else "system"
     with transaction.atomic():
         study.save()

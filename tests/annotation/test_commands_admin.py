@@ -4,6 +4,7 @@ import io
 
 import pytest
 from django.contrib import admin
+from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
@@ -40,14 +41,46 @@ def test_launch_study_creates_launches_and_prints_the_join_paths(researcher):
     (["--tasks", "sst2", "--shots", "5"], "shots: shots must be among"),
     (["--tasks", "sst2", "--workers", "0"], "workers_per_cohort"),
     (["--tasks", "sst2", "--chain", "9"], "chain"),
-    (["--tasks", "sst2", "--created-by", "nobody"], "--created-by"),
+    (["--tasks", "sst2", "--created-by", "nobody"], "--owner: no user 'nobody'"),
+    (["--tasks", "sst2", "--rate", "-1"], "pay_rate"),
+    (["--tasks", "sst2", "--idle-cap", "0"], "idle_cap_seconds"),
+    (["--tasks", "sst2", "--shots", str(2**63)], "shots: shots must be among"),
     (["--tasks", "sst2", "--platform", "myspace"], "invalid choice"),
     (["--tasks", "sst2", "--rate", "cheap"], "--rate"),
 ])
-def test_launch_study_bad_arguments_name_the_problem(args, message):
+def test_launch_study_bad_arguments_name_the_problem(args, message, local_researcher):
     with pytest.raises(CommandError, match=message):
         launch("--name", "x", *args)
     assert not Study.objects.exists()
+
+
+@pytest.fixture
+def local_researcher(db):
+    user = User.objects.create_user("researcher")
+    user.groups.add(Group.objects.get_or_create(name="researchers")[0])
+    return user
+
+
+def test_launch_study_as_documented_belongs_to_the_local_researcher(local_researcher, other_researcher):
+    """README: `launch_study --name pilot --tasks ...` after `make run`: the local researcher's dashboard shows it."""
+    launch("--name", "pilot", "--tasks", "sst2", "--shots", "0")
+    study = Study.objects.get()
+    assert study.created_by == local_researcher
+    client = Client()
+    client.force_login(local_researcher)
+    assert "pilot" in client.get("/dashboard/").content.decode()
+    client.force_login(other_researcher)
+    assert client.get(f"/dashboard/studies/{study.pk}/").status_code == 404
+
+
+def test_launch_study_owner_flag_and_clear_errors(researcher, plain_user):
+    with pytest.raises(CommandError, match="ensure_local_researcher"):
+        launch("--name", "x", "--tasks", "sst2")  # no local researcher, no --owner
+    with pytest.raises(CommandError, match="not a researcher"):
+        launch("--name", "x", "--tasks", "sst2", "--owner", plain_user.username)
+    launch("--name", "mine", "--tasks", "sst2", "--shots", "0", "--owner", "rita", "--idle-cap-seconds", "60")
+    study = Study.objects.get()
+    assert (study.created_by, study.idle_cap_seconds) == (researcher, 60)
 
 
 @pytest.mark.parametrize("model", [Study, Cohort, Worker, Enrollment, Answer, AuditEvent])

@@ -6,6 +6,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
 from annotation.models import Study
+from annotation.selectors import is_researcher
+
+# The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
+# the study shows on that researcher's dashboard.
+LOCAL_RESEARCHER = "researcher"
 
 
 def _decimal(value: str) -> Decimal:
@@ -15,48 +20,69 @@ def _decimal(value: str) -> Decimal:
         raise ValueError(value) from None
 
 
+def _default(name: str):
+    return Study._meta.get_field(name).get_default()
+
+
+def _help(name: str) -> str:
+    field = Study._meta.get_field(name)
+    return f"{field.help_text} (default {field.get_default()})"
+
+
 class Command(BaseCommand):
     help = ("Create a study (one cohort per task x shots) and open its cohorts for joining. Prints "
-            "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'.")
+            "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
+            "field of the same name (limits: annotation.models.Study).")
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
         parser.add_argument("--tasks", nargs="+", required=True, metavar="SLUG", help="task slugs, e.g. sst2 conll03")
-        parser.add_argument("--shots", nargs="+", type=int, default=[0, 10, 20, 30], metavar="K",
-                            help="shot conditions among 0 10 20 30 (default: all four)")
-        parser.add_argument("--workers", type=int, default=3, help="workers per cohort (default 3)")
-        parser.add_argument("--chain", type=int, default=1, help="training chain, named by its 10-shot split")
-        parser.add_argument("--rate", type=_decimal, default=Decimal("12"), help="pay, USD per hour (default 12)")
-        parser.add_argument("--platform", choices=Study.Platform.values, default=Study.Platform.PROLIFIC)
-        parser.add_argument("--worker-id-param", default="worker_id", help="generic platform: the id parameter")
-        parser.add_argument("--test-order", choices=Study.TestOrder.values, default=Study.TestOrder.FILE)
-        parser.add_argument("--filter-floor", type=float, default=None,
-                            help="filter a worker whose training S1 (0-1) is below this")
-        parser.add_argument("--filter-fraction", type=float, default=0.5,
-                            help="filter below this fraction of the others' mean training S1 (default 0.5)")
+        parser.add_argument("--shots", nargs="+", type=int, default=_default("shots"), metavar="K",
+                            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)")
+        parser.add_argument("--workers-per-cohort", "--workers", dest="workers_per_cohort", type=int,
+                            default=_default("workers_per_cohort"), help=_help("workers_per_cohort"))
+        parser.add_argument("--chain", type=int, default=_default("chain"), help=_help("chain"))
+        parser.add_argument("--pay-rate", "--rate", dest="pay_rate", type=_decimal, default=_default("pay_rate"),
+                            help=_help("pay_rate"))
+        parser.add_argument("--platform", choices=Study.Platform.values, default=_default("platform"))
+        parser.add_argument("--worker-id-param", default=_default("worker_id_param"), help=_help("worker_id_param"))
+        parser.add_argument("--test-order", choices=Study.TestOrder.values, default=_default("test_order"))
+        parser.add_argument("--filter-floor", type=float, default=_default("filter_floor"), help=_help("filter_floor"))
+        parser.add_argument("--filter-fraction", type=float, default=_default("filter_fraction"),
+                            help=_help("filter_fraction"))
         parser.add_argument("--no-filter-fraction", action="store_true", help="turn the fraction rule off")
-        parser.add_argument("--idle-cap", type=int, default=300, help="idle gaps count at most this many seconds")
-        parser.add_argument("--time-limit", type=int, default=None, help="enrollments expire after these minutes")
+        parser.add_argument("--idle-cap-seconds", "--idle-cap", dest="idle_cap_seconds", type=int,
+                            default=_default("idle_cap_seconds"), help=_help("idle_cap_seconds"))
+        parser.add_argument("--time-limit-minutes", "--time-limit", dest="time_limit_minutes", type=int,
+                            default=_default("time_limit_minutes"), help=_help("time_limit_minutes"))
         parser.add_argument("--completion-code", default="")
         parser.add_argument("--screenout-code", default="")
-        parser.add_argument("--created-by", default=None, help="username of the researcher who owns the study")
+        parser.add_argument("--owner", "--created-by", dest="owner", default=None, metavar="USERNAME",
+                            help=f"the researcher who owns the study (default: the local researcher "
+                                 f"{LOCAL_RESEARCHER!r} of ensure_local_researcher)")
+
+    def _owner(self, username: str | None):
+        name = username or LOCAL_RESEARCHER
+        owner = get_user_model().objects.filter(username=name).first()
+        if owner is None:
+            if username:
+                raise CommandError(f"--owner: no user {username!r}")
+            raise CommandError(f"no owner: the local researcher {LOCAL_RESEARCHER!r} does not exist; run "
+                               "`manage.py ensure_local_researcher` or give --owner USERNAME")
+        if not is_researcher(owner):
+            raise CommandError(f"--owner: {name!r} is not a researcher (superuser or 'researchers' group), "
+                               "so the study would be visible to no one")
+        return owner
 
     def handle(self, *args, **o):
-        owner = None
-        if o["created_by"]:
-            owner = get_user_model().objects.filter(username=o["created_by"]).first()
-            if owner is None:
-                raise CommandError(f"--created-by: no user {o['created_by']!r}")
+        owner = self._owner(o.pop("owner"))
+        if o.pop("no_filter_fraction"):
+            o["filter_fraction"] = None
+        params = {k: o[k] for k in ("shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
+                                    "filter_fraction", "platform", "worker_id_param", "test_order",
+                                    "idle_cap_seconds", "time_limit_minutes", "completion_code", "screenout_code")}
         try:
-            study = services.create_study(
-                name=o["name"], tasks=o["tasks"], shots=o["shots"], chain=o["chain"], workers_per_cohort=o["workers"],
-                pay_rate=o["rate"], filter_floor=o["filter_floor"],
-                filter_fraction=None if o["no_filter_fraction"] else o["filter_fraction"],
-                platform=o["platform"], worker_id_param=o["worker_id_param"], test_order=o["test_order"],
-                idle_cap_seconds=o["idle_cap"], time_limit_minutes=o["time_limit"],
-                completion_code=o["completion_code"], screenout_code=o["screenout_code"], created_by=owner,
-                launch=True,
-            )
+            study = services.create_study(name=o["name"], tasks=o["tasks"], created_by=owner, launch=True, **params)
         except ValidationError as exc:
             problems = [f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages]
             raise CommandError("cannot create the study: " + "; ".join(problems)) from None
