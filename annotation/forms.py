@@ -48,6 +48,16 @@ class StudyForm(forms.ModelForm):
         for name in ("platform", "test_order"):
             self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
 
+    def _post_clean(self):
+        super()._post_clean()  # the model's limits and Study.clean()
+        if not {"tasks", "shots", "chain"} & set(self.errors):
+            from .services import data_errors  # the imported data the cohorts need, shown with the rest
+
+            errors = data_errors(self.cleaned_data["tasks"], self.cleaned_data["shots"], self.cleaned_data["chain"])[0]
+            for key, texts in errors.items():
+                for text in texts:
+                    self.add_error(key, text)
+
     def service_kwargs(self) -> dict:
         data = {name: self.cleaned_data[name] for name in (*STUDY_FIELDS, "launch")}
         for key in ("completion_code", "screenout_code"):

@@ -30,7 +30,7 @@ PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 
 __all__ = [
-    "InvalidAnswer", "TransitionNotAllowed", "Conflict", "JoinRefused", "create_study", "launch_cohorts",
+    "InvalidAnswer", "TransitionNotAllowed", "Conflict", "JoinRefused", "create_study", "data_errors", "launch_cohorts",
     "close_cohort", "close_study", "join", "current_item", "submit_answer", "filter_enrollment",
     "reinstate_enrollment", "withdraw", "expire_stale", "completion", "item_order", "active_seconds", "pay",
     "step_name",
@@ -59,7 +59,7 @@ def _study_defaults() -> dict:
     return {name: Study._meta.get_field(name).get_default() for name in fields}
 
 
-def _data_errors(tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
+def data_errors(tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
     """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
     errors: dict[str, list[str]] = {}
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
@@ -101,9 +101,9 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
     except ValidationError as exc:
         errors = exc.message_dict
     valid = not ({"tasks", "shots", "chain"} & set(errors))
-    data_errors, task_rows, training_sets = (_data_errors(study.tasks, study.shots, study.chain) if valid
-                                             else ({}, {}, {}))
-    for key, messages in data_errors.items():
+    missing, task_rows, training_sets = (data_errors(study.tasks, study.shots, study.chain) if valid
+                                         else ({}, {}, {}))
+    for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)
     if errors:
         raise ValidationError(errors)

@@ -9,7 +9,6 @@ passed to templates as plain strings (autoescaped); offsets are Python string in
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from tasks_data.models import Example
 from tasks_data.registry import AnswerKind, TaskSpec
 
+from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
 from . import services
 from .answers import InvalidAnswer
 from .models import Answer, Enrollment

@@ -1,0 +1,110 @@
+"""A study's parameters are defined once (annotation.models.Study): the API, the dashboard form and
+launch_study refuse the same values with a clear 400 naming the field, never a 500 (issues 13.2, 10.6)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from annotation import services
+from annotation.forms import StudyForm
+from annotation.models import Answer, Enrollment, Study
+from annotation.serializers import StudyCreateSerializer
+from tests.annotation.helpers import cohort, make_study
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+
+HUGE = 2**63
+
+
+@pytest.fixture
+def api(researcher):
+    client = APIClient()
+    client.force_authenticate(researcher)
+    return client
+
+
+@pytest.fixture
+def dashboard(researcher):
+    client = Client()
+    client.force_login(researcher)
+    return client
+
+
+BAD = [
+    ("shots", [HUGE]),
+    ("shots", [5]),
+    ("shots", []),
+    ("chain", HUGE),
+    ("chain", 0),
+    ("workers_per_cohort", HUGE),
+    ("workers_per_cohort", 0),
+    ("pay_rate", -1),
+    ("pay_rate", HUGE),
+    ("pay_rate", "1e9"),
+    ("idle_cap_seconds", 0),
+    ("idle_cap_seconds", HUGE),
+    ("time_limit_minutes", 0),
+    ("time_limit_minutes", HUGE),
+    ("filter_floor", 1.5),
+    ("filter_fraction", -0.1),
+]
+
+
+@pytest.mark.parametrize("field, value", BAD, ids=[f"{f}={v}" for f, v in BAD])
+def test_the_api_refuses_out_of_bounds_parameters_with_400(api, field, value):
+    response = api.post("/api/studies/", {"name": "s", "tasks": ["sst2"], field: value}, format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert field in body and field in body["detail"]
+    assert not Study.objects.exists()
+
+
+def _form(**changes) -> dict:
+    data = {"name": "s", "tasks": ["sst2"], "shots": ["0"], "chain": "1", "workers_per_cohort": "3",
+            "pay_rate": "12", "filter_fraction": "0.5", "platform": "prolific", "worker_id_param": "worker_id",
+            "test_order": "file", "idle_cap_seconds": "300"}
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("field, value", [(f, v) for f, v in BAD if f != "shots"],
+                         ids=[f"{f}={v}" for f, v in BAD if f != "shots"])
+def test_the_dashboard_form_refuses_the_same_values(dashboard, field, value):
+    response = dashboard.post("/dashboard/studies/new/", _form(**{field: str(value)}))
+    assert response.status_code == 400
+    html = response.content.decode()
+    section = html[html.index(f'id="field-{field}"'):]
+    assert 'class="errorlist' in section[:1500]
+    assert not Study.objects.exists()
+
+
+def test_form_and_serializer_take_their_fields_and_limits_from_the_model():
+    form_fields, api_fields = set(StudyForm.base_fields), set(StudyCreateSerializer().fields)
+    assert form_fields == api_fields  # the same parameters (plus "launch") in both
+    api = StudyCreateSerializer().fields
+    assert (api["workers_per_cohort"].min_value, api["workers_per_cohort"].max_value) == (
+        1, Study.MAX_WORKERS_PER_COHORT)
+    assert api["pay_rate"].min_value == 0 and api["idle_cap_seconds"].min_value == 1
+
+
+def test_valid_parameters_are_stored_as_given_through_the_api(api):
+    response = api.post("/api/studies/", {"name": "ok", "tasks": ["sst2"], "shots": [10, 0, 10], "pay_rate": "0",
+                                          "idle_cap_seconds": 1, "workers_per_cohort": 1000}, format="json")
+    assert response.status_code == 201, response.content
+    study = Study.objects.get()
+    assert (study.shots, str(study.pay_rate), study.idle_cap_seconds) == ([0, 10], "0.00", 1)
+    assert Study._meta.get_field("shots").get_default() == list(Study.SHOT_CONDITIONS) == [0, 10, 20, 30]
+
+
+def test_an_answer_form_with_spans_nested_1000_deep_is_a_400_not_a_500(researcher):
+    study = make_study(tasks=["conll03"], shots=[0], created_by=researcher, platform="generic")
+    client = Client()
+    assert client.get(cohort(study, "conll03", 0).join_path, {"worker_id": "deep"}).status_code == 302
+    enrollment = Enrollment.objects.get(worker__external_id="deep")
+    item = services.current_item(enrollment.pk).item
+    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[" * 1000 + "]" * 1000})
+    assert response.status_code == 400
+    assert "could not be read" in response.content.decode()
+    assert not Answer.objects.filter(enrollment=enrollment).exists()
