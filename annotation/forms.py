@@ -11,7 +11,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from tasks_data.registry import TASKS
 
-from .models import Study
+from .models import AuditEvent, Study
 
 STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
                 "filter_fraction", "platform", "worker_id_param", "completion_code", "screenout_code", "test_order",
@@ -77,12 +77,12 @@ class StudyForm(forms.ModelForm):
 
 class ReasonForm(forms.Form):
     reason = forms.CharField(
-        max_length=500, strip=True,
+        max_length=AuditEvent.REASON_MAX_LENGTH, strip=True,
         error_messages={"required": "give a reason: it is kept in the audit log"},
         widget=forms.TextInput(attrs={"placeholder": "reason (kept in the audit log)", "autocomplete": "off"}),
     )
 
 
 class CloseForm(forms.Form):
-    reason = forms.CharField(max_length=500, required=False, strip=True,
+    reason = forms.CharField(max_length=AuditEvent.REASON_MAX_LENGTH, required=False, strip=True,
                              widget=forms.TextInput(attrs={"placeholder": "reason (optional)"}))

@@ -251,6 +251,8 @@ class Answer(models.Model):
 class AuditEvent(models.Model):
     """Every enrollment transition and researcher action: time, actor and reason."""
 
+    REASON_MAX_LENGTH = 2000  # one limit for every reason field (form, API, withdraw)
+
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="audit_events")
     enrollment = models.ForeignKey(Enrollment, null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="audit_events")

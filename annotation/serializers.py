@@ -80,7 +80,8 @@ class AnswerSubmitSerializer(serializers.Serializer):
 
 
 class WithdrawSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    reason = serializers.CharField(required=False, allow_blank=True, default="",
+                                   max_length=AuditEvent.REASON_MAX_LENGTH)
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -202,7 +203,8 @@ class EnrollmentRowSerializer(serializers.Serializer):
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000,
+    reason = serializers.CharField(required=False, allow_blank=True, default="",
+                                   max_length=AuditEvent.REASON_MAX_LENGTH,
                                    help_text="Kept in the audit log; required to filter or reinstate.")
 
 
