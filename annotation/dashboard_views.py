@@ -23,7 +23,7 @@ from tasks_data.registry import TASKS
 from . import presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
 from .models import Cohort, Enrollment, Study
-from .protocol import State, TransitionNotAllowed
+from .protocol import TransitionNotAllowed, can_filter, can_reinstate, cohort_status
 
 LOGIN_URL = "login"
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
@@ -127,17 +127,8 @@ def _grid_context(study: Study) -> dict:
     by_cell = {(r["task"], r["shots"]): r for r in rows}
     for r in rows:
         r["meter"] = round(100 * r["test_items_done"] / r["test_items_total"]) if r["test_items_total"] else 0
-        cohort = r["cohort"]
-        if cohort.closed_at or not study.is_open:
-            r["status"] = "closed"
-        elif cohort.launched_at is None:
-            r["status"] = "not launched"
-        elif r["completed"] >= r["target"]:
-            r["status"] = "done"
-        elif r["enrolled"] >= r["target"]:
-            r["status"] = "full"
-        else:
-            r["status"] = "open"
+        r["status"] = cohort_status(r["cohort"], enrolled=r["enrolled"], completed=r["completed"],
+                                    study_open=study.is_open).value
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     shots = sorted({r["shots"] for r in rows})
     matrix = [{"task": slug, "name": TASKS[slug].name if slug in TASKS else slug,
@@ -221,8 +212,8 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
         e = r["enrollment"]
         r["spark"] = presentation.sparkline(r["learning_curve"])
         r["active"] = presentation.duration(r["active_seconds"])
-        r["can_filter"] = e.state in (State.TRAINING, State.TESTING) and r["test_done"] == 0
-        r["can_reinstate"] = e.state == State.FILTERED
+        r["can_filter"] = can_filter(e.state, r["test_done"])
+        r["can_reinstate"] = can_reinstate(e.state)
         r["errors"] = (errors or {}).get(e.pk, [])
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
     grid = next((g for g in selectors.study_grid(cohort.study) if g["cohort"].pk == cohort.pk), None)

@@ -1,4 +1,26 @@
-"""The enrollment state machine (paper section 4), in one place.
+"""The protocol of the paper (section 4): its rules, the enrollment state machine and every guard.
+
+The rules (code and tests cite them by number):
+
+1. Exposure: a worker takes part in at most one cohort per task, ever (a database constraint on
+   (worker, task); a second cohort of the same task refuses them, ``JoinRefusal.ALREADY_EXPOSED``).
+2. Capacity: a cohort holds at most ``target`` enrollments that keep a slot (``HOLDS_SLOT``:
+   training, testing, completed); filtered, withdrawn and expired enrollments free theirs. Joins
+   and reinstatements count slots under a lock on the cohort row.
+3. Training step (k > 0 shots): the k training examples one at a time; the gold answer and the
+   item's S1 are revealed after each answer; answers are final (stored once, never changed).
+4. Filtering: after the training step the study's rule decides (``filtering_decision``: training
+   S1 below the floor, or below a fraction of the mean of the cohort's other workers); a
+   researcher may filter by hand until the first test answer (``can_filter``) and reinstate a
+   filtered worker while the cohort has room (``can_reinstate``, rule 2).
+5. Test step: the test items one at a time, in the study's order, no feedback; answers are final;
+   the last answer completes the enrollment.
+6. Answers are validated against the task's answer kind before anything is stored
+   (``annotation.answers``).
+7. Time and pay: active time is the gaps between joining and each answer, each capped at the
+   study's idle cap; pay is active time x the hourly rate; past the time limit an enrollment expires.
+
+The state machine:
 
     (join, k > 0 shots) -> training -> testing -> completed
     (join, 0 shots)     ->             testing -> completed
@@ -7,10 +29,13 @@
     filtered -> testing | training  (a researcher reinstates)
     training | testing -> withdrawn | expired
 
-Every transition goes through ``transition`` and is written to the audit log.
+Every transition goes through ``transition`` and is written to the audit log. Services call the
+guards below; views and serializers only display what they decide.
 """
 
 from __future__ import annotations
+
+import enum
 
 from .models import AuditEvent, Enrollment
 
@@ -26,9 +51,10 @@ ALLOWED: dict[str | None, set[str]] = {
     State.EXPIRED: set(),
 }
 
-ACTIVE = frozenset({State.TRAINING, State.TESTING})
 # Enrollments that hold one of the cohort's slots (rule 2); the others freed theirs.
 HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+# The worker-facing step of each state (the worker API's "step").
+STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
 
 
 class TransitionNotAllowed(Exception):
@@ -50,3 +76,117 @@ def transition(enrollment: Enrollment, to_state: str, *, actor: str, action: str
         study_id=enrollment.cohort.study_id, enrollment=enrollment, actor=actor, action=action,
         from_state=from_state or "", to_state=to_state, reason=reason,
     )
+
+
+def step_name(state: str) -> str:
+    """The worker-facing step of an enrollment state: training, test, done, filtered, withdrawn, expired."""
+    return STEP_NAMES.get(state, state)
+
+
+def first_state(shots: int) -> str:
+    """Where a new enrollment starts: the training step, or the test step for 0 shots (rules 3, 5)."""
+    return State.TRAINING if shots else State.TESTING
+
+
+# ---------------------------------------------------------------- rule 4: filtering
+
+
+def filtering_decision(own: float, others: list[float], *, floor: float | None, fraction: float | None) -> str:
+    """Why the study's rule filters a worker after training (a reason for the audit log), or "" to pass.
+
+    ``own`` is the worker's training S1 (0-1); ``others`` the training S1 of the cohort's other
+    workers who finished training. The fraction rule needs at least two others.
+    """
+    if floor is not None and own < floor:
+        return f"training S1 {own:.3f} is below the floor {floor:.3f}"
+    if fraction is not None and len(others) >= 2:
+        mean = sum(others) / len(others)
+        if own < fraction * mean:
+            return (f"training S1 {own:.3f} is below {fraction:g} x the mean {mean:.3f} "
+                    f"of {len(others)} other worker(s)")
+    return ""
+
+
+def filter_refusal(state: str, test_answers: int) -> str | None:
+    """Why a researcher may not filter this enrollment, or None when they may (rule 4)."""
+    if state not in (State.TRAINING, State.TESTING):
+        return f"only a worker in training or waiting for the test step can be filtered (this one is {state})"
+    if test_answers:
+        return "this worker's test step has started: they can no longer be filtered"
+    return None
+
+
+def can_filter(state: str, test_answers: int) -> bool:
+    return filter_refusal(state, test_answers) is None
+
+
+def reinstate_refusal(state: str, *, taken: int | None = None, target: int | None = None) -> str | None:
+    """Why a filtered enrollment may not be reinstated, or None (rule 4; the slot count is rule 2)."""
+    if state != State.FILTERED:
+        return f"only a filtered worker can be reinstated (this one is {state})"
+    if taken is not None and target is not None and taken >= target:
+        return "the cohort is full: its places were taken after this worker was filtered"
+    return None
+
+
+def can_reinstate(state: str) -> bool:
+    return reinstate_refusal(state) is None
+
+
+def reinstate_state(enrollment: Enrollment) -> str:
+    """Back to the test step, or to training if it was not finished."""
+    if enrollment.training_finished_at or not enrollment.cohort.shots:
+        return State.TESTING
+    return State.TRAINING
+
+
+# ---------------------------------------------------------------- cohorts
+
+
+class CohortStatus(str, enum.Enum):
+    NOT_LAUNCHED = "not launched"
+    OPEN = "open"
+    FULL = "full"  # every slot held (rule 2), not every worker finished
+    DONE = "done"  # the target of completed enrollments reached
+    CLOSED = "closed"
+
+
+def cohort_status(cohort, *, enrolled: int, completed: int, study_open: bool = True) -> CohortStatus:
+    """A cohort's status from its dates and counts (``enrolled``: enrollments holding a slot)."""
+    if cohort.closed_at or not study_open:
+        return CohortStatus.CLOSED
+    if cohort.launched_at is None:
+        return CohortStatus.NOT_LAUNCHED
+    if completed >= cohort.target:
+        return CohortStatus.DONE
+    if enrolled >= cohort.target:
+        return CohortStatus.FULL
+    return CohortStatus.OPEN
+
+
+# ---------------------------------------------------------------- joining
+
+
+class JoinRefusal(str, enum.Enum):
+    """Why a join link refuses a worker; the HTTP layer maps each to a status (annotation.views)."""
+
+    INVALID_LINK = "invalid_link"
+    BAD_PARAMETER = "bad_parameter"
+    LOGIN_REQUIRED = "login_required"
+    NOT_ALLOWED = "not_allowed"  # e.g. the worker id is in use from another session
+    CLOSED = "closed"
+    FULL = "full"  # rule 2
+    ALREADY_EXPOSED = "already_exposed"  # rule 1
+
+
+class JoinRefused(Exception):
+    """A worker cannot join a cohort: ``reason`` (a JoinRefusal) says which rule, ``message`` what to tell them."""
+
+    # For callers still giving an HTTP status instead of a reason code.
+    _BY_STATUS = {400: JoinRefusal.BAD_PARAMETER, 403: JoinRefusal.NOT_ALLOWED, 404: JoinRefusal.INVALID_LINK,
+                  409: JoinRefusal.FULL}
+
+    def __init__(self, reason: JoinRefusal | int, message: str):
+        self.reason = self._BY_STATUS.get(reason, JoinRefusal.NOT_ALLOWED) if isinstance(reason, int) else reason
+        self.message = message
+        super().__init__(message)

@@ -24,7 +24,20 @@ from tasks_data.s1 import item_s1
 
 from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
-from .protocol import HOLDS_SLOT, State, TransitionNotAllowed, transition
+from .protocol import (
+    HOLDS_SLOT,
+    JoinRefusal,
+    JoinRefused,
+    State,
+    TransitionNotAllowed,
+    filter_refusal,
+    filtering_decision,
+    first_state,
+    reinstate_refusal,
+    reinstate_state,
+    step_name,
+    transition,
+)
 
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -39,14 +52,6 @@ __all__ = [
 
 class Conflict(Exception):
     """The request clashes with the protocol's state (HTTP 409)."""
-
-
-class JoinRefused(Exception):
-    """A worker cannot join a cohort; ``status`` is the HTTP status, ``message`` says why."""
-
-    def __init__(self, status: int, message: str):
-        self.status, self.message = status, message
-        super().__init__(message)
 
 
 # ---------------------------------------------------------------- studies and cohorts
@@ -170,14 +175,15 @@ def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, 
     # PostgreSQL cannot store a NUL character (the middleware refuses one in a URL before it gets here).
     bad = sorted(name for name, value in params.items() if isinstance(value, str) and "\x00" in value)
     if bad:
-        raise JoinRefused(400, f"the {bad[0]} parameter contains a NUL character")
+        raise JoinRefused(JoinRefusal.BAD_PARAMETER, f"the {bad[0]} parameter contains a NUL character")
 
     def need(name: str) -> str:
         value = (params.get(name) or "").strip()
         if not value:
-            raise JoinRefused(400, f"this link needs the {name} parameter from {study.get_platform_display()}")
+            raise JoinRefused(JoinRefusal.BAD_PARAMETER,
+                              f"this link needs the {name} parameter from {study.get_platform_display()}")
         if len(value) > 100:
-            raise JoinRefused(400, f"the {name} parameter is too long")
+            raise JoinRefused(JoinRefusal.BAD_PARAMETER, f"the {name} parameter is too long")
         return value
 
     if study.platform == Study.Platform.PROLIFIC:
@@ -194,7 +200,7 @@ def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, 
     if study.platform == Study.Platform.GENERIC:
         return need(study.worker_id_param), "", {}
     if not (user and user.is_authenticated):
-        raise JoinRefused(403, "log in with your lab account to join this study")
+        raise JoinRefused(JoinRefusal.LOGIN_REQUIRED, "log in with your lab account to join this study")
     return str(user.pk), "", {}
 
 
@@ -206,7 +212,7 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
     """
     cohort = Cohort.objects.select_related("study", "task").filter(join_token=token).first()
     if cohort is None:
-        raise JoinRefused(404, "this study link is not valid")
+        raise JoinRefused(JoinRefusal.INVALID_LINK, "this study link is not valid")
     study = cohort.study
     identity = _identity(study, params, user)
     if identity is None:
@@ -221,34 +227,36 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
         existing = Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
         if existing is not None:
             if existing.cohort_id != cohort.pk:
-                raise JoinRefused(409, "you have already taken part in a study on this task, and the results "
+                raise JoinRefused(JoinRefusal.ALREADY_EXPOSED, "you have already taken part in a study on this task, "
+                                                         "and the results "
                                        "need people who have not seen it before; thank you for your interest")
             # A returning worker: the same browser session, or the platform's same session/assignment.
             same_browser = bound_enrollment_id == existing.pk
             same_platform_session = bool(session) and session == existing.platform_session
             if not (same_browser or same_platform_session or study.platform == Study.Platform.LOCAL):
-                raise JoinRefused(403, "this worker id is already taking part from another session; "
-                                       "please return to the browser where you started")
+                raise JoinRefused(JoinRefusal.NOT_ALLOWED, "this worker id is already taking part from another "
+                                                           "session; please return to the browser where you started")
             return JoinOutcome(cohort, existing)
 
         if not cohort.is_accepting:
-            raise JoinRefused(403, "this study is closed and no longer accepts participants")
+            raise JoinRefused(JoinRefusal.CLOSED, "this study is closed and no longer accepts participants")
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
         if taken >= cohort.target:
-            raise JoinRefused(409, "this study is full: all places have been taken")
+            raise JoinRefused(JoinRefusal.FULL, "this study is full: all places have been taken")
         enrollment = Enrollment(
             cohort=cohort, worker=worker, task=cohort.task, order_seed=secrets.randbits(62),
             platform_session=session, platform_data=data,
         )
         try:
-            transition(enrollment, State.TRAINING if cohort.shots else State.TESTING,
+            transition(enrollment, first_state(cohort.shots),
                        actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
             # is needed: the refusal leaves the transaction, which rolls everything back.
-            raise JoinRefused(409, "you have already taken part in a study on this task") from None
+            raise JoinRefused(JoinRefusal.ALREADY_EXPOSED,
+                              "you have already taken part in a study on this task") from None
     return JoinOutcome(cohort, enrollment, created=True)
 
 
@@ -421,14 +429,6 @@ class WorkState:
 
 
 _STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
-_STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
-
-
-def step_name(state: str) -> str:
-    """The worker-facing step of an enrollment state: training, test, done, filtered, withdrawn, expired."""
-    return _STEP_NAMES.get(state, state)
-
-
 def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
     qs = Enrollment.objects.select_related("cohort__study", "cohort__task", "task")
     if lock:
@@ -558,14 +558,7 @@ def _finish_training(enrollment: Enrollment, now: datetime) -> None:
     # The others who finished training in the same cohort (same study, task and shots).
     others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
                   .exclude(pk=enrollment.pk).values_list("training_s1", flat=True))
-    reason = ""
-    if study.filter_floor is not None and own < study.filter_floor:
-        reason = f"training S1 {own:.3f} is below the floor {study.filter_floor:.3f}"
-    elif study.filter_fraction is not None and len(others) >= 2:
-        mean = sum(others) / len(others)
-        if own < study.filter_fraction * mean:
-            reason = (f"training S1 {own:.3f} is below {study.filter_fraction:g} x the mean {mean:.3f} "
-                      f"of {len(others)} other worker(s)")
+    reason = filtering_decision(own, others, floor=study.filter_floor, fraction=study.filter_fraction)
     fields = ("training_s1", "training_finished_at", "current_served_at")
     if reason:
         transition(enrollment, State.FILTERED, actor="system", action="filter", reason=reason, update_fields=fields)
@@ -589,11 +582,10 @@ def filter_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollm
     reason = _require_reason(reason)
     with transaction.atomic():
         enrollment = _load(enrollment_id, lock=True)
-        if enrollment.state not in (State.TRAINING, State.TESTING):
-            raise Conflict(f"only a worker in training or waiting for the test step can be filtered "
-                           f"(this one is {enrollment.state})")
-        if Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists():
-            raise Conflict("this worker's test step has started: they can no longer be filtered")
+        started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
+        refusal = filter_refusal(enrollment.state, int(started))
+        if refusal:
+            raise Conflict(refusal)
         transition(enrollment, State.FILTERED, actor=actor, action="filter by researcher", reason=reason)
         return enrollment
 
@@ -603,14 +595,15 @@ def reinstate_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enro
     reason = _require_reason(reason)
     with transaction.atomic():
         enrollment = _load(enrollment_id, lock=True)
-        if enrollment.state != State.FILTERED:
-            raise Conflict(f"only a filtered worker can be reinstated (this one is {enrollment.state})")
+        refusal = reinstate_refusal(enrollment.state)
+        if refusal:
+            raise Conflict(refusal)
         Cohort.objects.select_for_update().filter(pk=enrollment.cohort_id).first()
         taken = Enrollment.objects.filter(cohort=enrollment.cohort, state__in=HOLDS_SLOT).count()
-        if taken >= enrollment.cohort.target:
-            raise Conflict("the cohort is full: its places were taken after this worker was filtered")
-        target = State.TESTING if enrollment.training_finished_at or not enrollment.cohort.shots else State.TRAINING
-        transition(enrollment, target, actor=actor, action="reinstate", reason=reason)
+        refusal = reinstate_refusal(enrollment.state, taken=taken, target=enrollment.cohort.target)
+        if refusal:
+            raise Conflict(refusal)
+        transition(enrollment, reinstate_state(enrollment), actor=actor, action="reinstate", reason=reason)
         return enrollment
 
 

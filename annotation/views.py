@@ -11,8 +11,19 @@ from django.views.decorators.http import require_GET
 from clues_platform import ratelimit
 
 from . import services, session
+from .protocol import JoinRefusal
 
 WORK_PATH = "/work/"  # the worker UI (annotation.ui_urls)
+# The HTTP status of each reason a join is refused (annotation.protocol.JoinRefusal).
+JOIN_STATUS = {
+    JoinRefusal.INVALID_LINK: 404,
+    JoinRefusal.BAD_PARAMETER: 400,
+    JoinRefusal.LOGIN_REQUIRED: 403,
+    JoinRefusal.NOT_ALLOWED: 403,
+    JoinRefusal.CLOSED: 403,
+    JoinRefusal.FULL: 409,
+    JoinRefusal.ALREADY_EXPOSED: 409,
+}
 
 
 @never_cache
@@ -35,7 +46,8 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         outcome = services.join(token, request.GET, user=request.user,
                                 bound_enrollment_id=session.bound_enrollment_id(request))
     except services.JoinRefused as refused:
-        return render(request, "annotation/join_refused.html", {"message": refused.message}, status=refused.status)
+        return render(request, "annotation/join_refused.html", {"message": refused.message},
+                      status=JOIN_STATUS[refused.reason])
     if outcome.preview:
         cohort = outcome.cohort
         return render(request, "annotation/mturk_preview.html",

@@ -5,6 +5,7 @@ from django.test import Client
 
 from annotation import services
 from annotation.models import Enrollment, Worker
+from annotation.protocol import JoinRefusal
 from tests.annotation.helpers import WorkerClient, cohort, join, make_study, prolific
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -30,7 +31,7 @@ def test_one_cohort_per_task_per_worker_ever_across_studies():
     for other in (cohort(first, "sst2", 0), cohort(second, "sst2", 0)):
         with pytest.raises(services.JoinRefused) as refused:
             join(other, "P1")
-        assert refused.value.status == 409
+        assert refused.value.reason == JoinRefusal.ALREADY_EXPOSED  # rule 1; the page answers 409
     page = WorkerClient(cohort(second, "sst2", 0), "P1").join_response
     assert page.status_code == 409
     assert "already taken part" in page.content.decode()
