@@ -7,6 +7,7 @@ from django.db import connection
 
 from annotation import services
 from annotation.models import Answer, Enrollment
+from annotation.protocol import JoinRefusal
 from tasks_data.models import Example, Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,7 +73,7 @@ def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enr
     joined = [r for r in results if isinstance(r, int)]
     refused = [r for r in results if isinstance(r, services.JoinRefused)]
     assert len(joined) == 3
-    assert len(refused) == 17 and all(r.status == 409 for r in refused), results
+    assert len(refused) == 17 and all(r.reason == JoinRefusal.FULL for r in refused), results
     assert Enrollment.objects.filter(cohort=cohort).count() == 3
 
 
