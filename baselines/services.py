@@ -48,12 +48,6 @@ def resolve_model_path(name: str) -> str | None:
 
 
 @dataclass
-class PlannedRun:
-    run: BaselineRun
-    created: bool
-
-
-@dataclass
 class Skipped:
     task: str
     method: str
