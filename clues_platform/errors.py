@@ -11,6 +11,8 @@ from django.http import HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.defaults import server_error as django_server_error
 
+from clues_platform.http import wants_json
+
 RETRY_AFTER_SECONDS = "5"
 UNAVAILABLE = "The service is briefly unavailable (database connection lost). Please retry in a few seconds."
 
@@ -28,7 +30,7 @@ def _database_down(exc: BaseException | None) -> bool:
 def server_error(request, *args, **kwargs):
     """handler500: Django calls it inside the except block, so the exception is at hand."""
     if _database_down(sys.exc_info()[1]):
-        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        if wants_json(request):
             response = JsonResponse({"detail": UNAVAILABLE}, status=503)
         else:
             response = HttpResponse(f"<!doctype html><title>Briefly unavailable</title><p>{UNAVAILABLE}</p>",

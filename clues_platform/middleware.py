@@ -8,10 +8,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 
+from clues_platform.http import wants_json
+
 
 def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
     """A short refusal: JSON (``detail``) for the API and JSON clients, a small HTML page otherwise."""
-    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+    if wants_json(request):
         return JsonResponse({"detail": message}, status=status)
     return HttpResponse(f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1>"
                         f"<p>{escape(message)}</p>", status=status)

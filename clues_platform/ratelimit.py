@@ -36,6 +36,8 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from clues_platform.http import wants_json
+
 log = logging.getLogger(__name__)
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -120,7 +122,7 @@ def reached(scope: str, subject: str, rate: Rate | None) -> int | None:
 
 def too_many_requests(request: HttpRequest, message: str, retry_after: int) -> HttpResponse:
     """429 with a message: JSON (``detail``) for the API or a JSON client, else a short HTML page."""
-    if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+    if wants_json(request):
         response = JsonResponse({"detail": message}, status=429)
     else:
         response = HttpResponse(f"<!doctype html><title>Too many requests</title><h1>Too many requests</h1>"

@@ -1,0 +1,10 @@
+"""Small HTTP helpers shared by the project's own responses (errors, refusals, rate limits)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+
+def wants_json(request: HttpRequest) -> bool:
+    """An API path or a client asking for JSON: answer ``{"detail": ...}`` rather than an HTML page."""
+    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
