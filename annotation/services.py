@@ -207,8 +207,8 @@ def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, 
 def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_id: int | None = None) -> JoinOutcome:
     """Enroll a worker through a cohort's join link, or take a returning worker back.
 
-    Raises JoinRefused (404 unknown link, 400 missing parameter, 403 closed / not allowed,
-    409 full or already exposed to the task).
+    Raises JoinRefused with a reason code (protocol.JoinRefusal: invalid link, bad parameter, login
+    required, not allowed, closed, full, already exposed); annotation.views picks the HTTP status.
     """
     cohort = Cohort.objects.select_related("study", "task").filter(join_token=token).first()
     if cohort is None:
