@@ -23,6 +23,7 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
 from tasks_data.registry import TASKS, Category
+from tasks_data.selectors import unproducible_training_counts
 
 from . import exports, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
@@ -127,7 +128,8 @@ def study_new(request: HttpRequest) -> HttpResponse:
         status = 400
     else:
         form = StudyForm()
-    return render(request, "dashboard/study_new.html", {"form": form}, status=status)
+    return render(request, "dashboard/study_new.html",
+                  {"form": form, "unproducible": unproducible_training_counts()}, status=status)
 
 
 def _grid_context(study: Study) -> dict:

@@ -24,7 +24,7 @@ from django.db.models import ProtectedError, RestrictedError
 
 from .clues_format import CluesFormatError, Record, parse_file
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import SHOTS, TASKS, TaskSpec
+from .registry import SHOTS, TASKS, AnswerKind, TaskSpec
 
 OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
@@ -266,8 +266,20 @@ def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -
 # ---------------------------------------------------------------- writing
 
 
-def _example_fields(record: Record) -> dict:
+def gold_unproducible(kind: AnswerKind, gold, context: str) -> bool:
+    """Whether no answer marked in the context can score S1 1 (with MRC's default best alternative).
+
+    Spans: some gold name is not in the context; MRC: none of the alternatives is. Labels never.
+    """
+    if kind is AnswerKind.LABEL or not gold:
+        return False
+    missing = [g for g in gold if g not in context]
+    return bool(missing) if kind is AnswerKind.SPANS else len(missing) == len(gold)
+
+
+def _example_fields(record: Record, kind: AnswerKind) -> dict:
     return {
+        "gold_unproducible": gold_unproducible(kind, record.gold, record.context),
         "clues_id": record.clues_id,
         "context": record.context,
         "hypothesis": record.hypothesis,
@@ -279,7 +291,8 @@ def _example_fields(record: Record) -> dict:
     }
 
 
-_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates")
+_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates",
+                   "gold_unproducible")
 
 
 def _test_identity(record: Record) -> str:
@@ -288,15 +301,17 @@ def _test_identity(record: Record) -> str:
 
 def _write_task(data: TaskData, source: str) -> None:
     task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
+    kind = data.spec.answer_kind
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
-        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position, **_example_fields(record)}
+        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position,
+                                          **_example_fields(record, kind)}
     positions: dict[str, int] = {}
     for _, rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         for position, record in enumerate(rows):
             positions.setdefault(record.content_key, position)
     for key, record in data.training_examples.items():
-        wanted[key] = {"role": Example.Role.TRAIN, "position": positions[key], **_example_fields(record)}
+        wanted[key] = {"role": Example.Role.TRAIN, "position": positions[key], **_example_fields(record, kind)}
 
     existing = {e.identity: e for e in Example.objects.filter(task=task)}
     to_create, to_update = [], []

@@ -45,6 +45,13 @@ class Example(models.Model):
     genre = models.CharField(max_length=40, blank=True, help_text="MNLI only.")
     is_impossible = models.BooleanField(null=True, blank=True, help_text="SQuADv2 and ReCoRD.")
     candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD: [[start, end), ...] end exclusive.")
+    # The data's quirks (apostrophes dropped, two names merged: "MOODY S"): no answer marked in the
+    # context can reach S1 1. Set at import (importer.gold_unproducible); a training item flagged so
+    # is left out of the training S1 that filters workers.
+    gold_unproducible = models.BooleanField(
+        default=False,
+        help_text="A gold string cannot be found in the context (MRC: no alternative can): full credit is impossible.",
+    )
 
     class Meta:
         ordering = ["task", "role", "position"]
