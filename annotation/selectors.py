@@ -286,15 +286,16 @@ def learning_curves(study: Study) -> list[dict]:
 def prediction_rows(enrollment: Enrollment) -> list[dict]:
     """One annotator's test answers in the CLUES prediction format, in test-file order (1 query).
 
-    ``[{"id": <CLUES id>, "prediction": [strings]}, ...]``, spelled as the data spells answers
+    ``[{"id": <CLUES id>, "prediction": [strings]}, ...]``, spelled as the data spells ids and answers
     (``tasks_data.scoring.as_published``: NER "no entity" is ``[""]``), so that the official
     ``eval/S1.py`` with the gold as published gives the platform's number; ``manage.py score``
     reads it too.
     """
     kind = enrollment.cohort.task.spec.answer_kind
-    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
-               .order_by("example__position").values_list("example__clues_id", "texts"))
-    return [{"id": clues_id, "prediction": as_published(kind, texts)} for clues_id, texts in answers]
+    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).order_by("example__position")
+               .values_list("example__clues_id", "example__clues_id_is_number", "texts"))
+    return [{"id": int(clues_id) if number else clues_id, "prediction": as_published(kind, texts)}
+            for clues_id, number, texts in answers]
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:

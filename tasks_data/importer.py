@@ -45,6 +45,7 @@ class TaskData:
     test: list[Record]
     train: dict[tuple[int, int], list[Record]]  # (shots, split) -> rows in file order
     chains: list[dict[int, int]] = field(default_factory=list)  # [{10: split, 20: split, 30: split}]
+    test_number_ids: frozenset[str] = frozenset()  # test ids the file writes as JSON numbers (SST-2)
 
     @property
     def training_examples(self) -> dict[str, Record]:
@@ -132,6 +133,12 @@ def _release_files(path: Path) -> dict[str, str]:
     return files
 
 
+def _number_ids(text: str) -> frozenset[str]:
+    """Ids a (valid) file writes as JSON numbers, so that exports can write them back the same way."""
+    rows = (json.loads(line) for line in text.split("\n") if line.strip())
+    return frozenset(str(r["id"]) for r in rows if isinstance(r["id"], int) and not isinstance(r["id"], bool))
+
+
 def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]], errors: list[str]):
     """Follow each 10-shot file into the one 20-shot and the one 30-shot file containing it."""
     keys = {k: {r.content_key for r in rows} for k, rows in train.items()}
@@ -217,7 +224,7 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
     if len(errors) > start:
         return None
 
-    data = TaskData(spec, test, train)
+    data = TaskData(spec, test, train, test_number_ids=_number_ids(mine[spec.test_filename]))
     gold_by_key: dict[str, tuple] = {}
     for (shots, split), rows in train.items():
         for number, record in enumerate(rows, start=1):
@@ -277,9 +284,10 @@ def gold_unproducible(kind: AnswerKind, gold, context: str) -> bool:
     return bool(missing) if kind is AnswerKind.SPANS else len(missing) == len(gold)
 
 
-def _example_fields(record: Record, kind: AnswerKind) -> dict:
+def _example_fields(record: Record, kind: AnswerKind, number_ids: frozenset[str] = frozenset()) -> dict:
     return {
         "gold_unproducible": gold_unproducible(kind, record.gold, record.context),
+        "clues_id_is_number": record.clues_id in number_ids,
         "clues_id": record.clues_id,
         "context": record.context,
         "hypothesis": record.hypothesis,
@@ -292,7 +300,7 @@ def _example_fields(record: Record, kind: AnswerKind) -> dict:
 
 
 _EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates",
-                   "gold_unproducible")
+                   "gold_unproducible", "clues_id_is_number")
 
 
 def _test_identity(record: Record) -> str:
@@ -305,7 +313,7 @@ def _write_task(data: TaskData, source: str) -> None:
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
         wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position,
-                                          **_example_fields(record, kind)}
+                                          **_example_fields(record, kind, data.test_number_ids)}
     positions: dict[str, int] = {}
     for _, rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         for position, record in enumerate(rows):

@@ -37,6 +37,8 @@ class Example(models.Model):
     # file (it repeats a few CoNLL03 sentences under different ids), so theirs includes the id.
     identity = models.CharField(max_length=64)
     clues_id = models.CharField(max_length=100, help_text="The id as given in the CLUES file.")
+    clues_id_is_number = models.BooleanField(
+        default=False, help_text="Test items: the file writes the id as a JSON number (SST-2), and exports do too.")
     position = models.PositiveIntegerField(help_text="Line number in the test file; first file seen for training.")
     context = models.TextField(help_text="The context; for MNLI the premise.")
     hypothesis = models.TextField(blank=True, help_text="MNLI only.")

@@ -16,6 +16,10 @@ def flag(apps, schema_editor):
         if gold and (bool(missing) if example.task.slug in _SPANS else len(missing) == len(gold)):
             flagged.append(example.pk)
     Example.objects.filter(pk__in=flagged).update(gold_unproducible=True)
+    # SST-2 test ids are row numbers, written as JSON numbers (the official and demo data).
+    numbers = [pk for pk, clues_id in Example.objects.filter(task__slug="sst2", role="test")
+               .values_list("pk", "clues_id") if clues_id.isdigit()]
+    Example.objects.filter(pk__in=numbers).update(clues_id_is_number=True)
 
 
 class Migration(migrations.Migration):
@@ -31,6 +35,14 @@ class Migration(migrations.Migration):
                 default=False,
                 help_text="A gold string cannot be found in the context (MRC: no alternative can): full credit is "
                           "impossible.",
+            ),
+        ),
+        migrations.AddField(
+            model_name="example",
+            name="clues_id_is_number",
+            field=models.BooleanField(
+                default=False,
+                help_text="Test items: the file writes the id as a JSON number (SST-2), and exports do too.",
             ),
         ),
         migrations.RunPython(flag, migrations.RunPython.noop),

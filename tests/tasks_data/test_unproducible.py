@@ -10,6 +10,7 @@ import importlib
 import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
+from django.db.models import Count
 from django.test import Client
 
 from annotation import services
@@ -54,11 +55,17 @@ def test_flagged_at_import_as_the_data_readme_lists(official):
     assert report["conll03"] == (0, 4) and report["wikiann"] == (9, 5)  # what the importer already warned about
 
 
-def test_migration_flags_rows_imported_before_the_field(official):
+def number_ids() -> dict:
+    return dict(Example.objects.filter(clues_id_is_number=True).values_list("task__slug").annotate(n=Count("pk")))
+
+
+def test_migration_flags_rows_imported_before_the_fields(official):
+    assert number_ids() == {"sst2": 210}  # the importer: SST-2 test ids are JSON numbers, no other task's
     migration = importlib.import_module("tasks_data.migrations.0003_i12_unproducible")
-    Example.objects.update(gold_unproducible=False)
+    Example.objects.update(gold_unproducible=False, clues_id_is_number=False)
     migration.flag(django_apps, None)
     assert flagged() == FLAGGED
+    assert number_ids() == {"sst2": 210}
 
 
 def test_counts_per_chain_and_shots_and_on_the_study_form(official):
