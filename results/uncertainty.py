@@ -26,6 +26,7 @@ Plain numpy/scipy, no Django import.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,18 @@ def _matrix(matrix) -> np.ndarray:
     if not np.isfinite(m).all():
         raise ValueError("the matrix holds missing or non-finite S1 values")
     return m
+
+
+def cell_matrix(scores: Mapping[Hashable, Mapping[Hashable, float]]) -> np.ndarray:
+    """``{annotator: {item: S1}}`` -> the annotators x items matrix (items in sorted order).
+
+    Every annotator of a cell answered the same test items; a missing one is refused.
+    """
+    items = sorted({item for per_item in scores.values() for item in per_item})
+    missing = [(a, i) for a, per_item in scores.items() for i in items if i not in per_item]
+    if missing:
+        raise ValueError(f"{len(missing)} (annotator, item) score(s) missing, e.g. {missing[0]!r}")
+    return np.array([[per_item[i] for i in items] for per_item in scores.values()], dtype=float)
 
 
 @dataclass(frozen=True)

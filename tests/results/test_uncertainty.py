@@ -8,7 +8,13 @@ items drawn afresh for every simulation, so the target is the population mean mu
 import numpy as np
 import pytest
 
-from results.uncertainty import annotators_needed, bootstrap_interval, expected_width, variance_components
+from results.uncertainty import (
+    annotators_needed,
+    bootstrap_interval,
+    cell_matrix,
+    expected_width,
+    variance_components,
+)
 
 MU = 0.7
 
@@ -103,3 +109,10 @@ def test_planner_monotonic_floor_and_bootstrap_agreement():
     truth = variance_components(cohort(rng, 400, 200, **TRUE))
     widths = [bootstrap_interval(cohort(rng, 12, 200, **TRUE), seed=s, resamples=500).width for s in range(40)]
     assert 0.75 < np.median(widths) / expected_width(truth, 12) < 1.3
+
+
+def test_cell_matrix_aligns_items_and_refuses_gaps():
+    m = cell_matrix({"A": {2: 0.5, 1: 1.0}, "B": {1: 0.0, 2: 0.25}})
+    assert m.tolist() == [[1.0, 0.5], [0.0, 0.25]]
+    with pytest.raises(ValueError, match="1 \\(annotator, item\\) score\\(s\\) missing"):
+        cell_matrix({"A": {1: 1.0, 2: 0.5}, "B": {1: 0.0}})
