@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from tasks_data.registry import TASKS
+from tasks_data.selectors import unproducible_training_counts
 
 from . import presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
@@ -119,7 +120,8 @@ def study_new(request: HttpRequest) -> HttpResponse:
         status = 400
     else:
         form = StudyForm()
-    return render(request, "dashboard/study_new.html", {"form": form}, status=status)
+    return render(request, "dashboard/study_new.html",
+                  {"form": form, "unproducible": unproducible_training_counts()}, status=status)
 
 
 def _grid_context(study: Study) -> dict:

@@ -27,6 +27,7 @@ from django.db.models import Count, QuerySet
 
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
+from tasks_data.scoring import as_published
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
 from .protocol import HOLDS_SLOT, State
@@ -233,12 +234,16 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
 def prediction_rows(enrollment: Enrollment) -> list[dict]:
     """One annotator's test answers in the CLUES prediction format, in test-file order (1 query).
 
-    ``[{"id": <CLUES id>, "prediction": [strings]}, ...]``: scorable by the official eval and
-    by ``manage.py score``.
+    ``[{"id": <CLUES id>, "prediction": [strings]}, ...]``, spelled as the data spells ids and answers
+    (``tasks_data.scoring.as_published``: NER "no entity" is ``[""]``), so that the official
+    ``eval/S1.py`` with the gold as published gives the platform's number; ``manage.py score``
+    reads it too.
     """
-    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
-               .order_by("example__position").values_list("example__clues_id", "texts"))
-    return [{"id": clues_id, "prediction": list(texts)} for clues_id, texts in answers]
+    kind = enrollment.cohort.task.spec.answer_kind
+    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).order_by("example__position")
+               .values_list("example__clues_id", "example__clues_id_is_number", "texts"))
+    return [{"id": int(clues_id) if number else clues_id, "prediction": as_published(kind, texts)}
+            for clues_id, number, texts in answers]
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:

@@ -551,9 +551,16 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
 
 
 def _finish_training(enrollment: Enrollment, now: datetime) -> None:
-    """Rule 4: compute the training S1 and let the study's filtering rule decide."""
+    """Rule 4: compute the training S1 and let the study's filtering rule decide.
+
+    Items whose gold cannot be marked exactly (``Example.gold_unproducible``, the data's quirks)
+    are left out of this S1: no worker can get them right. Their answers stay stored and scored.
+    """
     study = enrollment.cohort.study
-    own = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING).aggregate(s=Avg("s1"))["s"]
+    answers = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING)
+    own = answers.exclude(example__gold_unproducible=True).aggregate(s=Avg("s1"))["s"]
+    if own is None:  # every item unproducible (not in the official data): all of them count
+        own = answers.aggregate(s=Avg("s1"))["s"]
     enrollment.training_s1, enrollment.training_finished_at = own, now
     # The others who finished training in the same cohort (same study, task and shots).
     others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)

@@ -245,6 +245,7 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
         verdict="correct" if answer.s1 >= 0.999 else ("partly" if answer.s1 > 0 else "wrong"),
         last_training_item=answer.position + 1 >= order_total,
         next_state=enrollment.state,
+        gold_unproducible=example.gold_unproducible,  # the data's quirk: not counted against the worker
     )
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}

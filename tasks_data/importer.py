@@ -24,7 +24,7 @@ from django.db.models import ProtectedError, RestrictedError
 
 from .clues_format import CluesFormatError, Record, parse_file
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import SHOTS, TASKS, TaskSpec
+from .registry import SHOTS, TASKS, AnswerKind, TaskSpec
 
 OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
@@ -45,6 +45,7 @@ class TaskData:
     test: list[Record]
     train: dict[tuple[int, int], list[Record]]  # (shots, split) -> rows in file order
     chains: list[dict[int, int]] = field(default_factory=list)  # [{10: split, 20: split, 30: split}]
+    test_number_ids: frozenset[str] = frozenset()  # test ids the file writes as JSON numbers (SST-2)
 
     @property
     def training_examples(self) -> dict[str, Record]:
@@ -132,6 +133,12 @@ def _release_files(path: Path) -> dict[str, str]:
     return files
 
 
+def _number_ids(text: str) -> frozenset[str]:
+    """Ids a (valid) file writes as JSON numbers, so that exports can write them back the same way."""
+    rows = (json.loads(line) for line in text.split("\n") if line.strip())
+    return frozenset(str(r["id"]) for r in rows if isinstance(r["id"], int) and not isinstance(r["id"], bool))
+
+
 def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]], errors: list[str]):
     """Follow each 10-shot file into the one 20-shot and the one 30-shot file containing it."""
     keys = {k: {r.content_key for r in rows} for k, rows in train.items()}
@@ -217,7 +224,7 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
     if len(errors) > start:
         return None
 
-    data = TaskData(spec, test, train)
+    data = TaskData(spec, test, train, test_number_ids=_number_ids(mine[spec.test_filename]))
     gold_by_key: dict[str, tuple] = {}
     for (shots, split), rows in train.items():
         for number, record in enumerate(rows, start=1):
@@ -266,8 +273,21 @@ def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -
 # ---------------------------------------------------------------- writing
 
 
-def _example_fields(record: Record) -> dict:
+def gold_unproducible(kind: AnswerKind, gold, context: str) -> bool:
+    """Whether no answer marked in the context can score S1 1 (with MRC's default best alternative).
+
+    Spans: some gold name is not in the context; MRC: none of the alternatives is. Labels never.
+    """
+    if kind is AnswerKind.LABEL or not gold:
+        return False
+    missing = [g for g in gold if g not in context]
+    return bool(missing) if kind is AnswerKind.SPANS else len(missing) == len(gold)
+
+
+def _example_fields(record: Record, kind: AnswerKind, number_ids: frozenset[str] = frozenset()) -> dict:
     return {
+        "gold_unproducible": gold_unproducible(kind, record.gold, record.context),
+        "clues_id_is_number": record.clues_id in number_ids,
         "clues_id": record.clues_id,
         "context": record.context,
         "hypothesis": record.hypothesis,
@@ -279,7 +299,8 @@ def _example_fields(record: Record) -> dict:
     }
 
 
-_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates")
+_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates",
+                   "gold_unproducible", "clues_id_is_number")
 
 
 def _test_identity(record: Record) -> str:
@@ -288,15 +309,17 @@ def _test_identity(record: Record) -> str:
 
 def _write_task(data: TaskData, source: str) -> None:
     task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
+    kind = data.spec.answer_kind
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
-        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position, **_example_fields(record)}
+        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position,
+                                          **_example_fields(record, kind, data.test_number_ids)}
     positions: dict[str, int] = {}
     for _, rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         for position, record in enumerate(rows):
             positions.setdefault(record.content_key, position)
     for key, record in data.training_examples.items():
-        wanted[key] = {"role": Example.Role.TRAIN, "position": positions[key], **_example_fields(record)}
+        wanted[key] = {"role": Example.Role.TRAIN, "position": positions[key], **_example_fields(record, kind)}
 
     existing = {e.identity: e for e in Example.objects.filter(task=task)}
     to_create, to_update = [], []

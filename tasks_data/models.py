@@ -37,6 +37,8 @@ class Example(models.Model):
     # file (it repeats a few CoNLL03 sentences under different ids), so theirs includes the id.
     identity = models.CharField(max_length=64)
     clues_id = models.CharField(max_length=100, help_text="The id as given in the CLUES file.")
+    clues_id_is_number = models.BooleanField(
+        default=False, help_text="Test items: the file writes the id as a JSON number (SST-2), and exports do too.")
     position = models.PositiveIntegerField(help_text="Line number in the test file; first file seen for training.")
     context = models.TextField(help_text="The context; for MNLI the premise.")
     hypothesis = models.TextField(blank=True, help_text="MNLI only.")
@@ -45,6 +47,13 @@ class Example(models.Model):
     genre = models.CharField(max_length=40, blank=True, help_text="MNLI only.")
     is_impossible = models.BooleanField(null=True, blank=True, help_text="SQuADv2 and ReCoRD.")
     candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD: [[start, end), ...] end exclusive.")
+    # The data's quirks (apostrophes dropped, two names merged: "MOODY S"): no answer marked in the
+    # context can reach S1 1. Set at import (importer.gold_unproducible); a training item flagged so
+    # is left out of the training S1 that filters workers.
+    gold_unproducible = models.BooleanField(
+        default=False,
+        help_text="A gold string cannot be found in the context (MRC: no alternative can): full credit is impossible.",
+    )
 
     class Meta:
         ordering = ["task", "role", "position"]

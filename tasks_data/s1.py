@@ -15,10 +15,22 @@ after stripping is no answer: CLUES writes the empty set as ``[""]``, so ``[""]`
 ``[]`` are the same set on either side. Lists are taken as sets: order and repeats do
 not matter.
 
-Machine reading comprehension (SQuADv2, ReCoRD) gold is a list of *alternative*
-answers, any one of which is right. There the instance score is the best S1 over the
-alternatives, each taken as a one-element gold set; an empty list of alternatives is the
-empty gold set (an unanswerable SQuADv2 question).
+``strict=True`` is the official ``_s1_entry`` exactly: lists are taken literally, so no
+stripping, and ``[""]`` is the one-element set {""} (not the empty set). The official
+files agree with the default wherever their conventions are kept (NER "no entity" as
+``[""]`` on both sides; see ``tasks_data.scoring.as_published``).
+
+The MRC gold rule is a choice (``mrc_gold``). Machine reading comprehension (SQuADv2,
+ReCoRD) gold is the published list of answers. For SQuADv2 items with several distinct
+gold answers (55 of 200 test items), the platform scores, by default, the best single
+alternative (``mrc_gold="best"``, the SQuAD convention: each alternative taken as a
+one-element gold set, the item's score is the best of them; an empty list is the empty
+gold set, an unanswerable question). Taking the published answer list as the gold *set*
+(``mrc_gold="set"``, the literal reading of ``eval/S1.py``) gives different numbers: a
+perfect one-span predictor gets 100.0 vs 88.8 on the SQuADv2 test set, and a study's
+SQuADv2 cell 72.5 ± 3.5 vs 64.7 ± 2.6. The release does not say which the authors used.
+Every place that produces a score offers both readings (``MRC_GOLD_NOTE`` says this in
+exports). ReCoRD lists one distinct answer per test item, so there the two agree.
 
 A corpus S1 is the mean of the instance scores; tables show it as a percentage with one
 decimal (``percent``).
@@ -28,15 +40,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+MRC_GOLD = ("best", "set")  # the default first
+MRC_GOLD_NOTE = {
+    "best": ("MRC gold rule: best single alternative (the SQuAD convention): an item with several distinct "
+             "published answers scores the best of them, each taken as a one-element gold set. The literal "
+             "reading of the official eval/S1.py (the published answer list as one gold set, mrc_gold=set) "
+             "gives lower SQuADv2 numbers; the CLUES release does not say which the authors used."),
+    "set": ("MRC gold rule: the published answer list as one gold set (the literal reading of the official "
+            "eval/S1.py). The platform's default is the best single alternative (the SQuAD convention, "
+            "mrc_gold=best); the CLUES release does not say which the authors used."),
+}
+
+
+def check_mrc_gold(mrc_gold: str) -> str:
+    if mrc_gold not in MRC_GOLD:
+        raise ValueError(f"mrc_gold must be one of {', '.join(MRC_GOLD)}, got {mrc_gold!r}")
+    return mrc_gold
+
 
 def as_set(spans: Iterable[str]) -> frozenset[str]:
     """The answer set a list of strings stands for (stripped, empty strings dropped)."""
     return frozenset(s for s in (str(x).strip() for x in spans) if s)
 
 
-def instance_s1(prediction: Iterable[str], gold: Iterable[str]) -> float:
-    """Equation (1) for one instance: set F1 of the prediction against the gold set."""
-    p_set, g_set = as_set(prediction), as_set(gold)
+def _set_f1(p_set: frozenset | set, g_set: frozenset | set) -> float:
     if not p_set and not g_set:
         return 1.0
     if not p_set or not g_set:
@@ -49,15 +76,26 @@ def instance_s1(prediction: Iterable[str], gold: Iterable[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def item_s1(prediction: Iterable[str], gold: Sequence[str], *, alternatives: bool) -> float:
-    """S1 of one item; ``alternatives`` says the gold list holds MRC alternatives."""
-    if not alternatives:
-        return instance_s1(prediction, gold)
+def instance_s1(prediction: Iterable[str], gold: Iterable[str], *, strict: bool = False) -> float:
+    """Equation (1) for one instance: set F1 of the prediction against the gold set.
+
+    ``strict``: the lists are taken literally, as the official ``_s1_entry`` does.
+    """
+    if strict:
+        return _set_f1(set(prediction), set(gold))
+    return _set_f1(as_set(prediction), as_set(gold))
+
+
+def item_s1(prediction: Iterable[str], gold: Sequence[str], *, alternatives: bool,
+            mrc_gold: str = "best", strict: bool = False) -> float:
+    """S1 of one item; ``alternatives`` says the gold list holds MRC answers (``mrc_gold`` reads them)."""
+    if not alternatives or check_mrc_gold(mrc_gold) == "set":
+        return instance_s1(prediction, gold, strict=strict)
     prediction = list(prediction)
-    options = as_set(gold)
+    options = list(dict.fromkeys(gold)) if strict else sorted(as_set(gold))
     if not options:
-        return instance_s1(prediction, ())
-    return max(instance_s1(prediction, (option,)) for option in options)
+        return instance_s1(prediction, (), strict=strict)
+    return max(instance_s1(prediction, (option,), strict=strict) for option in options)
 
 
 def corpus_s1(scores: Iterable[float]) -> float:
@@ -69,11 +107,12 @@ def corpus_s1(scores: Iterable[float]) -> float:
 
 
 def eval_s1(predictions: Sequence[Iterable[str]], golds: Sequence[Sequence[str]], *,
-            alternatives: bool = False) -> float:
+            alternatives: bool = False, mrc_gold: str = "best", strict: bool = False) -> float:
     """Corpus S1 of parallel lists, like the official ``eval_S1(pred, ans)``."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold answers")
-    return corpus_s1(item_s1(p, g, alternatives=alternatives) for p, g in zip(predictions, golds, strict=True))
+    return corpus_s1(item_s1(p, g, alternatives=alternatives, mrc_gold=mrc_gold, strict=strict)
+                     for p, g in zip(predictions, golds, strict=True))
 
 
 def percent(score: float) -> float:

@@ -2,7 +2,8 @@
 
 from django.db.models import Count, Q
 
-from .models import Example, Task, TrainingSet
+from .models import Example, Task, TrainingSet, TrainingSetItem
+from .registry import TASKS
 
 
 def task_overview() -> list[dict]:
@@ -34,3 +35,19 @@ def test_examples(task: Task):
 
 # Not a test, despite its name: test modules that import it must not have pytest collect it.
 test_examples.__test__ = False
+
+
+def unproducible_training_counts() -> list[dict]:
+    """Training items whose gold cannot be marked exactly, counted per task, chain and shots (1 query).
+
+    ``[{"task": slug, "task_name", "chain", "shots", "n"}, ...]`` with n > 0 only, in registry,
+    chain and shots order: for the study form (such items do not count in the training S1 used
+    for filtering; see ``annotation.services._finish_training``).
+    """
+    rows = (TrainingSetItem.objects.filter(example__gold_unproducible=True)
+            .values_list("training_set__task__slug", "training_set__chain", "training_set__shots")
+            .annotate(n=Count("pk")).order_by())
+    order = {slug: i for i, slug in enumerate(TASKS)}
+    return [{"task": slug, "task_name": TASKS[slug].name if slug in TASKS else slug, "chain": chain,
+             "shots": shots, "n": n}
+            for slug, chain, shots, n in sorted(rows, key=lambda r: (order.get(r[0], len(order)), r[0], r[1], r[2]))]

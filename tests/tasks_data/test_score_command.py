@@ -133,3 +133,51 @@ def test_official_all_empty_conll03_in_clues_format(clues_data, tmp_path):
     path = prediction_file(tmp_path / "empty.jsonl",
                            [{"id": e.clues_id, "prediction": [""]} for e in test_examples(task)])
     assert score(path, "conll03") == "CoNLL03 S1 = 51.3 over 600 test items"
+
+
+# ---------------------------------------------------------------- line breaks, --strict, --mrc-gold
+
+
+def test_raw_u2028_inside_a_string_is_valid_jsonl(synthetic_data, tmp_path):
+    """JSON allows U+2028/U+2029/U+0085 raw inside a string: only real line breaks end a line."""
+    rows = gold_rows("conll03")
+    rows[0] = {"id": rows[0]["id"], "prediction": ["not\u2028a name\u0085here"]}
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows), encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    assert score(path, "conll03").startswith("CoNLL03 S1 = ")  # scored, not refused
+    # A real line break inside a row is refused, naming the line.
+    broken = json.dumps(rows[1]).replace(", ", ",\n", 1)
+    path.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n" + broken + "\n"
+                    + "".join(json.dumps(r) + "\n" for r in rows[2:]), encoding="utf-8")
+    with pytest.raises(CommandError, match="line 2: not valid JSON"):
+        score(path, "conll03")
+
+
+def test_strict_matches_the_official_function_on_whitespace_and_empty_spellings(synthetic_data, tmp_path):
+    rows = gold_rows("conll03")
+    padded = [{"id": r["id"], "prediction": [f" {p} " for p in r["prediction"]]} for r in rows]
+    path = prediction_file(tmp_path / "p.jsonl", padded)
+    assert "S1 = 100.0" in score(path, "conll03")
+    out = io.StringIO()
+    call_command("score", str(path), "--task", "conll03", "--strict", stdout=out, stderr=io.StringIO())
+    # Strict: no stripping, so every padded name misses; and the rows without a person, written []
+    # here, miss too: the official function compares [] with the data's [""] and finds them different.
+    assert out.getvalue().startswith("CoNLL03 S1 = 0.0 over 18")
+    as_published = [{"id": r["id"], "prediction": r["prediction"] or [""]} for r in rows]
+    out = io.StringIO()
+    call_command("score", str(prediction_file(path, as_published)), "--task", "conll03", "--strict",
+                 stdout=out, stderr=io.StringIO())
+    assert out.getvalue().startswith("CoNLL03 S1 = 100.0 over 18")
+
+
+def test_mrc_gold_option_and_note(clues_data, tmp_path):
+    """A perfect one-span predictor on SQuADv2: 100.0 with the best alternative, 88.8 with the set reading."""
+    path = prediction_file(tmp_path / "p.jsonl", gold_rows("squad2"))
+    for reading, expected in (("best", "100.0"), ("set", "88.8")):
+        out, err = io.StringIO(), io.StringIO()
+        call_command("score", str(path), "--task", "squad2", "--mrc-gold", reading, stdout=out, stderr=err)
+        assert out.getvalue().strip() == f"SQuADv2 S1 = {expected} over 200 test items"
+        assert "MRC gold rule" in err.getvalue() and "does not say which the authors used" in err.getvalue()
+    with pytest.raises(CommandError, match="invalid choice: 'any'"):
+        call_command("score", str(path), "--task", "squad2", "--mrc-gold", "any")
