@@ -14,8 +14,9 @@ import zipfile
 import pytest
 from django.core.management import call_command
 
-from annotation import exports, services
+from annotation import services
 from annotation.models import Answer
+from results import exports
 from tasks_data.models import Example, Task
 from tasks_data.registry import TASKS, AnswerKind
 from tasks_data.s1 import percent
