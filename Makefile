@@ -14,9 +14,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # One stamp per requirements set: a set is installed again only when one of its files changed.
-STAMP_RUNTIME := $(VENV)/.stamp-runtime
-STAMP_BASELINES := $(VENV)/.stamp-baselines
-STAMP_DEV := $(VENV)/.stamp-dev
+# (STAMP_DIR: tests/newcomer/test_readme_commands.py runs make on a scratch copy with the suite's environment.)
+STAMP_DIR ?= $(VENV)
+STAMP_RUNTIME := $(STAMP_DIR)/.stamp-runtime
+STAMP_BASELINES := $(STAMP_DIR)/.stamp-baselines
+STAMP_DEV := $(STAMP_DIR)/.stamp-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=

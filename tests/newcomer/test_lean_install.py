@@ -42,6 +42,7 @@ def test_the_lean_environment_really_lacks_torch(lean_env):
     assert result.returncode == 1 and "No module named 'torch'" in result.stderr
 
 
+@pytest.mark.slow
 def test_model_methods_without_torch_say_how_to_install(lean_env):
     result = lean(lean_env, "manage.py", "run_baselines", "--tasks", "sst2", "--shots", "10", check=False)
     assert result.returncode == 1
@@ -50,6 +51,7 @@ def test_model_methods_without_torch_say_how_to_install(lean_env):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_web_app_and_reference_baselines_run_without_torch(lean_env):
     lean(lean_env, "manage.py", "migrate", "--noinput", "-v0")
     lean(lean_env, "manage.py", "import_clues", "--demo")
