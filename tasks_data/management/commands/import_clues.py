@@ -83,7 +83,8 @@ class Command(BaseCommand):
             path = download_official(cache)
         except CluesImportError as exc:
             cache.mkdir(parents=True, exist_ok=True)
-            marker.write_text("; ".join(exc.errors) + "\n", encoding="utf-8")
+            # The reason only: the advice is given again when the marker is read.
+            marker.write_text("; ".join(e.split(". Set CLUES_DATA")[0] for e in exc.errors) + "\n", encoding="utf-8")
             raise
         marker.unlink(missing_ok=True)
         return path
