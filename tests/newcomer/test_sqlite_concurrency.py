@@ -12,10 +12,12 @@ import sqlite3
 import subprocess
 import threading
 from collections import Counter
+from contextlib import contextmanager
 
 import httpx
 import pytest
 
+from clues_platform.errors import BUSY
 from tests.newcomer.servers import PYTHON, REPO, free_port, manage, sqlite_env, stop, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -24,15 +26,18 @@ WORKERS = 20
 ANSWERS = 5  # per worker, after all have joined
 
 
-@pytest.fixture(scope="module")
-def sqlite_server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("sqlite-lab")
+@contextmanager
+def lab_server(tmp, workers: int, **env_extra):
+    """migrate, demo data, one launched SST-2 zero-shot cohort, then runserver (as `make run`) on a free port."""
     db = tmp / "db.sqlite3"
-    env = sqlite_env(db, DEBUG="1")
+    env = sqlite_env(db, **env_extra)
     manage(env, "migrate", "--noinput", "-v0")
+    if env.get("DEBUG") == "0":  # production serves the collected, hashed static files
+        env["STATIC_ROOT"] = str(tmp / "static")
+        manage(env, "collectstatic", "--noinput", "-v0")
     manage(env, "import_clues", "--demo")
     out = manage(env, "launch_study", "--name", "lab", "--tasks", "sst2", "--shots", "0",
-                 "--workers", str(WORKERS), "--no-filter-fraction")
+                 "--workers", str(workers), "--no-filter-fraction")
     join_path = next(line.split()[2] for line in out.splitlines() if line.startswith("sst2 0 "))
     port = free_port()
     log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed below)
@@ -45,6 +50,12 @@ def sqlite_server(tmp_path_factory):
     finally:
         stop(proc)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory):
+    with lab_server(tmp_path_factory.mktemp("sqlite-lab"), WORKERS, DEBUG="1") as server:
+        yield server
 
 
 def _worker(base: str, join_path: str, pid: str, barrier: threading.Barrier, results: dict) -> None:
@@ -102,3 +113,31 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
     assert all(n == 1 for *_, n in rows)
     stored = Counter(pid for pid, _, _ in rows)
     assert stored == {pid: len(ack) for pid, (_, ack) in results.items()}
+
+
+def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_through_after(tmp_path):
+    """Production settings (DEBUG=0, the error handlers), a 1-second lock wait and a writer that holds the lock."""
+    env = {"DEBUG": "0", "SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0",
+           "SECURE_COOKIES": "0", "SQLITE_TIMEOUT": "1", "JOIN_RATE_LIMIT": "0"}
+    with lab_server(tmp_path, 1, **env) as (base, join_path, db, log), httpx.Client(base_url=base, timeout=30) as c:
+        assert c.get(join_path, params={"PROLIFIC_PID": "busy1", "SESSION_ID": "s1"}).status_code == 302
+        headers = {"X-CSRFToken": c.cookies.get("csrftoken", ""), "Referer": base}
+        item = c.get("/api/work/current/").json()["item"]
+        answer = {"item": item["id"], "answer": [item["labels"][0]]}
+
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another writer keeps the lock past the 1-second wait
+        try:
+            api = c.post("/api/work/answer/", headers=headers, json=answer)
+            page = c.post("/work/answer/", headers=headers, data={"example_id": item["id"], "label": item["labels"][0]})
+        finally:
+            holder.rollback()
+            holder.close()
+        assert api.status_code == 503 and api.headers["Retry-After"] == "5"
+        assert api.json() == {"detail": BUSY}
+        assert page.status_code == 503 and BUSY in page.text and "Traceback" not in page.text
+
+        again = c.post("/api/work/answer/", headers=headers, json=answer)
+        assert again.status_code == 201, again.text
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM annotation_answer").fetchone()[0] == 1
