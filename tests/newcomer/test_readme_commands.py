@@ -190,10 +190,12 @@ def test_readme_commands_work_as_written(scratch):
             if reason:
                 skipped.append(f"{command.line}: {reason}")
                 continue
+            start = time.monotonic()
             if command.line.startswith(SERVERS):
                 ran.append(serve(command, root, env))
             else:
                 ran.append(run(command, root, env, official=official))
+            ran[-1] += f" ({time.monotonic() - start:.1f} s)"
     print("\n".join(["ran:", *ran, "skipped:", *skipped, f"in {time.monotonic() - began:.0f} s"]))
     assert len(ran) >= 15 and len(skipped) <= 10
-    assert any(r.startswith("make run: HTTP 200") for r in ran)
+    assert any(r.startswith("make run: HTTP 200 ") for r in ran)
