@@ -1,35 +1,61 @@
 # CLUES human-evaluation platform. Needs only Python 3.11 and make:
-#   make run    set up, import the data, create the local researcher login, serve on 127.0.0.1:$(PORT)
-#   make test   set up, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes options to pytest)
-#   make lint   ruff check
-#   make bench  run benchmarks/*.py
-# The virtual environment is created when missing and reinstalled only when requirements.txt changes.
+#   make run        set up (runtime packages only), import the data, create the local researcher login, serve
+#                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
+#   make test       set up everything, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes options)
+#   make lint       ruff check
+#   make bench      run benchmarks/*.py (BENCH=load runs one)
+#   make baselines  add torch + transformers for manage.py run_baselines
+#   make manage ARGS="import_clues --demo"   any manage.py command, in the virtual environment
+# The virtual environment (.venv) is created when missing; each requirements/*.txt set is installed again only
+# when its file changes.
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.stamp-requirements
+# One stamp per requirements set: a set is installed again only when one of its files changed.
+# (STAMP_DIR: tests/newcomer/test_readme_commands.py runs make on a scratch copy with the suite's environment.)
+STAMP_DIR ?= $(VENV)
+STAMP_RUNTIME := $(STAMP_DIR)/.stamp-runtime
+STAMP_BASELINES := $(STAMP_DIR)/.stamp-baselines
+STAMP_DEV := $(STAMP_DIR)/.stamp-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.DEFAULT_GOAL := help
-.PHONY: help venv run test lint bench
+ARGS ?=
 
+.DEFAULT_GOAL := help
+.PHONY: help venv run test lint bench baselines manage
+
+# The header above, with the address this make would serve on (make does not expand comments).
 help:
-	@sed -n '2,6s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '2,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST)) | sed 's/127\.0\.0\.1:8000/$(HOST):$(PORT)/'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt | $(PY)
-	$(PY) -m pip install -r requirements.txt
+$(STAMP_RUNTIME): requirements/runtime.txt | $(PY)
+	$(PY) -m pip install -r requirements/runtime.txt
 	@touch $@
 
-venv: $(STAMP)
+$(STAMP_BASELINES): requirements/baselines.txt requirements/runtime.txt | $(PY)
+	$(PY) -m pip install -r requirements/baselines.txt
+	@touch $@ $(STAMP_RUNTIME)
 
-run: $(STAMP)
+$(STAMP_DEV): requirements.txt requirements/dev.txt requirements/baselines.txt requirements/runtime.txt | $(PY)
+	$(PY) -m pip install -r requirements.txt
+	@touch $@ $(STAMP_BASELINES) $(STAMP_RUNTIME)
+
+# Everything (what CI installs).
+venv: $(STAMP_DEV)
+
+baselines: $(STAMP_BASELINES)
+
+manage: $(STAMP_RUNTIME)
+	$(PY) manage.py $(ARGS)
+
+run: $(STAMP_RUNTIME)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py import_clues --fallback-demo
 	@set -e; \
@@ -43,16 +69,16 @@ run: $(STAMP)
 	echo; \
 	exec $(PY) manage.py runserver $(HOST):$(PORT)
 
-test: $(STAMP)
+test: $(STAMP_DEV)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP_DEV)
 	$(PY) -m ruff check .
 
 # make bench                  every benchmarks/*.py but db_restart.py (it stops PostgreSQL for a few seconds)
 # make bench BENCH=load       one script: load, db_restart, fuzz_api, aggregate_study...
 BENCH ?=
-bench: $(STAMP)
+bench: $(STAMP_DEV)
 	@set -e; shopt -s nullglob; \
 	if [ -n "$(BENCH)" ]; then scripts=(benchmarks/$(BENCH).py); \
 	else scripts=(); for s in benchmarks/*.py; do [ "$$s" = benchmarks/db_restart.py ] || scripts+=("$$s"); done; fi; \

@@ -5,7 +5,8 @@ CLUES test item, about 24k test answers. The script builds one with bulk_create 
 transaction that it rolls back (the database is left as it was; it must be migrated), then
 times each results selector and counts its queries (django.test.utils.CaptureQueriesContext).
 
-    DATABASE_URL=postgres://... python benchmarks/aggregate_study.py [--data CLUES-JSON.zip]
+    make bench BENCH=aggregate_study     (PostgreSQL with DATABASE_URL=postgres://..., else the SQLite default)
+    .venv/bin/python benchmarks/aggregate_study.py [--data CLUES-JSON.zip]
         [--tasks sst2 mnli ...] [--shots 0 10 20 30] [--workers 3]
 
 The CLUES data is imported inside the same transaction when the database lacks it (from
@@ -160,6 +161,11 @@ def main(argv=None) -> int:
     from tasks_data.models import Task
     from tasks_data.registry import TASKS
 
+    if "annotation_answer" not in connection.introspection.table_names():
+        print(f"the database ({connection.vendor}: {connection.settings_dict['NAME']}) is not migrated: run "
+              "`make run` once, or `make manage ARGS=migrate`", file=sys.stderr)
+        return 2
+    print(f"database: {connection.vendor}")
     try:
         with transaction.atomic():
             wanted = args.tasks or list(TASKS)
@@ -175,7 +181,9 @@ def main(argv=None) -> int:
                   f"in {time.perf_counter() - began:.1f} s")
             with connection.cursor() as cursor:
                 # Fresh planner statistics, as a live database has them (autovacuum) but a just-filled one lacks.
-                cursor.execute("ANALYZE annotation_answer; ANALYZE annotation_enrollment; ANALYZE annotation_cohort")
+                # One statement per call: SQLite's driver runs only one at a time.
+                for table in ("annotation_answer", "annotation_enrollment", "annotation_cohort"):
+                    cursor.execute(f"ANALYZE {table}")
             print(f"{'':20s} {'first':>11s} {'again':>11s}")
             for name, first, again, queries in measure(study):
                 print(f"{name:20s} {first * 1000:8.1f} ms {again * 1000:8.1f} ms {queries:3d} queries")

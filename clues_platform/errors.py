@@ -15,6 +15,7 @@ from clues_platform.http import wants_json
 
 RETRY_AFTER_SECONDS = "5"
 UNAVAILABLE = "The service is briefly unavailable (database connection lost). Please retry in a few seconds."
+BUSY = "The service is busy (the database is locked by other requests). Please retry in a few seconds."
 
 
 def _database_down(exc: BaseException | None) -> bool:
@@ -29,11 +30,13 @@ def _database_down(exc: BaseException | None) -> bool:
 
 def server_error(request, *args, **kwargs):
     """handler500: Django calls it inside the except block, so the exception is at hand."""
-    if _database_down(sys.exc_info()[1]):
+    exc = sys.exc_info()[1]
+    if _database_down(exc):
+        message = BUSY if "database is locked" in str(exc) else UNAVAILABLE  # SQLite's lock wait ran out
         if wants_json(request):
-            response = JsonResponse({"detail": UNAVAILABLE}, status=503)
+            response = JsonResponse({"detail": message}, status=503)
         else:
-            response = HttpResponse(f"<!doctype html><title>Briefly unavailable</title><p>{UNAVAILABLE}</p>",
+            response = HttpResponse(f"<!doctype html><title>Briefly unavailable</title><p>{message}</p>",
                                     status=503)
         response["Retry-After"] = RETRY_AFTER_SECONDS
         return response

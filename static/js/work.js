@@ -415,7 +415,13 @@
     if (!e.detail.successful && form && document.body.contains(form)) {
       $$(form, "button").forEach(function (b) { b.disabled = false; });
       var w = $(form, "[data-widget]");
-      if (w) { say(w, "The server could not be reached. Your answer was not sent: please try again."); }
+      var code = e.detail.xhr ? e.detail.xhr.status : 0;  // 0: no response at all
+      if (w) {
+        say(w, code === 0 ? "The server could not be reached. Your answer was not sent: please try again."
+          : code === 503 ? "The server is busy for a moment. Your answer was not saved: please try again in a few seconds."
+          : "The server failed (error " + code + "). Your answer was not saved: please try again; if it happens " +
+            "again, tell the researcher.");
+      }
     }
   });
   document.addEventListener("htmx:afterSettle", function (e) {

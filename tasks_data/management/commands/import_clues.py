@@ -1,3 +1,4 @@
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -10,6 +11,10 @@ from tasks_data.registry import TASKS
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo" / "CLUES-JSON"
 DEMO_SOURCE = "demo data (invented, not CLUES)"
+# A failed download is remembered in the cache folder (its time and why), so that `make run` does not wait on
+# the network at every start; it is tried again after this long, or at once with --retry-download.
+FAILED_MARKER = "download-failed"
+RETRY_AFTER_SECONDS = 24 * 3600
 
 
 class Command(BaseCommand):
@@ -25,21 +30,29 @@ class Command(BaseCommand):
         parser.add_argument("--fallback-demo", action="store_true",
                             help="if the CLUES data cannot be found or downloaded, import the demo data "
                                  "(unless CLUES data is already imported: then keep it)")
+        parser.add_argument("--force", action="store_true",
+                            help="with --demo: replace CLUES data already imported by the demo data")
+        parser.add_argument("--retry-download", action="store_true",
+                            help="download again even if a download failed less than a day ago")
         parser.add_argument("--cache", default=str(settings.BASE_DIR / ".cache"),
                             help="where a downloaded zip is kept")
 
-    def handle(self, *args, path=None, demo=False, fallback_demo=False, cache=None, **options):
+    def handle(self, *args, path=None, demo=False, fallback_demo=False, force=False, retry_download=False,
+               cache=None, **options):
         if demo:
+            kept = self._official_source()
+            if kept and not force:
+                raise CommandError(f"CLUES data is already imported ({kept}); --demo would replace it by the "
+                                   "invented demo data. Add --force to do that anyway.")
             return self._import(DEMO_DATA, DEMO_SOURCE)
         path = path or settings.CLUES_DATA
         if not path:
-            self.stderr.write("No PATH and no CLUES_DATA: downloading the official CLUES-JSON.zip ...")
             try:
-                path = download_official(Path(cache))
+                path = self._download(Path(cache), retry=retry_download)
             except CluesImportError as exc:
                 if not fallback_demo:
                     raise CommandError(str(exc)) from None
-                kept = Task.objects.exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+                kept = self._official_source()
                 if kept:
                     self.stderr.write(self.style.WARNING(str(exc)))
                     self.stdout.write(f"Keeping the data already imported ({kept}); the demo data was not loaded.")
@@ -47,6 +60,34 @@ class Command(BaseCommand):
                 self.stderr.write(self.style.WARNING(f"{exc}\nLoading the bundled demo data instead."))
                 return self._import(DEMO_DATA, DEMO_SOURCE)
         self._import(Path(path), f"CLUES release {Path(path).name}")
+
+    @staticmethod
+    def _official_source() -> str | None:
+        return Task.objects.exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+
+    def _download(self, cache: Path, *, retry: bool) -> Path:
+        """The official zip (from the cache, else downloaded), unless a download failed less than a day ago."""
+        marker = cache / FAILED_MARKER
+        cached = cache / "CLUES-JSON.zip"
+        if marker.exists() and not cached.exists() and not retry:
+            age = time.time() - marker.stat().st_mtime
+            if age < RETRY_AFTER_SECONDS:
+                reason = marker.read_text(encoding="utf-8").strip()
+                raise CluesImportError([
+                    f"the download failed {age / 3600:.1f} h ago ({reason}); not tried again for "
+                    f"{(RETRY_AFTER_SECONDS - age) / 3600:.1f} h. Set CLUES_DATA to a local CLUES-JSON.zip, pass "
+                    "its path, or add --retry-download (make run: delete " + str(marker) + ")."])
+        if not cached.exists():
+            self.stderr.write("No PATH and no CLUES_DATA: downloading the official CLUES-JSON.zip ...")
+        try:
+            path = download_official(cache)
+        except CluesImportError as exc:
+            cache.mkdir(parents=True, exist_ok=True)
+            # The reason only: the advice is given again when the marker is read.
+            marker.write_text("; ".join(e.split(". Set CLUES_DATA")[0] for e in exc.errors) + "\n", encoding="utf-8")
+            raise
+        marker.unlink(missing_ok=True)
+        return path
 
     def _import(self, path: Path, label: str):
         bar = tqdm(total=len(TASKS), desc="validating", unit="task", file=self.stderr._out, leave=False)

@@ -1,0 +1,201 @@
+"""Every command in the README's ```sh blocks works as written.
+
+Each block is run as a newcomer would type it, one line after the other in one shell (an ``export`` carries to
+the next lines of its block), in a scratch copy of the repository whose ``.venv`` is this interpreter's
+environment, on the embedded default (a scratch SQLite file, no broker, no Redis). Commands that serve
+forever (``make run``, gunicorn) are started, asked for a page over HTTP and stopped. A comment line right
+after a command is its documented output: it must appear in what the command printed (up to an ellipsis),
+and a documented ``CommandError`` must be what the command fails with. The few commands that cannot run here
+are listed in SKIPPED with the reason; each must still be in the README (so the list cannot go stale).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import _official_zip
+from tests.newcomer.servers import free_port, stop
+from tests.tasks_data import synthetic
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+SKIPPED = {
+    "export DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues": "would use a PostgreSQL database of that name; "
+    "the suite and .ci/run run on PostgreSQL",
+    "export CELERY_BROKER_URL=redis://127.0.0.1:6379/0": "the PostgreSQL + Redis example (above)",
+    "make run": None,  # skipped only inside the PostgreSQL + Redis block (run in the first block)
+    ".venv/bin/celery -A clues_platform worker -l info": "needs a Redis broker; tests/baselines runs a real worker",
+    ".venv/bin/python manage.py run_baselines": "trains 90 models (about 36 min on a CPU); tests/adapters and "
+    "tests/baselines cover it",
+    ".venv/bin/python manage.py run_baselines --tasks sst2 mnli --methods pt icl --models /models/roberta-large "
+    "/models/gpt2": "the model folders are examples",
+    ".venv/bin/python manage.py run_baselines --queue": "without a broker it runs the 90 default runs inline",
+    ".venv/bin/celery -A clues_platform worker -Q gpu -c 1": "needs a Redis broker and a GPU machine",
+    "DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues make test": "the whole suite (this test is in it)",
+    "CI=true bash .ci/run": "CI itself (this test is in it)",
+}
+POSTGRES_BLOCK_MARKER = "export DATABASE_URL=postgres://"
+SERVERS = ("make run", ".venv/bin/gunicorn ")
+INNER_PYTEST = "tests/tasks_data/test_project.py -q -p no:cacheprovider"
+
+
+@dataclass
+class Command:
+    line: str
+    block: int
+    documented: list[str] = field(default_factory=list)  # the comment lines under it: its output
+
+
+def readme_blocks() -> list[list[Command]]:
+    blocks = []
+    for number, body in enumerate(re.findall(r"^```sh\n(.*?)^```", README.read_text(), re.S | re.M)):
+        commands: list[Command] = []
+        for raw in body.splitlines():
+            if raw.startswith("#"):
+                if commands:
+                    commands[-1].documented.append(raw.lstrip("# ").rstrip())
+                continue
+            # A trailing comment explains the command; a '#' inside quotes or $(...) would be kept (none here).
+            line = re.sub(r"\s+#\s.*$", "", raw).strip()
+            if line:
+                commands.append(Command(line, number))
+        blocks.append(commands)
+    return blocks
+
+
+def skip_reason(command: Command, block: list[Command]) -> str | None:
+    if any(c.line.startswith(POSTGRES_BLOCK_MARKER) for c in block):
+        return SKIPPED.get(command.line) or "the PostgreSQL + Redis example"
+    return SKIPPED.get(command.line)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """A copy of the tracked files, .venv = this environment, stamps fresh (make installs nothing)."""
+    root = tmp_path_factory.mktemp("readme") / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split("\n")
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    (root / ".venv").symlink_to(Path(sys.prefix))
+    stamps = root.parent / "stamps"
+    stamps.mkdir()
+    for name in (".stamp-runtime", ".stamp-baselines", ".stamp-dev"):
+        (stamps / name).touch()
+    home = root.parent / "home"
+    home.mkdir()
+    official, _ = _official_zip()
+    if official:
+        (home / "CLUES-JSON.zip").symlink_to(official)
+        data = official
+    else:  # a newcomer without the official zip: the demo data stands in for it
+        from tasks_data.management.commands.import_clues import DEMO_DATA
+
+        data = synthetic.zip_release(DEMO_DATA, home / "CLUES-JSON.zip")
+    return root, stamps, home, data, official is not None
+
+
+def base_env(root: Path, stamps: Path, home: Path, data: Path) -> dict:
+    drop = ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV",
+            "PYTEST_ADDOPTS", "PYTEST_ARGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(HOME=str(home), CLUES_DATA=str(data), STAMP_DIR=str(stamps), PORT=str(free_port()),
+               GUNICORN_CMD_ARGS=f"--bind 127.0.0.1:{free_port()}", PYTEST_ARGS=INNER_PYTEST)
+    return env
+
+
+def write_predictions(root: Path) -> None:
+    """The user's predictions.jsonl for `score`: predict nothing for every CoNLL03 test item."""
+    with sqlite3.connect(root / "db.sqlite3") as conn:
+        ids = [row[0] for row in conn.execute(
+            "SELECT e.clues_id FROM tasks_data_example e JOIN tasks_data_task t ON t.id = e.task_id "
+            "WHERE t.slug = 'conll03' AND e.role = 'test' ORDER BY e.position")]
+    (root / "predictions.jsonl").write_text("".join(f'{{"id": "{i}", "prediction": [""]}}\n' for i in ids))
+
+
+def serve(command: Command, root: Path, env: dict) -> str:
+    port = env["PORT"] if command.line.startswith("make run") else env["GUNICORN_CMD_ARGS"].rsplit(":", 1)[1]
+    log = root.parent / f"server-{port}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", "-c", command.line], cwd=root, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, f"{command.line!r} exited with {proc.returncode}:\n{log.read_text()}"
+            try:
+                # The host production allows (it redirects to https there: any answer but a 5xx is a server up).
+                host = env.get("ALLOWED_HOSTS", "127.0.0.1").split(",")[0]
+                response = httpx.get(f"http://127.0.0.1:{port}/", headers={"Host": host}, timeout=5)
+            except httpx.HTTPError:
+                time.sleep(0.3)
+                continue
+            assert response.status_code < 500, f"{command.line!r}: / answered {response.status_code}"
+            return f"{command.line}: HTTP {response.status_code}"
+        raise AssertionError(f"{command.line!r} did not answer within 120 s:\n{log.read_text()}")
+    finally:
+        stop(proc)
+
+
+def run(command: Command, root: Path, env: dict, *, official: bool) -> str:
+    if "score predictions.jsonl" in command.line:
+        write_predictions(root)
+    result = subprocess.run(["bash", "-c", f"{command.line}\nstatus=$?; env -0 > ../env.out; exit $status"],
+                            cwd=root, env=env, capture_output=True, text=True, timeout=180)
+    output = result.stdout + result.stderr
+    expect_error = any(d.startswith("CommandError") for d in command.documented)
+    if expect_error:
+        assert result.returncode != 0, f"{command.line!r} should have failed:\n{output}"
+    else:
+        assert result.returncode == 0, f"{command.line!r} failed ({result.returncode}):\n{output[-4000:]}"
+    for documented in command.documented:
+        expected = re.split(r"\s*(?:\.\.\.|…)", documented)[0]
+        if "score " in command.line and not official:
+            expected = expected.split(" S1 = ")[0]  # the figure is the official data's
+        assert expected in output, f"{command.line!r}: documented output {documented!r} not in:\n{output[-3000:]}"
+    if command.line.startswith("export "):  # what the shell keeps for the block's next lines
+        env.clear()
+        env.update(dict(item.split("=", 1) for item in (root.parent / "env.out").read_text().split("\0") if item))
+    return f"{command.line}: ok"
+
+
+def test_readme_commands_work_as_written(scratch):
+    root, stamps, home, data, official = scratch
+    blocks = readme_blocks()
+    lines = {c.line for block in blocks for c in block}
+    assert not set(SKIPPED) - lines, f"SKIPPED lists commands the README no longer has: {set(SKIPPED) - lines}"
+    ran, skipped = [], []
+    began = time.monotonic()
+    for block in blocks:
+        env = base_env(root, stamps, home, data)  # a new shell per block
+        for command in block:
+            reason = skip_reason(command, block)
+            if reason:
+                skipped.append(f"{command.line}: {reason}")
+                continue
+            start = time.monotonic()
+            if command.line.startswith(SERVERS):
+                ran.append(serve(command, root, env))
+            else:
+                ran.append(run(command, root, env, official=official))
+            ran[-1] += f" ({time.monotonic() - start:.1f} s)"
+    print("\n".join(["ran:", *ran, "skipped:", *skipped, f"in {time.monotonic() - began:.0f} s"]))
+    assert len(ran) >= 15 and len(skipped) <= 10
+    assert any(r.startswith("make run: HTTP 200 ") for r in ran)
