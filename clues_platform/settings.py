@@ -32,11 +32,16 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 DEBUG = env_bool("DEBUG", True)
 
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG=0")
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
+elif not DEBUG and (SECRET_KEY == DEVELOPMENT_SECRET_KEY or SECRET_KEY.startswith("django-insecure-")):
+    # The development key is public (it is in this file): with it anyone could forge sessions.
+    raise ImproperlyConfigured("SECRET_KEY is the public development key: set a secret one in the environment "
+                               "when DEBUG=0 (e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))')")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
 if not DEBUG and not ALLOWED_HOSTS:
@@ -63,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "clues_platform.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "clues_platform.middleware.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "clues_platform.ratelimit.LoginRateLimitMiddleware",
@@ -160,6 +166,7 @@ SESSION_ENGINE = "clues_platform.sessions" if _CACHE_URL else "django.contrib.se
 # Fixed at start-up from DEBUG (pytest-django turns settings.DEBUG off while testing): in development
 # WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
 WHITENOISE_AUTOREFRESH = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG
 
 LOGIN_URL = "/accounts/login/"
 
