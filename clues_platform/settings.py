@@ -58,6 +58,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from here (no CDN)
+    "csp",
     "django_htmx",
     "tasks_data",
     "annotation",
@@ -76,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -215,6 +218,29 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, cohorts, the annotation protocol and results.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed drf-spectacular-sidecar, never a CDN (clues_platform/urls.py).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Content-Security-Policy (django-csp), in development too, so that a page that needs more fails in the tests.
+# Scripts and styles come only from this site's files: no inline script or style attribute, no eval (htmx's
+# allowEval is off, base.html). Forms post here, or to the crowd platforms' completion pages (a form's
+# redirect counts as its action). No framing (as X-Frame-Options: DENY), no plugins, no <base> elsewhere.
+CROWD_PLATFORM_ORIGINS = ["https://app.prolific.com", "https://www.mturk.com", "https://workersandbox.mturk.com"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # data: for the favicon placeholder and Swagger UI's icons
+        "connect-src": ["'self'"],
+        "form-action": ["'self'", *CROWD_PLATFORM_ORIGINS],
+        "frame-ancestors": ["'none'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+    },
 }
 
 # Production hardening; `DEBUG=0 manage.py check --deploy` passes with these.
