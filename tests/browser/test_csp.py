@@ -108,3 +108,32 @@ def test_a_page_from_another_origin_cannot_frame_the_platform(csp_pages, db):
     response = page.request.get("/accounts/login/")
     policy = response.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy and "base-uri 'self'" in policy
+
+
+def test_the_grid_poll_waits_while_the_focus_is_in_the_grid(csp_pages, demo_data):
+    """The poll filter (which needed eval) became an htmx:beforeRequest listener: same behaviour, no eval."""
+    from django.contrib.auth.models import Group, User
+
+    from annotation.models import RESEARCHERS_GROUP
+    from tests.ui.helpers import cohort_of, enroll, make_study
+
+    alice = User.objects.create_user("alice", password="alice-pw-2024")
+    alice.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    study = make_study(shots=(0,), created_by=alice)
+    zero = cohort_of(study, "sst2", 0)
+    page = csp_pages.new()
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("alice-pw-2024")
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"/dashboard/studies/{study.pk}/")
+    enrolled = page.locator('#grid td[data-task="sst2"][data-shots="0"] .enrolled')
+    target = zero.target
+    expect(enrolled).to_have_text(f"0 / {target}")
+    page.locator('#grid td[data-task="sst2"][data-shots="0"] a').focus()
+    enroll(zero, "FOCUS-1")
+    page.wait_for_timeout(4_000)  # more than one poll interval
+    expect(enrolled).to_have_text(f"0 / {target}")  # not swapped under the keyboard's focus
+    page.locator("h1").first.click()  # the focus leaves the grid
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    expect(enrolled).to_have_text(f"1 / {target}", timeout=10_000)
