@@ -137,3 +137,24 @@ def test_the_grid_poll_waits_while_the_focus_is_in_the_grid(csp_pages, demo_data
     page.locator("h1").first.click()  # the focus leaves the grid
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     expect(enrolled).to_have_text(f"1 / {target}", timeout=10_000)
+
+
+def test_the_operators_admin_raises_no_csp_violation(csp_pages, demo_data):
+    from django.contrib.auth.models import User
+
+    from tasks_data.models import Example
+
+    User.objects.create_superuser("root", password="pw-root-123")
+    csp_pages.expect_error(r"/admin/login/.*status of 404")  # the browser's /favicon.ico: the admin links none
+    page = csp_pages.new()
+    page.goto("/admin/login/?next=/admin/")
+    page.get_by_label("Username").fill("root")
+    page.get_by_label("Password").fill("pw-root-123")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#site-name")).to_contain_text("operators")
+    example = Example.objects.order_by("pk").first()
+    for path in ("/admin/tasks_data/example/", f"/admin/tasks_data/example/{example.pk}/change/",
+                 "/admin/annotation/study/", "/admin/auth/user/add/"):
+        page.goto(path)
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.__csp") == [], path
