@@ -3,7 +3,10 @@
 Every change to studies, cohorts and enrollments goes through annotation.services (the API,
 the dashboard, the management commands), so that the rules hold and the audit log records
 it: here Study allows editing its name only, and Cohort, Worker, Enrollment, Answer and
-AuditEvent are view-only (answers are final; the audit log is append-only).
+AuditEvent are view-only (answers are final; the audit log is append-only). The admin is for
+operators (superusers) only (clues_platform/admin.py); even they never see a worker's platform
+session (it lets its holder take over the enrollment) or a join token here, and completion
+codes only on a study's own page.
 """
 
 from django.contrib import admin
@@ -24,7 +27,7 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
 class CohortInline(admin.TabularInline):
     model = Cohort
-    fields = ("task", "shots", "training_set", "target", "join_token", "launched_at", "closed_at")
+    fields = ("task", "shots", "training_set", "target", "launched_at", "closed_at")  # no join token
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -67,6 +70,7 @@ class WorkerAdmin(ViewOnlyAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(ViewOnlyAdmin):
+    exclude = ("platform_session", "platform_data")  # the platform's session id and assignment: credentials
     list_display = ("worker", "cohort", "state", "training_s1", "enrolled_at", "completed_at")
     list_filter = ("state", "cohort__study", "task")
     search_fields = ("worker__external_id",)

@@ -6,6 +6,7 @@ from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import add_never_cache_headers
 from django.utils.html import escape
 
 from clues_platform.http import wants_json
@@ -43,3 +44,22 @@ class RequestLimitsMiddleware:
         if "\x00" in request.path or b"\x00" in unquote_to_bytes(request.META.get("QUERY_STRING", "")):
             return refusal(request, 400, "Bad request", "the address contains a NUL character")
         return self.get_response(request)
+
+
+class NoStoreMiddleware:
+    """``Cache-Control: no-store`` (Django's never-cache headers) on every page and API response.
+
+    The worker's pages and API answers carry their enrollment's items and progress, the dashboard
+    and the researcher API a study's workers and results: no browser or proxy cache keeps them (a
+    shared lab computer, a back button after logging out). A view that sets Cache-Control itself
+    keeps it; static files are served by WhiteNoise before this middleware, with their own caching.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        response = self.get_response(request)
+        if not response.has_header("Cache-Control"):
+            add_never_cache_headers(response)
+        return response

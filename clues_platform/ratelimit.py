@@ -10,9 +10,11 @@ Settings (from the environment, see clues_platform/settings.py):
   address; over it, a 429 page says when to come back. ``"0"`` turns it off (benchmarks/load.py
   does: all its simulated workers come from 127.0.0.1).
 * ``LOGIN_RATE_LIMIT`` (``"10/15m"`` in production): failed password logins per client address
-  and, separately, per username. Once either is reached, ``LoginRateLimitMiddleware`` answers
-  429 to the login forms (``LOGIN_RATE_LIMIT_PATHS``: the researcher login and the admin's), and
-  ``LoginRateLimitBackend`` refuses every other password authentication, whatever the path.
+  and, separately, per username. ``LoginRateLimitBackend`` reserves each password check before it
+  is made (an atomic increment) and refuses it over the limit, whatever the path, so simultaneous
+  guesses get no more checks than the limit; a successful login gives its reservation back. Once
+  the limit is reached, ``LoginRateLimitMiddleware`` also answers 429 to the login forms
+  (``LOGIN_RATE_LIMIT_PATHS``: the researcher login and the admin's).
 * ``TRUSTED_PROXY_HOPS`` (0): the client address is ``REMOTE_ADDR``; behind N reverse proxies
   that each append to ``X-Forwarded-For``, set N and the address the outermost proxy saw is used.
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from html import escape
 
 from django.conf import settings
-from django.contrib.auth.signals import user_login_failed
+from django.contrib.auth.signals import user_logged_in
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.dispatch import receiver
@@ -88,8 +90,13 @@ def hit(scope: str, subject: str, rate: Rate | None) -> int | None:
     A limit the cache cannot count (Redis unreachable) lets the request through, with a warning:
     a rate limiter must not take the site down.
     """
+    return _hit_key(scope, subject, rate)[0]
+
+
+def _hit_key(scope: str, subject: str, rate: Rate | None) -> tuple[int | None, str | None]:
+    """``hit``, and the key counted (None when nothing was counted)."""
     if rate is None:
-        return None
+        return None, None
     now = time.time()
     key = _key(scope, subject, rate, now)
     try:
@@ -103,8 +110,8 @@ def hit(scope: str, subject: str, rate: Rate | None) -> int | None:
                 count = 1
     except Exception as exc:  # noqa: BLE001 - any cache failure: fail open
         log.warning("rate limit %s not counted: the cache failed (%s)", scope, type(exc).__name__)
-        return None
-    return _retry_after(rate, now) if count > rate.limit else None
+        return None, None
+    return (_retry_after(rate, now) if count > rate.limit else None), key
 
 
 def reached(scope: str, subject: str, rate: Rate | None) -> int | None:
@@ -162,17 +169,43 @@ def login_blocked(request: HttpRequest | None, username) -> int | None:
     return max(waits) if waits else None
 
 
-@receiver(user_login_failed, dispatch_uid="clues_platform.ratelimit.count_failed_login")
-def count_failed_login(sender, credentials, request=None, **kwargs):
-    """Every failed password login counts against its address and its username."""
+def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
+    """Count one password check against its username and address *before* it is made.
+
+    The count is the cache's atomic ``incr`` (atomic in Redis across processes too), so of any number
+    of simultaneous attempts at most LOGIN_RATE_LIMIT get a password check; the others are refused
+    (the seconds to wait are returned). Counting after the check, as failures, let 30 simultaneous
+    guesses through the gate before any was counted (issue 10). A successful login gives its
+    reservation back (``release_login_reservation``), so only failures use up the limit.
+    """
     rate = _login_rate()
     if rate is None:
-        return
-    username = _username(credentials.get("username"))
-    if username:
-        hit("login-user", username, rate)
+        return None
+    subjects = [("login-user", _username(username))] if _username(username) else []
     if request is not None:
-        hit("login-address", client_address(request), rate)
+        subjects.append(("login-address", client_address(request)))
+    waits, reserved = [], []
+    for scope, subject in subjects:
+        wait, key = _hit_key(scope, subject, rate)
+        if key is not None:
+            reserved.append(key)
+        if wait is not None:
+            waits.append(wait)
+    if request is not None:
+        request._login_reservations = reserved
+    return max(waits) if waits else None
+
+
+@receiver(user_logged_in, dispatch_uid="clues_platform.ratelimit.release_login_reservation")
+def release_login_reservation(sender, request=None, user=None, **kwargs):
+    """A password that was right does not count against the limit: give its reservation back."""
+    for key in getattr(request, "_login_reservations", ()) if request is not None else ():
+        try:
+            cache.decr(key)
+        except Exception:  # noqa: BLE001 - expired meanwhile, or the cache failed: nothing to give back
+            pass
+    if request is not None:
+        request._login_reservations = []
 
 
 LOGIN_BLOCKED = ("Too many failed logins from this address or for this user name. "
@@ -190,17 +223,26 @@ class LoginRateLimitMiddleware:
             wait = login_blocked(request, request.POST.get("username"))
             if wait is not None:
                 return too_many_requests(request, LOGIN_BLOCKED.format(minutes=-(-wait // 60)), wait)
-        return self.get_response(request)
+        response = self.get_response(request)
+        wait = getattr(request, "_login_refused_wait", None)  # the backend refused the password check
+        if wait is not None and request.path in getattr(settings, "LOGIN_RATE_LIMIT_PATHS", ()):
+            return too_many_requests(request, LOGIN_BLOCKED.format(minutes=-(-wait // 60)), wait)
+        return response
 
 
 class LoginRateLimitBackend:
-    """First in AUTHENTICATION_BACKENDS: refuses any password authentication while the limit is reached.
+    """First in AUTHENTICATION_BACKENDS: reserves each password check, refusing it over the limit.
 
     It never authenticates anyone itself and has no ``get_user``, so sessions and
-    ``Client.force_login`` keep using ModelBackend.
+    ``Client.force_login`` keep using ModelBackend, which checks the password after it.
     """
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        if login_blocked(request, username) is not None:
+        if password is None:
+            return None  # not a password check
+        wait = reserve_login_attempt(request, username)
+        if wait is not None:
+            if request is not None:
+                request._login_refused_wait = wait  # the middleware answers 429 rather than "wrong password"
             raise PermissionDenied("too many failed logins")  # stops authenticate(): no other backend is tried
         return None

@@ -32,11 +32,16 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 DEBUG = env_bool("DEBUG", True)
 
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG=0")
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production-0123456789abcdef"
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
+elif not DEBUG and (SECRET_KEY == DEVELOPMENT_SECRET_KEY or SECRET_KEY.startswith("django-insecure-")):
+    # The development key is public (it is in this file): with it anyone could forge sessions.
+    raise ImproperlyConfigured("SECRET_KEY is the public development key: set a secret one in the environment "
+                               "when DEBUG=0 (e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))')")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
 if not DEBUG and not ALLOWED_HOSTS:
@@ -44,7 +49,7 @@ if not DEBUG and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "clues_platform.apps.AdminConfig",  # the admin, for superusers only (clues_platform/admin.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -53,6 +58,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from here (no CDN)
+    "csp",
     "django_htmx",
     "tasks_data",
     "annotation",
@@ -64,6 +71,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "clues_platform.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "clues_platform.middleware.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "clues_platform.ratelimit.LoginRateLimitMiddleware",
@@ -71,6 +79,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -172,6 +181,7 @@ SESSION_ENGINE = "clues_platform.sessions" if _CACHE_URL else "django.contrib.se
 # Fixed at start-up from DEBUG (pytest-django turns settings.DEBUG off while testing): in development
 # WhiteNoise serves from the finders and does not expect a collected STATIC_ROOT.
 WHITENOISE_AUTOREFRESH = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG
 
 LOGIN_URL = "/accounts/login/"
 
@@ -220,6 +230,29 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, cohorts, the annotation protocol and results.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed drf-spectacular-sidecar, never a CDN (clues_platform/urls.py).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Content-Security-Policy (django-csp), in development too, so that a page that needs more fails in the tests.
+# Scripts and styles come only from this site's files: no inline script or style attribute, no eval (htmx's
+# allowEval is off, base.html). Forms post here, or to the crowd platforms' completion pages (a form's
+# redirect counts as its action). No framing (as X-Frame-Options: DENY), no plugins, no <base> elsewhere.
+CROWD_PLATFORM_ORIGINS = ["https://app.prolific.com", "https://www.mturk.com", "https://workersandbox.mturk.com"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # data: for the favicon placeholder and Swagger UI's icons
+        "connect-src": ["'self'"],
+        "form-action": ["'self'", *CROWD_PLATFORM_ORIGINS],
+        "frame-ancestors": ["'none'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+    },
 }
 
 # Production hardening; `DEBUG=0 manage.py check --deploy` passes with these.

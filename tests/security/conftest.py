@@ -7,7 +7,7 @@
 
 import pytest
 
-from tests.annotation.conftest import clues, plain_user, researcher, superuser  # noqa: F401
+from tests.annotation.conftest import clues, other_researcher, plain_user, researcher, superuser  # noqa: F401
 from tests.security.tricky import tricky_fixture
 
 tricky = pytest.fixture(scope="module")(tricky_fixture)

@@ -164,7 +164,7 @@ def test_every_researcher_route_needs_an_account_with_the_researcher_role(resear
     assert Enrollment.objects.get().state == Enrollment.State.TESTING  # no POST went through
 
 
-def test_the_admin_needs_a_staff_account(plain_user, researcher):
+def test_the_admin_needs_a_superuser(plain_user, researcher):  # every model: tests/security/test_admin.py
     for user in (None, plain_user, researcher):
         client = Client()
         if user:

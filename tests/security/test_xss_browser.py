@@ -73,9 +73,22 @@ def journey(base_url: str, join_url: str) -> dict:
             page.reload()  # a full page load of the current item, not an htmx swap
             page.wait_for_selector('#stage[data-view="item"]')
             assert_inert(page, "reloaded test item page")
-            # Control: the same markup, put into the page unescaped, does run in this browser.
-            page.evaluate("() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
-                          "'<img src=x onerror=window.__pwned=1>')")
+            # The same markup put into the page unescaped is stopped by the Content-Security-Policy...
+            insert = ("() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
+                      "'<img src=x onerror=window.__pwned=1>')")
+            page.evaluate(insert)
+            page.wait_for_timeout(300)
+            assert page.evaluate("() => typeof window.__pwned") == "undefined", "the CSP let an inline handler run"
+            # ...and, control, does run in this browser once the header is stripped: the escaping protects on its own.
+            def without_csp(route):
+                response = route.fetch()
+                route.fulfill(response=response, headers={k: v for k, v in response.headers.items()
+                                                          if k.lower() != "content-security-policy"})
+
+            page.route("**/work/", without_csp)
+            page.reload()
+            page.wait_for_selector('#stage[data-view="item"]')
+            page.evaluate(insert)
             page.wait_for_function("() => window.__pwned === 1")
         finally:
             chromium.close()

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -88,11 +89,13 @@ def test_local_researcher_login(client, db, tmp_path):
     User = get_user_model()
     user = User.objects.get(username="researcher")
     assert User.objects.filter(username="researcher").count() == 1
-    assert user.is_staff and user.is_active and not user.is_superuser
+    assert user.is_active and not user.is_staff and not user.is_superuser
+    assert not user.user_permissions.exists()
     assert list(user.groups.values_list("name", flat=True)) == ["researchers"]
     assert client.login(username="researcher", password=password)
-    assert client.get(reverse("admin:index")).status_code == 200
-    assert client.get(reverse("admin:tasks_data_example_changelist")).status_code == 200
+    assert client.get(reverse("dashboard")).status_code == 200
+    # The admin is for operators (superusers) only.
+    assert client.get(reverse("admin:tasks_data_example_changelist")).status_code == 302
 
 
 def test_local_researcher_is_repaired(db, tmp_path):
@@ -101,12 +104,14 @@ def test_local_researcher_is_repaired(db, tmp_path):
     User = get_user_model()
     user = User.objects.get(username="researcher")
     user.set_password("something else")
-    user.is_staff = False
+    user.is_staff = True  # as earlier versions made it, with every admin permission
     user.save()
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="annotation"))
     user.groups.clear()
     ensure(password_file)
     user.refresh_from_db()
-    assert user.is_staff and user.check_password(password_file.read_text().strip())
+    assert not user.is_staff and not user.user_permissions.exists()
+    assert user.check_password(password_file.read_text().strip())
     assert user.groups.filter(name="researchers").exists()
 
 

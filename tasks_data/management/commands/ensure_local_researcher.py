@@ -2,7 +2,11 @@
 
 The password is generated on the first run, kept in a git-ignored file (``.cache/`` by default)
 and printed each time, so a developer can always log in. Nothing changes on later runs except
-that the account is put back in shape (active, staff, in the group, permissions, password).
+that the account is put back in shape (active, in the group, password).
+
+A researcher is not staff and has no model permissions: the admin is for operators
+(superusers) only, since it cannot keep one researcher's studies from another
+(clues_platform/admin.py). Researchers use the dashboard and the API.
 """
 
 import os
@@ -16,12 +20,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 RESEARCHERS_GROUP = "researchers"
-# The project's apps: the local researcher may use their admin pages.
+# Earlier versions gave the local researcher these apps' admin permissions: taken back on repair.
 PROJECT_APPS = ("tasks_data", "annotation", "baselines")
 
 
 class Command(BaseCommand):
-    help = ("Create or repair the local researcher login (group 'researchers', staff) and print its "
+    help = ("Create or repair the local researcher login (group 'researchers', not staff) and print its "
             "password, which is generated once and kept in --password-file.")
 
     def add_arguments(self, parser):
@@ -36,12 +40,12 @@ class Command(BaseCommand):
             User = get_user_model()
             user, created = User.objects.get_or_create(username=username)
             user.is_active = True
-            user.is_staff = True
+            user.is_staff = False
             if created or not user.check_password(password):
                 user.set_password(password)
             user.save()
             user.groups.add(group)
-            user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=PROJECT_APPS))
+            user.user_permissions.remove(*Permission.objects.filter(content_type__app_label__in=PROJECT_APPS))
         self.stdout.write(f"Researcher login: {username} / {password}"
                           + (" (created)" if created else ""))
 
