@@ -128,19 +128,6 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
 # --------------------------------------------------------------------------- training
 
 
-def linear_schedule(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
-    """Linear warm-up to the peak lr, then linear decay to 0 (BERT / HF ``get_linear_schedule_
-    with_warmup``)."""
-
-    def factor(step: int) -> float:
-        if warmup_steps > 0 and step < warmup_steps:
-            return (step + 1) / warmup_steps
-        span = max(1, total_steps - warmup_steps)
-        return max(0.0, (total_steps - step) / span)
-
-    return factor
-
-
 class TrainLoop:
     """One optimizer step = forward (autocast on CUDA), backward, grad clipping, optimizer and
     scheduler step, zero_grad. ``loss_fn(model, batch) -> loss`` defaults to ``model(**batch).loss``.
@@ -171,9 +158,12 @@ class TrainLoop:
             self.optimizer = torch.optim.Adamax(groups, lr=lr)
         else:
             raise AdapterError(f"unknown optimizer {optimizer!r}; use adamw or adamax")
+        # transformers' own schedule (linear warm-up from 0, then linear decay to 0), as mt-dnn's
+        # --warmup 0.1 and HF Trainer use it; ceil so that a 3-step run still warms up one step.
+        from transformers import get_linear_schedule_with_warmup
+
         warmup_steps = int(math.ceil(warmup_ratio * total_steps))
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, linear_schedule(warmup_steps, total_steps))
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup_steps, total_steps)
         self.steps = 0
 
     def step(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
