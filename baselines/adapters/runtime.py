@@ -158,11 +158,12 @@ class TrainLoop:
             self.optimizer = torch.optim.Adamax(groups, lr=lr)
         else:
             raise AdapterError(f"unknown optimizer {optimizer!r}; use adamw or adamax")
-        # transformers' own schedule (linear warm-up from 0, then linear decay to 0), as mt-dnn's
-        # --warmup 0.1 and HF Trainer use it; ceil so that a 3-step run still warms up one step.
+        # transformers' own schedule (linear warm-up from 0, then linear decay to 0) with the
+        # warm-up as mt-dnn's MTDNNModel._setup_optim computes it: warmup * num_train_step, not
+        # rounded (0.3 of 3 steps: lr factors 0, 0.74, 0.37).
         from transformers import get_linear_schedule_with_warmup
 
-        warmup_steps = int(math.ceil(warmup_ratio * total_steps))
+        warmup_steps = warmup_ratio * total_steps
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup_steps, total_steps)
         self.steps = 0
 

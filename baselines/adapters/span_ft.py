@@ -203,7 +203,11 @@ class FTSession:
         else:
             self.model = rt.load_pretrained(
                 AutoModelForQuestionAnswering, self.model_path, "ft", "encoder checkpoint")
-        self.model.to(self.device)
+        # fp32 master weights whatever the checkpoint's dtype (a bf16 copy is carried to GPU
+        # machines); bf16 enters only through autocast on CUDA.
+        import torch
+
+        self.model.to(device=self.device, dtype=torch.float32)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.input_names = [n for n in self.tokenizer.model_input_names
                             if n in ("input_ids", "attention_mask", "token_type_ids")]
