@@ -107,6 +107,7 @@ def to_adapter_example(example: Example) -> AdapterExample:
         uid=str(example.pk), context=example.context, question=example.question,
         answers=tuple(example.gold), hypothesis=example.hypothesis,
         candidates=tuple(tuple(c) for c in example.candidates),
+        answer_starts=tuple(example.answer_starts or ()),
     )
 
 

@@ -45,6 +45,8 @@ class Example(models.Model):
     genre = models.CharField(max_length=40, blank=True, help_text="MNLI only.")
     is_impossible = models.BooleanField(null=True, blank=True, help_text="SQuADv2 and ReCoRD.")
     candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD: [[start, end), ...] end exclusive.")
+    answer_starts = models.JSONField(default=list, blank=True,
+                                     help_text="SQuADv2/ReCoRD: the given answer_start of each gold alternative.")
 
     class Meta:
         ordering = ["task", "role", "position"]
