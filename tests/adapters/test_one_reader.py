@@ -111,3 +111,19 @@ def test_prompt_ft_reads_its_verbalizer_from_the_registry():
     assert adapter.applies_to(TASKS["sst2"]) is None
     assert "future work" in adapter.applies_to(TASKS["squad2"])
     assert "declares no prompt method" in adapter.applies_to(replace(TASKS["sst2"], prompt=None))
+
+
+def test_one_text_spans_module_for_worker_pages_and_adapters():
+    import subprocess
+    import sys
+
+    from annotation import worker_views
+    from baselines.adapters import base
+    from tasks_data import text_spans
+
+    assert worker_views.tokenize is text_spans.tokenize
+    assert base.find_occurrences is text_spans.find_occurrences
+    assert text_spans.tokenize("Hi, there!", fine=True) == [(0, 2), (2, 3), (4, 9), (9, 10)]
+    code = ("import sys; import tasks_data.text_spans, tasks_data.clues_format, baselines.adapters.clues_io; "
+            "assert not any(m.startswith('django') for m in sys.modules), 'django imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO))
