@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from baselines.adapters import AdapterConfig, AdapterError, AdapterExample
-from baselines.adapters.span_ft import FTSession
+from baselines.adapters.span_ft import FTSession, char_to_token_span
 from tasks_data.registry import TASKS
 
 CONTEXT = "the cat sat on the mat and the dog sat on the rug"
@@ -46,20 +46,21 @@ def test_reference_decision_over_every_position(bert_path):
     _, windows = session.encode(EXAMPLES[:1], training=False)
     win = windows[0]
     n = len(win.raw_offsets)
-    ctx = [j for j, sid in enumerate(win.seq_ids) if sid == 1]
+    s_tok, e_tok = char_to_token_span(win.raw_offsets[:len(win.seq_ids)], win.seq_ids, 1,
+                                      CONTEXT.rindex("the rug"), len(CONTEXT))
     pads = list(range(len(win.seq_ids), n))
     assert len(pads) >= 20
     # Padding scores highest: the 20 best are all empty texts -> "no answer" (utils_qa, which
     # looks at context tokens only, answers with the best context span instead).
     start, end = np.zeros(n), np.zeros(n)
     start[pads[:15]], end[pads[:15]] = 5.0, 5.0  # 15 x 15 / 2 empty pad spans fill the n-best
-    start[ctx[-2]], end[ctx[-1]] = 1.0, 1.0
+    start[s_tok], end[e_tok] = 1.0, 1.0
     start[0] = end[0] = -3.0
     assert _decide(session, win, start, end) == []
     hf = _session(bert_path, max_length=72, span_decoding="utils_qa")
     assert hf._decode_span(CONTEXT, [(win, (start, end))], allow_null=True) == ["the rug"]
     # A context span above the padding and above [CLS]: answered.
-    start[ctx[-2]], end[ctx[-1]] = 9.0, 9.0
+    start[s_tok], end[e_tok] = 9.0, 9.0
     assert _decide(session, win, start, end) == ["the rug"]
     # [CLS] beats it by more than the threshold 0.0: "no answer".
     start[0] = end[0] = 9.5

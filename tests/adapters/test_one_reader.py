@@ -72,13 +72,11 @@ def test_warm_up_is_transformers_linear_schedule():
     for total in (3, 6, 20):
         ours = lrs(lambda m, total=total: TrainLoop(m, lr=1.0, total_steps=total, device=torch.device("cpu"),
                                                     warmup_ratio=0.1), total)
-        opt = [None]
 
         def bare(m, total=total):
             o = torch.optim.AdamW(m.parameters(), lr=1.0)
-            opt[0] = type("L", (), {"optimizer": o,
-                                    "scheduler": get_linear_schedule_with_warmup(o, 0.1 * total, total)})
-            return opt[0]
+            return type("L", (), {"optimizer": o,
+                                  "scheduler": get_linear_schedule_with_warmup(o, 0.1 * total, total)})
 
         assert ours == pytest.approx(lrs(bare, total))
         # The warm-up starts at 0 (the hand-written schedule started at the peak: one step early).
