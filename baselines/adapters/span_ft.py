@@ -52,8 +52,9 @@ reference ``classic_finetuning/prepro_clues_ext.py``.
 * ReCoRD (``ENTITY``) — span extraction over the passage, trained on the gold entity's first
   candidate occurrence. Decoding is restricted to the candidate entity spans (the best start +
   end logit over the candidates' token spans and windows; ``restrict_to_candidates=False``
-  gives plain n-best span decoding without a null answer). The prediction is the candidate's
-  exact text.
+  gives plain n-best span decoding without a null answer, which is how the reference decodes
+  ReCoRD: ``clues_ext_task_def.yml`` record ``task_type: Span`` -> ``postprocess_qa_predictions``
+  with ``version_2_with_negative=False``). The prediction is the candidate's exact text.
 * NER (``AnswerKind.SPANS``: CoNLL03, WikiANN) — BIO tagging over the context tokens with
   ``AutoModelForTokenClassification`` (3 labels O/B/I). The question ("List all the people
   names in the context") is part of the input, so one model serves the three entity types.
