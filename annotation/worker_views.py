@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from tasks_data.models import Example
 from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.text_spans import tokenize
 
 from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
 from . import services
@@ -31,9 +32,6 @@ STARTED_KEY = "work_started"  # enrollment id whose description the worker has r
 ACK_KEY = "work_feedback_seen"  # id of the last training answer whose feedback the worker left with Next
 PLACEHOLDER = "@placeholder"
 HIGHLIGHT = "@highlight"
-
-_WS_TOKEN = re.compile(r"\S+")
-_FINE_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 # ---------------------------------------------------------------- text pieces (all offsets in code points)
@@ -49,12 +47,6 @@ class Piece:
     kind: str = "gap"  # gap | tok | cand | bullet
     mine: bool = False
     gold: bool = False
-
-
-def tokenize(text: str, *, fine: bool = False) -> list[tuple[int, int]]:
-    """Token offsets: whitespace-separated words (NER), or words and single punctuation marks (MRC)."""
-    pattern = _FINE_TOKEN if fine else _WS_TOKEN
-    return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
 
 def _pieces(text: str, marks: list[tuple[int, int]], kind: str) -> list[Piece]:

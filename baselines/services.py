@@ -101,6 +101,7 @@ def to_adapter_example(example: Example) -> AdapterExample:
         uid=str(example.pk), context=example.context, question=example.question,
         answers=tuple(example.gold), hypothesis=example.hypothesis,
         candidates=tuple(tuple(c) for c in example.candidates),
+        answer_starts=tuple(example.answer_starts or ()),
     )
 
 
@@ -163,3 +164,76 @@ def execute_run(run_id: int, *, device: str = "auto",
 
 def pending(runs: Iterable[BaselineRun]) -> list[BaselineRun]:
     return [r for r in runs if r.status != BaselineRun.Status.COMPLETED]
+
+
+RUNS_FORMAT = "clues-baseline-runs/1"  # benchmarks/gpu_sweep.py writes it
+_RUN_NUMBERS = ("train_seconds", "predict_seconds", "examples_per_second", "peak_gpu_memory_bytes")
+
+
+def _imported_run(raw, where: str) -> dict:
+    """One run of an exported file, checked: its task, test items, predictions and figures."""
+    try:
+        slug, method, model = raw["task"], str(raw["method"]), str(raw.get("model") or "")
+        shots, split, seed = int(raw["shots"]), int(raw["split"]), int(raw["seed"])
+        predictions = raw["predictions"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: missing or bad field {exc}") from None
+    if slug not in TASKS or method not in METHODS or shots not in SHOTS or split not in SPLITS:
+        raise ValueError(f"{where}: unknown task/method/shots/split {slug!r} {method!r} {shots} {split}")
+    task = Task.objects.filter(slug=slug).first()
+    if task is None:
+        raise ValueError(f"{where}: task {slug!r} is not imported here (run import_clues first)")
+    tests = list(test_examples(task))
+    if not isinstance(predictions, list) or len(predictions) != len(tests):
+        raise ValueError(f"{where}: {len(predictions) if isinstance(predictions, list) else 'no'} "
+                         f"predictions for {len(tests)} test items")
+    preds = []
+    for example, item in zip(tests, predictions, strict=True):
+        if not isinstance(item, dict) or str(item.get("id")) != example.clues_id \
+                or not isinstance(item.get("prediction"), list) \
+                or not all(isinstance(p, str) for p in item["prediction"]):
+            raise ValueError(f"{where}: predictions must be {{\"id\", \"prediction\": [str]}} in "
+                             f"test-file order; expected id {example.clues_id!r}, got {item!r:.80}")
+        preds.append(item["prediction"])
+    numbers = {}
+    for key in _RUN_NUMBERS:
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(f"{where}: {key} must be a non-negative number")
+        numbers[key] = value
+    return {"task": task, "method": method, "model": model, "shots": shots, "split": split, "seed": seed,
+            "tests": tests, "preds": preds, "numbers": numbers}
+
+
+def import_runs(payload: dict) -> tuple[int, int]:
+    """Store runs exported by ``benchmarks/gpu_sweep.py``: every run checked, its predictions
+    re-scored against this database's gold, all stored in one transaction. -> (created, kept)."""
+    if not isinstance(payload, dict) or payload.get("format") != RUNS_FORMAT:
+        raise ValueError(f"not a baseline-runs file (expected \"format\": {RUNS_FORMAT!r})")
+    runs = payload.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise ValueError("\"runs\" must be a non-empty list")
+    created = kept = 0
+    with transaction.atomic():
+        for n, raw in enumerate(runs, start=1):
+            r = _imported_run(raw, f"run {n}")
+            task, tests, preds = r["task"], r["tests"], r["preds"]
+            scores = item_scores(task, tests, preds)
+            run, _ = BaselineRun.objects.select_for_update().get_or_create(
+                task=task, method=r["method"], model=r["model"], shots=r["shots"], split=r["split"],
+                seed=r["seed"], defaults={"config": raw.get("config") or {}})
+            if run.status == BaselineRun.Status.COMPLETED:
+                kept += 1
+                continue
+            notes = dict(raw.get("notes") or {})
+            notes["imported_from"] = {k: payload.get(k) for k in ("torch", "transformers", "gpu", "python")}
+            run.status, run.attempts = BaselineRun.Status.COMPLETED, run.attempts + 1
+            run.device = str(raw.get("device") or "")[:40]
+            run.started_at = run.finished_at = timezone.now()
+            run.s1, run.item_scores, run.error, run.notes = corpus_s1(scores), scores, "", notes
+            run.predictions = [{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, preds, strict=True)]
+            for key, value in r["numbers"].items():
+                setattr(run, key, value)
+            run.save()
+            created += 1
+    return created, kept

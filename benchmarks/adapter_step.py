@@ -98,7 +98,8 @@ def main(argv=None) -> int:
     loop, _ = session.make_loop(len(features) * 10_000)  # long schedule: lr stays near peak
 
     torch.manual_seed(0)
-    bare_model = AutoModelForQuestionAnswering.from_pretrained(session.model_path).to(device)
+    bare_model = AutoModelForQuestionAnswering.from_pretrained(session.model_path)
+    bare_model.to(device=device, dtype=torch.float32)
     bare_opt = torch.optim.AdamW(bare_model.parameters(), lr=float(session.hp["lr"]))
 
     def adapter_step():

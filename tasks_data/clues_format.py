@@ -40,6 +40,9 @@ class Record:
     genre: str = ""  # MNLI only
     is_impossible: bool | None = None  # SQuADv2 and ReCoRD
     candidates: tuple[tuple[int, int], ...] = ()  # ReCoRD, end exclusive
+    # SQuADv2 / ReCoRD: the given answer_start of each alternative in ``gold`` (its first listing),
+    # so a model is trained on the occurrence the annotator marked, not the first one found.
+    answer_starts: tuple[int, ...] = field(default=(), compare=False)
     gold_not_in_context: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -121,19 +124,21 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         if not isinstance(impossible, bool):
             raise fail("is_impossible", "must be true or false")
         extras["is_impossible"] = impossible
-        texts = []
+        texts, starts = [], {}
         for i, item in enumerate(answer):
             if (not isinstance(item, dict) or not isinstance(item.get("text"), str)
                     or not item["text"].strip() or isinstance(item.get("answer_start"), bool)
                     or not isinstance(item.get("answer_start"), int)):
                 raise fail("answer", f"item {i} must be {{\"text\": non-empty string, \"answer_start\": integer}}")
             texts.append(item["text"])
+            starts.setdefault(item["text"], item["answer_start"])
         if impossible and texts:
             raise fail("answer", "is_impossible is true but answers are given")
         if not impossible and not texts:
             raise fail("answer", "is_impossible is false but no answer is given")
         gold = _distinct(texts)
         not_found = tuple(a for a in gold if a not in context)
+        extras["answer_starts"] = tuple(starts[t] for t in gold)
 
         if kind is AnswerKind.ENTITY:
             entities = row.get("entities")

@@ -58,7 +58,7 @@ class TaskData:
     def fingerprint(self) -> str:
         def rec(r: Record):
             return [r.clues_id, r.context, r.hypothesis, r.question, list(r.gold), r.genre,
-                    r.is_impossible, [list(c) for c in r.candidates]]
+                    r.is_impossible, [list(c) for c in r.candidates], list(r.answer_starts)]
 
         payload = {
             "test": [rec(r) for r in self.test],
@@ -296,11 +296,12 @@ def _example_fields(record: Record, kind: AnswerKind, number_ids: frozenset[str]
         "genre": record.genre,
         "is_impossible": record.is_impossible,
         "candidates": [list(c) for c in record.candidates],
+        "answer_starts": list(record.answer_starts),
     }
 
 
 _EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates",
-                   "gold_unproducible", "clues_id_is_number")
+                   "gold_unproducible", "clues_id_is_number", "answer_starts")
 
 
 def _test_identity(record: Record) -> str:

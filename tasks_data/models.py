@@ -54,6 +54,8 @@ class Example(models.Model):
         default=False,
         help_text="A gold string cannot be found in the context (MRC: no alternative can): full credit is impossible.",
     )
+    answer_starts = models.JSONField(default=list, blank=True,
+                                     help_text="SQuADv2/ReCoRD: the given answer_start of each gold alternative.")
 
     class Meta:
         ordering = ["task", "role", "position"]

@@ -40,6 +40,32 @@ class Category(str, enum.Enum):
 
 
 SHOTS = (10, 20, 30)  # the training-file sizes CLUES ships
+
+#: Where a task's ``paper_ft_bert_base`` row comes from.
+PAPER_TABLES = {
+    Category.SENTENCE_CLASSIFICATION: "Table 6",
+    Category.NAMED_ENTITY_RECOGNITION: "Table 7",
+    Category.MACHINE_READING_COMPREHENSION: "Table 7",
+}
+
+
+@dataclass(frozen=True)
+class PromptMethod:
+    """How prompt-based fine-tuning (``pt``) reads a task: label -> verbalizer word, or
+    ``not_applicable`` with the reason (the paper leaves NER and MRC to future work)."""
+
+    verbalizer: dict[str, str] = field(default_factory=dict)
+    max_length: int | None = None  # LM-BFF's max_seq_length for this task
+    not_applicable: str = ""
+
+    @property
+    def applies(self) -> bool:
+        return bool(self.verbalizer) and not self.not_applicable
+
+
+_NO_PROMPT = PromptMethod(not_applicable=(
+    "prompt-based fine-tuning covers only SST-2 and MNLI (the paper, section 5.1b, uses LM-BFF's "
+    "templates for them and leaves NER and MRC to future work)"))
 SPLITS = (1, 2, 3, 4, 5)  # five training files per size
 
 
@@ -61,6 +87,15 @@ class TaskSpec:
     train_rows_per_shot: int = 1
     # Extra per-line fields the CLUES files carry, kept on the example.
     extra_fields: tuple[str, ...] = ()
+    # Prompt-based fine-tuning: verbalizers, or why there is none. Required: a new task says.
+    prompt: PromptMethod | None = None
+    # The paper's BERT-base classic fine-tuning row: shots -> (S1 mean, std over 5 splits), in
+    # percent, from ``paper_table`` (PAPER_TABLES) of CLUES-paper.txt.
+    paper_ft_bert_base: dict[int, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def paper_table(self) -> str:
+        return PAPER_TABLES[self.category]
 
     @property
     def test_filename(self) -> str:
@@ -92,6 +127,8 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="SST-2",
             clues_prefix="sst",
+            prompt=PromptMethod(verbalizer={"negative": "terrible", "positive": "great"}, max_length=128),
+            paper_ft_bert_base={10: (46.2, 5.6), 20: (54.0, 2.8), 30: (53.6, 5.5)},
         ),
         TaskSpec(
             slug="mnli",
@@ -110,6 +147,9 @@ TASKS: dict[str, TaskSpec] = {
             clues_prefix="mnli",
             context_is_pair=True,
             extra_fields=("genre",),
+            prompt=PromptMethod(verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
+                                max_length=256),
+            paper_ft_bert_base={10: (37.0, 5.2), 20: (35.2, 2.7), 30: (35.4, 3.2)},
         ),
         TaskSpec(
             slug="conll03",
@@ -120,6 +160,8 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="CoNLL2003",
             clues_prefix="conll",
             train_rows_per_shot=3,
+            prompt=_NO_PROMPT,
+            paper_ft_bert_base={10: (51.3, 0.0), 20: (51.3, 0.0), 30: (51.3, 0.0)},
         ),
         TaskSpec(
             slug="wikiann",
@@ -130,6 +172,8 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="WikiANN_EN",
             clues_prefix="wikiann",
             train_rows_per_shot=3,
+            prompt=_NO_PROMPT,
+            paper_ft_bert_base={10: (62.8, 0.0), 20: (62.8, 0.0), 30: (62.8, 0.0)},
         ),
         TaskSpec(
             slug="squad2",
@@ -144,6 +188,8 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="SQuAD-v2",
             clues_prefix="squad-v2",
             extra_fields=("is_impossible",),
+            prompt=_NO_PROMPT,
+            paper_ft_bert_base={10: (46.0, 2.4), 20: (34.9, 9.0), 30: (32.6, 5.8)},
         ),
         TaskSpec(
             slug="record",
@@ -157,6 +203,8 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="ReCoRD",
             clues_prefix="record",
             extra_fields=("entities",),
+            prompt=_NO_PROMPT,
+            paper_ft_bert_base={10: (10.3, 1.8), 20: (11.7, 2.4), 30: (13.1, 3.3)},
         ),
     )
 }

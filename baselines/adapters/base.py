@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.text_spans import find_occurrences  # noqa: F401 (re-exported for the adapters)
 
 #: ``progress(stage, done, total)``; stages are "load", "train" and "predict".
 Progress = Callable[[str, int, int], None]
@@ -244,31 +245,6 @@ def distinct(strings) -> list[str]:
             seen.add(s)
             out.append(s)
     return out
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def find_occurrences(context: str, needle: str) -> list[tuple[int, int]]:
-    """All (start, end-exclusive) occurrences of ``needle``; occurrences on word boundaries
-    if there are any, else all raw occurrences (so "US" does not match inside "USA" when
-    a standalone "US" exists)."""
-    if not needle:
-        return []
-    raw: list[tuple[int, int]] = []
-    i = context.find(needle)
-    while i != -1:
-        raw.append((i, i + len(needle)))
-        i = context.find(needle, i + 1)
-
-    def bounded(s: int, e: int) -> bool:
-        left_ok = s == 0 or not (_is_word_char(context[s - 1]) and _is_word_char(needle[0]))
-        right_ok = e == len(context) or not (_is_word_char(context[e]) and _is_word_char(needle[-1]))
-        return left_ok and right_ok
-
-    good = [(s, e) for s, e in raw if bounded(s, e)]
-    return good or raw
 
 
 def answer_span(example: AdapterExample, context: str) -> tuple[int, int] | None:

@@ -1,4 +1,6 @@
-"""CLUES JSON rows -> ``AdapterExample`` (plain Python, no Django, no torch).
+"""CLUES JSON rows -> ``AdapterExample`` (plain Python, no Django, no torch), through the one
+CLUES reader the importer uses (``tasks_data.clues_format``), so both keep the same normalisation
+and SQuAD's ``answer_start``.
 
 The row shapes (see shared/clues/README.md): MNLI ``context`` is ``[premise, hypothesis]``;
 NER "no entity" is ``"answer": [""]`` (the empty set); SQuAD v2 / ReCoRD answers are
@@ -13,33 +15,24 @@ import json
 import zipfile
 from collections.abc import Iterable
 
+from tasks_data.clues_format import Record, parse_file, parse_line
 from tasks_data.registry import TaskSpec
 
 from .base import AdapterExample
 
 
-def example_from_row(task: TaskSpec, row: dict, uid: str | None = None) -> AdapterExample:
-    context = row["context"]
-    hypothesis = ""
-    if isinstance(context, list):
-        context, hypothesis = context[0], context[1]
-    texts: list[str] = []
-    starts: list[int] = []
-    for answer in row.get("answer") or []:
-        if isinstance(answer, dict):
-            text, start = str(answer.get("text", "")), answer.get("answer_start", -1)
-        else:
-            text, start = str(answer), -1
-        if not text.strip() or text in texts:
-            continue
-        texts.append(text)
-        starts.append(start if isinstance(start, int) else -1)
-    candidates = tuple((int(e["start"]), int(e["end"]) + 1) for e in row.get("entities") or [])
+def example_from_record(record: Record, uid: str | None = None) -> AdapterExample:
+    """The one CLUES reader's normalised record (``tasks_data.clues_format``) as an example."""
     return AdapterExample(
-        uid=uid if uid is not None else str(row.get("id", "")),
-        context=context, question=row.get("question", ""), answers=tuple(texts),
-        hypothesis=hypothesis, candidates=candidates,
-        answer_starts=tuple(starts) if any(s >= 0 for s in starts) else ())
+        uid=uid if uid is not None else record.clues_id,
+        context=record.context, question=record.question, answers=tuple(record.gold),
+        hypothesis=record.hypothesis, candidates=tuple(record.candidates),
+        answer_starts=tuple(record.answer_starts))
+
+
+def example_from_row(task: TaskSpec, row: dict, uid: str | None = None) -> AdapterExample:
+    """One CLUES row (a dict), read and checked by ``tasks_data.clues_format.parse_line``."""
+    return example_from_record(parse_line(task, json.dumps(row), file="<row>", line=1), uid)
 
 
 def read_jsonl_from_zip(zip_path: str, member: str) -> list[dict]:
@@ -49,10 +42,14 @@ def read_jsonl_from_zip(zip_path: str, member: str) -> list[dict]:
 
 
 def load_split(zip_path: str, task: TaskSpec, filename: str) -> list[AdapterExample]:
-    """Examples of one CLUES file (``task.test_filename`` or ``task.train_filename(k, s)``);
-    uids are ``<filename>:<row number>`` because CLUES ids are not unique keys."""
-    rows = read_jsonl_from_zip(zip_path, f"CLUES-JSON/{task.clues_folder}/{filename}")
-    return [example_from_row(task, row, uid=f"{filename}:{i}") for i, row in enumerate(rows)]
+    """Examples of one CLUES file (``task.test_filename`` or ``task.train_filename(k, s)``), read
+    by the importer's reader (``parse_file``); uids are ``<filename>:<row number>`` because CLUES
+    ids are not unique keys."""
+    member = f"CLUES-JSON/{task.clues_folder}/{filename}"
+    with zipfile.ZipFile(zip_path) as zf:
+        text = zf.read(member).decode("utf-8")
+    return [example_from_record(r, uid=f"{filename}:{i}")
+            for i, r in enumerate(parse_file(task, text, file=member))]
 
 
 def gold_answers(examples: Iterable[AdapterExample]) -> list[tuple[str, ...]]:

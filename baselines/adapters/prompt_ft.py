@@ -55,12 +55,8 @@ DEFAULTS = {
     "optimizer": "adamw",
 }
 
-#: slug -> (label -> verbalizer word), LM-BFF run_experiment.sh
-VERBALIZERS = {
-    "sst2": {"negative": "terrible", "positive": "great"},
-    "mnli": {"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
-}
-MAX_LENGTH = {"sst2": 128, "mnli": 256}
+# The verbalizers (LM-BFF run_experiment.sh) and max lengths live on the task registry entry
+# (``TaskSpec.prompt``): a new task declares them or says why prompt FT does not apply.
 _END_PUNCT = ".?!,;:"
 
 
@@ -120,10 +116,10 @@ class PromptSession:
                                         "masked-LM checkpoint")
         self.model.to(self.device)
         self.labels = list(task.labels)
-        self.verbalizer = VERBALIZERS[task.slug]
+        self.verbalizer = dict(task.prompt.verbalizer)
         self.label_token_ids = verbalizer_token_ids(
             self.tokenizer, [self.verbalizer[label] for label in self.labels])
-        self.max_length = int(self.hp["max_length"] or MAX_LENGTH[task.slug])
+        self.max_length = int(self.hp["max_length"] or task.prompt.max_length)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.prefix, self.suffix = special_affixes(self.tokenizer)
         self.truncated = 0
@@ -210,10 +206,11 @@ class PromptFTAdapter(Adapter):
     defaults = DEFAULTS
 
     def applies_to(self, task: TaskSpec) -> str | None:
-        if task.slug in VERBALIZERS:
+        if task.prompt is not None and task.prompt.applies:
             return None
-        return ("prompt-based fine-tuning covers only SST-2 and MNLI (the paper, section 5.1b, "
-                "uses LM-BFF's templates for them and leaves NER and MRC to future work)")
+        if task.prompt is None:
+            return f"{task.name} declares no prompt method in the task registry (TaskSpec.prompt)"
+        return task.prompt.not_applicable
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:

@@ -16,18 +16,45 @@ reference ``classic_finetuning/prepro_clues_ext.py``.
   could never find that answer). MNLI's context is ``premise [SEP] hypothesis`` (the
   tokenizer's separator token between them inside the second segment), so the input reads
   ``[CLS] question [SEP] premise [SEP] hypothesis [SEP]``.
-* SQuAD v2 (``SPAN_OR_NONE``) — gold span located by ``answer_starts`` when given, else by
-  string search (first occurrence); unanswerable items and windows that do not contain the
-  answer point at [CLS] (index 0). Decoding follows ``utils_qa.postprocess_qa_predictions``
-  with ``version_2_with_negative``: n-best 20 start and end indexes per window, spans with
-  end < start, longer than ``max_answer_length`` (30) tokens or outside the context masked out,
-  the null score (the smallest [CLS] start+end over the windows) against the best span, and
-  "no answer" when ``null - best > null_score_diff_threshold`` (0.0).
+* SQuAD v2 (``SPAN_OR_NONE``) — as the CLUES reference decides it (``span_decoding="mtdnn"``,
+  the default). Sources: microsoft/CLUES ``classic_finetuning/experiments/clues/clues_ext_task_def.yml``
+  (squad-v2: ``task_type`` SpanYN, ``loss`` SpanCeCriterion), ``classic_finetuning/prepro_clues_ext.py``
+  and namisan/mt-dnn ``mt_dnn/inference.py::eval_model``, ``data_utils/utils_qa.py::
+  postprocess_qa_predictions``, ``mt_dnn/batcher.py::Collater._prepare_model_input``,
+  ``mt_dnn/loss.py::SpanCeCriterion``.
+
+  - *Training label*: the gold span located by ``answer_start`` (``load_clues_jsonl`` keeps it,
+    ``search_index`` maps it to tokens); an unanswerable item, and a window that does not contain
+    the answer, points start and end at [CLS] (``prepare_train_feature``: "label impossible
+    answers with the index of the CLS token"). The loss is start/end cross-entropy only
+    (``SpanCeCriterion`` ignores the yes/no label of SpanYN): no separate answerability head.
+  - *Padding*: every window is padded to ``max_length`` (``prepare_*_features`` default
+    ``pad_to_max_length=True``) and the attention mask covers the padding too (the collater sets
+    ``masks[i, :len(token_id)] = 1`` over the padded ids), in training and prediction.
+  - *Null answer at prediction*: ``postprocess_qa_predictions(version_2_with_negative=True)`` with
+    its defaults (n-best 20, ``max_answer_length`` 30 — the script's ``--max_answer_len 20`` is
+    never passed to it — and ``null_score_diff_threshold`` 0.0). The null score is the smallest
+    [CLS] start+end over the windows (``null_ans_index`` defaults to 0). The offsets are NOT
+    restricted to the context (the lines that set question offsets to None are commented out in
+    ``prepare_validation_features``), so every position — [CLS], [SEP], padding, question
+    tokens — competes in the n-best; special and padding tokens have offsets (0, 0) and give an
+    empty text. The answer is the first non-empty text among the 20 best (null included); no
+    non-empty text among them, or ``null - best > 0``, means "no answer". After a few optimizer
+    steps the many padding positions dominate the n-best, which is why BERT-base answers mostly
+    "empty" (the paper's footnote 6). Question-token spans read ``context[q_start:q_end]`` as the
+    reference does (a reference quirk, kept to decide as it decides).
+  - ``span_decoding="utils_qa"``: the Hugging Face ``utils_qa.postprocess_qa_predictions`` decision
+    restricted to context tokens, with dynamic padding under a real attention mask (the earlier
+    default of this adapter): n-best 20 over context tokens only, the null score against the best
+    context span, "no answer" when ``null - best > null_score_diff_threshold``.
+  - Kept from the earlier setup for every task: ``doc_stride`` 128 (the reference prepro passes 180).
+  No threshold is tuned: CLUES is true few-shot with no validation set.
 * ReCoRD (``ENTITY``) — span extraction over the passage, trained on the gold entity's first
   candidate occurrence. Decoding is restricted to the candidate entity spans (the best start +
   end logit over the candidates' token spans and windows; ``restrict_to_candidates=False``
-  gives plain n-best span decoding without a null answer). The prediction is the candidate's
-  exact text.
+  gives plain n-best span decoding without a null answer, which is how the reference decodes
+  ReCoRD: ``clues_ext_task_def.yml`` record ``task_type: Span`` -> ``postprocess_qa_predictions``
+  with ``version_2_with_negative=False``). The prediction is the candidate's exact text.
 * NER (``AnswerKind.SPANS``: CoNLL03, WikiANN) — BIO tagging over the context tokens with
   ``AutoModelForTokenClassification`` (3 labels O/B/I). The question ("List all the people
   names in the context") is part of the input, so one model serves the three entity types.
@@ -89,7 +116,12 @@ DEFAULTS = {
     "null_score_diff_threshold": 0.0,  # HF utils_qa
     "optimizer": "adamw",  # AdamW as specified for this platform; "adamax" = the mt-dnn reference
     "restrict_to_candidates": True,  # ReCoRD: decode over the candidate entities only
+    # SQuAD v2: "mtdnn" = the CLUES reference (padded windows, every position in the n-best);
+    # "utils_qa" = HF decoding over context tokens with dynamic padding. See the module docstring.
+    "span_decoding": "mtdnn",
 }
+
+SPAN_DECODINGS = ("mtdnn", "utils_qa")
 
 NER_LABELS = ("O", "B", "I")
 
@@ -104,6 +136,7 @@ class _Window:
     offsets: list  # per token: (start, end) char offsets, or None outside the decoded segment
     seq_ids: list  # per token: 0 question, 1 context, None special
     label_spans: dict = field(default_factory=dict)  # classification: label -> (tok_s, tok_e)
+    raw_offsets: list | None = None  # mtdnn decoding: every position's offsets, padding (0, 0)
     word_ids: list | None = None  # NER
 
 
@@ -171,7 +204,11 @@ class FTSession:
         else:
             self.model = rt.load_pretrained(
                 AutoModelForQuestionAnswering, self.model_path, "ft", "encoder checkpoint")
-        self.model.to(self.device)
+        # fp32 master weights whatever the checkpoint's dtype (a bf16 copy is carried to GPU
+        # machines); bf16 enters only through autocast on CUDA.
+        import torch
+
+        self.model.to(device=self.device, dtype=torch.float32)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.input_names = [n for n in self.tokenizer.model_input_names
                             if n in ("input_ids", "attention_mask", "token_type_ids")]
@@ -180,6 +217,11 @@ class FTSession:
         if model_max and self.max_length > model_max:
             self.max_length = int(model_max)
         self.notes: dict = {"skipped_train_examples": [], "ner_gold_not_found": 0}
+        decoding = str(self.hp["span_decoding"])
+        if decoding not in SPAN_DECODINGS:
+            raise AdapterError(f"ft: span_decoding must be one of {', '.join(SPAN_DECODINGS)}, got {decoding!r}")
+        # The reference's padded windows apply to SQuAD v2 only (the task this choice decides).
+        self.reference_padding = task.answer_kind is AnswerKind.SPAN_OR_NONE and decoding == "mtdnn"
         if progress:
             progress("load", 1, 1)
 
@@ -248,6 +290,10 @@ class FTSession:
                            for o, sid in zip(raw_offsets, seq_ids, strict=True)]
                 feat = {name: list(enc[name][w]) for name in self.input_names if name in enc}
                 win = _Window(example=i, offsets=offsets, seq_ids=list(seq_ids))
+                if self.reference_padding:
+                    self._pad_like_reference(feat)
+                    win.raw_offsets = [tuple(o) for o in raw_offsets]
+                    win.raw_offsets += [(0, 0)] * (self.max_length - len(win.raw_offsets))
                 if kind is AnswerKind.LABEL:
                     for label, (s, e) in label_chars.items():
                         span = char_to_token_span(raw_offsets, seq_ids, 0, s, e)
@@ -274,6 +320,18 @@ class FTSession:
                 features.append(feat)
                 windows.append(win)
         return features, windows
+
+    def _pad_like_reference(self, feat: dict) -> None:
+        """Pad to ``max_length`` with the attention mask ON over the padding, as mt-dnn's
+        collater does with the CLUES prepro's padded ids (see the module docstring)."""
+        n = self.max_length - len(feat["input_ids"])
+        if n <= 0:
+            return
+        feat["input_ids"] = feat["input_ids"] + [self.pad_id] * n
+        if "attention_mask" in feat:
+            feat["attention_mask"] = feat["attention_mask"] + [1] * n
+        if "token_type_ids" in feat:
+            feat["token_type_ids"] = feat["token_type_ids"] + [0] * n
 
     @staticmethod
     def _word_spans(enc, n_win) -> dict[int, tuple[int, int]]:
@@ -377,6 +435,8 @@ class FTSession:
                 preds.append(self._decode_ner(self.context_of(ex), wins))
             elif kind is AnswerKind.ENTITY and ex.candidates and self.hp["restrict_to_candidates"]:
                 preds.append(self._decode_candidates(ex, wins))
+            elif self.reference_padding:
+                preds.append(self._decode_span_mtdnn(self.context_of(ex), wins))
             else:
                 preds.append(self._decode_span(self.context_of(ex), wins,
                                                allow_null=kind is AnswerKind.SPAN_OR_NONE))
@@ -426,6 +486,35 @@ class FTSession:
                 and min_null - best[0] > float(self.hp["null_score_diff_threshold"]):
             return []
         return [context[best[1]:best[2]]]
+
+    def _decode_span_mtdnn(self, context: str, wins) -> list[str]:
+        """mt-dnn ``utils_qa.postprocess_qa_predictions(version_2_with_negative=True)`` over every
+        position of the padded windows (see the module docstring)."""
+        import numpy as np
+
+        n_best = int(self.hp["n_best_size"])
+        max_len = int(self.hp["max_answer_length"])
+        null = None
+        cands: list[tuple[float, str]] = []
+        for win, (sl, el) in wins:
+            offsets = win.raw_offsets
+            score = float(sl[0] + el[0])  # null_ans_index 0 = [CLS]
+            if null is None or score < null:
+                null = score
+            starts = np.argsort(sl)[-1: -n_best - 1: -1].tolist()
+            ends = np.argsort(el)[-1: -n_best - 1: -1].tolist()
+            for s in starts:
+                for e in ends:
+                    if s >= len(offsets) or e >= len(offsets) or e < s or e - s + 1 > max_len:
+                        continue
+                    cands.append((float(sl[s] + el[e]), context[offsets[s][0]:offsets[e][1]]))
+        if null is None:
+            return []
+        ranked = sorted([*cands, (null, "")], key=lambda c: -c[0])[:n_best]
+        best = next((c for c in ranked if c[1] != ""), None)
+        if best is None or null - best[0] > float(self.hp["null_score_diff_threshold"]):
+            return []
+        return [best[1]] if best[1].strip() else []
 
     def _decode_candidates(self, ex: AdapterExample, wins) -> list[str]:
         context = ex.context

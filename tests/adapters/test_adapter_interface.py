@@ -193,7 +193,7 @@ def test_answer_span_and_render():
 
 
 def test_example_from_clues_rows():
-    mnli = example_from_row(TASKS["mnli"], {"id": "1", "context": ["P.", "H."],
+    mnli = example_from_row(TASKS["mnli"], {"id": "1", "context": ["P.", "H."], "genre": "g",
                                             "question": "q", "answer": ["entailment"]})
     assert (mnli.context, mnli.hypothesis, mnli.answers) == ("P.", "H.", ("entailment",))
     ner = example_from_row(TASKS["conll03"], {"id": "1_1", "context": "x", "question": "q",
@@ -204,7 +204,7 @@ def test_example_from_clues_rows():
         "answer": [{"text": "def", "answer_start": 4}, {"text": "def", "answer_start": 4}]})
     assert squad.answers == ("def",) and squad.answer_starts == (4,)
     record = example_from_row(TASKS["record"], {
-        "id": "r", "context": "Ann met Bo", "question": "@placeholder met Bo",
+        "id": "r", "context": "Ann met Bo", "question": "@placeholder met Bo", "is_impossible": False,
         "entities": [{"start": 0, "end": 2}, {"start": 8, "end": 9}],
         "answer": [{"text": "Ann", "answer_start": 0}]})
     assert [record.context[s:e] for s, e in record.candidates] == ["Ann", "Bo"]

@@ -12,6 +12,25 @@ from baselines.models import BaselineRun
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 
+def paper_comparison(rows) -> str:
+    """The paper's BERT-base classic fine-tuning row beside ours, for each task and shots run
+    (so anyone sees at a glance whether a run is in the paper's regime)."""
+    lines = ["", "paper (BERT-base, classic fine-tuning) vs ours, S1 mean ± std over splits:",
+             f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  {'paper':>12}  {'ours':>12}  source"]
+    for row in rows:
+        spec = TASKS.get(row["task"])
+        paper = spec.paper_ft_bert_base.get(row["shots"]) if spec else None
+        ours = f"{row['mean']:.1f} ± {row['std']:.1f}" if row["std"] is not None else f"{row['mean']:.1f}"
+        theirs = f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "-"
+        source = f"CLUES paper {spec.paper_table}" if paper else "not in the paper"
+        model = (row["model"] or "-")[-28:]
+        lines.append(f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  {theirs:>12}  "
+                     f"{ours:>12}  {source}")
+    if len(lines) == 3:
+        return ""
+    return "\n".join(lines)
+
+
 def _setting(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -101,7 +120,9 @@ class Command(BaseCommand):
         done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
         from results.cells import model_cells  # the one cell computation (results sits above baselines)
 
-        self._print_table(model_cells(done.select_related("task")))
+        rows = model_cells(done.select_related("task"))
+        self._print_table(rows)
+        self.stdout.write(paper_comparison(rows))
         if failed:
             self.stderr.write(self.style.WARNING(f"{failed} run(s) failed; re-run the command to retry them"))
 

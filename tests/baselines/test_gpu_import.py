@@ -1,0 +1,98 @@
+"""Runs made off the platform (benchmarks/gpu_sweep.py, Django-free) come back through
+``import_baseline_runs``, re-scored against the gold; ``run_baselines`` ends with the paper's row."""
+
+import io
+import json
+import sys
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from baselines.models import BaselineRun
+from results.cells import model_rows
+from tasks_data.registry import TASKS
+from tests.adapters import tiny_models
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def sweep_file(tmp_path_factory, clues_zip):
+    """A real tiny run of the GPU sweep script, on the CPU: tiny BERT, SST-2 10-shot split 1."""
+    from baselines.adapters.clues_io import load_split
+    from benchmarks import gpu_sweep
+
+    tmp = tmp_path_factory.mktemp("sweep")
+    task = TASKS["sst2"]
+    texts = [e.question + " " + e.context for e in load_split(str(clues_zip), task, task.test_filename)]
+    model = tiny_models.bert_checkpoint(tmp / "tiny", texts)
+    out = tmp / "runs.json"
+    assert gpu_sweep.main(["--zip", str(clues_zip), "--model", model, "--model-name", "tiny-bert", "--out", str(out),
+                           "--tasks", "sst2", "--shots", "10", "--splits", "1", "--device", "cpu",
+                           "--set", "max_steps=1"]) == 0
+    return out
+
+
+def _import(path) -> str:
+    out = io.StringIO()
+    call_command("import_baseline_runs", str(path), stdout=out)
+    return out.getvalue()
+
+
+def test_exported_runs_are_imported_rescored_and_shown_as_model_rows(clues_data, sweep_file, tmp_path):
+    payload = json.loads(sweep_file.read_text())
+    run = payload["runs"][0]
+    assert run["device"] == "cpu" and run["train_seconds"] > 0 and run["predict_examples_per_second"] > 0
+    payload["runs"][0]["s1"] = 0.99  # a score the predictions do not earn is ignored
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(payload))
+    assert "imported 1 run(s)" in _import(forged)
+    stored = BaselineRun.objects.get(task__slug="sst2", method="ft", model="tiny-bert", shots=10, split=1)
+    assert stored.status == BaselineRun.Status.COMPLETED and stored.device == "cpu"
+    assert stored.s1 == pytest.approx(json.loads(sweep_file.read_text())["runs"][0]["s1"]) != 0.99
+    assert stored.s1 == pytest.approx(sum(stored.item_scores) / len(stored.item_scores))
+    assert stored.train_seconds == pytest.approx(run["train_seconds"])
+    assert stored.notes["imported_from"]["torch"] == payload["torch"]
+    rows = model_rows()  # what the human-vs-model page and export_results --with-baselines show
+    assert any(r["model"] == "tiny-bert" and r["task"] == "sst2" and r["shots"] == 10 for r in rows)
+    # Importing again leaves the completed run alone.
+    assert "imported 0 run(s); 1 already completed" in _import(sweep_file)
+    assert BaselineRun.objects.filter(model="tiny-bert").count() == 1
+
+
+def test_a_bad_file_is_refused_whole(clues_data, sweep_file, tmp_path):
+    payload = json.loads(sweep_file.read_text())
+    good = payload["runs"][0]
+    shuffled = dict(good, split=2, predictions=list(reversed(good["predictions"])))  # ids out of order
+    payload["runs"] = [good, shuffled]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(payload))
+    with pytest.raises(CommandError, match="run 2: predictions must be"):
+        _import(bad)
+    assert not BaselineRun.objects.filter(model="tiny-bert").exists()  # run 1 was not kept either
+    for text, message in [("{", "is not JSON"), ('{"format": "x"}', "not a baseline-runs file"),
+                          (json.dumps({**payload, "runs": [dict(good, task="nope")]}), "unknown task")]:
+        bad.write_text(text)
+        with pytest.raises(CommandError, match=message):
+            _import(bad)
+    with pytest.raises(CommandError, match="cannot read"):
+        _import(tmp_path / "missing.json")
+
+
+def test_run_baselines_ends_with_the_papers_bert_base_row(clues_data):
+    out = io.StringIO()
+    call_command("run_baselines", "--tasks", "squad2", "sst2", "--methods", "empty", "majority", "--shots", "10",
+                 "--splits", "1", "2", stdout=out, stderr=io.StringIO())
+    text = out.getvalue()
+    tail = text[text.index("paper (BERT-base, classic fine-tuning) vs ours"):]
+    squad = next(line for line in tail.splitlines() if line.startswith("squad2    empty"))
+    assert "46.0 ± 2.4" in squad and "49.5 ± 0.0" in squad and "CLUES paper Table 7" in squad
+    sst = next(line for line in tail.splitlines() if line.startswith("sst2      majority"))
+    assert "46.2 ± 5.6" in sst and "CLUES paper Table 6" in sst
+
+
+def test_the_sweep_script_imports_no_django():
+    import subprocess
+
+    code = "import sys; import benchmarks.gpu_sweep; assert 'django' not in sys.modules, 'django imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
