@@ -10,13 +10,17 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from tasks_data.models import Example, Task, TrainingSet
 
 RESEARCHERS_GROUP = "researchers"
 DEFAULT_SHOTS = [0, 10, 20, 30]
+
+
+# Codes go into URLs and forms (identity.CODE): letters and digits only.
+code_validator = RegexValidator(r"^[A-Za-z0-9]+\Z", "use letters and digits only")
 
 
 def new_join_token() -> str:
@@ -53,8 +57,14 @@ class Study(models.Model):
     platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
     worker_id_param = models.CharField(max_length=50, default="worker_id",
                                        help_text="Query parameter carrying the worker id (generic platform).")
-    completion_code = models.CharField(max_length=50)
-    screenout_code = models.CharField(max_length=50)
+    completion_code = models.CharField(max_length=50, validators=[code_validator])
+    screenout_code = models.CharField(max_length=50, validators=[code_validator])
+    # Issue 9: identity, time limit and Prolific review (rules in annotation.recruitment).
+    worker_id_pattern = models.CharField(max_length=200, blank=True,
+                                         help_text="Generic link only: a regular expression the worker id must match.")
+    expected_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)],
+                                                   help_text="Expected duration; the reward and time limit follow it.")
+    manual_review = models.BooleanField(default=False, help_text="Prolific: never approve submissions automatically.")
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
     idle_cap_seconds = models.PositiveIntegerField(default=300, help_text="Idle gaps count at most this long.")
     time_limit_minutes = models.PositiveIntegerField(null=True, blank=True,
@@ -72,6 +82,11 @@ class Study(models.Model):
     def is_open(self) -> bool:
         return self.closed_at is None
 
+    @property
+    def time_limit(self) -> int:
+        """Minutes an enrollment may take: the study's own limit, or twice the expected duration."""
+        return self.time_limit_minutes or 2 * self.expected_minutes
+
 
 class Cohort(models.Model):
     """One (study, task, shots) cell; its target is N workers who finish the test step unfiltered."""
@@ -85,6 +100,7 @@ class Cohort(models.Model):
     join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
     launched_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    prolific_study_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["study", "task", "shots"]
@@ -148,6 +164,9 @@ class Enrollment(models.Model):
     # What the recruitment platform sent on joining (Prolific STUDY_ID/SESSION_ID, MTurk assignment...).
     platform_session = models.CharField(max_length=200, blank=True)
     platform_data = models.JSONField(default=dict, blank=True)
+    # Prolific: "" (not checked), "verified" or "unverified" (Prolific could not be reached at join).
+    verification = models.CharField(max_length=10, blank=True, default="")
+    prolific_status = models.CharField(max_length=20, blank=True, help_text="Last status seen on Prolific.")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]
@@ -207,3 +226,6 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+
+
+from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential  # noqa: E402,F401

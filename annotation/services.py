@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from urllib.parse import quote
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -22,6 +23,7 @@ from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
 from tasks_data.registry import SHOTS, TASKS
 from tasks_data.s1 import item_s1
 
+from . import identity
 from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
 from .protocol import HOLDS_SLOT, State, TransitionNotAllowed, transition
@@ -45,9 +47,16 @@ class Conflict(Exception):
 class JoinRefused(Exception):
     """A worker cannot join a cohort; ``status`` is the HTTP status, ``message`` says why."""
 
-    def __init__(self, status: int, message: str):
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, platform: str = ""):
+        self.status, self.message, self.platform = status, message, platform
         super().__init__(message)
+
+
+# One answer for "already took part" and "not allowed", so the join page never tells whether a
+# given worker id has taken part before (issue 10.8).
+NOT_ALLOWED = ("you cannot take part in this study with this link: it needs people who have not worked on "
+               "this task before, and each person takes part once, from one browser. If you started this "
+               "study in another browser, please go back to it")
 
 
 # ---------------------------------------------------------------- studies and cohorts
@@ -59,7 +68,8 @@ def create_study(*, name: str, tasks: Sequence[str], shots: Sequence[int] = (0, 
                  platform: str = Study.Platform.PROLIFIC, worker_id_param: str = "worker_id",
                  completion_code: str = "", screenout_code: str = "", test_order: str = Study.TestOrder.FILE,
                  idle_cap_seconds: int = 300, time_limit_minutes: int | None = None, created_by=None,
-                 launch: bool = False) -> Study:
+                 launch: bool = False, expected_minutes: int = 30, worker_id_pattern: str = "",
+                 manual_review: bool = False) -> Study:
     """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field."""
     errors: dict[str, list[str]] = {}
     tasks, shots = list(dict.fromkeys(tasks)), sorted(set(shots))
@@ -92,8 +102,13 @@ def create_study(*, name: str, tasks: Sequence[str], shots: Sequence[int] = (0, 
         completion_code=completion_code or f"C{secrets.token_hex(4).upper()}",
         screenout_code=screenout_code or f"S{secrets.token_hex(4).upper()}",
         test_order=test_order, idle_cap_seconds=idle_cap_seconds, time_limit_minutes=time_limit_minutes,
-        created_by=created_by,
+        created_by=created_by, expected_minutes=expected_minutes, worker_id_pattern=worker_id_pattern,
+        manual_review=manual_review,
     )
+    try:
+        identity.check_pattern(worker_id_pattern)
+    except ValueError as exc:
+        errors.setdefault("worker_id_pattern", []).append(str(exc))
     try:
         study.full_clean(exclude=["tasks", "shots", "created_by"])
     except ValidationError as exc:
@@ -175,25 +190,31 @@ def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, 
             raise JoinRefused(400, f"the {name} parameter is too long")
         return value
 
-    if study.platform == Study.Platform.PROLIFIC:
-        pid = need("PROLIFIC_PID")
-        data = {k: params.get(k, "")[:100] for k in ("STUDY_ID", "SESSION_ID")}
-        return pid, data["SESSION_ID"], data
-    if study.platform == Study.Platform.MTURK:
-        if params.get("assignmentId") == MTURK_PREVIEW:
-            return None
-        worker_id = need("workerId")
-        data = {"assignmentId": need("assignmentId"), "hitId": params.get("hitId", "")[:100],
-                "turkSubmitTo": params.get("turkSubmitTo", "")[:200]}
-        return worker_id, data["assignmentId"], data
-    if study.platform == Study.Platform.GENERIC:
-        return need(study.worker_id_param), "", {}
+    try:
+        if study.platform == Study.Platform.PROLIFIC:
+            pid = identity.normalise_prolific_pid(need("PROLIFIC_PID"))
+            data = {k: (params.get(k) or "").strip()[:100] for k in ("STUDY_ID", "SESSION_ID")}
+            return pid, data["SESSION_ID"], data
+        if study.platform == Study.Platform.MTURK:
+            if params.get("assignmentId") == MTURK_PREVIEW:
+                return None
+            worker_id = identity.normalise_mturk_worker_id(need("workerId"))
+            submit_to = params.get("turkSubmitTo") or ""
+            data = {"assignmentId": need("assignmentId"), "hitId": params.get("hitId", "")[:100],
+                    "turkSubmitTo": identity.check_turk_submit_to(submit_to) if submit_to else ""}
+            return worker_id, data["assignmentId"], data
+        if study.platform == Study.Platform.GENERIC:
+            param = study.worker_id_param
+            return identity.normalise_generic(need(param), study.worker_id_pattern, param), "", {}
+    except identity.InvalidIdentity as exc:
+        raise JoinRefused(400, str(exc), study.platform) from None
     if not (user and user.is_authenticated):
         raise JoinRefused(403, "log in with your lab account to join this study")
     return str(user.pk), "", {}
 
 
-def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_id: int | None = None) -> JoinOutcome:
+def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_id: int | None = None,
+         seen_enrollment_ids: Sequence[int] = ()) -> JoinOutcome:
     """Enroll a worker through a cohort's join link, or take a returning worker back.
 
     Raises JoinRefused (404 unknown link, 400 missing parameter, 403 closed / not allowed,
@@ -207,35 +228,41 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
     if identity is None:
         return JoinOutcome(cohort, None)
     external_id, session, data = identity
+    from . import recruitment  # the Prolific rules (imports this module)
+
+    refused = NOT_ALLOWED
+    worker = Worker.objects.filter(platform=study.platform, external_id=external_id).first()
+    existing = (Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
+                if worker else None)
+    # A browser bound to an enrollment on this task cannot come back under another id.
+    seen = {*seen_enrollment_ids, *([bound_enrollment_id] if bound_enrollment_id else [])}
+    if seen and Enrollment.objects.filter(pk__in=seen, task=cohort.task).exclude(
+            worker__platform=study.platform, worker__external_id=external_id).exists():
+        raise JoinRefused(403, refused, study.platform)
+    if existing is not None:
+        # A returning worker: the same browser session, or the platform's same session/assignment.
+        same_browser = bound_enrollment_id == existing.pk or existing.pk in seen
+        same_platform_session = bool(session) and session == existing.platform_session
+        if existing.cohort_id != cohort.pk or not (
+                same_browser or same_platform_session or study.platform == Study.Platform.LOCAL):
+            raise JoinRefused(403, refused, study.platform)
+        return JoinOutcome(cohort, existing)
+    recruitment.check_accepting(cohort)
+    verification = recruitment.verify_join(cohort, external_id, data)  # before any lock: an HTTP call
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
             platform=study.platform, external_id=external_id,
             defaults={"user": user if study.platform == Study.Platform.LOCAL else None},
         )
-        existing = Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
-        if existing is not None:
-            if existing.cohort_id != cohort.pk:
-                raise JoinRefused(409, "you have already taken part in a study on this task, and the results "
-                                       "need people who have not seen it before; thank you for your interest")
-            # A returning worker: the same browser session, or the platform's same session/assignment.
-            same_browser = bound_enrollment_id == existing.pk
-            same_platform_session = bool(session) and session == existing.platform_session
-            if not (same_browser or same_platform_session or study.platform == Study.Platform.LOCAL):
-                raise JoinRefused(403, "this worker id is already taking part from another session; "
-                                       "please return to the browser where you started")
-            return JoinOutcome(cohort, existing)
-
-        if not cohort.is_accepting:
-            raise JoinRefused(403, "this study is closed and no longer accepts participants")
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
         if taken >= cohort.target:
-            raise JoinRefused(409, "this study is full: all places have been taken")
+            raise JoinRefused(409, recruitment.FULL, study.platform)
         enrollment = Enrollment(
             cohort=cohort, worker=worker, task=cohort.task, order_seed=secrets.randbits(62),
-            platform_session=session, platform_data=data,
+            platform_session=session, platform_data=data, verification=verification,
         )
         try:
             transition(enrollment, State.TRAINING if cohort.shots else State.TESTING,
@@ -243,7 +270,7 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
             # is needed: the refusal leaves the transaction, which rolls everything back.
-            raise JoinRefused(409, "you have already taken part in a study on this task") from None
+            raise JoinRefused(403, refused, study.platform) from None
     return JoinOutcome(cohort, enrollment, created=True)
 
 
@@ -432,14 +459,14 @@ def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
 
 
 def _is_stale(enrollment: Enrollment, now: datetime) -> bool:
-    limit = enrollment.cohort.study.time_limit_minutes
+    limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
     return bool(limit and enrollment.state in _STEP_OF_STATE
                 and now - enrollment.enrolled_at > timedelta(minutes=limit))
 
 
 def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
     if _is_stale(enrollment, now):
-        limit = enrollment.cohort.study.time_limit_minutes
+        limit = enrollment.cohort.study.time_limit
         transition(enrollment, State.EXPIRED, actor="system", action="expire",
                    reason=f"time limit of {limit} minutes passed")
         return True
@@ -551,7 +578,9 @@ def _finish_training(enrollment: Enrollment, now: datetime) -> None:
     own = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING).aggregate(s=Avg("s1"))["s"]
     enrollment.training_s1, enrollment.training_finished_at = own, now
     # The others who finished training in the same cohort (same study, task and shots).
+    # Withdrawn, expired or returned workers are not compared with (sybils that quit cannot lower the bar).
     others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
+                  .exclude(state__in=(State.WITHDRAWN, State.EXPIRED))
                   .exclude(pk=enrollment.pk).values_list("training_s1", flat=True))
     reason = ""
     if study.filter_floor is not None and own < study.filter_floor:
@@ -620,7 +649,7 @@ def expire_stale(now: datetime | None = None) -> int:
     """Expire every active enrollment past its study's time limit; returns how many."""
     now = now or timezone.now()
     count = 0
-    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE, cohort__study__time_limit_minutes__isnull=False)
+    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE)
     for enrollment_id in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             count += _expire_if_stale(_load(enrollment_id, lock=True), now)
@@ -648,9 +677,13 @@ def completion(enrollment: Enrollment) -> Completion | None:
     else:
         return None
     if study.platform == Study.Platform.PROLIFIC:
-        return Completion(code, redirect_url=PROLIFIC_COMPLETE_URL.format(code=code))
-    if study.platform == Study.Platform.MTURK and enrollment.platform_data.get("turkSubmitTo"):
-        base = enrollment.platform_data["turkSubmitTo"].rstrip("/")
+        return Completion(code, redirect_url=PROLIFIC_COMPLETE_URL.format(code=quote(code, safe="")))
+    submit_to = enrollment.platform_data.get("turkSubmitTo") if study.platform == Study.Platform.MTURK else ""
+    try:
+        base = identity.check_turk_submit_to(submit_to) if submit_to else ""
+    except identity.InvalidIdentity:
+        base = ""  # stored before the allow-list: show the code instead of posting it anywhere
+    if base:
         return Completion(code, post_url=f"{base}/mturk/externalSubmit",
                           post_fields={"assignmentId": enrollment.platform_data.get("assignmentId", ""),
                                        "completion_code": code})

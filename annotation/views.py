@@ -33,9 +33,11 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         return response
     try:
         outcome = services.join(token, request.GET, user=request.user,
-                                bound_enrollment_id=session.bound_enrollment_id(request))
+                                bound_enrollment_id=session.bound_enrollment_id(request),
+                                seen_enrollment_ids=session.seen_enrollment_ids(request))
     except services.JoinRefused as refused:
-        return render(request, "annotation/join_refused.html", {"message": refused.message}, status=refused.status)
+        return render(request, "annotation/join_refused.html", status=refused.status,
+                      context={"message": refused.message, "platform": refused.platform})
     if outcome.preview:
         cohort = outcome.cohort
         return render(request, "annotation/mturk_preview.html",
