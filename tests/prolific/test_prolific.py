@@ -1,5 +1,6 @@
 """The Prolific integration against a fake Prolific (a real HTTP server on 127.0.0.1), through the real HTTP surface."""
 
+from datetime import timedelta
 from decimal import Decimal
 from io import StringIO
 from urllib.parse import parse_qs, urlsplit
@@ -181,8 +182,8 @@ def _approved_worker(fake, study, name):
     finish(worker)
     fake.submit(sid, "CDONE")
     # A slow worker: an hour of recorded active time (answers spread out; idle cap raised below).
-    Enrollment.objects.filter(worker__external_id=pid).update(
-        enrolled_at=Enrollment.objects.get(worker__external_id=pid).enrolled_at - __import__("datetime").timedelta(hours=1))
+    enrolled_at = Enrollment.objects.get(worker__external_id=pid).enrolled_at
+    Enrollment.objects.filter(worker__external_id=pid).update(enrolled_at=enrolled_at - timedelta(hours=1))
     return pid
 
 
