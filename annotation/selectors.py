@@ -36,6 +36,7 @@ from .services import SHOT_CONDITIONS, active_seconds, pay
 
 STD_DDOF = 1  # the table's std is the sample standard deviation across a cohort's annotators
 RESULT_STATES = (State.COMPLETED,)
+UNVERIFIED = "unverified"  # admitted while Prolific was unreachable: out of every result until synced (issue 9)
 EXCLUDED_STATES = (State.FILTERED, State.WITHDRAWN, State.EXPIRED)
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(SHOT_CONDITIONS)}
@@ -209,7 +210,7 @@ def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
     by ``tasks_data.s1`` when the answer was submitted).
     """
     rows = (Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
-                                  step=Answer.Step.TEST).order_by()
+                                  step=Answer.Step.TEST).exclude(enrollment__verification=UNVERIFIED).order_by()
             .values("enrollment_id", "enrollment__cohort_id").annotate(s1=Avg("s1"))
             .values_list("enrollment_id", "enrollment__cohort_id", "s1"))
     return {enrollment_id: (cohort_id, s1) for enrollment_id, cohort_id, s1 in rows}
@@ -244,7 +245,7 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
     """
     rows = study_enrollments(study)
     if not include_all:
-        rows = [r for r in rows if r["state"] in RESULT_STATES]
+        rows = [r for r in rows if r["state"] in RESULT_STATES and r["enrollment"].verification != UNVERIFIED]
     out = []
     for r in rows:
         out.append({
@@ -295,7 +296,7 @@ def prediction_rows(enrollment: Enrollment) -> list[dict]:
 
 def completed_enrollments(study: Study) -> list[Enrollment]:
     qs = (Enrollment.objects.filter(cohort__study=study, state__in=RESULT_STATES)
-          .select_related("worker", "cohort__task"))
+          .exclude(verification=UNVERIFIED).select_related("worker", "cohort__task"))
     return sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))
 
 
@@ -350,7 +351,7 @@ def cohort_agreement(study: Study) -> list[dict]:
     answers: dict[int, dict[int, dict[int, list[str]]]] = defaultdict(lambda: defaultdict(dict))
     for cohort_id, enrollment_id, example_id, texts in (
             Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
-                                  step=Answer.Step.TEST).order_by()
+                                  step=Answer.Step.TEST).exclude(enrollment__verification=UNVERIFIED).order_by()
             .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts")):
         answers[cohort_id][enrollment_id][example_id] = texts
     rows = []
