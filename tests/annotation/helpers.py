@@ -26,11 +26,21 @@ def cohort(study, task: str, shots: int) -> Cohort:
     return study.cohorts.select_related("task", "study").get(task__slug=task, shots=shots)
 
 
+_NAMES: dict[str, str] = {}
+
+
 def pid_for(name: str) -> str:
     """A valid Prolific PID (24 hexadecimal characters) standing for a test worker's name."""
     if re.fullmatch(r"[0-9a-f]{24}", name):
         return name
-    return hashlib.sha1(name.encode()).hexdigest()[:24]
+    pid = hashlib.sha1(name.encode()).hexdigest()[:24]
+    _NAMES[pid] = name
+    return pid
+
+
+def name_of(worker_id: str) -> str:
+    """The test worker's name behind a PID made by ``pid_for`` (other ids unchanged)."""
+    return _NAMES.get(worker_id, worker_id)
 
 
 def prolific(pid: str) -> dict:
