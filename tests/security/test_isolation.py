@@ -15,7 +15,7 @@ from django.test import Client
 
 from annotation.models import Answer, Enrollment
 from annotation.session import SESSION_KEY
-from tests.annotation.helpers import WorkerClient, cohort, make_study, prolific
+from tests.annotation.helpers import WorkerClient, cohort, make_study, pid_for, prolific
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -30,9 +30,10 @@ def session_key(client: Client) -> str | None:
 
 
 @pytest.mark.parametrize("platform, first, replay, back", [
-    ("prolific", {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}, {"PROLIFIC_PID": "W1", "SESSION_ID": "S-forged"},
-     {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}),
-    ("prolific", {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}, {"PROLIFIC_PID": "W1"}, None),
+    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"},
+     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-forged"},
+     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}),
+    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}, {"PROLIFIC_PID": pid_for("W1")}, None),
     ("mturk", {"workerId": "W1", "assignmentId": "A-1", "hitId": "H"},
      {"workerId": "W1", "assignmentId": "A-other", "hitId": "H"}, {"workerId": "W1", "assignmentId": "A-1"}),
     ("generic", {"wid": "W1"}, {"wid": "W1"}, None),
@@ -100,7 +101,7 @@ def test_joining_never_keeps_a_session_id_chosen_beforehand():
     victim.cookies[settings.SESSION_COOKIE_NAME] = old_key
     assert victim.get(sst0.join_path, prolific("VICTIM2")).status_code == 302
     assert session_key(victim) != old_key
-    victim_enrollment = Enrollment.objects.get(worker__external_id="VICTIM2")
+    victim_enrollment = Enrollment.objects.get(worker__external_id=pid_for("VICTIM2"))
     assert victim.session[SESSION_KEY] == victim_enrollment.pk
     old = Session.objects.filter(session_key=old_key).first()
     assert old is None or old.get_decoded().get(SESSION_KEY) != victim_enrollment.pk
