@@ -20,7 +20,7 @@ from annotation.answers import InvalidAnswer, validate_answer
 from annotation.models import Answer, Enrollment, Worker
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, prolific
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for
 from tests.security.tricky import ASTRAL, COMBINING, EMOJI, RTL, TAG
 
 pytestmark = [pytest.mark.django_db]
@@ -224,7 +224,9 @@ def test_a_span_may_split_a_grapheme_it_is_valid_but_not_the_gold():
 @pytest.mark.usefixtures("tricky")
 def test_join_parameters_in_any_script_are_kept_as_given():
     pid = f"W{COMBINING}{RTL}{EMOJI}"
-    sst0 = cohort(make_study(shots=[0]), "sst2", 0)
-    response = Client().get(sst0.join_path, {**prolific(pid)})
+    # A generic link without a pattern keeps any id; a Prolific PID must be 24 hexadecimal characters.
+    assert Client().get(cohort(make_study(shots=[0]), "sst2", 0).join_path, {"PROLIFIC_PID": pid}).status_code == 400
+    sst0 = cohort(make_study(shots=[0], platform="generic"), "sst2", 0)
+    response = Client().get(sst0.join_path, {"worker_id": pid})
     assert response.status_code == 302
-    assert Worker.objects.get().external_id == pid
+    assert Worker.objects.get(platform="generic").external_id == pid
