@@ -50,13 +50,19 @@ class StudyForm(forms.Form):
     idle_cap_seconds = forms.IntegerField(min_value=1, initial=300, label="Idle cap (seconds)",
                                           help_text="A gap between answers counts at most this long for pay.")
     time_limit_minutes = forms.IntegerField(min_value=1, required=False, label="Time limit (minutes)",
-                                            help_text="Enrollments older than this expire. Empty: none.")
+                                            help_text="Older enrollments expire. Empty: 2 x the expected duration.")
     launch = forms.BooleanField(required=False, label="Launch every cohort now (the join links take workers at once)")
+    expected_minutes = forms.IntegerField(min_value=1, initial=30, required=False, label="Expected duration (minutes)",
+                                          help_text="The Prolific reward and the default time limit (twice it) follow.")
+    worker_id_pattern = forms.CharField(max_length=200, required=False, label="Worker-id pattern",
+                                        help_text="Generic link only: a regular expression the worker id must match.")
+    manual_review = forms.BooleanField(required=False, label="Prolific: review every submission by hand")
 
     def service_kwargs(self) -> dict:
         data = dict(self.cleaned_data)
         for key in ("completion_code", "screenout_code"):
             data[key] = data[key].strip()
+        data["expected_minutes"] = data.get("expected_minutes") or 30
         return data
 
     def add_service_errors(self, error: ValidationError) -> None:

@@ -137,6 +137,9 @@ class StudyCreateSerializer(serializers.Serializer):
     idle_cap_seconds = serializers.IntegerField(default=300)
     time_limit_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
     launch = serializers.BooleanField(default=False, help_text="Open every cohort for joining at once.")
+    expected_minutes = serializers.IntegerField(default=30, help_text="Expected minutes; reward and time limit follow.")
+    worker_id_pattern = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    manual_review = serializers.BooleanField(default=False, help_text="Prolific: never approve automatically.")
 
 
 class CohortRowSerializer(serializers.Serializer):
@@ -166,7 +169,8 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = ["id", "name", "created_by", "created_at", "tasks", "shots", "chain", "workers_per_cohort",
                   "pay_rate", "filter_floor", "filter_fraction", "platform", "worker_id_param", "completion_code",
-                  "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at", "is_open"]
+                  "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at", "is_open",
+                  "expected_minutes", "worker_id_pattern", "manual_review"]
         read_only_fields = fields
 
 
