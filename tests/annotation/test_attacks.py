@@ -65,16 +65,16 @@ def test_withdrawn_sybils_do_not_lower_the_relative_filter():
     assert answer_training(attacker, wrong=set(range(7)))["step"] == "filtered"
 
 
-def test_withdrawn_sybils_after_training_do_not_count_either():
-    study = make_study(shots=[10], workers_per_cohort=8, filter_fraction=0.5)
+def test_expired_sybils_do_not_lower_the_relative_filter_either():
+    study = make_study(shots=[10], workers_per_cohort=8, filter_fraction=0.5, time_limit_minutes=30)
     sst10 = cohort(study, "sst2", 10)
+    for i in range(4):  # low scorers who go first, then sit on their places until they expire
+        assert answer_training(WorkerClient(sst10, f"idle-{i}"), wrong=set(range(10)))["step"] == "test"
+    Enrollment.objects.update(enrolled_at=Enrollment.objects.first().enrolled_at - timedelta(minutes=31))
+    call_command("expire_enrollments", stdout=StringIO())
+    assert Enrollment.objects.filter(state="expired").count() == 4
     for name in ("honest-1", "honest-2"):
-        answer_training(WorkerClient(sst10, name))
-    for i in range(4):  # sybils that pass into the test step with a low score, then withdraw
-        sybil = WorkerClient(sst10, f"low-{i}")
-        answer_training(sybil, wrong={0, 1, 2, 3})
-        assert sybil.send("post", "/api/work/withdraw/", {"reason": "bye"}).status_code == 200
-    assert Enrollment.objects.filter(state="withdrawn").count() == 4
+        assert answer_training(WorkerClient(sst10, name))["step"] == "test"
     attacker = WorkerClient(sst10, "attacker")
     assert answer_training(attacker, wrong=set(range(7)))["step"] == "filtered"
 
