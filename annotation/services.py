@@ -266,7 +266,8 @@ def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_i
         )
         try:
             transition(enrollment, State.TRAINING if cohort.shots else State.TESTING,
-                       actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
+                       actor="worker", action="join", reason=f"joined via {study.get_platform_display()}"
+                       + (f" ({verification} on Prolific)" if verification else ""))
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
             # is needed: the refusal leaves the transaction, which rolls everything back.

@@ -86,6 +86,7 @@ def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refuse
     worker, pid, sid = arrive(fake, c, "honest")
     assert worker.join_response.status_code == 302
     assert Enrollment.objects.get(worker__external_id=pid).verification == "verified"
+    assert AuditEvent.objects.filter(action="join", reason__contains="verified on Prolific").count() == 1
 
     other_study = published(fake, researcher, shots=(0,))
     foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).prolific_study_id, pid_for("foreign"))
