@@ -27,6 +27,7 @@ class FakeProlific:
         self.calls: list[tuple[str, str, dict | None]] = []
         self.down = False
         self.crash_on_pay = False
+        self.fail_next = 0  # answer 503 to this many requests (recorded in calls), then work again
         self.page_size = 2
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -47,7 +48,11 @@ class FakeProlific:
                     return self._send(401, {"error": {"detail": "Invalid token"}})
                 with fake._lock:
                     fake.calls.append((method, self.path, body))
-                    status, payload = fake.route(method, self.path, body)
+                    if fake.fail_next > 0:
+                        fake.fail_next -= 1
+                        status, payload = 503, {"error": {"detail": "Service unavailable"}}
+                    else:
+                        status, payload = fake.route(method, self.path, body)
                 if status is None:  # crash after the work was done
                     self.close_connection = True
                     self.connection.close()
