@@ -28,8 +28,8 @@ class ParticipantGroup(models.Model):
     prolific_id = models.CharField(max_length=64)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["owner", "task"], name="participant_group_per_task",
-                                               nulls_distinct=False)]
+        # (A group made with the environment's token has no owner; SQLite cannot make NULLs equal here.)
+        constraints = [models.UniqueConstraint(fields=["owner", "task"], name="participant_group_per_task")]
 
 
 class BonusPayment(models.Model):

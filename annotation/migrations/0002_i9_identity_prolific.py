@@ -86,7 +86,7 @@ class Migration(migrations.Migration):
                 ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tasks_data.task')),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('owner', 'task'), name='participant_group_per_task', nulls_distinct=False)],
+                'constraints': [models.UniqueConstraint(fields=('owner', 'task'), name='participant_group_per_task')],
             },
         ),
     ]
