@@ -15,7 +15,7 @@ from .models import AuditEvent, Study
 
 STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
                 "filter_fraction", "platform", "worker_id_param", "completion_code", "screenout_code", "test_order",
-                "idle_cap_seconds", "time_limit_minutes")
+                "idle_cap_seconds", "time_limit_minutes", "expected_minutes", "worker_id_pattern", "manual_review")
 
 
 def _shot_label(k: int) -> str:

@@ -11,7 +11,7 @@ import secrets
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from tasks_data.models import Example, Task, TrainingSet
@@ -26,6 +26,10 @@ def all_shot_conditions() -> list[int]:
 
 def _bounds(low, high) -> list:
     return [MinValueValidator(low), MaxValueValidator(high)]
+
+
+# Codes go into URLs and forms (identity.CODE): letters and digits only.
+code_validator = RegexValidator(r"^[A-Za-z0-9]+\Z", "use letters and digits only")
 
 
 def new_join_token() -> str:
@@ -80,16 +84,25 @@ class Study(models.Model):
     platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
     worker_id_param = models.CharField(max_length=50, default="worker_id", verbose_name="worker-id parameter",
                                        help_text="Generic link only: the query parameter that carries the worker id.")
-    completion_code = models.CharField(max_length=50, help_text="Empty: one is generated.")
-    screenout_code = models.CharField(max_length=50, verbose_name="screen-out code",
+    # Codes go into URLs and forms (identity.CODE): letters and digits only.
+    completion_code = models.CharField(max_length=50, validators=[code_validator], help_text="Empty: one is generated.")
+    screenout_code = models.CharField(max_length=50, validators=[code_validator], verbose_name="screen-out code",
                                       help_text="Given to filtered workers (paid for the training). Empty: generated.")
+    # Identity, time limit and Prolific review (rules in annotation.identity and annotation.recruitment).
+    worker_id_pattern = models.CharField(max_length=200, blank=True, verbose_name="worker-id pattern",
+                                         help_text="Generic link only: a regular expression the worker id must match.")
+    expected_minutes = models.PositiveIntegerField(
+        default=30, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="expected duration (minutes)",
+        help_text="The Prolific reward and the default time limit (twice it) follow.")
+    manual_review = models.BooleanField(default=False, verbose_name="Prolific: review every submission by hand",
+                                        help_text="Never approve Prolific submissions automatically.")
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
     idle_cap_seconds = models.PositiveIntegerField(
         default=300, validators=_bounds(1, MAX_IDLE_CAP_SECONDS), verbose_name="idle cap (seconds)",
         help_text="A gap between answers counts at most this long for pay.")
     time_limit_minutes = models.PositiveIntegerField(
         null=True, blank=True, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="time limit (minutes)",
-        help_text="Enrollments older than this expire. Empty: none.")
+        help_text="Enrollments older than this expire. Empty: twice the expected duration.")
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -128,6 +141,11 @@ class Study(models.Model):
         if errors:
             raise ValidationError(errors)
 
+    @property
+    def time_limit(self) -> int:
+        """Minutes an enrollment may take: the study's own limit, or twice the expected duration."""
+        return self.time_limit_minutes or 2 * self.expected_minutes
+
 
 class Cohort(models.Model):
     """One (study, task, shots) cell; its target is N workers who finish the test step unfiltered."""
@@ -141,6 +159,7 @@ class Cohort(models.Model):
     join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
     launched_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    prolific_study_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["study", "task", "shots"]
@@ -204,6 +223,11 @@ class Enrollment(models.Model):
     # What the recruitment platform sent on joining (Prolific STUDY_ID/SESSION_ID, MTurk assignment...).
     platform_session = models.CharField(max_length=200, blank=True)
     platform_data = models.JSONField(default=dict, blank=True)
+    # Prolific: "" (not checked), "verified" or "unverified" (Prolific could not be reached at join;
+    # such an enrollment stays out of every result until the sync verifies it).
+    VERIFIED, UNVERIFIED = "verified", "unverified"
+    verification = models.CharField(max_length=10, blank=True, default="")
+    prolific_status = models.CharField(max_length=20, blank=True, help_text="Last status seen on Prolific.")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]
@@ -265,3 +289,6 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+
+
+from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential  # noqa: E402,F401

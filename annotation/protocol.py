@@ -3,7 +3,9 @@
 The rules (code and tests cite them by number):
 
 1. Exposure: a worker takes part in at most one cohort per task, ever (a database constraint on
-   (worker, task); a second cohort of the same task refuses them, ``JoinRefusal.ALREADY_EXPOSED``).
+   (worker, task); a second cohort of the same task, or the same task under another worker id from
+   the same browser, refuses them with ``JoinRefusal.NOT_ALLOWED``, the same answer as any other
+   "not allowed", so the join page never tells whether an id has taken part before).
 2. Capacity: a cohort holds at most ``target`` enrollments that keep a slot (``HOLDS_SLOT``:
    training, testing, completed); filtered, withdrawn and expired enrollments free theirs. Joins
    and reinstatements count slots under a lock on the cohort row.
@@ -148,6 +150,7 @@ class CohortStatus(str, enum.Enum):
     OPEN = "open"
     FULL = "full"  # every slot held (rule 2), not every worker finished
     DONE = "done"  # the target of completed enrollments reached
+    NOT_OPEN = "not_open"  # created, not launched yet
     CLOSED = "closed"
 
 
@@ -173,20 +176,19 @@ class JoinRefusal(str, enum.Enum):
     INVALID_LINK = "invalid_link"
     BAD_PARAMETER = "bad_parameter"
     LOGIN_REQUIRED = "login_required"
-    NOT_ALLOWED = "not_allowed"  # e.g. the worker id is in use from another session
+    # Also "already took part" (rule 1): one answer for both, so the join page never tells whether a
+    # given worker id has taken part before.
+    NOT_ALLOWED = "not_allowed"
+    NOT_VERIFIED = "not_verified"  # Prolific does not confirm the submission (annotation.recruitment)
+    NOT_OPEN = "not_open"  # created, not launched yet
     CLOSED = "closed"
     FULL = "full"  # rule 2
-    ALREADY_EXPOSED = "already_exposed"  # rule 1
 
 
 class JoinRefused(Exception):
-    """A worker cannot join a cohort: ``reason`` (a JoinRefusal) says which rule, ``message`` what to tell them."""
+    """A worker cannot join a cohort: ``reason`` (a JoinRefusal) says which rule, ``message`` what to
+    tell them, ``platform`` whose instructions to add (e.g. "return the submission on Prolific")."""
 
-    # For callers still giving an HTTP status instead of a reason code.
-    _BY_STATUS = {400: JoinRefusal.BAD_PARAMETER, 403: JoinRefusal.NOT_ALLOWED, 404: JoinRefusal.INVALID_LINK,
-                  409: JoinRefusal.FULL}
-
-    def __init__(self, reason: JoinRefusal | int, message: str):
-        self.reason = self._BY_STATUS.get(reason, JoinRefusal.NOT_ALLOWED) if isinstance(reason, int) else reason
-        self.message = message
+    def __init__(self, reason: JoinRefusal, message: str, platform: str = ""):
+        self.reason, self.message, self.platform = reason, message, platform
         super().__init__(message)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
@@ -34,6 +34,13 @@ from .protocol import HOLDS_SLOT, State
 from .services import active_seconds, pay
 
 RESULT_STATES = (State.COMPLETED,)
+UNVERIFIED = Enrollment.UNVERIFIED
+
+
+def in_results(prefix: str = "") -> Q:
+    """The enrollments every result counts (one place): completed, and not admitted unverified
+    while Prolific was unreachable (until the sync verifies them). ``prefix`` e.g. "enrollment__"."""
+    return Q(**{f"{prefix}state__in": RESULT_STATES}) & ~Q(**{f"{prefix}verification": UNVERIFIED})
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
@@ -209,7 +216,7 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
     """
     rows = study_enrollments(study)
     if not include_all:
-        rows = [r for r in rows if r["state"] in RESULT_STATES]
+        rows = [r for r in rows if r["state"] in RESULT_STATES and r["enrollment"].verification != UNVERIFIED]
     out = []
     for r in rows:
         out.append({
@@ -247,6 +254,5 @@ def prediction_rows(enrollment: Enrollment) -> list[dict]:
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:
-    qs = (Enrollment.objects.filter(cohort__study=study, state__in=RESULT_STATES)
-          .select_related("worker", "cohort__task"))
+    qs = (Enrollment.objects.filter(in_results(), cohort__study=study).select_related("worker", "cohort__task"))
     return sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))

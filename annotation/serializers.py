@@ -129,6 +129,9 @@ class StudyCreateSerializer(serializers.ModelSerializer):
     shots = serializers.ListField(child=serializers.IntegerField(), required=False,
                                   help_text=f"Shot conditions among {Study.SHOT_CONDITIONS} (default: all).")
     launch = serializers.BooleanField(default=False, help_text="Open every cohort for joining at once.")
+    expected_minutes = serializers.IntegerField(default=30, help_text="Expected minutes; reward and time limit follow.")
+    worker_id_pattern = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    manual_review = serializers.BooleanField(default=False, help_text="Prolific: never approve automatically.")
 
     class Meta:
         model = Study
@@ -164,7 +167,8 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = ["id", "name", "created_by", "created_at", "tasks", "shots", "chain", "workers_per_cohort",
                   "pay_rate", "filter_floor", "filter_fraction", "platform", "worker_id_param", "completion_code",
-                  "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at", "is_open"]
+                  "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at", "is_open",
+                  "expected_minutes", "worker_id_pattern", "manual_review"]
         read_only_fields = fields
 
 

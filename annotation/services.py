@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from urllib.parse import quote
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -22,6 +23,7 @@ from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
 from tasks_data.registry import SHOTS, TASKS
 from tasks_data.s1 import item_s1
 
+from . import identity
 from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
 from .protocol import (
@@ -54,13 +56,21 @@ class Conflict(Exception):
     """The request clashes with the protocol's state (HTTP 409)."""
 
 
+# One answer for "already took part" and "not allowed", so the join page never tells whether a
+# given worker id has taken part before (issue 10.8).
+NOT_ALLOWED = ("you cannot take part in this study with this link: it needs people who have not worked on "
+               "this task before, and each person takes part once, from one browser. If you started this "
+               "study in another browser, please go back to it")
+
+
 # ---------------------------------------------------------------- studies and cohorts
 
 
 def _study_defaults() -> dict:
     """The model's defaults of every parameter (one place: annotation.models.Study)."""
     fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor", "filter_fraction", "platform",
-              "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes")
+              "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes", "expected_minutes",
+              "worker_id_pattern", "manual_review")
     return {name: Study._meta.get_field(name).get_default() for name in fields}
 
 
@@ -105,6 +115,10 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         errors = {}
     except ValidationError as exc:
         errors = exc.message_dict
+    try:
+        identity.check_pattern(study.worker_id_pattern)
+    except ValueError as exc:
+        errors.setdefault("worker_id_pattern", []).append(str(exc))
     valid = not ({"tasks", "shots", "chain"} & set(errors))
     missing, task_rows, training_sets = (data_errors(study.tasks, study.shots, study.chain) if valid
                                          else ({}, {}, {}))
@@ -186,77 +200,89 @@ def _identity(study: Study, params: Mapping[str, str], user) -> tuple[str, str, 
             raise JoinRefused(JoinRefusal.BAD_PARAMETER, f"the {name} parameter is too long")
         return value
 
-    if study.platform == Study.Platform.PROLIFIC:
-        pid = need("PROLIFIC_PID")
-        data = {k: params.get(k, "")[:100] for k in ("STUDY_ID", "SESSION_ID")}
-        return pid, data["SESSION_ID"], data
-    if study.platform == Study.Platform.MTURK:
-        if params.get("assignmentId") == MTURK_PREVIEW:
-            return None
-        worker_id = need("workerId")
-        data = {"assignmentId": need("assignmentId"), "hitId": params.get("hitId", "")[:100],
-                "turkSubmitTo": params.get("turkSubmitTo", "")[:200]}
-        return worker_id, data["assignmentId"], data
-    if study.platform == Study.Platform.GENERIC:
-        return need(study.worker_id_param), "", {}
+    try:
+        if study.platform == Study.Platform.PROLIFIC:
+            pid = identity.normalise_prolific_pid(need("PROLIFIC_PID"))
+            data = {k: (params.get(k) or "").strip()[:100] for k in ("STUDY_ID", "SESSION_ID")}
+            return pid, data["SESSION_ID"], data
+        if study.platform == Study.Platform.MTURK:
+            if params.get("assignmentId") == MTURK_PREVIEW:
+                return None
+            worker_id = identity.normalise_mturk_worker_id(need("workerId"))
+            submit_to = params.get("turkSubmitTo") or ""
+            data = {"assignmentId": need("assignmentId"), "hitId": params.get("hitId", "")[:100],
+                    "turkSubmitTo": identity.check_turk_submit_to(submit_to) if submit_to else ""}
+            return worker_id, data["assignmentId"], data
+        if study.platform == Study.Platform.GENERIC:
+            param = study.worker_id_param
+            return identity.normalise_generic(need(param), study.worker_id_pattern, param), "", {}
+    except identity.InvalidIdentity as exc:
+        raise JoinRefused(JoinRefusal.BAD_PARAMETER, str(exc), study.platform) from None
     if not (user and user.is_authenticated):
         raise JoinRefused(JoinRefusal.LOGIN_REQUIRED, "log in with your lab account to join this study")
     return str(user.pk), "", {}
 
 
-def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_id: int | None = None) -> JoinOutcome:
+def join(token: str, params: Mapping[str, str], *, user=None, bound_enrollment_id: int | None = None,
+         seen_enrollment_ids: Sequence[int] = ()) -> JoinOutcome:
     """Enroll a worker through a cohort's join link, or take a returning worker back.
 
     Raises JoinRefused with a reason code (protocol.JoinRefusal: invalid link, bad parameter, login
-    required, not allowed, closed, full, already exposed); annotation.views picks the HTTP status.
+    required, not allowed (also "already took part", rule 1: one answer for both), not verified by
+    Prolific, not open yet, closed, full); annotation.views picks the HTTP status.
     """
     cohort = Cohort.objects.select_related("study", "task").filter(join_token=token).first()
     if cohort is None:
         raise JoinRefused(JoinRefusal.INVALID_LINK, "this study link is not valid")
     study = cohort.study
-    identity = _identity(study, params, user)
-    if identity is None:
+    who = _identity(study, params, user)
+    if who is None:
         return JoinOutcome(cohort, None)
-    external_id, session, data = identity
+    external_id, session, data = who
+    from . import recruitment  # the Prolific rules (imports this module)
+
+    refused = NOT_ALLOWED
+    worker = Worker.objects.filter(platform=study.platform, external_id=external_id).first()
+    existing = (Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
+                if worker else None)
+    # A browser bound to an enrollment on this task cannot come back under another id.
+    seen = {*seen_enrollment_ids, *([bound_enrollment_id] if bound_enrollment_id else [])}
+    if seen and Enrollment.objects.filter(pk__in=seen, task=cohort.task).exclude(
+            worker__platform=study.platform, worker__external_id=external_id).exists():
+        raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+    if existing is not None:
+        # A returning worker: the same browser session, or the platform's same session/assignment.
+        same_browser = bound_enrollment_id == existing.pk or existing.pk in seen
+        same_platform_session = bool(session) and session == existing.platform_session
+        if existing.cohort_id != cohort.pk or not (
+                same_browser or same_platform_session or study.platform == Study.Platform.LOCAL):
+            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+        return JoinOutcome(cohort, existing)
+    recruitment.check_accepting(cohort)
+    verification = recruitment.verify_join(cohort, external_id, data)  # before any lock: an HTTP call
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
             platform=study.platform, external_id=external_id,
             defaults={"user": user if study.platform == Study.Platform.LOCAL else None},
         )
-        existing = Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
-        if existing is not None:
-            if existing.cohort_id != cohort.pk:
-                raise JoinRefused(JoinRefusal.ALREADY_EXPOSED, "you have already taken part in a study on this task, "
-                                                         "and the results "
-                                       "need people who have not seen it before; thank you for your interest")
-            # A returning worker: the same browser session, or the platform's same session/assignment.
-            same_browser = bound_enrollment_id == existing.pk
-            same_platform_session = bool(session) and session == existing.platform_session
-            if not (same_browser or same_platform_session or study.platform == Study.Platform.LOCAL):
-                raise JoinRefused(JoinRefusal.NOT_ALLOWED, "this worker id is already taking part from another "
-                                                           "session; please return to the browser where you started")
-            return JoinOutcome(cohort, existing)
-
-        if not cohort.is_accepting:
-            raise JoinRefused(JoinRefusal.CLOSED, "this study is closed and no longer accepts participants")
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
         if taken >= cohort.target:
-            raise JoinRefused(JoinRefusal.FULL, "this study is full: all places have been taken")
+            raise JoinRefused(JoinRefusal.FULL, recruitment.FULL, study.platform)
         enrollment = Enrollment(
             cohort=cohort, worker=worker, task=cohort.task, order_seed=secrets.randbits(62),
-            platform_session=session, platform_data=data,
+            platform_session=session, platform_data=data, verification=verification,
         )
         try:
             transition(enrollment, first_state(cohort.shots),
-                       actor="worker", action="join", reason=f"joined via {study.get_platform_display()}")
+                       actor="worker", action="join", reason=f"joined via {study.get_platform_display()}"
+                       + (f" ({verification} on Prolific)" if verification else ""))
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
             # is needed: the refusal leaves the transaction, which rolls everything back.
-            raise JoinRefused(JoinRefusal.ALREADY_EXPOSED,
-                              "you have already taken part in a study on this task") from None
+            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform) from None
     return JoinOutcome(cohort, enrollment, created=True)
 
 
@@ -437,14 +463,14 @@ def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
 
 
 def _is_stale(enrollment: Enrollment, now: datetime) -> bool:
-    limit = enrollment.cohort.study.time_limit_minutes
+    limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
     return bool(limit and enrollment.state in _STEP_OF_STATE
                 and now - enrollment.enrolled_at > timedelta(minutes=limit))
 
 
 def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
     if _is_stale(enrollment, now):
-        limit = enrollment.cohort.study.time_limit_minutes
+        limit = enrollment.cohort.study.time_limit
         transition(enrollment, State.EXPIRED, actor="system", action="expire",
                    reason=f"time limit of {limit} minutes passed")
         return True
@@ -563,7 +589,9 @@ def _finish_training(enrollment: Enrollment, now: datetime) -> None:
         own = answers.aggregate(s=Avg("s1"))["s"]
     enrollment.training_s1, enrollment.training_finished_at = own, now
     # The others who finished training in the same cohort (same study, task and shots).
+    # Withdrawn, expired or returned workers are not compared with (sybils that quit cannot lower the bar).
     others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
+                  .exclude(state__in=(State.WITHDRAWN, State.EXPIRED))
                   .exclude(pk=enrollment.pk).values_list("training_s1", flat=True))
     reason = filtering_decision(own, others, floor=study.filter_floor, fraction=study.filter_fraction)
     fields = ("training_s1", "training_finished_at", "current_served_at")
@@ -625,7 +653,7 @@ def expire_stale(now: datetime | None = None) -> int:
     """Expire every active enrollment past its study's time limit; returns how many."""
     now = now or timezone.now()
     count = 0
-    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE, cohort__study__time_limit_minutes__isnull=False)
+    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE)
     for enrollment_id in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             count += _expire_if_stale(_load(enrollment_id, lock=True), now)
@@ -653,9 +681,13 @@ def completion(enrollment: Enrollment) -> Completion | None:
     else:
         return None
     if study.platform == Study.Platform.PROLIFIC:
-        return Completion(code, redirect_url=PROLIFIC_COMPLETE_URL.format(code=code))
-    if study.platform == Study.Platform.MTURK and enrollment.platform_data.get("turkSubmitTo"):
-        base = enrollment.platform_data["turkSubmitTo"].rstrip("/")
+        return Completion(code, redirect_url=PROLIFIC_COMPLETE_URL.format(code=quote(code, safe="")))
+    submit_to = enrollment.platform_data.get("turkSubmitTo") if study.platform == Study.Platform.MTURK else ""
+    try:
+        base = identity.check_turk_submit_to(submit_to) if submit_to else ""
+    except identity.InvalidIdentity:
+        base = ""  # stored before the allow-list: show the code instead of posting it anywhere
+    if base:
         return Completion(code, post_url=f"{base}/mturk/externalSubmit",
                           post_fields={"assignmentId": enrollment.platform_data.get("assignmentId", ""),
                                        "completion_code": code})

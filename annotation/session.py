@@ -5,6 +5,7 @@ from django.http import HttpRequest
 from .models import Enrollment
 
 SESSION_KEY = "enrollment_id"
+SEEN_KEY = "enrollments_seen"  # every enrollment this browser was bound to (one id per task, issue 9)
 
 
 def bind(request: HttpRequest, enrollment: Enrollment) -> None:
@@ -18,8 +19,16 @@ def bind(request: HttpRequest, enrollment: Enrollment) -> None:
     if request.session.get(SESSION_KEY) != enrollment.pk and request.session.session_key is not None:
         request.session.cycle_key()
     request.session[SESSION_KEY] = enrollment.pk
+    seen = seen_enrollment_ids(request)
+    if enrollment.pk not in seen:
+        request.session[SEEN_KEY] = [*seen, enrollment.pk][-50:]
 
 
 def bound_enrollment_id(request: HttpRequest) -> int | None:
     value = request.session.get(SESSION_KEY)
     return value if isinstance(value, int) else None
+
+
+def seen_enrollment_ids(request: HttpRequest) -> list[int]:
+    value = request.session.get(SEEN_KEY)
+    return [v for v in value if isinstance(v, int)] if isinstance(value, list) else []

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import dashboard_views as dash
+from . import prolific_views
 from . import worker_views as work
 
 urlpatterns = [
@@ -28,4 +29,9 @@ urlpatterns = [
     path("dashboard/enrollments/<int:enrollment_id>/filter/", dash.enrollment_filter, name="dashboard-filter"),
     path("dashboard/enrollments/<int:enrollment_id>/reinstate/", dash.enrollment_reinstate,
          name="dashboard-reinstate"),
+    # Prolific (issue 9)
+    path("dashboard/studies/<int:study_id>/prolific/", prolific_views.study_prolific, name="dashboard-prolific"),
+    *[path(f"dashboard/studies/<int:study_id>/prolific/{name}/", getattr(prolific_views, view),
+           name=f"dashboard-prolific-{name}")
+      for name, view in (("token", "store_token"), ("publish", "publish"), ("sync", "sync"), ("pay", "pay"))],
 ]

@@ -20,9 +20,10 @@ JOIN_STATUS = {
     JoinRefusal.BAD_PARAMETER: 400,
     JoinRefusal.LOGIN_REQUIRED: 403,
     JoinRefusal.NOT_ALLOWED: 403,
+    JoinRefusal.NOT_VERIFIED: 403,
+    JoinRefusal.NOT_OPEN: 403,
     JoinRefusal.CLOSED: 403,
     JoinRefusal.FULL: 409,
-    JoinRefusal.ALREADY_EXPOSED: 409,
 }
 
 
@@ -44,10 +45,11 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         return response
     try:
         outcome = services.join(token, request.GET, user=request.user,
-                                bound_enrollment_id=session.bound_enrollment_id(request))
+                                bound_enrollment_id=session.bound_enrollment_id(request),
+                                seen_enrollment_ids=session.seen_enrollment_ids(request))
     except services.JoinRefused as refused:
-        return render(request, "annotation/join_refused.html", {"message": refused.message},
-                      status=JOIN_STATUS[refused.reason])
+        return render(request, "annotation/join_refused.html", status=JOIN_STATUS[refused.reason],
+                      context={"message": refused.message, "platform": refused.platform})
     if outcome.preview:
         cohort = outcome.cohort
         return render(request, "annotation/mturk_preview.html",

@@ -75,7 +75,7 @@ async def outage(server: Server, *, after: float, down: float, timeline: dict) -
 async def probe(server: Server, join_path: str, timeline: dict, seen: dict) -> None:
     """A worker's browser polling its API and its page every 100 ms: what a 503 looks like, when it ends."""
     async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as client:
-        await client.get(join_path, params={"PROLIFIC_PID": "probe", "SESSION_ID": "probe"})
+        await client.get(join_path, params={"PROLIFIC_PID": "f" * 24, "SESSION_ID": "probe"})
         while "ready" not in timeline or time.monotonic() < timeline["ready"] + 3:
             for path in ("/api/work/current/", "/work/"):
                 try:
@@ -93,7 +93,7 @@ async def probe(server: Server, join_path: str, timeline: dict, seen: dict) -> N
 async def run(server: Server, join_path: str, args, stats: Stats, timeline: dict, seen: dict) -> None:
     async with asyncio.TaskGroup() as group:
         group.create_task(run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                      think=args.think, prefix="fault-", retry_unavailable=True, stats=stats,
+                                      think=args.think, prefix="fa", retry_unavailable=True, stats=stats,
                                       ramp=1.0))
         group.create_task(outage(server, after=args.after, down=args.down, timeline=timeline))
         group.create_task(probe(server, join_path, timeline, seen))
@@ -137,7 +137,7 @@ def main() -> int:
     served_500 = sum(n for status, n in statuses.items() if isinstance(status, int) and status >= 500 and status != 503)
     unavailable = statuses.get(503, 0)
     connection_errors = sum(n for status, n in statuses.items() if not isinstance(status, int))
-    ok, text = integrity(stats, stored, "fault-")
+    ok, text = integrity(stats, stored, "fa")
     ready = timeline.get("ready")
     first_ok = next((t for t, kind, status in stats.events if ready and t >= ready and kind == "answer"
                      and status == 201), None)

@@ -269,7 +269,9 @@ async def run_workers(server: Server, join_path: str, *, workers: int, answers: 
     rng = random.Random(seed)
     stats.started = time.perf_counter()
     await asyncio.gather(*(
-        simulated_worker(server.base_url, join_path, f"{prefix}{n:04d}", stats, answers=answers, think=think,
+        # Worker ids are valid Prolific PIDs (24 hexadecimal characters) beginning with the run's prefix.
+        simulated_worker(server.base_url, join_path, f"{prefix}{n:0{24 - len(prefix)}x}", stats, answers=answers,
+                         think=think,
                          rng=random.Random(rng.random()), retry_unavailable=retry_unavailable,
                          arrive=ramp * n / workers)
         for n in range(workers)
@@ -386,16 +388,16 @@ def main() -> int:
               f"{server.describe()}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",
               flush=True)
         real, real_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                                      think=args.think, prefix="real-", ramp=args.ramp))
+                                                      think=args.think, prefix="aa", ramp=args.ramp))
         sat, sat_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                                    think=0, prefix="sat-"))
+                                                    think=0, prefix="bb"))
         ceiling, ceiling_cpu = measured(server, run_ceiling(server, clients=args.workers, requests=sat.requests))
         stored = server.stored_answers()
     finally:
         server.stop()
 
-    ok_real, text_real = integrity(real, stored, "real-")
-    ok_sat, text_sat = integrity(sat, stored, "sat-")
+    ok_real, text_real = integrity(real, stored, "aa")
+    ok_sat, text_sat = integrity(sat, stored, "bb")
     p99_submit = statistics.quantiles(real.latency["answer"], n=100, method="inclusive")[98]
     platform = throughput(sat, ("join", "current", "answer"))
     ratio = platform / throughput(ceiling, kinds=("ceiling",))

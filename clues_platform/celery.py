@@ -9,3 +9,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clues_platform.settings")
 app = Celery("clues_platform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Periodic tasks (expiry, Prolific sync) are in settings.CELERY_BEAT_SCHEDULE: run `celery -A clues_platform beat`.

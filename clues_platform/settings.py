@@ -287,3 +287,18 @@ LOGGING = {
         "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
     },
 }
+
+# Prolific (issue 9; annotation.prolific / annotation.recruitment).
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")  # or per researcher, stored encrypted
+PROLIFIC_TOKEN_KEY = os.environ.get("PROLIFIC_TOKEN_KEY", "")  # encrypts researchers' stored tokens
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")  # where participant groups are made
+PROLIFIC_SITE_URL = os.environ.get("PROLIFIC_SITE_URL", "")  # this platform's public address, for join URLs
+PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "10"))
+PROLIFIC_RETRIES = int(os.environ.get("PROLIFIC_RETRIES", "2"))
+PROLIFIC_BACKOFF = float(os.environ.get("PROLIFIC_BACKOFF", "0.5"))
+PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
+CELERY_BEAT_SCHEDULE = {
+    "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},
+    "sync-prolific": {"task": "annotation.tasks.sync_prolific", "schedule": float(PROLIFIC_SYNC_SECONDS)},
+}

@@ -9,7 +9,7 @@ from itertools import combinations
 import numpy as np
 
 from annotation.models import Answer, Enrollment, Study
-from annotation.selectors import RESULT_STATES, study_cohorts, study_enrollments
+from annotation.selectors import in_results, study_cohorts, study_enrollments
 from tasks_data.registry import AnswerKind
 from tasks_data.s1 import instance_s1
 
@@ -71,7 +71,7 @@ def cohort_agreement(study: Study) -> list[dict]:
     """
     answers: dict[int, dict[int, dict[int, list[str]]]] = defaultdict(lambda: defaultdict(dict))
     for cohort_id, enrollment_id, example_id, texts in (
-            Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
+            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
                                   step=Answer.Step.TEST).order_by()
             .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts")):
         answers[cohort_id][enrollment_id][example_id] = texts

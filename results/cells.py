@@ -11,8 +11,8 @@ from collections import defaultdict
 
 from django.db.models import Avg
 
-from annotation.models import Answer, Enrollment, Study
-from annotation.selectors import RESULT_STATES, cohort_key, study_cohorts
+from annotation.models import Answer, Study
+from annotation.selectors import cohort_key, in_results, study_cohorts
 from baselines.models import BaselineRun
 
 from .stats import mean_std, paired_gap
@@ -24,7 +24,7 @@ def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
     An annotator's S1 is the mean of the per-item S1 stored with each test answer (computed
     by ``tasks_data.s1`` when the answer was submitted).
     """
-    rows = (Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
+    rows = (Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
                                   step=Answer.Step.TEST).order_by()
             .values("enrollment_id", "enrollment__cohort_id").annotate(s1=Avg("s1"))
             .values_list("enrollment_id", "enrollment__cohort_id", "s1"))
@@ -70,7 +70,7 @@ def model_cells(runs) -> list[dict]:
 def _human_item_means(study) -> dict[tuple[str, int], dict[str, float]]:
     """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators."""
     answers = Answer.objects.filter(
-        step=Answer.Step.TEST, enrollment__state=Enrollment.State.COMPLETED, enrollment__cohort__study=study,
+        in_results("enrollment__"), step=Answer.Step.TEST, enrollment__cohort__study=study,
     ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1")
     sums: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for task, shots, clues_id, s1 in answers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -25,8 +26,25 @@ def cohort(study, task: str, shots: int) -> Cohort:
     return study.cohorts.select_related("task", "study").get(task__slug=task, shots=shots)
 
 
+_NAMES: dict[str, str] = {}
+
+
+def pid_for(name: str) -> str:
+    """A valid Prolific PID (24 hexadecimal characters) standing for a test worker's name."""
+    if re.fullmatch(r"[0-9a-f]{24}", name):
+        return name
+    pid = hashlib.sha1(name.encode()).hexdigest()[:24]
+    _NAMES[pid] = name
+    return pid
+
+
+def name_of(worker_id: str) -> str:
+    """The test worker's name behind a PID made by ``pid_for`` (other ids unchanged)."""
+    return _NAMES.get(worker_id, worker_id)
+
+
 def prolific(pid: str) -> dict:
-    return {"PROLIFIC_PID": pid, "STUDY_ID": "study-1", "SESSION_ID": f"session-{pid}"}
+    return {"PROLIFIC_PID": pid_for(pid), "STUDY_ID": "study-1", "SESSION_ID": f"session-{pid}"}
 
 
 def join(cohort_: Cohort, pid: str) -> Enrollment:

@@ -65,7 +65,7 @@ def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enr
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             backends.add(cursor.fetchone()[0])
-        params = {"PROLIFIC_PID": f"P{i}", "STUDY_ID": "s", "SESSION_ID": f"session-{i}"}
+        params = {"PROLIFIC_PID": f"{i:024x}", "STUDY_ID": "s", "SESSION_ID": f"session-{i}"}
         return services.join(cohort.join_token, params).enrollment.pk
 
     results = run_together(20, work)
@@ -80,7 +80,7 @@ def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enr
 def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
     cohort = study.cohorts.get()
-    params = {"PROLIFIC_PID": "P1", "STUDY_ID": "s", "SESSION_ID": "session-1"}
+    params = {"PROLIFIC_PID": "1" * 24, "STUDY_ID": "s", "SESSION_ID": "session-1"}
     results = run_together(8, lambda i: services.join(cohort.join_token, params).enrollment.pk)
     assert not [r for r in results if not isinstance(r, (int, services.JoinRefused))], results
     assert len({r for r in results if isinstance(r, int)}) == 1
@@ -89,7 +89,7 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
 
 def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True)
-    enrollment = services.join(study.cohorts.get().join_token, {"PROLIFIC_PID": "P1", "SESSION_ID": "x"}).enrollment
+    enrollment = services.join(study.cohorts.get().join_token, {"PROLIFIC_PID": "1" * 24, "SESSION_ID": "x"}).enrollment
     item = services.current_item(enrollment.pk).item
     results = run_together(10, lambda i: services.submit_answer(enrollment.pk, item.pk, ["negative"]))
     stored = [r for r in results if isinstance(r, services.SubmitResult)]

@@ -25,6 +25,7 @@ from tests.annotation.helpers import (
     WorkerClient,
     gold_answer,
     keys_anywhere,
+    name_of,
     prolific,
     trim_test_set,
     wrong_answer,
@@ -140,8 +141,8 @@ def test_a_study_end_to_end_over_http(researcher):
 
     # The researcher's view: the filtered workers are there, marked filtered.
     rows = lab.get(f"/api/studies/{study['id']}/enrollments/").json()
-    assert {r["worker"] for r in rows if r["state"] == "filtered"} == {"S10-BAD", "C10-BAD"}
-    assert {r["worker"] for r in rows if r["state"] == "completed"} >= {"sst2-NEW", "conll03-NEW"}
+    assert {name_of(r["worker"]) for r in rows if r["state"] == "filtered"} == {"S10-BAD", "C10-BAD"}
+    assert {name_of(r["worker"]) for r in rows if r["state"] == "completed"} >= {"sst2-NEW", "conll03-NEW"}
     assert sum(r["state"] == "completed" for r in rows) == 9
 
     out = io.StringIO()
@@ -161,7 +162,7 @@ def test_a_study_end_to_end_over_http(researcher):
         assert cell["std"] == pytest.approx(np.std(scores, ddof=1), abs=1e-9)
     # And the per-annotator export agrees with each worker's own S1.
     annotators = json.loads(lab.get(f"/api/studies/{study['id']}/export/annotators/?fmt=json").content)["rows"]
-    by_worker = {r["worker"]: r["test_s1"] for r in annotators}
+    by_worker = {name_of(r["worker"]): r["test_s1"] for r in annotators}
     for outcomes in finished.values():
         for o in outcomes:
             assert by_worker[o["pid"]] == pytest.approx(independent_s1(o["test"]), abs=1e-12)

@@ -18,6 +18,8 @@ from tests.annotation.helpers import (
     gold_answer,
     join,
     make_study,
+    name_of,
+    pid_for,
     trim_test_set,
     wrong_answer,
 )
@@ -153,10 +155,10 @@ def test_filtered_workers_are_left_out_of_every_result(researcher):
     assert low.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
     assert low.pk not in {r["enrollment_id"] for r in agreement.learning_curves(study)}
     assert next(a for a in agreement.cohort_agreement(study) if a["shots"] == 10)["n"] == 3
-    assert "LOW" not in " ".join(zipfile.ZipFile(io.BytesIO(exports.predictions_zip(study))).namelist())
+    assert pid_for("LOW") not in " ".join(zipfile.ZipFile(io.BytesIO(exports.predictions_zip(study))).namelist())
     # The progress view and the "all" annotator export still show them (and what they are owed).
-    assert "LOW" in {r["worker"] for r in selectors.cohort_enrollments(sst10)}
+    assert "LOW" in {name_of(r["worker"]) for r in selectors.cohort_enrollments(sst10)}
     everyone = selectors.annotator_rows(study, include_all=True)
-    assert next(r for r in everyone if r["worker"] == "LOW")["state"] == "filtered"
+    assert next(r for r in everyone if name_of(r["worker"]) == "LOW")["state"] == "filtered"
     response = api(researcher).get(f"/api/enrollments/{low.pk}/predictions/")
     assert response.status_code == 409

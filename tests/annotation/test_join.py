@@ -1,12 +1,15 @@
 """Recruitment through the join link: exposure (rule 1), capacity, refusals, returning workers, MTurk."""
 
+import re
+
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 
 from annotation import services
 from annotation.models import Enrollment, Worker
 from annotation.protocol import JoinRefusal
-from tests.annotation.helpers import WorkerClient, cohort, join, make_study, prolific
+from tests.annotation.helpers import WorkerClient, cohort, join, make_study, pid_for, prolific
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -18,7 +21,7 @@ def test_join_binds_the_session_sets_the_csrf_cookie_and_redirects_to_the_worker
     assert response.status_code == 302
     assert response["Location"] == "/work/"
     assert worker.csrf, "the join response sets Django's csrftoken cookie"
-    enrollment = Enrollment.objects.get(worker__external_id="P1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("P1"))
     assert worker.client.session["enrollment_id"] == enrollment.pk
     assert enrollment.platform_data == {"STUDY_ID": "study-1", "SESSION_ID": "session-P1"}
     assert enrollment.state == Enrollment.State.TESTING  # 0 shots: straight to the test step
@@ -31,11 +34,11 @@ def test_one_cohort_per_task_per_worker_ever_across_studies():
     for other in (cohort(first, "sst2", 0), cohort(second, "sst2", 0)):
         with pytest.raises(services.JoinRefused) as refused:
             join(other, "P1")
-        assert refused.value.reason == JoinRefusal.ALREADY_EXPOSED  # rule 1; the page answers 409
+        assert refused.value.reason == JoinRefusal.NOT_ALLOWED  # rule 1, said as 'not allowed' (the page answers 403)
     page = WorkerClient(cohort(second, "sst2", 0), "P1").join_response
-    assert page.status_code == 409
-    assert "already taken part" in page.content.decode()
-    assert Enrollment.objects.filter(worker__external_id="P1").count() == 1
+    assert page.status_code == 403
+    assert services.NOT_ALLOWED[1:] in page.content.decode()
+    assert Enrollment.objects.filter(worker__external_id=pid_for("P1")).count() == 1
 
 
 def test_exposure_is_per_task_a_worker_may_join_another_task():
@@ -51,11 +54,12 @@ def test_a_full_cohort_refuses_with_409_and_says_so():
     page = WorkerClient(sst0, "P3").join_response
     assert page.status_code == 409
     assert "full" in page.content.decode()
-    assert not Enrollment.objects.filter(worker__external_id="P3").exists()
+    assert not Enrollment.objects.filter(worker__external_id=pid_for("P3")).exists()
 
 
-@pytest.mark.parametrize("how", ["cohort", "study", "not launched"])
-def test_a_closed_or_unlaunched_cohort_refuses_with_403(researcher, how):
+@pytest.mark.parametrize(("how", "says"), [("cohort", "has ended"), ("study", "has ended"),
+                                           ("not launched", "not open yet")])
+def test_a_closed_or_unlaunched_cohort_refuses_with_403_saying_what_is_true(researcher, how, says):
     study = make_study(shots=[0], launch=how != "not launched")
     sst0 = cohort(study, "sst2", 0)
     if how == "cohort":
@@ -64,8 +68,10 @@ def test_a_closed_or_unlaunched_cohort_refuses_with_403(researcher, how):
         services.close_study(study, actor="rita")
     page = WorkerClient(sst0, "P1").join_response
     assert page.status_code == 403
-    assert "closed" in page.content.decode()
+    assert says in page.content.decode()
+    assert "return your submission" in page.content.decode()
     assert not Enrollment.objects.exists()
+    assert not Worker.objects.exists(), "a refused join stores nothing"
 
 
 def test_unknown_link_404_and_missing_parameter_400():
@@ -88,7 +94,7 @@ def test_a_returning_worker_is_taken_back_to_the_same_enrollment():
     assert elsewhere.join_response.status_code == 302
     assert elsewhere.client.session["enrollment_id"] == first
     # Another browser claiming the id without the platform's session: refused.
-    stranger = WorkerClient(sst10, params={"PROLIFIC_PID": "P1", "SESSION_ID": "forged"})
+    stranger = WorkerClient(sst10, params={"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "forged"})
     assert stranger.join_response.status_code == 403
     assert Enrollment.objects.count() == 1
 
@@ -111,7 +117,7 @@ def test_mturk_preview_shows_the_task_and_enrolls_nobody_then_accepting_enrolls(
     accepted = WorkerClient(sst10, params=params)
     assert accepted.join_response.status_code == 302
     enrollment = Enrollment.objects.get()
-    assert (enrollment.worker.platform, enrollment.worker.external_id) == ("mturk", "W1")
+    assert (enrollment.worker.platform, enrollment.worker.external_id) == ("mturk", "W1")  # upper-case alphanumeric
     assert enrollment.platform_data["assignmentId"] == "A1"
 
 
@@ -136,3 +142,96 @@ def test_the_refusal_page_escapes_text():
     page = WorkerClient(sst0, params={"PROLIFIC_PID": "<b>" + "x" * 200}).join_response
     assert page.status_code == 400
     assert "<b>" not in page.content.decode()
+
+
+# ---------------------------------------------------------------- identity (issue 9), MTurk target (10.2), codes (10.8)
+
+PID = "5f0c1a2b3c4d5e6f7a8b9c0d"
+
+
+@pytest.mark.parametrize("bad", ["P1", "5f0c1a2b3c4d5e6f7a8b9c0", "5f0c1a2b3c4d5e6f7a8b9c0dd",
+                                 "5f0c1a2b3c4d5e6f7a8b9c0g", "5f0c1a2b-c4d5e6f7a8b9c0d"])
+def test_a_malformed_prolific_pid_is_refused_and_nothing_is_stored(bad):
+    sst0 = cohort(make_study(shots=[0]), "sst2", 0)
+    page = WorkerClient(sst0, params={"PROLIFIC_PID": bad, "SESSION_ID": "s"}).join_response
+    assert page.status_code == 400
+    assert "24 hexadecimal" in page.content.decode()
+    assert not Worker.objects.exists(), "no Worker row for a refused join"
+
+
+def test_a_prolific_pid_is_normalised_case_and_whitespace():
+    sst0 = cohort(make_study(shots=[0]), "sst2", 0)
+    page = WorkerClient(sst0, params={"PROLIFIC_PID": f"  {PID.upper()} ", "SESSION_ID": "s1"}).join_response
+    assert page.status_code == 302
+    assert Worker.objects.get().external_id == PID
+
+
+def test_an_mturk_worker_id_is_upper_case_alphanumeric():
+    sst0 = cohort(make_study(shots=[0], platform="mturk"), "sst2", 0)
+    ok = WorkerClient(sst0, params={"assignmentId": "A1", "workerId": "a1b2c3"}).join_response
+    assert ok.status_code == 302 and Worker.objects.get().external_id == "A1B2C3"
+    bad = WorkerClient(sst0, params={"assignmentId": "A2", "workerId": "A1-B2"}).join_response
+    assert bad.status_code == 400 and Worker.objects.count() == 1
+
+
+def test_the_generic_worker_id_pattern_is_configurable_per_study():
+    sst0 = cohort(make_study(shots=[0], platform="generic", worker_id_pattern=r"[a-z]{3}\d{3}"), "sst2", 0)
+    assert WorkerClient(sst0, params={"worker_id": "abc12"}).join_response.status_code == 400
+    assert WorkerClient(sst0, params={"worker_id": "abc123"}).join_response.status_code == 302
+    with pytest.raises(ValidationError, match="regular expression"):
+        make_study(shots=[0], platform="generic", worker_id_pattern="([")
+
+
+@pytest.mark.parametrize("target", ["javascript:alert(document.cookie)", "https://evil.example",
+                                    "https://www.mturk.com.evil.example", "https://user@www.mturk.com",
+                                    "http://www.mturk.com", "https://www.mturk.com/elsewhere", "//evil.example"])
+def test_mturk_turk_submit_to_outside_mturk_is_refused_at_join(target):
+    sst0 = cohort(make_study(shots=[0], platform="mturk"), "sst2", 0)
+    page = WorkerClient(sst0, params={"assignmentId": "A1", "workerId": "W1", "turkSubmitTo": target}).join_response
+    assert page.status_code == 400
+    assert "turkSubmitTo" in page.content.decode()
+    assert not Worker.objects.exists()
+
+
+@pytest.mark.parametrize("host", ["https://www.mturk.com", "https://workersandbox.mturk.com/"])
+def test_mturk_own_hosts_are_accepted_and_become_the_completion_target(host):
+    sst0 = cohort(make_study(shots=[0], platform="mturk"), "sst2", 0)
+    WorkerClient(sst0, params={"assignmentId": "A1", "workerId": "W1", "turkSubmitTo": host})
+    enrollment = Enrollment.objects.get()
+    enrollment.state = Enrollment.State.COMPLETED
+    assert services.completion(enrollment).post_url == host.rstrip("/") + "/mturk/externalSubmit"
+
+
+@pytest.mark.parametrize("code", ["C 1", "C&x=1", "ab/c", "é1", "C1\n"])
+def test_completion_and_screen_out_codes_are_letters_and_digits(code):
+    with pytest.raises(ValidationError, match="letters and digits"):
+        make_study(shots=[0], completion_code=code)
+    with pytest.raises(ValidationError, match="letters and digits"):
+        make_study(shots=[0], screenout_code=code)
+
+
+def test_a_code_is_url_encoded_in_the_prolific_redirect():
+    from annotation.models import Study
+
+    study = make_study(shots=[0])
+    Study.objects.filter(pk=study.pk).update(completion_code="C&cc=EVIL")  # stored before the validation
+    enrollment = join(cohort(study, "sst2", 0), "P1")
+    enrollment.state = Enrollment.State.COMPLETED
+    assert services.completion(enrollment).redirect_url.endswith("?cc=C%26cc%3DEVIL")
+
+
+def test_the_join_page_does_not_tell_whether_a_pid_took_part_before():
+    study = make_study(shots=[0, 10])
+    took_part = join(cohort(study, "sst2", 10), "P1")
+    assert took_part.state
+    sst0 = cohort(study, "sst2", 0)
+    # A PID that took part in another cohort of the task, vs a never-seen PID from a browser bound to another id.
+    first = WorkerClient(sst0, "P1").join_response
+    bound = WorkerClient(cohort(study, "sst2", 10), "P2")
+    second = bound.client.get(sst0.join_path, prolific("P3"))
+    assert first.status_code == second.status_code == 403
+
+    def shown(page):  # the page without its per-response CSRF token
+        return re.sub(r'"X-CSRFToken": "[^"]*"', "", page.content.decode())
+
+    assert shown(first) == shown(second)

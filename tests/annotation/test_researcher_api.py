@@ -6,7 +6,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation import services
 from annotation.models import AuditEvent, Cohort, Enrollment, Study
-from tests.annotation.helpers import answer_all, cohort, gold_answer, join, make_study, trim_test_set
+from tests.annotation.helpers import answer_all, cohort, gold_answer, join, make_study, name_of, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -174,7 +174,7 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     item = services.current_item(training.pk).item
     services.submit_answer(training.pk, item.pk, gold_answer(item))
     client = logged_in(researcher)
-    rows = {r["worker"]: r for r in client.get(f"/api/studies/{study.pk}/enrollments/").json()}
+    rows = {name_of(r["worker"]): r for r in client.get(f"/api/studies/{study.pk}/enrollments/").json()}
     assert rows["DONE"]["state"] == "completed" and rows["DONE"]["test_done"] == rows["DONE"]["test_total"] == n
     assert rows["DONE"]["test_s1"] == 1.0
     assert rows["TRAIN"]["state"] == "training" and rows["TRAIN"]["learning_curve"] == [1.0]
@@ -182,9 +182,10 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     for row in rows.values():
         assert row["active_seconds"] >= 0 and row["pay"] == "0.00"  # answered within the same second
     only = client.get(f"/api/studies/{study.pk}/enrollments/?state=training").json()
-    assert [r["worker"] for r in only] == ["TRAIN"]
+    assert [name_of(r["worker"]) for r in only] == ["TRAIN"]
     c10 = cohort(study, "sst2", 10).pk
-    assert [r["worker"] for r in client.get(f"/api/studies/{study.pk}/enrollments/?cohort={c10}").json()] == ["TRAIN"]
+    in_c10 = client.get(f"/api/studies/{study.pk}/enrollments/?cohort={c10}").json()
+    assert [name_of(r["worker"]) for r in in_c10] == ["TRAIN"]
     assert client.get(f"/api/studies/{study.pk}/enrollments/?state=nope").status_code == 400
     client.post(f"/api/enrollments/{training.pk}/filter/", {"reason": "asked to stop"},
                 content_type="application/json")
@@ -193,7 +194,7 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     assert actions[0] == ("system", "create study") or actions[0][1] == "create study"
     assert ("worker", "join") in actions and ("worker", "complete test step") in actions
     filtered = next(e for e in log if e["action"] == "filter by researcher")
-    assert (filtered["actor"], filtered["worker"], filtered["reason"]) == ("rita", "TRAIN", "asked to stop")
+    assert (filtered["actor"], name_of(filtered["worker"]), filtered["reason"]) == ("rita", "TRAIN", "asked to stop")
     assert (filtered["from_state"], filtered["to_state"]) == ("training", "filtered")
     assert [e["action"] for e in client.get(f"/api/studies/{study.pk}/audit/?q=asked").json()] == [
         "filter by researcher"]

@@ -23,6 +23,8 @@ from tests.annotation.helpers import (
     fake_model_rows,
     join,
     make_study,
+    name_of,
+    pid_for,
     trim_test_set,
 )
 
@@ -167,7 +169,7 @@ def test_export_results_writes_out_atomically(study, tmp_path, monkeypatch):
 
 def test_per_annotator_rows(study):
     rows = json.loads(run("export_results", "--study", str(study.pk), "--annotators", "--format", "json"))["rows"]
-    by_worker = {r["worker"]: r for r in rows}
+    by_worker = {name_of(r["worker"]): r for r in rows}
     assert sorted(by_worker) == ["A", "B", "C"]
     assert by_worker["B"]["test_s1"] == pytest.approx(0.8) and by_worker["B"]["training_s1"] == pytest.approx(0.8)
     assert by_worker["A"]["items_answered"] == 10 + 5 and by_worker["A"]["shots"] == 10
@@ -175,18 +177,18 @@ def test_per_annotator_rows(study):
                                    "active_seconds", "pay"}
     csv = run("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "csv", "--all")
     assert csv.splitlines()[0].startswith("enrollment_id,worker,platform,task,shots,state")
-    assert {line.split(",")[1] for line in csv.splitlines()[1:]} == {"A", "B", "C", "U", "W"}
+    assert {name_of(line.split(",")[1]) for line in csv.splitlines()[1:]} == {"A", "B", "C", "U", "W"}
 
 
 def test_one_annotators_prediction_file_scores_to_their_s1_in_the_table(study, tmp_path):
-    b = study.cohorts.get(shots=10).enrollments.get(worker__external_id="B")
+    b = study.cohorts.get(shots=10).enrollments.get(worker__external_id=pid_for("B"))
     path = tmp_path / "b.jsonl"
     call_command("export_results", "--study", str(study.pk), "--kind", "predictions", "--enrollment", str(b.pk),
                  "--out", str(path), stderr=io.StringIO())
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(lines) == 5 and set(lines[0]) == {"id", "prediction"}
     assert run("score", str(path), "--task", "sst2").strip() == "SST-2 S1 = 80.0 over 5 test items"
-    row = next(r for r in selectors.annotator_rows(study) if r["worker"] == "B")
+    row = next(r for r in selectors.annotator_rows(study) if name_of(r["worker"]) == "B")
     assert f"{100 * row['test_s1']:.1f}" == "80.0"
 
 
@@ -216,7 +218,7 @@ def test_cohort_agreement(study):
     ten = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 10)
     # A-B agree on 4 of 5 items, A-C on 3, B-C on 4 (both wrong on the last, with the same other label).
     assert ten["n"] == 3 and ten["mean_pairwise_s1"] == pytest.approx((0.8 + 0.6 + 0.8) / 3)
-    answers = {e.worker.external_id: dict(e.answers.filter(step="test").values_list("example_id", "texts"))
+    answers = {name_of(e.worker.external_id): dict(e.answers.filter(step="test").values_list("example_id", "texts"))
                for e in study.cohorts.get(shots=10).enrollments.select_related("worker")}
     labels = TASKS["sst2"].labels
     items = sorted(answers["A"])
@@ -245,7 +247,9 @@ def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
 
 def test_learning_curves(study):
     rows = agreement.learning_curves(study)
-    b = [r for r in rows if r["worker"] == "B"]
+    b = [r for r in rows if name_of(r["worker"]) == "B"]
+    rows = selectors.learning_curves(study)
+    b = [r for r in rows if name_of(r["worker"]) == "B"]
     assert [r["position"] for r in b] == list(range(10))
     assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8
     assert b[-1]["running_s1"] == pytest.approx(0.8)
@@ -259,7 +263,7 @@ def test_results_and_exports_over_the_api(study):
     client.force_login(study.created_by)
     results = client.get(f"/api/studies/{study.pk}/results/").json()
     assert results["std_ddof"] == 1 and results["cells"][1]["n"] == 3
-    assert sorted(r["worker"] for r in results["annotators"]) == ["A", "B", "C"]
+    assert sorted(name_of(r["worker"]) for r in results["annotators"]) == ["A", "B", "C"]
     assert results["agreement"][1]["n"] == 3
     for fmt, content_type in [("csv", "text/csv"), ("json", "application/json"), ("md", "text/markdown"),
                               ("tex", "application/x-tex")]:
@@ -272,7 +276,7 @@ def test_results_and_exports_over_the_api(study):
     archive = client.get(f"/api/studies/{study.pk}/export/predictions/")
     assert archive["Content-Type"] == "application/zip"
     assert len(zipfile.ZipFile(io.BytesIO(archive.content)).namelist()) == 3
-    b = study.cohorts.get(shots=10).enrollments.get(worker__external_id="B")
+    b = study.cohorts.get(shots=10).enrollments.get(worker__external_id=pid_for("B"))
     jsonl = client.get(f"/api/enrollments/{b.pk}/predictions/")
     assert jsonl.status_code == 200 and jsonl.content.decode() == exports.prediction_jsonl(b)
     bad = client.get(f"/api/studies/{study.pk}/export/table/?fmt=xls")

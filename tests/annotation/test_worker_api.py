@@ -16,6 +16,8 @@ from tests.annotation.helpers import (
     gold_answer,
     keys_anywhere,
     make_study,
+    name_of,
+    pid_for,
     trim_test_set,
     wrong_answer,
 )
@@ -173,7 +175,7 @@ def test_test_order_is_the_file_order_by_default_and_a_fixed_per_worker_shuffle_
     assert a.current().json()["item"]["id"] == file_order[0]
     shuffled = cohort(make_study(tasks=["mnli", "sst2"], shots=[0], test_order="shuffle"), "sst2", 0)
     b, c = WorkerClient(shuffled, "B"), WorkerClient(shuffled, "C")
-    orders = {e.worker.external_id: services.item_order(e, "test")
+    orders = {name_of(e.worker.external_id): services.item_order(e, "test")
               for e in Enrollment.objects.filter(cohort=shuffled).select_related("cohort__study", "worker")}
     assert orders["B"] != orders["C"]
     assert sorted(orders["B"]) == sorted(file_order) and orders["B"] != file_order
@@ -182,7 +184,7 @@ def test_test_order_is_the_file_order_by_default_and_a_fixed_per_worker_shuffle_
     assert b.current().json()["item"]["id"] == first_b, "the same worker always gets the same order"
     b.answer(first_b, ["positive"])
     assert b.current().json()["item"]["id"] == orders["B"][1]
-    enrollment_b = Enrollment.objects.select_related("cohort__study").get(worker__external_id="B")
+    enrollment_b = Enrollment.objects.select_related("cohort__study").get(worker__external_id=pid_for("B"))
     assert services.item_order(enrollment_b, "test") == orders["B"]
     assert c.current().json()["item"]["id"] == orders["C"][0]
 
@@ -310,7 +312,7 @@ def test_a_worker_cannot_read_or_answer_another_workers_items():
     study = make_study(shots=[10])
     sst10 = cohort(study, "sst2", 10)
     alice, bob = WorkerClient(sst10, "ALICE"), WorkerClient(sst10, "BOB")
-    alice_enrollment = Enrollment.objects.get(worker__external_id="ALICE")
+    alice_enrollment = Enrollment.objects.get(worker__external_id=pid_for("ALICE"))
     first = alice.current().json()["item"]["id"]
     alice.answer(first, ["positive"])
     # Bob sees his own progress, not Alice's.

@@ -107,7 +107,7 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     cohort = study.cohorts.get()
     human: dict[str, list[float]] = {}
     for n, wrong_every in enumerate((3, 4)):
-        enrollment = protocol.join(cohort.join_token, {"PROLIFIC_PID": f"w{n}", "SESSION_ID": f"s{n}"}).enrollment
+        enrollment = protocol.join(cohort.join_token, {"PROLIFIC_PID": f"{n:024x}", "SESSION_ID": f"s{n}"}).enrollment
         for i in range(200):
             state = protocol.current_item(enrollment.pk)
             if state.item is None:

@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from annotation.models import RESEARCHERS_GROUP, Enrollment, Study
+from tests.annotation.helpers import pid_for
 from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -71,11 +72,11 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     # A worker joins through the copied link (a second browser), others progress through the services:
     # the grid follows by itself (htmx polling every 3 s).
     worker_page = pages.new()
-    worker_page.goto(link.replace("{{%PROLIFIC_PID%}}", "GRID-W1").replace("{{%STUDY_ID%}}", "ST")
+    worker_page.goto(link.replace("{{%PROLIFIC_PID%}}", pid_for("GRID-W1")).replace("{{%STUDY_ID%}}", "ST")
                      .replace("{{%SESSION_ID%}}", "SE1"))
     expect(worker_page.locator("#stage")).to_have_attribute("data-view", "description")
     expect(_cell(page, "sst2", 10).locator(".enrolled")).to_have_text("1 / 2", timeout=10_000)
-    w10 = Enrollment.objects.get(worker__external_id="GRID-W1")
+    w10 = Enrollment.objects.get(worker__external_id=pid_for("GRID-W1"))
     for _ in range(3):
         answer_current(w10)
     zero = cohort_of(study, "sst2", 0)
@@ -96,7 +97,7 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     expect(row.locator(".sparkline")).to_be_visible()
     row.get_by_placeholder("reason").fill("answers too fast, <not> reading")
     row.get_by_role("button", name="Filter").click()
-    expect(page.locator(".messages")).to_contain_text("Filtered worker GRID-W1")
+    expect(page.locator(".messages")).to_contain_text(f"Filtered worker {pid_for('GRID-W1')}")
     expect(page.locator(f"#enrollment-{w10.pk} .badge")).to_have_text("filtered")
     expect(page.locator("table").last).to_contain_text("answers too fast, <not> reading")
     shoot(page, "24-cohort")

@@ -13,6 +13,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Answer, Enrollment
+from tests.annotation.helpers import pid_for
 from tests.browser.journeys import (
     LAPTOP,
     PHONE,
@@ -64,11 +65,11 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
     page = pages.new()
     page.route("https://app.prolific.com/**", lambda route: route.fulfill(
         status=200, content_type="text/html", body="<!doctype html><title>Prolific</title><h1>Prolific</h1>"))
-    _join(page, cohort, PROLIFIC.format(pid="NER-W1"))
+    _join(page, cohort, PROLIFIC.format(pid=pid_for("NER-W1")))
     expect(page.locator("h1")).to_contain_text("CoNLL03")
     shoot(page, "01-description")
     _start(page)
-    enrollment = Enrollment.objects.get(worker__external_id="NER-W1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("NER-W1"))
 
     n = 0
     shot_none = shot_spans = shot_feedback = seen_test = False
@@ -210,9 +211,9 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
     cohort = cohort_of(study, "record", 10)
     page = pages.new()
     page.route("https://app.prolific.com/**", lambda route: route.fulfill(status=200, body="ok"))
-    _join(page, cohort, PROLIFIC.format(pid="REC-1"))
+    _join(page, cohort, PROLIFIC.format(pid=pid_for("REC-1")))
     _start(page)
-    enrollment = Enrollment.objects.get(worker__external_id="REC-1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("REC-1"))
     n = 0
     while view(page) == "item":
         example = current_example(page)
@@ -252,7 +253,7 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
     Example.objects.filter(pk=first).update(context=context, question="Who arrived in Paris?",
                                             gold=["Zoë Ñúñez"], is_impossible=False)
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid="SQ-1"))
+    _join(page, cohort, PROLIFIC.format(pid=pid_for("SQ-1")))
     _start(page)
     assert item_id(page) == first
     expect(page.locator(".tokens")).to_contain_text('<b>"loud"</b>')  # dataset text shown as text
@@ -274,7 +275,7 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
     shoot(page, "11-widget-span-or-none")
     page.locator('[data-role="submit"]').click()
     wait_view(page, "feedback")
-    enrollment = Enrollment.objects.get(worker__external_id="SQ-1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("SQ-1"))
     answer = stored_answer(enrollment.pk, first)
     start = context.index("Zoë")
     assert answer.spans == [[start, start + len("Zoë Ñúñez")]] and answer.texts == ["Zoë Ñúñez"]
@@ -296,12 +297,12 @@ def test_mnli_filtered_and_no_enrollment_pages(pages, shoot, demo_data):
     study = make_study(tasks=("mnli",), shots=(10,))
     cohort = cohort_of(study, "mnli", 10)
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid="MN-1"))
+    _join(page, cohort, PROLIFIC.format(pid=pid_for("MN-1")))
     _start(page)
     expect(page.locator(".block-label")).to_have_text(["Premise", "Hypothesis"])
     expect(page.locator(".question")).not_to_contain_text("contraction")
     shoot(page, "13-widget-label-pair")
-    enrollment = Enrollment.objects.get(worker__external_id="MN-1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("MN-1"))
     services.filter_enrollment(enrollment.pk, actor="researcher", reason="test of the filtered page")
     page.reload()
     wait_view(page, "filtered")
@@ -322,9 +323,9 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
     study = make_study(tasks=("wikiann",), shots=(0,))
     cohort = cohort_of(study, "wikiann", 0)
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid="WK-1"))
+    _join(page, cohort, PROLIFIC.format(pid=pid_for("WK-1")))
     _start(page)
-    enrollment = Enrollment.objects.get(worker__external_id="WK-1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("WK-1"))
     # Find a test item with a multi-word name; answer the ones before it with the gold, by mouse.
     while True:
         example = current_example(page)

@@ -20,7 +20,7 @@ from annotation.answers import InvalidAnswer, validate_answer
 from annotation.models import Answer, Enrollment, Worker
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, prolific
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for
 from tests.security.tricky import ASTRAL, COMBINING, EMOJI, RTL, TAG
 
 pytestmark = [pytest.mark.django_db]
@@ -95,13 +95,13 @@ def test_malformed_answers_are_4xx_with_a_message_and_store_nothing(raw, words):
 def test_nul_characters_in_addresses_and_join_parameters_are_400(researcher):
     sst0 = cohort(make_study(shots=[0], created_by=researcher), "sst2", 0)
     client = Client(raise_request_exception=False)
-    for params in ({"PROLIFIC_PID": "a\x00b"}, {"PROLIFIC_PID": "P1", "SESSION_ID": "s\x00"},
-                   {"PROLIFIC_PID": "P1", "STUDY_ID": "\x00"}):
+    for params in ({"PROLIFIC_PID": "a\x00b"}, {"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"},
+                   {"PROLIFIC_PID": pid_for("P1"), "STUDY_ID": "\x00"}):
         response = client.get(sst0.join_path, params)
         assert response.status_code == 400 and "NUL" in response.content.decode()
     # The services refuse it too, whoever calls them.
     with pytest.raises(services.JoinRefused) as refused:
-        services.join(sst0.join_token, {"PROLIFIC_PID": "P1", "SESSION_ID": "s\x00"})
+        services.join(sst0.join_token, {"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"})
     assert refused.value.reason == "bad_parameter"  # annotation.protocol.JoinRefusal (the view answers 400)
     assert not Worker.objects.exists()
     client.force_login(researcher)
@@ -224,7 +224,9 @@ def test_a_span_may_split_a_grapheme_it_is_valid_but_not_the_gold():
 @pytest.mark.usefixtures("tricky")
 def test_join_parameters_in_any_script_are_kept_as_given():
     pid = f"W{COMBINING}{RTL}{EMOJI}"
-    sst0 = cohort(make_study(shots=[0]), "sst2", 0)
-    response = Client().get(sst0.join_path, {**prolific(pid)})
+    # A generic link without a pattern keeps any id; a Prolific PID must be 24 hexadecimal characters.
+    assert Client().get(cohort(make_study(shots=[0]), "sst2", 0).join_path, {"PROLIFIC_PID": pid}).status_code == 400
+    sst0 = cohort(make_study(shots=[0], platform="generic"), "sst2", 0)
+    response = Client().get(sst0.join_path, {"worker_id": pid})
     assert response.status_code == 302
-    assert Worker.objects.get().external_id == pid
+    assert Worker.objects.get(platform="generic").external_id == pid

@@ -4,6 +4,7 @@ import pytest
 from django.core.cache import caches
 from django.test import Client, override_settings
 
+from tests.annotation.helpers import pid_for
 from tests.ui.helpers import cohort_of, make_study
 
 DEAD_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -19,7 +20,7 @@ def test_a_worker_journey_goes_on_while_the_cache_is_unreachable(demo_data, capl
     study = make_study(tasks=("sst2",), shots=(10,))
     cohort = cohort_of(study, "sst2", 10)
     client = Client(enforce_csrf_checks=True)
-    joined = client.get(f"/join/{cohort.join_token}/?PROLIFIC_PID=P-OUT&STUDY_ID=S&SESSION_ID=X")
+    joined = client.get(f"/join/{cohort.join_token}/?PROLIFIC_PID={pid_for('P-OUT')}&STUDY_ID=S&SESSION_ID=X")
     assert joined.status_code == 302
     headers = {"HTTP_X_CSRFTOKEN": client.cookies["csrftoken"].value}
     for done in range(3):

@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation import services
 from annotation.models import Enrollment
 from tasks_data.models import Example
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, prolific, trim_test_set
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, prolific, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -88,7 +88,7 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
     counts = {}
     for task, skip in (("sst2", full - 2), ("mnli", 0)):
         worker = WorkerClient(cohort(study, task, 0), f"P-{task}")
-        enrollment = Enrollment.objects.get(worker__external_id=f"P-{task}")
+        enrollment = Enrollment.objects.get(worker__external_id=pid_for(f"P-{task}"))
         for _ in range(skip):  # move the worker far into the test step
             state = services.current_item(enrollment.pk)
             services.submit_answer(enrollment.pk, state.item.pk, gold_answer(state.item))
@@ -121,7 +121,8 @@ def test_joining_runs_a_constant_number_of_queries(django_assert_max_num_queries
     worker = WorkerClient(sst10, "BACK")
     again, response = queries(lambda: worker.client.get(sst10.join_path, prolific("BACK")))
     assert response.status_code == 302 and again <= MAX_JOIN
-    refused, response = queries(lambda: Client().get(sst10.join_path, {"PROLIFIC_PID": "BACK", "SESSION_ID": "x"}))
+    back = {"PROLIFIC_PID": pid_for("BACK"), "SESSION_ID": "x"}
+    refused, response = queries(lambda: Client().get(sst10.join_path, back))
     assert response.status_code == 403 and refused <= MAX_JOIN
 
 
@@ -147,7 +148,7 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
     worker = WorkerClient(cohort(study, "sst2", 10), "P1")
     client = worker.client
     client.defaults["HTTP_X_CSRFTOKEN"] = worker.csrf
-    enrollment = Enrollment.objects.get(worker__external_id="P1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("P1"))
     description = queries(lambda: client.get("/work/"))[0]
     start = queries(lambda: client.post("/work/start/"))[0]
 

@@ -33,7 +33,7 @@ from django.test import Client
 from annotation.models import Answer, Enrollment
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import FORBIDDEN_KEYS, cohort, keys_anywhere, make_study, prolific, trim_test_set
+from tests.annotation.helpers import FORBIDDEN_KEYS, cohort, keys_anywhere, make_study, pid_for, prolific, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -134,7 +134,7 @@ class Journey:
             if training:
                 self.record(f"feedback page #{n}", c.get("/work/"), reveals=True)
                 self.record(f"feedback fragment #{n}", c.get("/work/", **HTMX), reveals=True)
-                answer = Answer.objects.get(enrollment__worker__external_id=self.pid, example=example)
+                answer = Answer.objects.get(enrollment__worker__external_id=pid_for(self.pid), example=example)
                 self.record(f"next #{n}", c.post("/work/next/", {"answer_id": answer.pk}, **HTMX, **self.csrf))
             n += 1
         self.record("done page", c.get("/work/"))

@@ -15,7 +15,7 @@ from django.test import Client
 
 from annotation.models import Answer, Enrollment
 from annotation.session import SESSION_KEY
-from tests.annotation.helpers import WorkerClient, cohort, make_study, prolific
+from tests.annotation.helpers import WorkerClient, cohort, make_study, pid_for, prolific
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -30,9 +30,10 @@ def session_key(client: Client) -> str | None:
 
 
 @pytest.mark.parametrize("platform, first, replay, back", [
-    ("prolific", {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}, {"PROLIFIC_PID": "W1", "SESSION_ID": "S-forged"},
-     {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}),
-    ("prolific", {"PROLIFIC_PID": "W1", "SESSION_ID": "S-1"}, {"PROLIFIC_PID": "W1"}, None),
+    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"},
+     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-forged"},
+     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}),
+    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}, {"PROLIFIC_PID": pid_for("W1")}, None),
     ("mturk", {"workerId": "W1", "assignmentId": "A-1", "hitId": "H"},
      {"workerId": "W1", "assignmentId": "A-other", "hitId": "H"}, {"workerId": "W1", "assignmentId": "A-1"}),
     ("generic", {"wid": "W1"}, {"wid": "W1"}, None),
@@ -47,7 +48,7 @@ def test_a_worker_id_from_another_browser_cannot_take_over_the_enrollment(platfo
     # A fresh browser replaying the link with the same worker id, without the platform's session of that worker.
     thief = WorkerClient(target, params=replay)
     assert thief.join_response.status_code == 403
-    assert "another session" in thief.join_response.content.decode()
+    assert "cannot take part" in thief.join_response.content.decode()
     assert SESSION_KEY not in thief.client.session
     assert thief.current().status_code == 403
     # The owner is untouched; the platform's own session (Prolific SESSION_ID, MTurk assignment) is the way back.
@@ -74,7 +75,7 @@ def test_a_worker_cannot_act_on_another_enrollment_through_the_worker_pages():
     assert response.status_code == 409
     bob.client.post("/work/next/", {"answer_id": alice_answer.pk})
     assert bob.client.session.get("work_feedback_seen") != alice_answer.pk
-    assert list(Answer.objects.values_list("enrollment__worker__external_id", flat=True)) == ["ALICE"]
+    assert list(Answer.objects.values_list("enrollment__worker__external_id", flat=True)) == [pid_for("ALICE")]
     # A session key made up by the client is no session at all.
     forged = Client()
     forged.cookies[settings.SESSION_COOKIE_NAME] = "x" * 32
@@ -86,7 +87,8 @@ def test_a_worker_cannot_act_on_another_enrollment_through_the_worker_pages():
 
 
 def test_joining_never_keeps_a_session_id_chosen_beforehand():
-    sst0 = cohort(make_study(shots=[0], workers_per_cohort=5), "sst2", 0)
+    study = make_study(tasks=["sst2", "mnli"], shots=[0], workers_per_cohort=5)
+    sst0, mnli0 = cohort(study, "sst2", 0), cohort(study, "mnli", 0)
     # An id planted in the browser that the server never issued: the join issues a new one.
     planted = Client()
     planted.cookies[settings.SESSION_COOKIE_NAME] = "plantedsessionid0123456789abcdef"
@@ -98,9 +100,10 @@ def test_joining_never_keeps_a_session_id_chosen_beforehand():
     old_key = session_key(attacker.client)
     victim = Client()
     victim.cookies[settings.SESSION_COOKIE_NAME] = old_key
-    assert victim.get(sst0.join_path, prolific("VICTIM2")).status_code == 302
+    # (A browser bound on a task cannot join that task under another id, so the victim joins another task.)
+    assert victim.get(mnli0.join_path, prolific("VICTIM2")).status_code == 302
     assert session_key(victim) != old_key
-    victim_enrollment = Enrollment.objects.get(worker__external_id="VICTIM2")
+    victim_enrollment = Enrollment.objects.get(worker__external_id=pid_for("VICTIM2"))
     assert victim.session[SESSION_KEY] == victim_enrollment.pk
     old = Session.objects.filter(session_key=old_key).first()
     assert old is None or old.get_decoded().get(SESSION_KEY) != victim_enrollment.pk

@@ -24,7 +24,7 @@ from tests.security.tricky import EMOJI, TAG
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("tricky")]
 
-PID, SESSION = "PIDSECRET0017", "SESSIONSECRET0042"
+PID, SESSION = "5ec2e7000000000000000017", "SESSIONSECRET0042"
 
 
 @pytest.fixture

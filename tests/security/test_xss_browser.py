@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.annotation.helpers import pid_for
 from tests.security.tricky import XSS, import_tricky
 from tests.ui.helpers import cohort_of, make_study
 
@@ -101,7 +102,7 @@ def test_markup_in_dataset_text_is_shown_literally_and_never_executed(live_serve
     import_tricky(tmp_path)
     study = make_study(tasks=("sst2",), shots=(10,))
     target = cohort_of(study, "sst2", 10)
-    join_url = f"/join/{target.join_token}/?PROLIFIC_PID=XSS-1&STUDY_ID=S&SESSION_ID=SESS-XSS-1"
+    join_url = f"/join/{target.join_token}/?PROLIFIC_PID={pid_for('XSS-1')}&STUDY_ID=S&SESSION_ID=SESS-XSS-1"
     with ThreadPoolExecutor(max_workers=1) as pool:
         seen = pool.submit(journey, live_server.url, join_url).result(timeout=240)
     assert (seen["item"], seen["feedback"]) == (14, 10)

@@ -7,6 +7,7 @@ import itertools
 from annotation import services
 from annotation.models import Cohort, Enrollment
 from annotation.session import SESSION_KEY
+from tests.annotation.helpers import pid_for
 
 _ids = itertools.count(1)
 
@@ -31,7 +32,7 @@ def enroll(cohort: Cohort, pid: str | None = None) -> Enrollment:
         params = {"workerId": pid, "assignmentId": f"AS-{pid}", "hitId": "HIT1",
                   "turkSubmitTo": "https://workersandbox.mturk.com"}
     else:
-        params = {"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": f"SESS-{pid}"}
+        params = {"PROLIFIC_PID": pid_for(pid), "STUDY_ID": "S1", "SESSION_ID": f"SESS-{pid}"}
     return services.join(cohort.join_token, params).enrollment
 
 

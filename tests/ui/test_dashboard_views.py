@@ -194,7 +194,9 @@ def test_filter_needs_a_reason_and_errors_show_at_the_row(researcher_client, set
 
 def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, setup):
     study, cohort, _ = setup
-    nasty = enroll(cohort, "<img src=x onerror=alert(1)>")
+    nasty = enroll(cohort, "nasty")
+    # A generic link without a pattern accepts any id: the page must escape it.
+    type(nasty.worker).objects.filter(pk=nasty.worker_id).update(external_id="<img src=x onerror=alert(1)>")
     for _ in range(4):
         answer_current(nasty, right=False)
     html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()

@@ -11,6 +11,7 @@ from annotation import services
 from annotation.models import Answer, Enrollment
 from annotation.worker_views import ACK_KEY
 from tasks_data.models import Example
+from tests.annotation.helpers import pid_for
 from tests.ui.helpers import answer_current, bind, cohort_of, enroll, make_study
 
 ALL_TASKS = ("sst2", "mnli", "conll03", "wikiann", "squad2", "record")
@@ -44,13 +45,14 @@ def test_join_link_then_description_then_start_then_first_item(demo_data):
     study = make_study(tasks=("conll03",), shots=(10,))
     cohort = cohort_of(study, "conll03", 10)
     client = Client()
-    response = client.get(f"/join/{cohort.join_token}/", {"PROLIFIC_PID": "P1", "STUDY_ID": "S", "SESSION_ID": "X"})
+    params = {"PROLIFIC_PID": pid_for("P1"), "STUDY_ID": "S", "SESSION_ID": "X"}
+    response = client.get(f"/join/{cohort.join_token}/", params)
     assert response.status_code == 302 and response["Location"] == "/work/"
     response, html = _page(client)
     assert response.status_code == 200 and 'data-view="description"' in html
     assert "Training: 30 items" in html and "Test: 12 items" in html and "Each text comes 3 times" in html
     assert 'name="example_id"' not in html  # no item before Start
-    enrollment = Enrollment.objects.get(worker__external_id="P1")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("P1"))
     assert enrollment.current_served_at is None  # reading the description is not time on an item
     assert client.post("/work/start/").status_code == 302
     response, html = _page(client)

@@ -1,0 +1,75 @@
+"""Dashboard page for Prolific (issue 9): token, publish, sync, bonuses. Rules live in annotation.recruitment."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from . import prolific, recruitment
+from .dashboard_views import _actor, researcher_required, study_for
+from .models import ProlificCredential, Study
+
+
+def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> HttpResponse:
+    has_token = (ProlificCredential.objects.filter(owner_id=study.created_by_id).exists()
+                 or bool(settings.PROLIFIC_API_TOKEN))
+    return render(request, "dashboard/prolific_study.html", status=status, context={
+        "study": study, "cohorts": study.cohorts.select_related("task").order_by("task__slug", "shots"),
+        "has_token": has_token, "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
+        "reward_cents": recruitment.reward_cents(study), "bonuses": recruitment.bonus_rows(study), **extra})
+
+
+@researcher_required
+def study_prolific(request: HttpRequest, study_id: int) -> HttpResponse:
+    return _page(request, study_for(request, study_id))
+
+
+@researcher_required
+@require_POST
+def store_token(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        recruitment.store_token(request.user, request.POST.get("token", ""))
+    except (ValueError, recruitment.TokenKeyMissing) as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, notice="Your Prolific token is stored (encrypted); it will not be shown again.")
+
+
+@researcher_required
+@require_POST
+def publish(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    site = settings.PROLIFIC_SITE_URL or request.build_absolute_uri("/")
+    try:
+        lines = recruitment.publish(study, site_url=site, draft=bool(request.POST.get("draft")), actor=_actor(request))
+    except (ValueError, prolific.ProlificError) as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, notice=f"{len(lines)} cohort(s) on Prolific.")
+
+
+@researcher_required
+@require_POST
+def sync(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        report = recruitment.sync(study, actor=_actor(request))
+    except prolific.ProlificError as exc:
+        return _page(request, study, status=502, error=str(exc))
+    return _page(request, study, report=report, notice=(
+        f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
+        f"{len(report.verified)} verified, {len(report.attention)} for you to review."))
+
+
+@researcher_required
+@require_POST
+def pay(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        report = recruitment.pay_bonuses(study, actor=_actor(request))
+    except ValueError as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, pay_report=report, notice=(
+        f"Bonuses: {len(report.paid)} paid, {len(report.uncertain)} unknown (check on Prolific), "
+        f"{len(report.failed)} refused."))

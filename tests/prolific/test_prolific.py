@@ -1,0 +1,262 @@
+"""The Prolific integration against a fake Prolific (a real HTTP server on 127.0.0.1), through the real HTTP surface."""
+
+from datetime import timedelta
+from decimal import Decimal
+from io import StringIO
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotation import recruitment, selectors
+from annotation.models import AuditEvent, BonusPayment, Enrollment, Worker
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+SITE = "https://clues.example"
+
+
+def published(fake, researcher, *, shots=(0,), **options):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=list(shots), launch=False, created_by=researcher, completion_code="CDONE",
+                       screenout_code="CSOUT", **options)
+    recruitment.publish(study, site_url=SITE)
+    return study
+
+
+def arrive(fake, cohort_, name):
+    """A participant takes a place on Prolific and follows the study link."""
+    pid = pid_for(name)
+    sid = fake.start_submission(cohort_.prolific_study_id, pid)
+    worker = WorkerClient(cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.prolific_study_id,
+                                           "SESSION_ID": sid})
+    return worker, pid, sid
+
+
+def finish(worker):
+    """Answer every item with the gold through the worker API; returns the completion code."""
+    from tasks_data.models import Example
+
+    while True:
+        state = worker.current().json()
+        if state.get("item") is None:
+            return state
+        example = Example.objects.get(pk=state["item"]["id"])
+        assert worker.answer(example.pk, gold_answer(example)).status_code in (200, 201)
+
+
+def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):
+    study = published(fake, researcher, shots=(0, 10), pay_rate=Decimal("12"), expected_minutes=25)
+    assert len(fake.studies) == 2 and all(s["status"] == "ACTIVE" for s in fake.studies.values())
+    assert len(fake.groups) == 1, "one participant group per task"
+    (group_id,) = fake.groups
+    for c in study.cohorts.all():
+        body = fake.studies[c.prolific_study_id]
+        url = urlsplit(body["external_study_url"])
+        assert f"{url.scheme}://{url.netloc}{url.path}" == SITE + c.join_path
+        assert parse_qs(url.query) == {"PROLIFIC_PID": ["{{%PROLIFIC_PID%}}"], "STUDY_ID": ["{{%STUDY_ID%}}"],
+                                       "SESSION_ID": ["{{%SESSION_ID%}}"]}
+        assert body["total_available_places"] == c.target
+        assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12/h x 25 min, in cents
+        assert body["filters"] == [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}]
+        codes = {cc["code_type"]: cc for cc in body["completion_codes"]}
+        assert codes["COMPLETED"]["code"] == "CDONE" and codes["SCREENED_OUT"]["code"] == "CSOUT"
+        for cc in codes.values():
+            assert {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group_id} in cc["actions"]
+        assert c.launched_at is not None
+    out = StringIO()
+    call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=out)
+    assert len(fake.studies) == 2, "re-running changes nothing for cohorts already published"
+    assert sorted(out.getvalue().split("\n")[:-1]) == sorted(
+        f"sst2 {c.shots} {c.prolific_study_id}" for c in study.cohorts.all())
+
+
+def test_publish_draft_leaves_studies_unpublished_and_cohorts_not_launched(fake, researcher):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher)
+    call_command("publish_prolific", study=study.pk, site_url=SITE, draft=True, stdout=StringIO())
+    assert [s["status"] for s in fake.studies.values()] == ["UNPUBLISHED"]
+    assert cohort(study, "sst2", 0).launched_at is None
+
+
+def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refused(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=5)
+    c = cohort(study, "sst2", 0)
+    worker, pid, sid = arrive(fake, c, "honest")
+    assert worker.join_response.status_code == 302
+    assert Enrollment.objects.get(worker__external_id=pid).verification == "verified"
+    assert AuditEvent.objects.filter(action="join", reason__contains="verified on Prolific").count() == 1
+
+    other_study = published(fake, researcher, shots=(0,))
+    foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).prolific_study_id, pid_for("foreign"))
+    finished_sid = fake.start_submission(c.prolific_study_id, pid_for("finished"))
+    fake.submit(finished_sid, "CDONE")
+    cases = {
+        "forged": (pid_for("forger"), "0123456789abcdef01234567"),
+        "someone else's submission": (pid_for("thief"), sid),
+        "foreign study": (pid_for("foreign"), foreign_sid),
+        "finished": (pid_for("finished"), finished_sid),
+    }
+    for name, (p, s) in cases.items():
+        page = Client().get(c.join_path, {"PROLIFIC_PID": p, "STUDY_ID": c.prolific_study_id, "SESSION_ID": s})
+        assert page.status_code == 403, name
+        assert "return your submission" in page.content.decode(), name
+        assert not Worker.objects.filter(external_id=p).exists(), f"{name}: nothing stored for a refused join"
+
+
+def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researcher):
+    study = published(fake, researcher, shots=(0,))
+    c = cohort(study, "sst2", 0)
+    fake.down = True
+    worker, pid, sid = arrive(fake, c, "offline")
+    assert worker.join_response.status_code == 302
+    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    assert enrollment.verification == "unverified"
+    assert not recruitment.counts_in_results(enrollment)
+    finish(worker)
+    enrollment.refresh_from_db()
+    assert enrollment.state == "completed"
+    assert enrollment.pk not in selectors.annotator_test_s1(study), "left out of every result until verified"
+    assert enrollment.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
+    assert enrollment not in selectors.completed_enrollments(study)
+    fake.down = False
+    fake.submit(sid, "CDONE")
+    report = recruitment.sync(study)
+    assert enrollment.pk in selectors.annotator_test_s1(study)
+    assert report.verified == [pid]
+    enrollment.refresh_from_db()
+    assert enrollment.verification == "verified" and recruitment.counts_in_results(enrollment)
+    assert report.approved == [pid], "verified by the sync, completed with the right code: approved"
+
+
+def test_returned_and_timed_out_places_are_freed_given_back_on_prolific_and_taken_again(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
+    c = cohort(study, "sst2", 0)
+    _, p1, s1 = arrive(fake, c, "returner")
+    _, p2, s2 = arrive(fake, c, "sleeper")
+    late, _, _ = arrive(fake, c, "late")
+    assert late.join_response.status_code == 409 and "full" in late.join_response.content.decode()
+    fake.set_status(s1, "RETURNED")
+    fake.set_status(s2, "TIMED-OUT")
+    report = recruitment.sync(study)
+    assert sorted(report.freed) == sorted([p1, p2])
+    states = dict(Enrollment.objects.values_list("worker__external_id", "state"))
+    assert states[p1] == "withdrawn" and states[p2] == "expired"
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 4, "the places go back to Prolific"
+    assert AuditEvent.objects.filter(enrollment__worker__external_id=p1, reason__contains="RETURNED").exists()
+    newcomer, _, _ = arrive(fake, c, "newcomer")
+    assert newcomer.join_response.status_code == 302
+
+
+def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing_is_rejected(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=5)
+    c = cohort(study, "sst2", 0)
+    good, p_good, s_good = arrive(fake, c, "good")
+    finish(good)
+    fake.submit(s_good, "CDONE")
+    wrong, p_wrong, s_wrong = arrive(fake, c, "wrongcode")
+    finish(wrong)
+    fake.submit(s_wrong, "CSOUT")
+    _, p_idle, s_idle = arrive(fake, c, "unfinished")
+    fake.submit(s_idle, "CDONE")  # claims completion on Prolific without doing the work
+    stranger = fake.start_submission(c.prolific_study_id, pid_for("stranger"))
+    fake.submit(stranger, "CDONE")
+    out = StringIO()
+    call_command("sync_prolific", study=study.pk, stdout=out)
+    assert fake.submissions[s_good]["status"] == "APPROVED"
+    for sid in (s_wrong, s_idle, stranger):
+        assert fake.submissions[sid]["status"] == "AWAITING REVIEW", "left to the researcher"
+    assert not [call for call in fake.calls if call[2] and call[2].get("action") == "REJECT"]
+    text = out.getvalue()
+    assert "approved 1" in text and "for the researcher 3" in text
+    assert "another code" in text and "not completed" in text and "no enrollment" in text
+
+
+def test_manual_review_approves_nothing(fake, researcher):
+    study = published(fake, researcher, shots=(0,), manual_review=True)
+    c = cohort(study, "sst2", 0)
+    worker, _, sid = arrive(fake, c, "done")
+    finish(worker)
+    fake.submit(sid, "CDONE")
+    report = recruitment.sync(study)
+    assert report.approved == [] and fake.submissions[sid]["status"] == "AWAITING REVIEW"
+
+
+def _approved_worker(fake, study, name):
+    c = cohort(study, "sst2", 0)
+    worker, pid, sid = arrive(fake, c, name)
+    finish(worker)
+    fake.submit(sid, "CDONE")
+    # A slow worker: an hour of recorded active time (answers spread out; idle cap raised below).
+    enrolled_at = Enrollment.objects.get(worker__external_id=pid).enrolled_at
+    Enrollment.objects.filter(worker__external_id=pid).update(enrolled_at=enrolled_at - timedelta(hours=1))
+    return pid
+
+
+def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "slow")
+    recruitment.sync(study)
+    out = StringIO()
+    call_command("pay_bonuses", study=study.pk, stdout=out)
+    ledger = BonusPayment.objects.get(enrollment__worker__external_id=pid)
+    assert ledger.state == "paid"
+    # About an hour at 12/h = 12.00, minus the base reward of 2.00.
+    assert Decimal("9.90") <= ledger.amount <= Decimal("10.10")
+    assert fake.paid_total(pid) == float(ledger.amount)
+    for _ in range(2):
+        call_command("pay_bonuses", study=study.pk, stdout=StringIO())
+    assert fake.paid_total(pid) == float(ledger.amount), "reruns pay nothing more"
+    row = next(r for r in recruitment.bonus_rows(study) if r["worker"] == pid)
+    assert row["bonus_state"] == "paid" and 11.5 < row["hourly"] < 12.5
+
+
+def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "crash")
+    recruitment.sync(study)
+    fake.crash_on_pay = True  # Prolific pays, then the answer is lost
+    report = recruitment.pay_bonuses(study)
+    assert report.uncertain == [pid]
+    ledger = BonusPayment.objects.get(enrollment__worker__external_id=pid)
+    assert ledger.state == "paying"
+    paid_once = fake.paid_total(pid)
+    assert paid_once > 0
+    fake.crash_on_pay = False
+    for _ in range(2):
+        recruitment.pay_bonuses(study)
+    assert fake.paid_total(pid) == paid_once, "a row whose pay outcome is unknown is never paid again"
+    assert len([c for c in fake.calls if c[1].endswith("/pay/")]) == 1
+
+
+def test_a_crash_between_ledger_write_and_pay_call_does_not_pay_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "between")
+    recruitment.sync(study)
+    fake.down = True  # the set-up call fails: the ledger row stays planned, nothing paid
+    report = recruitment.pay_bonuses(study)
+    assert report.failed == [pid] and BonusPayment.objects.get().state == "planned"
+    fake.down = False
+    recruitment.pay_bonuses(study)
+    recruitment.pay_bonuses(study)
+    assert BonusPayment.objects.get().state == "paid"
+    assert fake.paid_total(pid) == float(BonusPayment.objects.get().amount)
+
+
+def test_a_token_is_stored_only_encrypted_and_only_with_a_key(researcher, settings):
+    from annotation.models import ProlificCredential
+
+    settings.PROLIFIC_TOKEN_KEY = ""
+    with pytest.raises(recruitment.TokenKeyMissing, match="PROLIFIC_TOKEN_KEY"):
+        recruitment.store_token(researcher, "secret-token-123")
+    assert not ProlificCredential.objects.exists()
+    settings.PROLIFIC_TOKEN_KEY = "a key from the environment"
+    recruitment.store_token(researcher, "secret-token-123")
+    stored = ProlificCredential.objects.get(owner=researcher).token_encrypted
+    assert "secret-token-123" not in stored
+    study = make_study(shots=[0], created_by=researcher)
+    assert recruitment.token_for(study) == "secret-token-123"
