@@ -70,4 +70,3 @@ def test_step_names_and_first_state():
 def test_every_join_refusal_has_an_http_status():
     assert set(JOIN_STATUS) == set(JoinRefusal)
     assert JoinRefused(JoinRefusal.FULL, "full").reason is JoinRefusal.FULL
-    assert JoinRefused(400, "legacy status").reason is JoinRefusal.BAD_PARAMETER

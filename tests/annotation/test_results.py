@@ -248,8 +248,6 @@ def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
 def test_learning_curves(study):
     rows = agreement.learning_curves(study)
     b = [r for r in rows if name_of(r["worker"]) == "B"]
-    rows = selectors.learning_curves(study)
-    b = [r for r in rows if name_of(r["worker"]) == "B"]
     assert [r["position"] for r in b] == list(range(10))
     assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8
     assert b[-1]["running_s1"] == pytest.approx(0.8)

@@ -11,6 +11,7 @@ from django.test import Client
 
 from annotation import recruitment, selectors
 from annotation.models import AuditEvent, BonusPayment, Enrollment, Worker
+from results.cells import annotator_test_s1
 from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -117,13 +118,13 @@ def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researc
     finish(worker)
     enrollment.refresh_from_db()
     assert enrollment.state == "completed"
-    assert enrollment.pk not in selectors.annotator_test_s1(study), "left out of every result until verified"
+    assert enrollment.pk not in annotator_test_s1(study), "left out of every result until verified"
     assert enrollment.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
     assert enrollment not in selectors.completed_enrollments(study)
     fake.down = False
     fake.submit(sid, "CDONE")
     report = recruitment.sync(study)
-    assert enrollment.pk in selectors.annotator_test_s1(study)
+    assert enrollment.pk in annotator_test_s1(study)
     assert report.verified == [pid]
     enrollment.refresh_from_db()
     assert enrollment.verification == "verified" and recruitment.counts_in_results(enrollment)
