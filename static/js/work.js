@@ -422,6 +422,8 @@
     var stage = document.getElementById("stage");
     if (!stage) { return; }
     if (isField(document.activeElement)) { return; }
+    // A key may come between an htmx swap and htmx:load: set the new widget up first.
+    $$(stage, "[data-widget]").forEach(function (w) { if (!w.dataset.ready && w.parentNode) { init(w.parentNode); } });
     var labels = $(stage, '[data-widget="label"]');
     if (labels && labels.choose && /^[1-9]$/.test(e.key)) {
       e.preventDefault();
