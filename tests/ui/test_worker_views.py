@@ -393,3 +393,24 @@ def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
     assert Answer.objects.get(pk=first.pk).texts == [wrong]
     assert worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]},
                        csrf=False).status_code == 403
+
+
+def test_consent_brand_instructions_cookie_and_exact_match_note(demo_data):
+    study = make_study(tasks=("conll03",), shots=(10,))
+    enrollment = enroll(cohort_of(study, "conll03", 10))
+    client = bind(Client(), enrollment, started=False)
+    html = _page(client)[1]
+    assert "can end early after the training step" in html and "screen-out payment" in html
+    assert "<title>CoNLL03 · Annotation study</title>" in html and "Annotation study · CoNLL03" in html
+    assert "change your last answer until you submit the next one" in html and "matched exactly" in html
+    bind(client, enrollment)
+    html = _page(client)[1]
+    assert "data-remember open>" in html  # open until the worker closes them
+    client.cookies["clues_instructions"] = "closed"
+    html = _page(client)[1]
+    assert "data-remember>" in html and "data-remember open" not in html
+    assert 'class="tok punct"' in html or not any(not c.isalnum() and not c.isspace()
+                                                  for c in services.current_item(enrollment.pk).item.context)
+    zero = enroll(cohort_of(make_study(tasks=("sst2",), shots=(0,)), "sst2", 0))
+    zero_client = bind(Client(), zero, started=False)
+    assert "can end early" not in _page(zero_client)[1]  # no training step, no screen-out after it
