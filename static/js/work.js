@@ -461,6 +461,7 @@
   document.addEventListener("toggle", function (e) {
     var details = e.target;
     if (!details || !details.matches || !details.matches("details[data-remember]")) { return; }
+    if (details.dataset.auto) { delete details.dataset.auto; return; } // closed by the page, not the worker
     document.cookie = "clues_instructions=" + (details.open ? "open" : "closed") +
       "; path=/; max-age=31536000; SameSite=Lax";
   }, true);
@@ -494,6 +495,10 @@
     $$(scope, '[data-widget="label"]').forEach(function (w) {
       if (!w.dataset.ready) { w.dataset.ready = "1"; initLabels(w); }
     });
+    // Until the worker chooses, instructions start open, except on a phone where they would hide the text.
+    if (document.cookie.indexOf("clues_instructions=") < 0 && window.matchMedia("(max-width: 640px)").matches) {
+      $$(scope, "details[data-remember][open]").forEach(function (d) { d.dataset.auto = "1"; d.open = false; });
+    }
     $$(scope, "[data-percent]").forEach(function (bar) {
       bar.style.width = Math.max(0, Math.min(100, parseInt(bar.getAttribute("data-percent"), 10) || 0)) + "%";
     });

@@ -179,6 +179,9 @@ def test_touch_second_tap_extends_with_pending_state_cancel_and_drag(pages, shoo
     cohort = cohort_of(study, "conll03", 0)
     page = pages.new(viewport=PHONE, has_touch=True, is_mobile=True)
     enrollment = _join_and_start(page, cohort, "TOUCH-1")
+    # On a phone the instructions start closed (they would hide the text), until the worker chooses.
+    expect(page.locator("details.instructions")).not_to_have_attribute("open", "")
+    assert "clues_instructions" not in page.evaluate("document.cookie")
     example, first, last = _multiword_item(page, enrollment)
     expect(page.locator(".hint-touch")).to_be_visible()
     tok(page, first).tap()
