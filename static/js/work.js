@@ -394,7 +394,7 @@
       var chosen = radios.filter(function (r) { return r.checked; })[0];
       submit.disabled = !chosen;
       choice.textContent = chosen ? chosen.value : "none yet";
-      if (chosen) { say(root, "Chosen: " + quoted(chosen.value) + ". Press Enter or Submit to send it."); }
+      if (chosen) { say(root, ""); } // "Your choice" beside Submit says it
     }
     radios.forEach(function (r) { r.addEventListener("change", update); });
     root.choose = function (key) {
