@@ -323,3 +323,42 @@ def test_entity_types_keep_one_colour_on_badge_and_marks(pages, shoot, demo_data
     assert Answer.objects.filter(enrollment=enrollment).count() >= 3
     assert view(page) == "item"
 
+
+
+def test_changing_the_last_span_and_entity_answers_starts_from_them(pages, shoot, demo_data):
+    study = make_study(tasks=("squad2", "record"), shots=(0,))
+    page = pages.new(viewport=LAPTOP)
+    enrollment = _join_and_start(page, cohort_of(study, "squad2", 0), "REV-SPANS")
+    example = current_example(page)
+    tok(page, 1).click()
+    tok(page, 2).click(modifiers=["Shift"])
+    marked = chips(page)
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{example.pk}'")
+    page.keyboard.press("u")
+    expect(page.locator(".banner.revising")).to_be_visible()
+    assert item_id(page) == example.pk and chips(page) == marked  # the stored answer, marked again
+    shoot(page, "22-change-last-span-answer")
+    page.get_by_role("button", name=re.compile("^Remove")).click()  # unmark, then "N" and Enter
+    assert chips(page) == []
+    page.locator("h1.question").click()
+    page.keyboard.press("n")
+    expect(page.locator('[data-role="none"]')).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator(".notice")).to_contain_text("is changed")
+    assert stored_answer(enrollment.pk, example.pk).texts == []
+
+    other = pages.new(viewport=PHONE)
+    enrollment = _join_and_start(other, cohort_of(study, "record", 0), "REV-ENT")
+    example = current_example(other)
+    cand = other.locator(".cand").nth(1)
+    name = cand.inner_text()
+    cand.click()
+    other.locator('[data-role="submit"]').click()
+    other.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{example.pk}'")
+    other.locator('[data-role="undo"]').click()
+    expect(other.locator(".banner.revising")).to_be_visible()
+    expect(other.locator(".cand.chosen")).to_have_count(1)
+    expect(other.locator("[data-choice]")).to_have_text(name)
+    expect(other.locator('[data-role="submit"]')).to_have_text(f"Submit \u201c{name}\u201d")
+    shoot(other, "23-change-last-entity-answer", phone=False)
