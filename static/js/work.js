@@ -129,7 +129,9 @@
       }));
       submit.disabled = st.marks.length === 0;
       none.disabled = st.marks.length > 0;
-      if (max === 1) {
+      if (form && form.hasAttribute("data-revising")) {
+        submit.textContent = "Change answer";
+      } else if (max === 1) {
         submit.textContent = "Submit answer";
       } else {
         submit.textContent = st.marks.length ? "Submit " + st.marks.length + " marked" : "Submit";
