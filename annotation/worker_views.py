@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -52,6 +52,8 @@ class Piece:
     kind: str = "gap"  # gap | tok | cand | bullet
     mine: bool = False
     gold: bool = False
+    space_before: bool = False  # tokens only: whitespace (or the start) right before / after it
+    space_after: bool = False
 
     @property
     def punct(self) -> bool:
@@ -99,7 +101,12 @@ def _with_bullets(pieces: list[Piece]) -> list[Piece]:
 
 
 def token_pieces(text: str, *, fine: bool) -> list[Piece]:
-    return _pieces(text, tokenize(text, fine=fine), "tok")
+    """The text as tokens and gaps; a token knows whether whitespace borders it (a punctuation mark is
+    widened on that side only, so that its wider target never covers a neighbouring word)."""
+    pieces = _pieces(text, tokenize(text, fine=fine), "tok")
+    return [replace(p, space_before=p.start == 0 or text[p.start - 1].isspace(),
+                    space_after=p.end == len(text) or text[p.end].isspace()) if p.kind == "tok" else p
+            for p in pieces]
 
 
 def candidate_pieces(example: Example) -> list[Piece]:
