@@ -342,3 +342,19 @@ class StudyAuditView(ResearcherView):
         if q:
             events = events.filter(Q(action__icontains=q) | Q(actor__icontains=q) | Q(reason__icontains=q))
         return Response(AuditEventSerializer(events, many=True).data)
+
+
+class WorkReviseView(WorkerView):
+    """Issue 11: the latest test answer can be changed until the next one is submitted (no S1: no gold leaks)."""
+
+    @extend_schema(tags=["work"], request=AnswerSubmitSerializer,
+                   responses={200: OpenApiResponse(description="the changed answer: item, position, answer"),
+                              400: OpenApiResponse(description="invalid answer; detail names the problem"),
+                              409: OpenApiResponse(description="not the latest test answer, or the step is over")},
+                   summary="Change your latest test answer, until you submit the next one (audited).")
+    def post(self, request):
+        body = AnswerSubmitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        answer = services.revise_last_test_answer(self.enrollment_id, body.validated_data["item"],
+                                                  body.validated_data["answer"])
+        return Response({"item": answer.example_id, "position": answer.position, "answer": answer.texts})

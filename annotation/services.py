@@ -49,6 +49,7 @@ __all__ = [
     "close_cohort", "close_study", "join", "current_item", "submit_answer", "filter_enrollment",
     "reinstate_enrollment", "withdraw", "expire_stale", "completion", "item_order", "active_seconds", "pay",
     "step_name",
+    "revise_last_test_answer",
 ]
 
 
@@ -574,6 +575,43 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
             _mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
         return result
+
+
+def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> Answer:
+    """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
+
+    The paper makes an answer final once its gold is shown: training answers (gold shown at once),
+    an older test answer, and the last one once the enrollment has left the test step stay final
+    (Conflict, 409). InvalidAnswer (400) as for submit_answer. The change is audited with both values.
+    The only update of a stored answer: a queryset UPDATE under the enrollment's row lock, which
+    submit_answer also takes, so no later answer can appear in between.
+    """
+    import json
+
+    now = timezone.now()
+    with transaction.atomic():
+        enrollment = _fetch(enrollment_id, lock=True)
+        if _expire_if_stale(enrollment, now):
+            raise Conflict("your time for this study has run out")
+        if enrollment.state != State.TESTING:
+            raise Conflict("answers can be changed only during the test step: this answer is final")
+        last = (Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
+                .select_related("example").order_by("-position").first())
+        if last is None or not isinstance(example_id, int) or last.example_id != example_id:
+            raise Conflict("only your last test answer can be changed, until you submit the next one")
+        spec = enrollment.cohort.task.spec
+        valid = validate_answer(spec, last.example, raw_answer)
+        score = item_s1(valid.texts, last.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+        Answer.objects.filter(pk=last.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
+        AuditEvent.objects.create(
+            study_id=enrollment.cohort.study_id, enrollment=enrollment, actor="worker",
+            action="revise test answer", from_state=enrollment.state, to_state=enrollment.state,
+            reason=json.dumps({"example_id": last.example_id, "position": last.position,
+                               "before": {"texts": last.texts, "spans": last.spans},
+                               "after": {"texts": valid.texts, "spans": valid.spans}}, ensure_ascii=False),
+        )
+        last.texts, last.spans, last.s1 = valid.texts, valid.spans, score
+        return last
 
 
 def _finish_training(enrollment: Enrollment, now: datetime) -> None:

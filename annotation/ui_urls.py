@@ -13,6 +13,7 @@ urlpatterns = [
     path("work/start/", work.start, name="work-start"),
     path("work/answer/", work.answer, name="work-answer"),
     path("work/next/", work.next_item, name="work-next"),
+    path("work/revise/", work.revise, name="work-revise"),
     # researcher login
     path("accounts/login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),

@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/work/current/", api.WorkCurrentView.as_view(), name="work-current"),
     path("api/work/answer/", api.WorkAnswerView.as_view(), name="work-answer"),
     path("api/work/withdraw/", api.WorkWithdrawView.as_view(), name="work-withdraw"),
+    path("api/work/revise/", api.WorkReviseView.as_view(), name="work-revise-api"),
     # Researchers.
     path("api/studies/", api.StudyListView.as_view(), name="study-list"),
     path("api/studies/<int:pk>/", api.StudyDetailView.as_view(), name="study-detail"),

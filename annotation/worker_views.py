@@ -9,11 +9,13 @@ passed to templates as plain strings (autoescaped); offsets are Python string in
 
 from __future__ import annotations
 
+import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -32,6 +34,7 @@ STARTED_KEY = "work_started"  # enrollment id whose description the worker has r
 ACK_KEY = "work_feedback_seen"  # id of the last training answer whose feedback the worker left with Next
 PLACEHOLDER = "@placeholder"
 HIGHLIGHT = "@highlight"
+INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
 
 
 # ---------------------------------------------------------------- text pieces (all offsets in code points)
@@ -47,6 +50,13 @@ class Piece:
     kind: str = "gap"  # gap | tok | cand | bullet
     mine: bool = False
     gold: bool = False
+    space_before: bool = False  # tokens only: whitespace (or the start) right before / after it
+    space_after: bool = False
+
+    @property
+    def punct(self) -> bool:
+        """A token of punctuation only: shown wider so that a finger or a mouse can hit it."""
+        return self.kind == "tok" and not any(c.isalnum() for c in self.text)
 
 
 def _pieces(text: str, marks: list[tuple[int, int]], kind: str) -> list[Piece]:
@@ -83,7 +93,12 @@ def _with_bullets(pieces: list[Piece]) -> list[Piece]:
 
 
 def token_pieces(text: str, *, fine: bool) -> list[Piece]:
-    return _pieces(text, tokenize(text, fine=fine), "tok")
+    """The text as tokens and gaps; a token knows whether whitespace borders it (a punctuation mark is
+    widened on that side only, so that its wider target never covers a neighbouring word)."""
+    pieces = _pieces(text, tokenize(text, fine=fine), "tok")
+    return [replace(p, space_before=p.start == 0 or text[p.start - 1].isspace(),
+                    space_after=p.end == len(text) or text[p.end].isspace()) if p.kind == "tok" else p
+            for p in pieces]
 
 
 def candidate_pieces(example: Example) -> list[Piece]:
@@ -141,6 +156,7 @@ def _question(spec: TaskSpec, example: Example) -> list[dict]:
     question = example.question
     for wrong, right in spec.label_aliases.items():
         question = re.sub(rf"\b{re.escape(wrong)}\b", right, question)
+    question = _labels_in_order(spec, question)
     parts = []
     for i, part in enumerate(question.split(PLACEHOLDER)):
         if i:
@@ -148,6 +164,20 @@ def _question(spec: TaskSpec, example: Example) -> list[dict]:
         if part:
             parts.append({"text": part})
     return parts
+
+
+def _labels_in_order(spec: TaskSpec, question: str) -> str:
+    """A question listing the labels ("entailment, contradiction, or neutral?") lists them in the order
+    of the buttons and number keys (the registry's order), so the worker reads one order everywhere."""
+    if len(spec.labels) < 2:
+        return question
+    one = "|".join(re.escape(label) for label in spec.labels)
+    listing = re.compile(rf"\b(?:{one})(?:,\s*(?:{one}))*,?\s+or\s+(?:{one})\b")
+    match = listing.search(question)
+    if not match or len(set(re.findall(one, match.group(0)))) != len(spec.labels):
+        return question
+    ordered = ", ".join(spec.labels[:-1]) + (", or " if len(spec.labels) > 2 else " or ") + spec.labels[-1]
+    return question[:match.start()] + ordered + question[match.end():]
 
 
 _NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"),
@@ -188,7 +218,20 @@ def _progress(step: str, done: int, total: int, shots: int, *, position: int | N
     }
 
 
-def _item_context(state: services.WorkState) -> dict:
+def _answer_summary(kind: AnswerKind, answer: Answer) -> str:
+    texts = _texts_display(answer.texts)
+    if texts:
+        return " · ".join(texts)
+    return "none in this text" if kind is AnswerKind.SPANS else "no answer"
+
+
+def _last_test_answer(enrollment: Enrollment) -> Answer | None:
+    return (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).select_related("example")
+            .order_by("-position").first())
+
+
+def _item_context(state: services.WorkState, *, revising: Answer | None = None) -> dict:
+    """An item to answer; with ``revising``, the worker's last test answer shown again to be changed."""
     enrollment, item = state.enrollment, state.item
     spec = enrollment.cohort.task.spec
     kind = spec.answer_kind
@@ -200,8 +243,21 @@ def _item_context(state: services.WorkState) -> dict:
         progress=_progress(state.step, state.done, state.total, enrollment.cohort.shots),
         question=_question(spec, item),
         ner_kind=_ner_kind(spec, item),
-        first_test_item=state.step == Answer.Step.TEST and state.done == 0,
+        first_test_item=state.step == Answer.Step.TEST and state.done == 0 and revising is None,
+        revising=revising is not None,
+        form_action=reverse("work-revise" if revising is not None else "work-answer"),
+        initial_label="",
+        initial_spans="[]",
+        previous=None,
     )
+    if revising is not None:
+        ctx["initial_label"] = revising.texts[0] if kind is AnswerKind.LABEL and revising.texts else ""
+        ctx["initial_spans"] = json.dumps(revising.spans or [])
+        ctx["initial_summary"] = _answer_summary(kind, revising)
+    elif state.step == Answer.Step.TEST and state.done > 0:
+        last = _last_test_answer(enrollment)
+        if last is not None:
+            ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(kind, last)}
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
     elif kind is AnswerKind.ENTITY:
@@ -214,6 +270,32 @@ def _item_context(state: services.WorkState) -> dict:
 
 def _texts_display(texts) -> list[str]:
     return [t for t in texts if t and t.strip()]
+
+
+def _diff_parts(mine: str, gold: str) -> tuple[list[dict], list[dict]]:
+    """Both strings cut into runs, each run marked ``diff`` where the two differ (for the feedback chips)."""
+    matcher = difflib.SequenceMatcher(None, mine, gold, autojunk=False)
+    left, right = [], []
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if a1 > a0:
+            left.append({"text": mine[a0:a1], "diff": op != "equal"})
+        if b1 > b0:
+            right.append({"text": gold[b0:b1], "diff": op != "equal"})
+    return left, right
+
+
+def _near_misses(mine: list[str], gold: list[str]) -> list[dict]:
+    """Each of the worker's wrong answers next to the closest correct one, with the differing characters."""
+    out = []
+    for text in mine:
+        if text in gold or not gold:
+            continue
+        closest = max(gold, key=lambda g: difflib.SequenceMatcher(None, text, g, autojunk=False).ratio())
+        if difflib.SequenceMatcher(None, text, closest, autojunk=False).ratio() < 0.5:
+            continue  # not the same answer at all: nothing to compare character by character
+        left, right = _diff_parts(text, closest)
+        out.append({"mine": left, "gold": right})
+    return out
 
 
 def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
@@ -239,6 +321,8 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
         next_state=enrollment.state,
         gold_unproducible=example.gold_unproducible,  # the data's quirk: not counted against the worker
     )
+    if kind is not AnswerKind.LABEL:
+        ctx["near_misses"] = _near_misses(ctx["mine_texts"], ctx["gold_texts"])
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
                          for i, label in enumerate(spec.labels)]
@@ -309,9 +393,10 @@ def _no_enrollment(request: HttpRequest) -> HttpResponse:
 
 
 def _render_stage(request: HttpRequest, enrollment: Enrollment, *, status: int = 200, notice: str = "",
-                  error: str = "") -> HttpResponse:
-    ctx = _stage_context(request, enrollment)
-    ctx.update(notice=notice, error=error)
+                  error: str = "", context: dict | None = None) -> HttpResponse:
+    ctx = _stage_context(request, enrollment) if context is None else context
+    ctx.update(notice=notice, error=error,
+               instructions_open=request.COOKIES.get(INSTRUCTIONS_COOKIE, "open") != "closed")
     template = "worker/_stage.html" if request.htmx else "worker/page.html"
     response = render(request, template, ctx, status=status)
     response["Cache-Control"] = "no-store"
@@ -420,3 +505,55 @@ def next_item(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return _render_stage(request, enrollment)
     return redirect("work")
+
+
+# ---------------------------------------------------------------- changing the last test answer
+
+
+def _revise_context(enrollment: Enrollment) -> dict | None:
+    """The last test answer's item, to be answered again; None when no answer can be changed now."""
+    if enrollment.state != State.TESTING:
+        return None
+    last = _last_test_answer(enrollment)
+    if last is None:
+        return None
+    total = Example.objects.filter(task_id=enrollment.cohort.task_id, role=Example.Role.TEST).count()
+    state = services.WorkState(step=Answer.Step.TEST, done=last.position, total=total, item=last.example,
+                               enrollment=enrollment)
+    return _item_context(state, revising=last)
+
+
+_NOT_REVISABLE = "That answer can no longer be changed: only your last test answer can be changed, until you " \
+                 "submit the next one. Here is where you are now."
+
+
+def revise(request: HttpRequest) -> HttpResponse:
+    """GET: the last test answer's item, with that answer chosen; POST: store the changed answer."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    if request.method == "GET":
+        ctx = _revise_context(enrollment)
+        if ctx is None:
+            return _render_stage(request, enrollment, notice=_NOT_REVISABLE)
+        return _render_stage(request, enrollment, context=ctx)
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    try:
+        example_id = int(request.POST.get("example_id", ""))
+    except ValueError:
+        return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
+    try:
+        raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
+        answer = services.revise_last_test_answer(enrollment.pk, example_id, raw)
+    except services.Conflict:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_NOT_REVISABLE)
+    except InvalidAnswer as exc:
+        ctx = _revise_context(enrollment)
+        return _render_stage(request, enrollment, status=200 if request.htmx else 400, error=f"Not changed: {exc}.",
+                             context=ctx)
+    if not request.htmx:
+        return redirect("work")
+    return _render_stage(request, enrollment,
+                         notice=f"Your answer to test item {answer.position + 1} is changed. Here is the next item.")

@@ -10,8 +10,9 @@
   function $(root, sel) { return root.querySelector(sel); }
   function $$(root, sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
   function num(el, name) { return parseInt(el.getAttribute(name), 10); }
-  function isField(el) {
-    return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  function isField(el) { // where typed keys belong to the element (a radio button is not one)
+    return !!el && (el.isContentEditable || /^(TEXTAREA|SELECT)$/.test(el.tagName) ||
+      (el.tagName === "INPUT" && !/^(radio|checkbox)$/.test(el.type)));
   }
   function isControl(el) {
     return !!el && (isField(el) || /^(BUTTON|A|SUMMARY)$/.test(el.tagName));
@@ -31,12 +32,13 @@
     var submit = $(root, '[data-role="submit"]');
     var none = $(root, '[data-role="none"]');
     var hidden = $(root, "[data-spans]");
-    var extend = $(root, '[data-role="extend"]');
     var chips = $(root, "[data-chips]");
+    var touchBox = $(root, "[data-touch-pending]");
     var empty = $(root, "[data-empty]");
     var max = parseInt(root.getAttribute("data-max"), 10) || 0; // 0 = any number
+    // touchAnchor: on a touch screen, the first word tapped, waiting for the tap on the last word.
     var st = { marks: [], anchor: null, lastMark: null, cursor: 0, selAnchor: null, pending: null, drag: null,
-      extend: false };
+      touchAnchor: null };
 
     toks.forEach(function (t, i) { t.dataset.i = String(i); });
 
@@ -93,6 +95,7 @@
         t.classList.toggle("m-start", !!m && m[0] === i);
         t.classList.toggle("m-end", !!m && m[1] === i);
         t.classList.toggle("pending", !!inPending);
+        t.classList.toggle("anchor", i === st.touchAnchor);
         t.classList.toggle("cursor", i === st.cursor && document.activeElement === box);
         var gap = t.nextElementSibling;
         if (gap && gap.classList.contains("gap")) {
@@ -126,23 +129,21 @@
       }));
       submit.disabled = st.marks.length === 0;
       none.disabled = st.marks.length > 0;
-      if (max === 1) {
+      if (form && form.hasAttribute("data-revising")) {
+        submit.textContent = "Change answer";
+      } else if (max === 1) {
         submit.textContent = "Submit answer";
       } else {
         submit.textContent = st.marks.length ? "Submit " + st.marks.length + " marked" : "Submit";
       }
       none.title = st.marks.length ? "Remove your marks first" : "";
-      if (extend) {
-        if (!st.lastMark) { st.extend = false; }
-        extend.disabled = !st.lastMark;
-        extend.setAttribute("aria-pressed", st.extend ? "true" : "false");
-      }
+      if (touchBox) { touchBox.hidden = st.touchAnchor === null; }
+      root.classList.toggle("touch-waiting", st.touchAnchor !== null);
     }
 
     function click(i, shift) {
-      if ((shift || st.extend) && st.anchor !== null) {
+      if (shift && st.anchor !== null) {
         var previous = st.lastMark;
-        st.extend = false;
         var mark = addMark(st.anchor, i, previous);
         if (mark) { st.lastMark = mark; }
         render();
@@ -159,6 +160,36 @@
       render();
     }
 
+    // Touch has no shift key: the first tap waits (shown, with Cancel), the second tap ends the span there.
+    function tap(i) {
+      if (st.touchAnchor === null) {
+        var existing = markOf(i);
+        if (existing) { removeMark(existing); return; }
+        st.touchAnchor = i;
+        $(root, "[data-touch-text]").textContent = "Starts at " + quoted(textOf(i, i)) +
+          ": now tap the last word (or the same word again).";
+        say(root, "");
+        render();
+        return;
+      }
+      var a = st.touchAnchor;
+      st.touchAnchor = null;
+      var mark = addMark(a, i, null);
+      st.anchor = mark ? Math.min(a, i) : null;
+      st.lastMark = mark;
+      render();
+    }
+    if (touchBox) {
+      $(touchBox, '[data-role="just-one"]').addEventListener("click", function () {
+        if (st.touchAnchor !== null) { tap(st.touchAnchor); }
+      });
+      $(touchBox, '[data-role="cancel-pending"]').addEventListener("click", function () {
+        st.touchAnchor = null;
+        say(root, "Cancelled: nothing new is marked.");
+        render();
+      });
+    }
+
     function tokenAt(x, y) {
       var el = document.elementFromPoint(x, y);
       var tok = el && el.closest ? el.closest(".tok") : null;
@@ -170,7 +201,8 @@
       if (!tok || e.button !== 0) { return; }
       e.preventDefault();
       var i = parseInt(tok.dataset.i, 10);
-      st.drag = { start: i, cur: i, shift: e.shiftKey, id: e.pointerId };
+      st.drag = { start: i, cur: i, shift: e.shiftKey, id: e.pointerId,
+        touch: e.pointerType === "touch" || e.pointerType === "pen" };
       st.pending = [i, i];
       render();
     });
@@ -190,9 +222,12 @@
       st.drag = null;
       st.pending = null;
       if (end !== drag.start && !drag.shift) {
+        st.touchAnchor = null;
         var mark = addMark(drag.start, end, null);
         st.anchor = mark ? drag.start : null;
         st.lastMark = mark;
+      } else if (drag.touch) {
+        tap(end);
       } else {
         click(end, drag.shift);
       }
@@ -260,6 +295,7 @@
       } else if (e.key === "Escape") {
         st.selAnchor = null;
         st.pending = null;
+        st.touchAnchor = null;
         render();
       } else if (e.key === "Delete" || e.key === "Backspace") {
         e.preventDefault();
@@ -270,15 +306,6 @@
         trySubmit();
       }
     });
-    // Touch screens have no shift key: "Extend" makes the next tap extend the last mark to that word.
-    if (extend) {
-      extend.addEventListener("click", function () {
-        st.extend = !st.extend && !!st.lastMark;
-        say(root, st.extend ? "Now tap the last word of " + quoted(textOf(st.lastMark[0], st.lastMark[1])) +
-          (max === 1 ? "." : ", or press Extend again to stop.") : "");
-        render();
-      });
-    }
     box.addEventListener("focus", render);
     box.addEventListener("blur", render);
 
@@ -290,6 +317,24 @@
       }
     }
     root.trySubmit = trySubmit;
+    // "N": the "none" button, focused, so that Enter (or a click) submits it: a choice, then a confirmation.
+    root.chooseNone = function () {
+      if (none.disabled) {
+        say(root, "Something is marked: remove your marks first to answer " + quoted(noneName()) + ".");
+        return;
+      }
+      none.focus();
+      say(root, "Press Enter to submit " + quoted(noneName()) + ", or keep marking in the text.");
+    };
+    function noneName() { return none.firstChild.textContent.trim(); }
+    // A test answer being changed: its spans come marked (offsets of the server's tokens).
+    try {
+      JSON.parse(root.getAttribute("data-initial") || "[]").forEach(function (span) {
+        var a = toks.findIndex(function (t) { return num(t, "data-s") === span[0]; });
+        var b = toks.findIndex(function (t) { return num(t, "data-e") === span[1]; });
+        if (a >= 0 && b >= a) { st.marks.push([a, b]); }
+      });
+    } catch (err) { st.marks = []; }
     render();
     say(root, "");
   }
@@ -332,6 +377,44 @@
       var cand = e.target.closest(".cand");
       if (cand) { choose(cand, e.detail === 0); }
     });
+    try {
+      var initial = JSON.parse(root.getAttribute("data-initial") || "[]")[0];
+      var found = initial && cands.filter(function (c) {
+        return num(c, "data-s") === initial[0] && num(c, "data-e") === initial[1];
+      })[0];
+      if (found) { choose(found, false); }
+    } catch (err) { /* nothing chosen yet */ }
+  }
+
+  /* ------------------------------------------------------------ labels: choose, then submit */
+
+  function initLabels(root) {
+    var radios = $$(root, 'input[type="radio"]');
+    var submit = $(root, '[data-role="submit"]');
+    var choice = $(root, "[data-choice]");
+    function update() {
+      var chosen = radios.filter(function (r) { return r.checked; })[0];
+      submit.disabled = !chosen;
+      choice.textContent = chosen ? chosen.value : "none yet";
+      if (chosen) { say(root, ""); } // "Your choice" beside Submit says it
+    }
+    radios.forEach(function (r) { r.addEventListener("change", update); });
+    root.choose = function (key) {
+      var radio = $(root, 'input[data-key="' + key + '"]');
+      if (!radio) { return; }
+      radio.checked = true;
+      radio.focus();
+      update();
+    };
+    root.trySubmit = function () {
+      if (!submit.disabled) {
+        root.closest("form").requestSubmit(submit);
+      } else {
+        say(root, "Choose an answer first: click it, or press its number key.");
+      }
+    };
+    update();
+    say(root, "");
   }
 
   /* ------------------------------------------------------------ labels (SST-2, MNLI) */
@@ -340,16 +423,33 @@
     if (e.altKey || e.ctrlKey || e.metaKey || isField(e.target) || e.repeat) { return; }
     var stage = document.getElementById("stage");
     if (!stage) { return; }
+    if (isField(document.activeElement)) { return; }
+    // A key may come between an htmx swap and htmx:load: set the new widget up first.
+    $$(stage, "[data-widget]").forEach(function (w) { if (!w.dataset.ready && w.parentNode) { init(w.parentNode); } });
     var labels = $(stage, '[data-widget="label"]');
-    if (labels && /^[1-9]$/.test(e.key)) {
-      var button = $(labels, '[data-key="' + e.key + '"]');
-      if (button && !button.disabled) {
-        e.preventDefault();
-        button.click();
-      }
+    if (labels && labels.choose && /^[1-9]$/.test(e.key)) {
+      e.preventDefault();
+      labels.choose(e.key);
+      return;
+    }
+    if (labels && labels.trySubmit && e.key === "Enter" &&
+        (!isControl(e.target) || e.target.type === "radio")) {
+      e.preventDefault();
+      labels.trySubmit();
       return;
     }
     var spans = $(stage, '[data-widget="spans"]');
+    if (spans && spans.chooseNone && (e.key === "n" || e.key === "N") && !e.shiftKey) {
+      e.preventDefault();
+      spans.chooseNone();
+      return;
+    }
+    var undo = $(stage, '[data-role="undo"]');
+    if (undo && (e.key === "u" || e.key === "U") && !e.shiftKey && !isControl(e.target)) {
+      e.preventDefault();
+      undo.click();
+      return;
+    }
     if (spans && e.key === "Enter" && !isControl(e.target) && !spans.contains(e.target) && spans.trySubmit) {
       e.preventDefault();
       spans.trySubmit();
@@ -357,6 +457,16 @@
   });
 
   /* ------------------------------------------------------------ common */
+
+  // The instructions stay as the worker left them (open or closed) on every item and feedback page:
+  // a cookie, so that the server renders them that way (no flash after each swap).
+  document.addEventListener("toggle", function (e) {
+    var details = e.target;
+    if (!details || !details.matches || !details.matches("details[data-remember]")) { return; }
+    if (details.dataset.auto) { delete details.dataset.auto; return; } // closed by the page, not the worker
+    document.cookie = "clues_instructions=" + (details.open ? "open" : "closed") +
+      "; path=/; max-age=31536000; SameSite=Lax";
+  }, true);
 
   function copy(button) {
     var target = document.querySelector(button.getAttribute("data-copy"));
@@ -384,7 +494,16 @@
   });
 
   function init(scope) {
-    $$(scope, '[data-widget="label"]').forEach(function (w) { w.dataset.ready = "1"; });
+    $$(scope, '[data-widget="label"]').forEach(function (w) {
+      if (!w.dataset.ready) { w.dataset.ready = "1"; initLabels(w); }
+    });
+    // Until the worker chooses, instructions start open, except on a phone where they would hide the text.
+    if (document.cookie.indexOf("clues_instructions=") < 0 && window.matchMedia("(max-width: 640px)").matches) {
+      $$(scope, "details[data-remember][open]").forEach(function (d) { d.dataset.auto = "1"; d.open = false; });
+    }
+    $$(scope, "[data-percent]").forEach(function (bar) {
+      bar.style.width = Math.max(0, Math.min(100, parseInt(bar.getAttribute("data-percent"), 10) || 0)) + "%";
+    });
     $$(scope, '[data-widget="spans"]').forEach(function (w) {
       if (!w.dataset.ready) { w.dataset.ready = "1"; initSpans(w); }
     });

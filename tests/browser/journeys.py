@@ -5,8 +5,8 @@ from __future__ import annotations
 from annotation.models import Answer
 from tasks_data.models import Example
 
-LAPTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 375, "height": 740}
+LAPTOP = {"width": 1366, "height": 800}  # the widths of issue 11's review
+PHONE = {"width": 390, "height": 844}
 
 
 def item_id(page) -> int:

@@ -15,8 +15,6 @@ from annotation import services
 from annotation.models import Answer, Enrollment
 from tests.annotation.helpers import pid_for
 from tests.browser.journeys import (
-    LAPTOP,
-    PHONE,
     after_item,
     chips,
     click_shift_click,
@@ -190,7 +188,11 @@ def test_sst2_worker_keyboard_only(pages, shoot, demo_data):
     first_feedback = True
     while view(page) == "item":
         example = current_example(page)
+        # A number key chooses (nothing is sent yet), Enter submits.
         page.keyboard.press(str(labels.index(example.gold[0]) + 1))
+        expect(page.locator("[data-choice]")).to_have_text(example.gold[0])
+        assert stored_answer(enrollment.pk, example.pk) is None
+        page.keyboard.press("Enter")
         new_view = after_item(page, example.pk)
         assert stored_answer(enrollment.pk, example.pk).texts == [example.gold[0]]
         if new_view == "feedback":
@@ -259,15 +261,8 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
     expect(page.locator(".tokens")).to_contain_text('<b>"loud"</b>')  # dataset text shown as text
     toks = page.locator(".tokens .tok")
     texts = toks.all_inner_texts()
-    # At phone width (no shift key): tap the first word, "Extend", tap the last word.
-    page.set_viewport_size(PHONE)
-    expect(page.get_by_role("button", name="Extend")).to_be_disabled()
-    tok(page, texts.index("Zoë")).click()
-    page.get_by_role("button", name="Extend").click()
-    tok(page, texts.index("Ñúñez")).click()
+    click_shift_click(page, texts.index("Zoë"), texts.index("Ñúñez"))
     assert chips(page) == ["Zoë Ñúñez"]
-    page.set_viewport_size(LAPTOP)
-    expect(page.get_by_role("button", name="Extend")).to_be_hidden()
     page.locator(".tokens .tok", has_text="Paris").click()
     assert chips(page) == ["Paris"]  # one span at most: a new mark replaces the old one
     drag(page, texts.index("Zoë"), texts.index("Ñúñez"))

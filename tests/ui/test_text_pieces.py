@@ -63,4 +63,8 @@ def test_question_blanks_and_label_aliases():
     parts = _question(TASKS["record"], record)
     assert [p.get("blank", False) for p in parts] == [False, True, False, True, False]
     mnli = Example(question="entailment, contraction, or neutral?")
-    assert _question(TASKS["mnli"], mnli) == [{"text": "entailment, contradiction, or neutral?"}]
+    # The labels listed in the order of the buttons and number keys (the registry's order), alias fixed.
+    assert _question(TASKS["mnli"], mnli) == [{"text": "entailment, neutral, or contradiction?"}]
+    assert list(TASKS["mnli"].labels) == ["entailment", "neutral", "contradiction"]
+    odd = Example(question="Is it neutral or entailment?")  # not all labels listed: left as it is
+    assert _question(TASKS["mnli"], odd) == [{"text": "Is it neutral or entailment?"}]

@@ -274,3 +274,145 @@ def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
     Enrollment.objects.filter(pk=late.pk).update(enrolled_at=timezone.now() - timedelta(minutes=6))
     _, html = _page(client)
     assert 'data-view="ended"' in html and "time allowed for this study has passed" in html
+
+
+# ---------------------------------------------------------------- changing the last test answer (issue 11, item 1)
+
+
+def _revision_events(enrollment):
+    from annotation.models import AuditEvent
+
+    return [json.loads(e.reason) for e in AuditEvent.objects.filter(enrollment=enrollment, action="revise test answer")]
+
+
+def test_only_the_latest_test_answer_can_be_changed_through_http(demo_data):
+    enrollment, client = _worker("sst2", shots=0)
+    first = answer_current(enrollment, right=True).answer
+    wrong = next(x for x in ("positive", "negative") if x != first.example.gold[0])
+
+    # The page offers it, with the answer chosen, and the form posts to /work/revise/.
+    response, html = _page(client)
+    assert 'data-role="undo"' in html and "Your answer to item 1" in html
+    html = client.get("/work/revise/").content.decode()
+    assert f'name="example_id" value="{first.example_id}"' in html and 'action="/work/revise/"' in html
+    assert f'value="{first.example.gold[0]}" data-key' in html and " checked>" in html
+
+    # Changed: stored, S1 recomputed, audited with both values.
+    response = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong})
+    assert response.status_code == 302
+    stored = Answer.objects.get(pk=first.pk)
+    assert stored.texts == [wrong] and stored.s1 == 0.0 and stored.position == 0
+    (event,) = _revision_events(enrollment)
+    assert event["before"]["texts"] == [first.example.gold[0]] and event["after"]["texts"] == [wrong]
+    assert event["example_id"] == first.example_id
+    # ... and back again (still the latest): S1 back to 1.
+    assert client.post("/work/revise/", {"example_id": first.example_id, "label": first.example.gold[0]},
+                       HTTP_HX_REQUEST="true").status_code == 200
+    assert Answer.objects.get(pk=first.pk).s1 == 1.0 and len(_revision_events(enrollment)) == 2
+
+    # Once the next answer is in, the first one is final: refused (409), nothing changes.
+    second = answer_current(enrollment, right=True).answer
+    response = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong})
+    assert response.status_code == 409 and "can no longer be changed" in response.content.decode()
+    htmx = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong}, HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 200 and htmx["X-Answer-Status"] == "409"
+    assert Answer.objects.get(pk=first.pk).texts == [first.example.gold[0]]
+    # An item not answered yet (the current one) cannot be "revised" into an answer either.
+    current = services.current_item(enrollment.pk).item
+    assert client.post("/work/revise/", {"example_id": current.pk, "label": "positive"}).status_code == 409
+    assert not Answer.objects.filter(enrollment=enrollment, example=current).exists()
+    # An invalid answer for the latest one: 400, nothing changes.
+    response = client.post("/work/revise/", {"example_id": second.example_id, "label": "maybe"})
+    assert response.status_code == 400 and Answer.objects.get(pk=second.pk).texts == second.texts
+    assert len(_revision_events(enrollment)) == 2
+
+
+def test_training_answers_and_others_answers_cannot_be_changed(demo_data):
+    enrollment, client = _worker("sst2", shots=10)
+    training = answer_current(enrollment, right=True).answer
+    client.post("/work/next/", {"answer_id": training.pk})
+    html = _page(client)[1]
+    assert 'data-role="undo"' not in html  # training answers are final: nothing offered
+    wrong = next(x for x in ("positive", "negative") if x != training.example.gold[0])
+    assert client.post("/work/revise/", {"example_id": training.example_id, "label": wrong}).status_code == 409
+    assert "can no longer be changed" in client.get("/work/revise/").content.decode()
+    assert Answer.objects.get(pk=training.pk).texts == training.texts
+
+    # Another worker's latest test answer: this client is bound to its own enrollment, so it is refused.
+    other, _ = _worker("sst2", shots=0)
+    theirs = answer_current(other, right=True).answer
+    response = client.post("/work/revise/", {"example_id": theirs.example_id, "label": wrong})
+    assert response.status_code == 409
+    assert Answer.objects.get(pk=theirs.pk).texts == theirs.texts and not _revision_events(other)
+
+
+def test_the_last_test_answer_is_final_once_the_study_is_completed(demo_data):
+    enrollment, client = _worker("sst2", shots=0)
+    total = Example.objects.filter(task__slug="sst2", role="test").count()
+    for _ in range(total):
+        last = answer_current(enrollment, right=True).answer
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.COMPLETED
+    wrong = next(x for x in ("positive", "negative") if x != last.example.gold[0])
+    assert client.post("/work/revise/", {"example_id": last.example_id, "label": wrong}).status_code == 409
+    assert Answer.objects.get(pk=last.pk).texts == last.texts
+
+
+def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
+    enrollment, client = _worker("squad2", shots=0)
+    state = services.current_item(enrollment.pk)
+    first = services.submit_answer(enrollment.pk, state.item.pk, []).answer  # "no answer"
+    html = client.get("/work/revise/").content.decode()
+    assert 'data-initial="[]"' in html and "Change answer" in html
+    item = first.example
+    raw = {"none": "1"} if not item.gold else {}
+    if item.gold:
+        start = item.context.find(item.gold[0])
+        raw = {"spans": json.dumps([[start, start + len(item.gold[0])]])}
+    assert client.post("/work/revise/", {"example_id": item.pk, **raw}).status_code == 302
+    stored = Answer.objects.get(pk=first.pk)
+    assert stored.s1 == 1.0
+    if item.gold:
+        html = client.get("/work/revise/").content.decode()
+        assert f"data-initial=\"[[{start}, {start + len(item.gold[0])}]]\"" in html
+
+
+def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
+    from tests.annotation.helpers import WorkerClient
+
+    study = make_study(tasks=("sst2",), shots=(0,))
+    worker = WorkerClient(cohort_of(study, "sst2", 0), "API-REV")
+    enrollment = Enrollment.objects.get(worker__external_id="API-REV")
+    first = answer_current(enrollment, right=True).answer
+    wrong = next(x for x in ("positive", "negative") if x != first.example.gold[0])
+    response = worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]})
+    assert response.status_code == 200, response.content
+    assert response.json() == {"item": first.example_id, "position": 0, "answer": [wrong]}  # no S1, no gold
+    assert Answer.objects.get(pk=first.pk).s1 == 0.0
+    answer_current(enrollment, right=True)
+    response = worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [first.example.gold[0]]})
+    assert response.status_code == 409 and "last test answer" in response.json()["detail"]
+    assert Answer.objects.get(pk=first.pk).texts == [wrong]
+    assert worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]},
+                       csrf=False).status_code == 403
+
+
+def test_consent_brand_instructions_cookie_and_exact_match_note(demo_data):
+    study = make_study(tasks=("conll03",), shots=(10,))
+    enrollment = enroll(cohort_of(study, "conll03", 10))
+    client = bind(Client(), enrollment, started=False)
+    html = _page(client)[1]
+    assert "can end early after the training step" in html and "screen-out payment" in html
+    assert "<title>CoNLL03 · Annotation study</title>" in html and "Annotation study · CoNLL03" in html
+    assert "change your last answer until you submit the next one" in html and "matched exactly" in html
+    bind(client, enrollment)
+    html = _page(client)[1]
+    assert "data-remember open>" in html  # open until the worker closes them
+    client.cookies["clues_instructions"] = "closed"
+    html = _page(client)[1]
+    assert "data-remember>" in html and "data-remember open" not in html
+    assert 'class="tok punct"' in html or not any(not c.isalnum() and not c.isspace()
+                                                  for c in services.current_item(enrollment.pk).item.context)
+    zero = enroll(cohort_of(make_study(tasks=("sst2",), shots=(0,)), "sst2", 0))
+    zero_client = bind(Client(), zero, started=False)
+    assert "can end early" not in _page(zero_client)[1]  # no training step, no screen-out after it
