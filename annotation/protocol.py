@@ -164,6 +164,18 @@ def cohort_status(cohort, *, enrolled: int, completed: int, study_open: bool = T
     return CohortStatus.OPEN
 
 
+def reopen_refusal(cohort, *, taken: int, study_open: bool = True) -> str | None:
+    """Why a closed cohort may not be re-opened, or None: it must be closed, its study open, and
+    places left (rule 2: ``taken`` enrollments holding a slot, below the target)."""
+    if cohort.closed_at is None:
+        return "this cohort is not closed"
+    if not study_open:
+        return "the study is closed: no cohort of it can take workers again"
+    if taken >= cohort.target:
+        return f"the cohort has no places left ({taken} of {cohort.target} taken)"
+    return None
+
+
 # ---------------------------------------------------------------- joining
 
 

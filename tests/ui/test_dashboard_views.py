@@ -161,11 +161,77 @@ def test_launch_and_close(researcher_client, demo_data, researcher):
     assert Cohort.objects.get(study=study, shots=10).launched_at is None
     response = researcher_client.post(f"/dashboard/studies/{study.pk}/launch/", follow=True)
     assert "Launched 1 cohort." in response.content.decode()
-    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/")
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/", {"reason": "pilot over"})
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
     researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "enough"})
     assert not Study.objects.get(pk=study.pk).is_open
     assert AuditEvent.objects.filter(study=study, action="close study", reason="enough", actor="res").exists()
+
+
+def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client, setup):
+    study, cohort, _ = setup
+    close, reopen = f"/dashboard/cohorts/{cohort.pk}/close/", f"/dashboard/cohorts/{cohort.pk}/reopen/"
+    # The study page offers "Close…" as a link to a confirmation page (no one-click close).
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert f'href="{close}?back=study"' in html and f'action="{close}"' not in html
+    page = researcher_client.get(close + "?back=study")
+    html = page.content.decode()
+    assert page.status_code == 200 and "Close SST-2 · 10 shots?" in html and 'name="reason"' in html
+    assert "1 / 2 places taken" in html and f'href="/dashboard/studies/{study.pk}/">Cancel' in html.replace(
+        'class="button secondary" ', "")
+    # htmx asks for the form alone (swapped in beside the links).
+    fragment = researcher_client.get(close, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div class="confirm-box') and "<html" not in fragment
+    # No reason: refused, nothing closed, the page says why.
+    response = researcher_client.post(close, {"reason": "  ", "back": "study"})
+    assert response.status_code == 400 and "give a reason" in response.content.decode()
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    response = researcher_client.post(close, {"reason": "enough <pilot> data", "back": "cohort"})
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
+    event = AuditEvent.objects.get(study=study, action="close cohort")
+    assert event.actor == "res" and event.reason == "sst2 10-shot: enough <pilot> data"
+    assert researcher_client.post(close, {"reason": "twice"}).status_code == 409
+    # The cohort page shows the event and offers to re-open (1 of 2 places taken).
+    html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "enough &lt;pilot&gt; data" in html and f'href="{reopen}?back=cohort"' in html
+    assert "Closed: this link takes no new workers." in html
+    assert researcher_client.post(reopen, {"reason": ""}).status_code == 400
+    response = researcher_client.post(reopen, {"reason": "need one more"})
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/studies/{study.pk}/"
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    assert AuditEvent.objects.get(study=study, action="reopen cohort").reason == "sst2 10-shot: need one more"
+    response = researcher_client.post(reopen, {"reason": "again"})
+    assert response.status_code == 409 and "not closed" in response.content.decode()
+
+
+def test_reopen_is_refused_when_full_or_the_study_is_closed(researcher_client, setup):
+    study, cohort, _ = setup
+    enroll(cohort, "W-2")  # 2 / 2 places taken
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/", {"reason": "full anyway"})
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "closed · full" in html and f"/dashboard/cohorts/{cohort.pk}/reopen/" not in html
+    response = researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/reopen/", {"reason": "try"})
+    assert response.status_code == 409 and "no places left (2 of 2 taken)" in response.content.decode()
+    zero = cohort_of(study, "sst2", 0)
+    researcher_client.post(f"/dashboard/cohorts/{zero.pk}/close/", {"reason": "x"})
+    researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "done"})
+    response = researcher_client.post(f"/dashboard/cohorts/{zero.pk}/reopen/", {"reason": "try"})
+    assert response.status_code == 409 and "the study is closed" in response.content.decode()
+    assert Cohort.objects.get(pk=zero.pk).closed_at is not None
+
+
+def test_another_researcher_cannot_close_or_reopen(client, setup):
+    _, cohort, _ = setup
+    other = User.objects.create_user("eve", password="x")
+    other.groups.add(*User.objects.get(username="res").groups.all())
+    client.force_login(other)
+    for action in ("close", "reopen"):
+        url = f"/dashboard/cohorts/{cohort.pk}/{action}/"
+        assert client.get(url).status_code == 404
+        assert client.post(url, {"reason": "mine now"}).status_code == 404
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    assert not AuditEvent.objects.filter(action__in=("close cohort", "reopen cohort")).exists()
 
 
 # ---------------------------------------------------------------- the cohort page: filter and reinstate
