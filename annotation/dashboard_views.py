@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from tasks_data.registry import TASKS
@@ -25,7 +26,14 @@ from tasks_data.selectors import unproducible_training_counts
 from . import presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
 from .models import Cohort, Enrollment, Study
-from .protocol import TransitionNotAllowed, can_filter, can_reinstate, cohort_status
+from .protocol import (
+    ACTIVE_STATES,
+    TransitionNotAllowed,
+    at_or_below_chance,
+    can_filter,
+    can_reinstate,
+    cohort_status,
+)
 
 LOGIN_URL = "login"
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
@@ -128,7 +136,11 @@ def study_new(request: HttpRequest) -> HttpResponse:
 def _grid_context(study: Study) -> dict:
     rows = selectors.study_grid(study)
     by_cell = {(r["task"], r["shots"]): r for r in rows}
+    attention = selectors.cohort_attention(study, now=timezone.now())
     for r in rows:
+        flags = attention.get(r["cohort"].pk, {})
+        r["idle"], r["below_chance"] = flags.get("idle", 0), flags.get("below_chance", 0)
+        r["last_activity"] = flags.get("last_activity")
         r["meter"] = round(100 * r["test_items_done"] / r["test_items_total"]) if r["test_items_total"] else 0
         r["status"] = cohort_status(r["cohort"], enrolled=r["enrolled"], completed=r["completed"],
                                     study_open=study.is_open).value
@@ -136,7 +148,8 @@ def _grid_context(study: Study) -> dict:
     shots = sorted({r["shots"] for r in rows})
     matrix = [{"task": slug, "name": TASKS[slug].name if slug in TASKS else slug,
                "cells": [by_cell.get((slug, k)) for k in shots]} for slug in tasks]
-    return {"study": study, "grid_rows": rows, "matrix": matrix, "shots": shots}
+    return {"study": study, "grid_rows": rows, "matrix": matrix, "shots": shots,
+            "idle_cap": presentation.duration(study.idle_cap_seconds)}
 
 
 @researcher_required
@@ -270,6 +283,14 @@ def cohort_reopen(request: HttpRequest, cohort_id: int) -> HttpResponse:
 # ---------------------------------------------------------------- cohorts and enrollments
 
 
+def _activity(row: dict, last, now, idle_cap_seconds: int, active: bool) -> None:
+    """Last activity and idle time of a worker (issue 11.11): idle past the study's idle cap, the
+    point where their active time (and pay) stops counting, while they are still in a step."""
+    seconds = max(0.0, (now - last).total_seconds())
+    row.update(last_activity=last, idle_seconds=seconds if active else None,
+               idle_for=presentation.duration(seconds), idle=active and seconds > idle_cap_seconds)
+
+
 def _cohort_events(cohort: Cohort):
     """The cohort's recent audit rows: its enrollments' and its own closing and re-opening (those
     rows name the cohort as "<task> <k>-shot" at the start of the reason, see services.close_cohort)."""
@@ -282,8 +303,13 @@ def _cohort_events(cohort: Cohort):
 def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,
                  posted: dict | None = None) -> HttpResponse:
     rows = selectors.cohort_enrollments(cohort)
+    now = timezone.now()
+    last = selectors.last_activity([r["enrollment"] for r in rows])
+    chance = selectors.training_chance([cohort.training_set_id]).get(cohort.training_set_id)
     for r in rows:
         e = r["enrollment"]
+        _activity(r, last[e.pk], now, cohort.study.idle_cap_seconds, e.state in ACTIVE_STATES)
+        r["below_chance"] = at_or_below_chance(r["training_s1"], chance)
         r["spark"] = presentation.sparkline(r["learning_curve"])
         r["active"] = presentation.duration(r["active_seconds"])
         r["can_filter"] = can_filter(e.state, r["test_done"])
@@ -294,6 +320,8 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
     recruitment = cohort_status(cohort, enrolled=grid["enrolled"], completed=grid["completed"],
                                 study_open=cohort.study.is_open).value
     ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "status": recruitment,
+           "chance": chance, "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
+           "n_idle": sum(1 for r in rows if r["idle"]), "n_below_chance": sum(1 for r in rows if r["below_chance"]),
            "join_url": join_url(request, cohort),
            "events": _cohort_events(cohort)}
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)

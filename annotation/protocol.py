@@ -53,6 +53,8 @@ ALLOWED: dict[str | None, set[str]] = {
 
 # Enrollments that hold one of the cohort's slots (rule 2); the others freed theirs.
 HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+# Enrollments in a step (their worker is expected to come back and answer).
+ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 # The worker-facing step of each state (the worker API's "step").
 STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
 
@@ -105,6 +107,16 @@ def filtering_decision(own: float, others: list[float], *, floor: float | None, 
             return (f"training S1 {own:.3f} is below {fraction:g} x the mean {mean:.3f} "
                     f"of {len(others)} other worker(s)")
     return ""
+
+
+def at_or_below_chance(training_s1: float | None, chance: float | None) -> bool:
+    """Whether a finished training S1 is no better than chance (``TaskSpec.chance_item_s1``).
+
+    Only a flag for the researcher to decide on (filter by hand): the study's rule alone filters
+    automatically, and its fraction part needs two other workers, so a cohort's first workers
+    pass it whatever they score (a 30% on SST-2 did).
+    """
+    return training_s1 is not None and chance is not None and training_s1 <= chance + 1e-9
 
 
 def filter_refusal(state: str, test_answers: int) -> str | None:

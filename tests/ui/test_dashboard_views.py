@@ -270,6 +270,53 @@ def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, se
     assert "% so far" in row[:3000]
 
 
+def test_chance_level_is_derived_from_the_registry():
+    from tasks_data.registry import TASKS
+
+    assert TASKS["sst2"].chance_item_s1(["positive"]) == 0.5
+    assert abs(TASKS["mnli"].chance_item_s1(["neutral"]) - 1 / 3) < 1e-12
+    # Span tasks: the empty answer scores 1 on an item with no gold span, 0 otherwise.
+    assert TASKS["conll03"].chance_item_s1([]) == 1.0 and TASKS["conll03"].chance_item_s1(["Paris"]) == 0.0
+    assert TASKS["squad2"].chance_item_s1([]) == 1.0 and TASKS["squad2"].chance_item_s1(["1066", "in 1066"]) == 0.0
+    # ReCoRD: a uniform pick among the candidates (two of four spans name the answer).
+    assert TASKS["record"].chance_item_s1(["Obama"], ["Obama", "Paris", "Obama", "CNN"]) == 0.5
+
+
+def test_cohort_page_flags_training_at_or_below_chance_and_idle_workers(researcher_client, setup):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Answer
+
+    study, cohort, first = setup
+    Study.objects.filter(pk=study.pk).update(filter_fraction=0.5, filter_floor=None)
+    # The cohort's first worker answers every training item wrong (S1 0%, chance 50% on SST-2):
+    # the fraction rule has no one to compare them with, so they pass; the dashboard flags them.
+    while Enrollment.objects.get(pk=first.pk).state == Enrollment.State.TRAINING:
+        answer_current(first, right=False)
+    first.refresh_from_db()
+    assert first.state == "testing" and first.training_s1 == 0.0
+    good = enroll(cohort, "W-GOOD")
+    answer_current(good)
+    # The first worker went quiet an hour ago; the study's idle cap is 300 s.
+    hour_ago = timezone.now() - timedelta(hours=1)
+    Answer.objects.filter(enrollment=first).update(answered_at=hour_ago)
+    Enrollment.objects.filter(pk=first.pk).update(enrolled_at=hour_ago, current_served_at=hour_ago)
+    html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "Chance level of this cohort's training S1: <strong>50%</strong>" in html
+    row = html[html.index(f'id="enrollment-{first.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert "≤ chance" in row and 'class="flag idle">idle<' in row and "1 h 00 min ago" in row
+    row = html[html.index(f'id="enrollment-{good.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert "≤ chance" not in row and "idle<" not in row and " s ago" in row
+    grid = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
+    cell = grid[grid.index(f'data-cohort="{cohort.pk}"'):]
+    cell = cell[:cell.index("</td>")]
+    assert 'class="n-idle">1<' in cell and 'class="n-below-chance">1<' in cell and "last activity" in cell
+
+
 def test_sparkline_geometry():
     spark = sparkline([1.0, 0.0, 0.5, 1.0])
     assert spark["n"] == 4 and spark["first"] == 100 and spark["last"] == 62
