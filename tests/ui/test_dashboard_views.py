@@ -365,6 +365,71 @@ def test_results_downloads(researcher_client, setup):
     assert researcher_client.get(f"/dashboard/studies/{study.pk}/results/download.xls").status_code == 404
 
 
+def _download_links(html: str) -> list[str]:
+    import html as htmllib
+    import re
+
+    return [htmllib.unescape(h) for h in re.findall(r'href="([^"]+)"[^>]*\bdownload\b', html)]
+
+
+def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_the_owner(
+        researcher_client, setup, client):
+    import io
+    import zipfile
+
+    import pandas as pd
+
+    study, cohort, enrollment = setup
+    zero = cohort_of(study, "sst2", 0)
+    _complete(zero, 2)  # the cohort's target
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    links = _download_links(html)
+    base = f"/dashboard/studies/{study.pk}/results/"
+    expected = {base + f"download.{f}" for f in ("csv", "json", "md", "tex")} | {
+        base + f"{kind}.{f}" for kind in ("annotators", "pay", "learning_curves", "agreement")
+        for f in ("csv", "json", "md")} | {base + "predictions.zip"}
+    assert expected <= set(links)
+    completed = list(Enrollment.objects.filter(cohort=zero, state="completed"))
+    assert {f"/dashboard/enrollments/{e.pk}/predictions.jsonl" for e in completed} <= set(links)
+    bodies = {}
+    for url in links:
+        response = researcher_client.get(url)
+        assert response.status_code == 200, url
+        assert response["Content-Disposition"].startswith("attachment; filename="), url
+        bodies[url] = response.content
+    # The table's CSV: a plain header row first (pandas reads it as is), the n of each cell as a column.
+    frame = pd.read_csv(io.BytesIO(bodies[base + "download.csv"]), index_col=0)
+    assert frame.index.name == "#Shots" and list(frame.columns) == ["SST-2", "SST-2 n"]
+    assert frame.loc[0, "SST-2"] == "100.0 ± 0.0" and frame.loc[0, "SST-2 n"] == 2 and frame.loc[10, "SST-2 n"] == 0
+    assert "100.0 ± 0.0 (n=2)" in bodies[base + "download.md"].decode()
+    assert "100.0 $\\pm$ 0.0 (n=2)" in bodies[base + "download.tex"].decode()
+    assert json.loads(bodies[base + "download.json"])["cells"][0]["n"] == 2
+    # Rows: pay lists every worker who joined (the 10-shot worker still in training too).
+    pay = pd.read_csv(io.BytesIO(bodies[base + "pay.csv"]))
+    assert set(pay["state"]) == {"completed", "training"} and len(pay) == 3 and "pay" in pay.columns
+    annotators = pd.read_csv(io.BytesIO(bodies[base + "annotators.csv"]))
+    assert len(annotators) == 2 and (annotators["test_s1"] == 1.0).all()
+    assert len(pd.read_csv(io.BytesIO(bodies[base + "agreement.csv"]))) >= 1
+    archive = zipfile.ZipFile(io.BytesIO(bodies[base + "predictions.zip"]))
+    assert len(archive.namelist()) == 2
+    one = bodies[f"/dashboard/enrollments/{completed[0].pk}/predictions.jsonl"].decode().splitlines()
+    assert len(one) == completed[0].answers.filter(step="test").count() > 0
+    assert {"id", "prediction"} <= set(json.loads(one[0]))
+    # The cohort page links each completed annotator's file too.
+    cohort_html = researcher_client.get(f"/dashboard/cohorts/{zero.pk}/").content.decode()
+    assert f"/dashboard/enrollments/{completed[0].pk}/predictions.jsonl" in _download_links(cohort_html)
+    # Not finished: no file.
+    assert researcher_client.get(f"/dashboard/enrollments/{enrollment.pk}/predictions.jsonl").status_code == 404
+    assert researcher_client.get(base + "secrets.csv").status_code == 404
+    assert researcher_client.get(base + "pay.xls").status_code == 404
+    # Another researcher: 404 for every one of them.
+    other = User.objects.create_user("eve", password="x")
+    other.groups.add(*User.objects.get(username="res").groups.all())
+    client.force_login(other)
+    for url in links:
+        assert client.get(url).status_code == 404, url
+
+
 def test_chart_coordinates_and_missing_points():
     cells = [{"task": "sst2", "shots": 0, "mean": 80.0, "std": 2.0, "n": 3},
              {"task": "sst2", "shots": 10, "mean": None, "std": None, "n": 0},
