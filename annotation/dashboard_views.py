@@ -123,8 +123,12 @@ def study_new(request: HttpRequest) -> HttpResponse:
             except ValidationError as exc:
                 form.add_service_errors(exc)
             else:
-                launched = " and launched its cohorts" if form.cleaned_data["launch"] else ""
-                messages.success(request, f"Created the study \u201c{study.name}\u201d{launched}.")
+                if form.cleaned_data["launch"]:
+                    messages.success(request, f"Created the study \u201c{study.name}\u201d and launched its cohorts: "
+                                              "the join links take workers now.")
+                else:
+                    messages.warning(request, f"Created the study \u201c{study.name}\u201d. Its cohorts are not "
+                                              "launched: their join links refuse workers until you launch them.")
                 return redirect("dashboard-study", study_id=study.pk)
         status = 400
     else:

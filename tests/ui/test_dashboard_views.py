@@ -137,6 +137,27 @@ def test_the_study_form_creates_and_launches(researcher_client, researcher, demo
     assert 'hx-trigger="every 3s' in html
 
 
+def test_the_form_launches_by_default_and_says_when_links_refuse_workers(researcher_client, demo_data):
+    html = researcher_client.get("/dashboard/studies/new/").content.decode()
+    box = html[html.index('id="field-launch"'):]
+    assert 'name="launch"' in box[:400] and "checked" in box[:400]  # ticked unless the researcher unticks it
+    # Unticked (a checkbox left out of the POST): created, not launched, and every page says so.
+    response = researcher_client.post("/dashboard/studies/new/", _form(), follow=True)
+    html = response.content.decode()
+    study = Study.objects.get()
+    assert not Cohort.objects.filter(study=study, launched_at__isnull=False).exists()
+    assert "Its cohorts are not launched: their join links refuse workers" in html
+    assert "2 cohorts not launched:" in html and "Launch all cohorts" in html
+    assert html.count("Not launched: this link refuses workers until you launch the cohort.") == 2
+    assert html.count('class="join-link inactive"') == 2
+    cohort = Cohort.objects.filter(study=study).first()
+    page = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "Not launched: this link refuses" in page
+    researcher_client.post(f"/dashboard/studies/{study.pk}/launch/")
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "not launched" not in html and html.count("Takes workers now.") == 2 and "inactive" not in html
+
+
 # ---------------------------------------------------------------- the study page and its actions
 
 
