@@ -140,11 +140,14 @@ def study_new(request: HttpRequest) -> HttpResponse:
 def _grid_context(study: Study) -> dict:
     rows = selectors.study_grid(study)
     by_cell = {(r["task"], r["shots"]): r for r in rows}
-    attention = selectors.cohort_attention(study, now=timezone.now())
+    now = timezone.now()
+    attention = selectors.cohort_attention(study, now=now)
     for r in rows:
         flags = attention.get(r["cohort"].pk, {})
         r["idle"], r["below_chance"] = flags.get("idle", 0), flags.get("below_chance", 0)
         r["last_activity"] = flags.get("last_activity")
+        if r["last_activity"]:
+            r["last_activity_ago"] = presentation.duration(max(0.0, (now - r["last_activity"]).total_seconds()))
         r["meter"] = round(100 * r["test_items_done"] / r["test_items_total"]) if r["test_items_total"] else 0
         r["status"] = cohort_status(r["cohort"], enrolled=r["enrolled"], completed=r["completed"],
                                     study_open=study.is_open).value
