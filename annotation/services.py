@@ -157,7 +157,7 @@ def reopen_cohort(cohort: Cohort, *, actor: str, reason: str) -> Cohort:
     """
     reason = _require_reason(reason)
     with transaction.atomic():
-        cohort = Cohort.objects.select_for_update().select_related("study", "task").get(pk=cohort.pk)
+        cohort = Cohort.objects.select_for_update(of=("self",)).select_related("study", "task").get(pk=cohort.pk)
         taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
         refusal = reopen_refusal(cohort, taken=taken, study_open=cohort.study.is_open)
         if refusal:

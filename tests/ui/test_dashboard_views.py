@@ -463,3 +463,26 @@ def test_chart_coordinates_and_missing_points():
     assert human["marks"][0]["y"] > human["marks"][1]["y"]  # higher S1 is drawn higher
     assert model["marks"][0]["x"] < human["marks"][1]["x"] and c["yticks"][0]["v"] <= 29
     assert Study.SHOT_CONDITIONS == (0, 10, 20, 30)
+
+
+def test_grid_and_cohort_page_queries_do_not_grow_with_workers(researcher_client, setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    study, cohort, first = setup
+    answer_current(first)
+
+    def count(url):
+        with CaptureQueriesContext(connection) as ctx:
+            assert researcher_client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    urls = (f"/dashboard/studies/{study.pk}/grid/", f"/dashboard/cohorts/{cohort.pk}/")
+    before = [count(u) for u in urls]
+    second = enroll(cohort, "W-2")
+    for _ in range(3):
+        answer_current(second, right=False)
+    zero = cohort_of(study, "sst2", 0)
+    for i in range(2):
+        answer_current(enroll(zero, f"Z-{i}"))
+    assert [count(u) for u in urls] == before
