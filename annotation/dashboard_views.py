@@ -278,6 +278,8 @@ def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _cohort(request, cohort_id)
     if cohort.closed_at is not None and request.method == "GET":
         messages.info(request, f"{cohort.task.spec.name} {cohort.shots}-shot is already closed.")
+        if request.htmx:  # a stale page: reload it whole rather than swap a page into the form's place
+            return HttpResponse(status=204, headers={"HX-Redirect": _confirm_back(request, cohort)})
         return redirect(_confirm_back(request, cohort))
     return _cohort_confirm(request, cohort, "close", services.close_cohort)
 

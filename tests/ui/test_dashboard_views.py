@@ -213,6 +213,10 @@ def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client,
     event = AuditEvent.objects.get(study=study, action="close cohort")
     assert event.actor == "res" and event.reason == "sst2 10-shot: enough <pilot> data"
     assert researcher_client.post(close, {"reason": "twice"}).status_code == 409
+    # A stale page asks to close it again: told so (htmx reloads the whole page).
+    stale = researcher_client.get(close, HTTP_HX_REQUEST="true")
+    assert stale.status_code == 204 and stale["HX-Redirect"] == f"/dashboard/studies/{study.pk}/"
+    assert researcher_client.get(close + "?back=cohort")["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
     # The cohort page shows the event and offers to re-open (1 of 2 places taken).
     html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
     assert "enough &lt;pilot&gt; data" in html and f'href="{reopen}?back=cohort"' in html
