@@ -100,6 +100,8 @@ def _attachment(body, fmt: str, filename: str) -> HttpResponse:
 @researcher_required
 @require_GET
 def rows_download(request: HttpRequest, study_id: int, kind: str, fmt: str) -> HttpResponse:
+    if kind == "table":  # the same file as download.<fmt>: every download is results/<kind>.<fmt>
+        return results_download(request, study_id, fmt)
     study = study_for(request, study_id)
     if kind not in ROW_DOWNLOADS or fmt not in formats.ROW_FORMATS:
         raise Http404("unknown download")
@@ -121,10 +123,12 @@ def predictions_download(request: HttpRequest, study_id: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def enrollment_predictions_download(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    enrollment = get_object_or_404(
+    enrollment = get_object_or_404(  # another researcher's: as if it did not exist
         Enrollment.objects.select_related("worker", "cohort__task"),
-        pk=enrollment_id, cohort__study__in=selectors.studies_visible_to(request.user),
-        state=Enrollment.State.COMPLETED)  # another researcher's, or an unfinished one: as if absent
+        pk=enrollment_id, cohort__study__in=selectors.studies_visible_to(request.user))
+    if enrollment.state != Enrollment.State.COMPLETED:  # as the API answers (409)
+        return HttpResponse(f"Only a completed enrollment has a prediction file (this one is {enrollment.state}).",
+                            status=409, content_type="text/plain; charset=utf-8")
     return _attachment(exports.prediction_jsonl(enrollment), "jsonl", exports.prediction_filename(enrollment))
 
 

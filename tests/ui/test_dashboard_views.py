@@ -444,7 +444,8 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
     cohort_html = researcher_client.get(f"/dashboard/cohorts/{zero.pk}/").content.decode()
     assert f"/dashboard/enrollments/{completed[0].pk}/predictions.jsonl" in _download_links(cohort_html)
     # Not finished: no file.
-    assert researcher_client.get(f"/dashboard/enrollments/{enrollment.pk}/predictions.jsonl").status_code == 404
+    assert researcher_client.get(f"/dashboard/enrollments/{enrollment.pk}/predictions.jsonl").status_code == 409
+    assert researcher_client.get(base + "table.csv").content == bodies[base + "download.csv"]
     assert researcher_client.get(base + "secrets.csv").status_code == 404
     assert researcher_client.get(base + "pay.xls").status_code == 404
     # Another researcher: 404 for every one of them.
