@@ -34,7 +34,14 @@ class StudyForm(forms.ModelForm):
         error_messages={"required": "choose at least one shot condition"},
         help_text="One cohort of new workers per task and shot condition.",
     )
-    launch = forms.BooleanField(required=False, label="Launch every cohort now (the join links take workers at once)")
+    # Ticked by default (issue 11.13): a researcher who fills the form means to recruit, and a
+    # created-but-not-launched cohort's link looked usable while it refused every worker. Unticked,
+    # the study page says plainly which links refuse workers until launched.
+    launch = forms.BooleanField(
+        required=False, initial=True, label="Launch every cohort now",
+        help_text="Ticked: the join links take workers as soon as you publish them. Unticked: the cohorts are "
+                  "created but their links refuse workers until you launch them from the study page "
+                  "(to try the links yourself first).")
 
     class Meta:
         model = Study

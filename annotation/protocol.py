@@ -55,6 +55,8 @@ ALLOWED: dict[str | None, set[str]] = {
 
 # Enrollments that hold one of the cohort's slots (rule 2); the others freed theirs.
 HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+# Enrollments in a step (their worker is expected to come back and answer).
+ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 # The worker-facing step of each state (the worker API's "step").
 STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
 
@@ -107,6 +109,16 @@ def filtering_decision(own: float, others: list[float], *, floor: float | None, 
             return (f"training S1 {own:.3f} is below {fraction:g} x the mean {mean:.3f} "
                     f"of {len(others)} other worker(s)")
     return ""
+
+
+def at_or_below_chance(training_s1: float | None, chance: float | None) -> bool:
+    """Whether a finished training S1 is no better than chance (``TaskSpec.chance_item_s1``).
+
+    Only a flag for the researcher to decide on (filter by hand): the study's rule alone filters
+    automatically, and its fraction part needs two other workers, so a cohort's first workers
+    pass it whatever they score (a 30% on SST-2 did).
+    """
+    return training_s1 is not None and chance is not None and training_s1 <= chance + 1e-9
 
 
 def filter_refusal(state: str, test_answers: int) -> str | None:
@@ -165,6 +177,18 @@ def cohort_status(cohort, *, enrolled: int, completed: int, study_open: bool = T
     if enrolled >= cohort.target:
         return CohortStatus.FULL
     return CohortStatus.OPEN
+
+
+def reopen_refusal(cohort, *, taken: int, study_open: bool = True) -> str | None:
+    """Why a closed cohort may not be re-opened, or None: it must be closed, its study open, and
+    places left (rule 2: ``taken`` enrollments holding a slot, below the target)."""
+    if cohort.closed_at is None:
+        return "this cohort is not closed"
+    if not study_open:
+        return "the study is closed: no cohort of it can take workers again"
+    if taken >= cohort.target:
+        return f"the cohort has no places left ({taken} of {cohort.target} taken)"
+    return None
 
 
 # ---------------------------------------------------------------- joining

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
-from tasks_data.models import Example
+from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import TASKS
 from tasks_data.scoring import as_published
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
-from .protocol import HOLDS_SLOT, State
+from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, at_or_below_chance
 from .services import active_seconds, pay
 
 RESULT_STATES = (State.COMPLETED,)
@@ -129,6 +130,56 @@ def study_grid(study: Study) -> list[dict]:
             "join_path": cohort.join_path,
         })
     return rows
+
+
+def training_chance(training_set_ids: Iterable[int]) -> dict[int, float]:
+    """{training set id: the chance level of its training S1 (0-1)} (1 query).
+
+    The mean of ``TaskSpec.chance_item_s1`` over the set's items, leaving out those whose gold
+    cannot be marked (as the training S1 does, ``services._finish_training``).
+    """
+    per_set: dict[int, list[float]] = defaultdict(list)
+    rows = (TrainingSetItem.objects.filter(training_set_id__in=set(training_set_ids),
+                                           example__gold_unproducible=False)
+            .values_list("training_set_id", "training_set__task__slug", "example__gold", "example__context",
+                         "example__candidates"))
+    for set_id, slug, gold, context, candidates in rows:
+        spec = TASKS.get(slug)
+        if spec is not None:
+            texts = [context[a:b] for a, b in candidates or ()]
+            per_set[set_id].append(spec.chance_item_s1(gold, texts))
+    return {set_id: sum(v) / len(v) for set_id, v in per_set.items() if v}
+
+
+def last_activity(enrollments: Iterable[Enrollment]) -> dict[int, datetime]:
+    """{enrollment id: its last sign of life} (1 query): the latest of joining, an item served, an answer."""
+    enrollments = list(enrollments)
+    answered = dict(Answer.objects.filter(enrollment__in=enrollments).order_by().values("enrollment_id")
+                    .annotate(last=Max("answered_at")).values_list("enrollment_id", "last"))
+    return {e.pk: max(t for t in (e.enrolled_at, e.current_served_at, answered.get(e.pk)) if t is not None)
+            for e in enrollments}
+
+
+def cohort_attention(study: Study, *, now: datetime) -> dict[int, dict]:
+    """Per cohort id: ``idle`` (workers in a step with no activity for longer than the study's idle
+    cap), ``below_chance`` (slot holders whose training S1 is at or below the chance level) and
+    ``last_activity`` (the latest sign of life of any worker in a step, or None) (3 queries)."""
+    enrollments = list(Enrollment.objects.filter(cohort__study=study, state__in=HOLDS_SLOT)
+                       .select_related("cohort"))
+    active = [e for e in enrollments if e.state in ACTIVE_STATES]
+    last = last_activity(active)
+    chance = training_chance({e.cohort.training_set_id for e in enrollments if e.training_s1 is not None})
+    out: dict[int, dict] = defaultdict(lambda: {"idle": 0, "below_chance": 0, "last_activity": None})
+    for e in active:
+        cell = out[e.cohort_id]
+        if (now - last[e.pk]).total_seconds() > study.idle_cap_seconds:
+            cell["idle"] += 1
+        if cell["last_activity"] is None or last[e.pk] > cell["last_activity"]:
+            cell["last_activity"] = last[e.pk]
+    for e in enrollments:
+        if at_or_below_chance(e.training_s1, chance.get(e.cohort.training_set_id)):
+            out[e.cohort_id]["below_chance"] += 1
+    return dict(out)
 
 
 def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:

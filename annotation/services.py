@@ -37,6 +37,7 @@ from .protocol import (
     first_state,
     reinstate_refusal,
     reinstate_state,
+    reopen_refusal,
     step_name,
     transition,
 )
@@ -46,7 +47,7 @@ MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 
 __all__ = [
     "InvalidAnswer", "TransitionNotAllowed", "Conflict", "JoinRefused", "create_study", "data_errors", "launch_cohorts",
-    "close_cohort", "close_study", "join", "current_item", "submit_answer", "filter_enrollment",
+    "close_cohort", "reopen_cohort", "close_study", "join", "current_item", "submit_answer", "filter_enrollment",
     "reinstate_enrollment", "withdraw", "expire_stale", "completion", "item_order", "active_seconds", "pay",
     "step_name",
     "revise_last_test_answer",
@@ -161,7 +162,26 @@ def close_cohort(cohort: Cohort, *, actor: str, reason: str = "") -> None:
         cohort.closed_at = timezone.now()
         cohort.save(update_fields=["closed_at"])
         AuditEvent.objects.create(study=cohort.study, actor=actor, action="close cohort",
-                                  reason=reason or f"{cohort.task.slug} {cohort.shots}-shot")
+                                  reason=f"{cohort.task.slug} {cohort.shots}-shot" + (f": {reason}" if reason else ""))
+
+
+def reopen_cohort(cohort: Cohort, *, actor: str, reason: str) -> Cohort:
+    """Re-open a closed cohort that has places left (``protocol.reopen_refusal``); a reason is required.
+
+    The join link takes workers again (or, if it was never launched, waits to be launched).
+    """
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        cohort = Cohort.objects.select_for_update(of=("self",)).select_related("study", "task").get(pk=cohort.pk)
+        taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
+        refusal = reopen_refusal(cohort, taken=taken, study_open=cohort.study.is_open)
+        if refusal:
+            raise Conflict(refusal)
+        cohort.closed_at = None
+        cohort.save(update_fields=["closed_at"])
+        AuditEvent.objects.create(study=cohort.study, actor=actor, action="reopen cohort",
+                                  reason=f"{cohort.task.slug} {cohort.shots}-shot: {reason}")
+    return cohort
 
 
 def close_study(study: Study, *, actor: str, reason: str = "") -> None:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("dashboard/cohorts/<int:cohort_id>/", dash.cohort_detail, name="dashboard-cohort"),
     path("dashboard/cohorts/<int:cohort_id>/launch/", dash.cohort_launch, name="dashboard-cohort-launch"),
     path("dashboard/cohorts/<int:cohort_id>/close/", dash.cohort_close, name="dashboard-cohort-close"),
+    path("dashboard/cohorts/<int:cohort_id>/reopen/", dash.cohort_reopen, name="dashboard-cohort-reopen"),
     path("dashboard/enrollments/<int:enrollment_id>/filter/", dash.enrollment_filter, name="dashboard-filter"),
     path("dashboard/enrollments/<int:enrollment_id>/reinstate/", dash.enrollment_reinstate,
          name="dashboard-reinstate"),

@@ -59,17 +59,38 @@ def json_value(value):
 # ---------------------------------------------------------------- the table
 
 
-def table_frame(table: Table, *, safe: bool = False) -> pd.DataFrame:
-    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with model rows."""
+N_SUFFIX = " n"
+N_NOTE = "n: annotators (human rows), splits (model rows), paired test items (gap rows)."
+
+
+def _with_n(cell) -> str:
+    """A cell's text with its n, for the files read by people (Markdown, LaTeX): "80.0 ± 2.0 (n=3)"."""
+    return cell.text if cell.n is None else f"{cell.text} (n={cell.n})"
+
+
+def table_frame(table: Table, *, safe: bool = False, n: str | None = None) -> pd.DataFrame:
+    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with model rows.
+
+    ``n`` (issue 11.12, every file carries the n of each cell): ``"columns"`` adds an integer
+    ``"<task> n"`` column after each task's (CSV: a reader gets the n as numbers), ``"inline"``
+    writes it into the cell ("80.0 ± 2.0 (n=3)", Markdown and LaTeX).
+    """
     label = neutralise if safe else (lambda v: v)
-    data = [[c.text for c in row.cells] for row in table.rows]
-    columns = [label(c) for c in table.columns]
+    if n == "columns":
+        data = [[v for c in row.cells for v in (c.text, c.n)] for row in table.rows]
+        columns = [label(x) for c in table.columns for x in (c, c + N_SUFFIX)]
+    else:
+        data = [[_with_n(c) if n == "inline" else c.text for c in row.cells] for row in table.rows]
+        columns = [label(c) for c in table.columns]
     if table.has_models:
         index = pd.MultiIndex.from_tuples([(label(r.method), str(r.shots)) for r in table.rows],
                                           names=[METHOD_LABEL, SHOTS_LABEL])
     else:
         index = pd.Index([str(r.shots) for r in table.rows], name=SHOTS_LABEL)
     frame = pd.DataFrame(data, index=index, columns=columns)
+    if n == "columns":
+        for name in columns[1::2]:
+            frame[name] = frame[name].astype("Int64")  # integers; a cell without an n stays empty
     frame.columns.name = None
     return frame
 
@@ -102,13 +123,17 @@ def latex_escape(text: str) -> str:
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], str(text))
 
 
+def _caption(table: Table) -> str:
+    return f"{table.note} {N_NOTE}"
+
+
 def _tex(table: Table) -> str:
-    frame = table_frame(table)
+    frame = table_frame(table, n="inline")
     tex = frame.map(lambda v: latex_escape(v).replace("±", r"$\pm$"))
     tex.columns = [latex_escape(c) for c in tex.columns]
     tex.index = tex.index.map(lambda k: tuple(latex_escape(x) for x in k) if isinstance(k, tuple) else latex_escape(k))
     tex.index.names = [latex_escape(n) if n else n for n in frame.index.names]
-    caption = ("Human performance on the test set: " + latex_escape(table.note)).replace("±", r"$\pm$")
+    caption = ("Human performance on the test set: " + latex_escape(_caption(table))).replace("±", r"$\pm$")
     return tex.to_latex(escape=False, caption=caption, label="tab:human-performance",
                         column_format="l" * tex.index.nlevels + "c" * len(tex.columns))
 
@@ -119,6 +144,7 @@ def _json(table: Table) -> str:
         "unit": "percent",
         "std_ddof": STD_DDOF,
         "note": table.note,
+        "n": N_NOTE,
         "cells": [{k: json_value(c.get(k)) for k in ("task", "shots", "mean", "std", "n")} for c in table.cells],
     }
     if table.model_rows:
@@ -141,11 +167,12 @@ class Writer:
 
 TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
     Writer("html", "HTML", "text/html; charset=utf-8", _html, download=False),
-    Writer("csv", "CSV", "text/csv; charset=utf-8",
-           lambda t: f"# {t.note}\n" + table_frame(t, safe=True).to_csv()),
+    # Plain CSV: the header row first (a "# note" line above it broke pandas and Excel); the note is
+    # in the JSON, and each task's n is a column of its own.
+    Writer("csv", "CSV", "text/csv; charset=utf-8", lambda t: table_frame(t, safe=True, n="columns").to_csv()),
     Writer("json", "JSON", "application/json", _json),
     Writer("md", "Markdown", "text/markdown; charset=utf-8",
-           lambda t: markdown(table_frame(t, safe=True), caption=t.note)),
+           lambda t: markdown(table_frame(t, safe=True, n="inline"), caption=_caption(t))),
     Writer("tex", "LaTeX", "application/x-tex; charset=utf-8", _tex),
 )}
 TABLE_FORMATS = tuple(fmt for fmt, w in TABLE_WRITERS.items() if w.download)  # csv, json, md, tex

@@ -16,4 +16,10 @@ urlpatterns = [
     path("dashboard/studies/<int:study_id>/results/", views.study_results, name="dashboard-results"),
     path("dashboard/studies/<int:study_id>/results/download.<str:fmt>", views.results_download,
          name="dashboard-results-download"),
+    path("dashboard/studies/<int:study_id>/results/predictions.zip", views.predictions_download,
+         name="dashboard-predictions-download"),
+    path("dashboard/studies/<int:study_id>/results/<str:kind>.<str:fmt>", views.rows_download,
+         name="dashboard-rows-download"),
+    path("dashboard/enrollments/<int:enrollment_id>/predictions.jsonl", views.enrollment_predictions_download,
+         name="dashboard-enrollment-predictions"),
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
@@ -58,7 +58,10 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
     ctx = {"study": study, "table_html": mark_safe(formats.render(build_table(human), "html")),
            "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
            "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
-           "model_rows": rows, "model_note": note, "note": NOTE}
+           "model_rows": rows, "model_note": note, "note": NOTE,
+           "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
+           "row_formats": [(fmt, formats.ROW_WRITERS[fmt].label) for fmt in formats.ROW_FORMATS],
+           "completed": selectors.completed_enrollments(study)}
     return render(request, "dashboard/results.html", ctx)
 
 
@@ -74,6 +77,59 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
     suffix = "_with_models" if rows else ""
     response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
     return response
+
+
+# Row downloads of the dashboard (issue 11.12: everything the API exports, a click away): the
+# kinds of ``exports.export_rows`` plus "pay" (what every worker is owed, finished or not).
+PAY_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "items_answered",
+               "active_seconds", "pay")
+ROW_DOWNLOADS = {
+    "annotators": ("Per-annotator results", "completed annotators: training and test S1, time, pay"),
+    "pay": ("Pay", "every worker who joined, whatever their state: active time and pay"),
+    "learning_curves": ("Learning curves", "each training answer's S1 and the running mean"),
+    "agreement": ("Agreement", "mean pairwise S1 and Fleiss' kappa per cohort"),
+}
+
+
+def _attachment(body, fmt: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@researcher_required
+@require_GET
+def rows_download(request: HttpRequest, study_id: int, kind: str, fmt: str) -> HttpResponse:
+    if kind == "table":  # the same file as download.<fmt>: every download is results/<kind>.<fmt>
+        return results_download(request, study_id, fmt)
+    study = study_for(request, study_id)
+    if kind not in ROW_DOWNLOADS or fmt not in formats.ROW_FORMATS:
+        raise Http404("unknown download")
+    if kind == "pay":
+        rows, columns = exports.export_rows(study, "annotators", include_all=True)
+        rows, columns = [{c: r[c] for c in PAY_COLUMNS} for r in rows], PAY_COLUMNS
+    else:
+        rows, columns = exports.export_rows(study, kind)
+    return _attachment(formats.render_rows(rows, fmt, columns=columns), fmt, f"study{study.pk}_{kind}.{fmt}")
+
+
+@researcher_required
+@require_GET
+def predictions_download(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    return _attachment(exports.predictions_zip(study), "zip", f"study{study.pk}_predictions.zip")
+
+
+@researcher_required
+@require_GET
+def enrollment_predictions_download(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    enrollment = get_object_or_404(  # another researcher's: as if it did not exist
+        Enrollment.objects.select_related("worker", "cohort__task"),
+        pk=enrollment_id, cohort__study__in=selectors.studies_visible_to(request.user))
+    if enrollment.state != Enrollment.State.COMPLETED:  # as the API answers (409)
+        return HttpResponse(f"Only a completed enrollment has a prediction file (this one is {enrollment.state}).",
+                            status=409, content_type="text/plain; charset=utf-8")
+    return _attachment(exports.prediction_jsonl(enrollment), "jsonl", exports.prediction_filename(enrollment))
 
 
 # ---------------------------------------------------------------- API

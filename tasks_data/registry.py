@@ -97,6 +97,26 @@ class TaskSpec:
     def paper_table(self) -> str:
         return PAPER_TABLES[self.category]
 
+    def chance_item_s1(self, gold, candidate_texts=()) -> float:
+        """The S1 a worker who learned nothing expects on one item: the chance level the dashboard
+        flags training S1 against (issue 11.11; the study's fraction rule cannot see a cohort's
+        first workers, who have no one to be compared with).
+
+        Derived from the answer kind, so a new task needs nothing more: a label task, a uniform
+        guess (1 / number of labels); a span task, the empty answer ("none" / "no answer", the
+        trivial predictor: its S1 is 1 on items whose gold is empty, which is half the NER items);
+        ReCoRD, a uniform pick among the item's candidate entities.
+        """
+        from .s1 import item_s1  # plain Python too
+
+        alternatives = self.answer_kind.gold_is_alternatives
+        if self.answer_kind is AnswerKind.LABEL:
+            return 1 / len(self.labels) if self.labels else 0.0
+        if self.answer_kind is AnswerKind.ENTITY:
+            texts = list(candidate_texts)
+            return sum(item_s1([t], gold, alternatives=alternatives) for t in texts) / len(texts) if texts else 0.0
+        return item_s1([], gold, alternatives=alternatives)
+
     @property
     def test_filename(self) -> str:
         return f"{self.clues_prefix}_test.jsonl"

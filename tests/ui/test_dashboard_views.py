@@ -137,6 +137,27 @@ def test_the_study_form_creates_and_launches(researcher_client, researcher, demo
     assert 'hx-trigger="every 3s' in html
 
 
+def test_the_form_launches_by_default_and_says_when_links_refuse_workers(researcher_client, demo_data):
+    html = researcher_client.get("/dashboard/studies/new/").content.decode()
+    box = html[html.index('id="field-launch"'):]
+    assert 'name="launch"' in box[:400] and "checked" in box[:400]  # ticked unless the researcher unticks it
+    # Unticked (a checkbox left out of the POST): created, not launched, and every page says so.
+    response = researcher_client.post("/dashboard/studies/new/", _form(), follow=True)
+    html = response.content.decode()
+    study = Study.objects.get()
+    assert not Cohort.objects.filter(study=study, launched_at__isnull=False).exists()
+    assert "Its cohorts are not launched: their join links refuse workers" in html
+    assert "2 cohorts not launched:" in html and "Launch all cohorts" in html
+    assert html.count("Not launched: this link refuses workers until you launch the cohort.") == 2
+    assert html.count('class="join-link inactive"') == 2
+    cohort = Cohort.objects.filter(study=study).first()
+    page = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "Not launched: this link refuses" in page
+    researcher_client.post(f"/dashboard/studies/{study.pk}/launch/")
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "not launched" not in html and html.count("Takes workers now.") == 2 and "inactive" not in html
+
+
 # ---------------------------------------------------------------- the study page and its actions
 
 
@@ -161,11 +182,81 @@ def test_launch_and_close(researcher_client, demo_data, researcher):
     assert Cohort.objects.get(study=study, shots=10).launched_at is None
     response = researcher_client.post(f"/dashboard/studies/{study.pk}/launch/", follow=True)
     assert "Launched 1 cohort." in response.content.decode()
-    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/")
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/", {"reason": "pilot over"})
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
     researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "enough"})
     assert not Study.objects.get(pk=study.pk).is_open
     assert AuditEvent.objects.filter(study=study, action="close study", reason="enough", actor="res").exists()
+
+
+def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client, setup):
+    study, cohort, _ = setup
+    close, reopen = f"/dashboard/cohorts/{cohort.pk}/close/", f"/dashboard/cohorts/{cohort.pk}/reopen/"
+    # The study page offers "Close…" as a link to a confirmation page (no one-click close).
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert f'href="{close}?back=study"' in html and f'action="{close}"' not in html
+    page = researcher_client.get(close + "?back=study")
+    html = page.content.decode()
+    assert page.status_code == 200 and "Close SST-2 · 10 shots?" in html and 'name="reason"' in html
+    assert "1 / 2 places taken" in html and f'href="/dashboard/studies/{study.pk}/">Cancel' in html.replace(
+        'class="button secondary" ', "")
+    # htmx asks for the form alone (swapped in beside the links).
+    fragment = researcher_client.get(close, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div class="confirm-box') and "<html" not in fragment
+    # No reason: refused, nothing closed, the page says why.
+    response = researcher_client.post(close, {"reason": "  ", "back": "study"})
+    assert response.status_code == 400 and "give a reason" in response.content.decode()
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    response = researcher_client.post(close, {"reason": "enough <pilot> data", "back": "cohort"})
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
+    event = AuditEvent.objects.get(study=study, action="close cohort")
+    assert event.actor == "res" and event.reason == "sst2 10-shot: enough <pilot> data"
+    assert researcher_client.post(close, {"reason": "twice"}).status_code == 409
+    # A stale page asks to close it again: told so (htmx reloads the whole page).
+    stale = researcher_client.get(close, HTTP_HX_REQUEST="true")
+    assert stale.status_code == 204 and stale["HX-Redirect"] == f"/dashboard/studies/{study.pk}/"
+    assert researcher_client.get(close + "?back=cohort")["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
+    # The cohort page shows the event and offers to re-open (1 of 2 places taken).
+    html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "enough &lt;pilot&gt; data" in html and f'href="{reopen}?back=cohort"' in html
+    assert "Closed: this link takes no new workers." in html
+    assert researcher_client.post(reopen, {"reason": ""}).status_code == 400
+    response = researcher_client.post(reopen, {"reason": "need one more"})
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/studies/{study.pk}/"
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    assert AuditEvent.objects.get(study=study, action="reopen cohort").reason == "sst2 10-shot: need one more"
+    response = researcher_client.post(reopen, {"reason": "again"})
+    assert response.status_code == 409 and "not closed" in response.content.decode()
+
+
+def test_reopen_is_refused_when_full_or_the_study_is_closed(researcher_client, setup):
+    study, cohort, _ = setup
+    enroll(cohort, "W-2")  # 2 / 2 places taken
+    researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/close/", {"reason": "full anyway"})
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "closed · full" in html and f"/dashboard/cohorts/{cohort.pk}/reopen/" not in html
+    response = researcher_client.post(f"/dashboard/cohorts/{cohort.pk}/reopen/", {"reason": "try"})
+    assert response.status_code == 409 and "no places left (2 of 2 taken)" in response.content.decode()
+    zero = cohort_of(study, "sst2", 0)
+    researcher_client.post(f"/dashboard/cohorts/{zero.pk}/close/", {"reason": "x"})
+    researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "done"})
+    response = researcher_client.post(f"/dashboard/cohorts/{zero.pk}/reopen/", {"reason": "try"})
+    assert response.status_code == 409 and "the study is closed" in response.content.decode()
+    assert Cohort.objects.get(pk=zero.pk).closed_at is not None
+
+
+def test_another_researcher_cannot_close_or_reopen(client, setup):
+    _, cohort, _ = setup
+    other = User.objects.create_user("eve", password="x")
+    other.groups.add(*User.objects.get(username="res").groups.all())
+    client.force_login(other)
+    for action in ("close", "reopen"):
+        url = f"/dashboard/cohorts/{cohort.pk}/{action}/"
+        assert client.get(url).status_code == 404
+        assert client.post(url, {"reason": "mine now"}).status_code == 404
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    assert not AuditEvent.objects.filter(action__in=("close cohort", "reopen cohort")).exists()
 
 
 # ---------------------------------------------------------------- the cohort page: filter and reinstate
@@ -204,6 +295,53 @@ def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, se
     row = html[html.index(f'id="enrollment-{nasty.pk}"'):]
     assert '<svg class="sparkline"' in row[:3000] and "4 items" in row[:3000]
     assert "% so far" in row[:3000]
+
+
+def test_chance_level_is_derived_from_the_registry():
+    from tasks_data.registry import TASKS
+
+    assert TASKS["sst2"].chance_item_s1(["positive"]) == 0.5
+    assert abs(TASKS["mnli"].chance_item_s1(["neutral"]) - 1 / 3) < 1e-12
+    # Span tasks: the empty answer scores 1 on an item with no gold span, 0 otherwise.
+    assert TASKS["conll03"].chance_item_s1([]) == 1.0 and TASKS["conll03"].chance_item_s1(["Paris"]) == 0.0
+    assert TASKS["squad2"].chance_item_s1([]) == 1.0 and TASKS["squad2"].chance_item_s1(["1066", "in 1066"]) == 0.0
+    # ReCoRD: a uniform pick among the candidates (two of four spans name the answer).
+    assert TASKS["record"].chance_item_s1(["Obama"], ["Obama", "Paris", "Obama", "CNN"]) == 0.5
+
+
+def test_cohort_page_flags_training_at_or_below_chance_and_idle_workers(researcher_client, setup):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Answer
+
+    study, cohort, first = setup
+    Study.objects.filter(pk=study.pk).update(filter_fraction=0.5, filter_floor=None)
+    # The cohort's first worker answers every training item wrong (S1 0%, chance 50% on SST-2):
+    # the fraction rule has no one to compare them with, so they pass; the dashboard flags them.
+    while Enrollment.objects.get(pk=first.pk).state == Enrollment.State.TRAINING:
+        answer_current(first, right=False)
+    first.refresh_from_db()
+    assert first.state == "testing" and first.training_s1 == 0.0
+    good = enroll(cohort, "W-GOOD")
+    answer_current(good)
+    # The first worker went quiet an hour ago; the study's idle cap is 300 s.
+    hour_ago = timezone.now() - timedelta(hours=1)
+    Answer.objects.filter(enrollment=first).update(answered_at=hour_ago)
+    Enrollment.objects.filter(pk=first.pk).update(enrolled_at=hour_ago, current_served_at=hour_ago)
+    html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "Chance level of this cohort's training S1: <strong>50%</strong>" in html
+    row = html[html.index(f'id="enrollment-{first.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert "≤ chance" in row and 'class="flag idle">idle<' in row and "1 h 00 min ago" in row
+    row = html[html.index(f'id="enrollment-{good.pk}"'):]
+    row = row[:row.index("</tr>")]
+    assert "≤ chance" not in row and "idle<" not in row and " s ago" in row
+    grid = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
+    cell = grid[grid.index(f'data-cohort="{cohort.pk}"'):]
+    cell = cell[:cell.index("</td>")]
+    assert 'class="n-idle">1<' in cell and 'class="n-below-chance">1<' in cell and "last activity" in cell
 
 
 def test_sparkline_geometry():
@@ -254,6 +392,72 @@ def test_results_downloads(researcher_client, setup):
     assert researcher_client.get(f"/dashboard/studies/{study.pk}/results/download.xls").status_code == 404
 
 
+def _download_links(html: str) -> list[str]:
+    import html as htmllib
+    import re
+
+    return [htmllib.unescape(h) for h in re.findall(r'href="([^"]+)"[^>]*\bdownload\b', html)]
+
+
+def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_the_owner(
+        researcher_client, setup, client):
+    import io
+    import zipfile
+
+    import pandas as pd
+
+    study, cohort, enrollment = setup
+    zero = cohort_of(study, "sst2", 0)
+    _complete(zero, 2)  # the cohort's target
+    html = researcher_client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    links = _download_links(html)
+    base = f"/dashboard/studies/{study.pk}/results/"
+    expected = {base + f"download.{f}" for f in ("csv", "json", "md", "tex")} | {
+        base + f"{kind}.{f}" for kind in ("annotators", "pay", "learning_curves", "agreement")
+        for f in ("csv", "json", "md")} | {base + "predictions.zip"}
+    assert expected <= set(links)
+    completed = list(Enrollment.objects.filter(cohort=zero, state="completed"))
+    assert {f"/dashboard/enrollments/{e.pk}/predictions.jsonl" for e in completed} <= set(links)
+    bodies = {}
+    for url in links:
+        response = researcher_client.get(url)
+        assert response.status_code == 200, url
+        assert response["Content-Disposition"].startswith("attachment; filename="), url
+        bodies[url] = response.content
+    # The table's CSV: a plain header row first (pandas reads it as is), the n of each cell as a column.
+    frame = pd.read_csv(io.BytesIO(bodies[base + "download.csv"]), index_col=0)
+    assert frame.index.name == "#Shots" and list(frame.columns) == ["SST-2", "SST-2 n"]
+    assert frame.loc[0, "SST-2"] == "100.0 ± 0.0" and frame.loc[0, "SST-2 n"] == 2 and frame.loc[10, "SST-2 n"] == 0
+    assert "100.0 ± 0.0 (n=2)" in bodies[base + "download.md"].decode()
+    assert "100.0 $\\pm$ 0.0 (n=2)" in bodies[base + "download.tex"].decode()
+    assert json.loads(bodies[base + "download.json"])["cells"][0]["n"] == 2
+    # Rows: pay lists every worker who joined (the 10-shot worker still in training too).
+    pay = pd.read_csv(io.BytesIO(bodies[base + "pay.csv"]))
+    assert set(pay["state"]) == {"completed", "training"} and len(pay) == 3 and "pay" in pay.columns
+    annotators = pd.read_csv(io.BytesIO(bodies[base + "annotators.csv"]))
+    assert len(annotators) == 2 and (annotators["test_s1"] == 1.0).all()
+    assert len(pd.read_csv(io.BytesIO(bodies[base + "agreement.csv"]))) >= 1
+    archive = zipfile.ZipFile(io.BytesIO(bodies[base + "predictions.zip"]))
+    assert len(archive.namelist()) == 2
+    one = bodies[f"/dashboard/enrollments/{completed[0].pk}/predictions.jsonl"].decode().splitlines()
+    assert len(one) == completed[0].answers.filter(step="test").count() > 0
+    assert {"id", "prediction"} <= set(json.loads(one[0]))
+    # The cohort page links each completed annotator's file too.
+    cohort_html = researcher_client.get(f"/dashboard/cohorts/{zero.pk}/").content.decode()
+    assert f"/dashboard/enrollments/{completed[0].pk}/predictions.jsonl" in _download_links(cohort_html)
+    # Not finished: no file.
+    assert researcher_client.get(f"/dashboard/enrollments/{enrollment.pk}/predictions.jsonl").status_code == 409
+    assert researcher_client.get(base + "table.csv").content == bodies[base + "download.csv"]
+    assert researcher_client.get(base + "secrets.csv").status_code == 404
+    assert researcher_client.get(base + "pay.xls").status_code == 404
+    # Another researcher: 404 for every one of them.
+    other = User.objects.create_user("eve", password="x")
+    other.groups.add(*User.objects.get(username="res").groups.all())
+    client.force_login(other)
+    for url in links:
+        assert client.get(url).status_code == 404, url
+
+
 def test_chart_coordinates_and_missing_points():
     cells = [{"task": "sst2", "shots": 0, "mean": 80.0, "std": 2.0, "n": 3},
              {"task": "sst2", "shots": 10, "mean": None, "std": None, "n": 0},
@@ -266,3 +470,26 @@ def test_chart_coordinates_and_missing_points():
     assert human["marks"][0]["y"] > human["marks"][1]["y"]  # higher S1 is drawn higher
     assert model["marks"][0]["x"] < human["marks"][1]["x"] and c["yticks"][0]["v"] <= 29
     assert Study.SHOT_CONDITIONS == (0, 10, 20, 30)
+
+
+def test_grid_and_cohort_page_queries_do_not_grow_with_workers(researcher_client, setup):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    study, cohort, first = setup
+    answer_current(first)
+
+    def count(url):
+        with CaptureQueriesContext(connection) as ctx:
+            assert researcher_client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    urls = (f"/dashboard/studies/{study.pk}/grid/", f"/dashboard/cohorts/{cohort.pk}/")
+    before = [count(u) for u in urls]
+    second = enroll(cohort, "W-2")
+    for _ in range(3):
+        answer_current(second, right=False)
+    zero = cohort_of(study, "sst2", 0)
+    for i in range(2):
+        answer_current(enroll(zero, f"Z-{i}"))
+    assert [count(u) for u in urls] == before

@@ -1,0 +1,173 @@
+"""The researcher dashboard in Chromium at 1366x800 and 390x844 (issue 11, items 10-13).
+
+* closing a cohort asks for confirmation and a reason, with htmx (the form beside the links) and
+  without JavaScript (a page of its own); a closed cohort with places left is re-opened the same way;
+* every dashboard page fits a phone (the page itself never scrolls sideways; wide tables scroll
+  inside their own box) and is screenshotted at both widths into artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from annotation.models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment
+from tests.browser.conftest import SCREENSHOTS
+from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows, make_study
+
+expect = pytest.importorskip("playwright.sync_api").expect
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DESKTOP = {"width": 1366, "height": 800}
+MOBILE = {"width": 390, "height": 844}
+WIDTHS = {"desktop": DESKTOP, "phone": MOBILE}
+PASSWORD = "alice-pw-2024"
+
+
+def _researcher() -> User:
+    user = User.objects.create_user("alice", password=PASSWORD)
+    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    return user
+
+
+def _log_in(page, next_url: str):
+    page.goto(f"/accounts/login/?next={next_url}")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"**{next_url}")
+
+
+def _shoot(page, name: str, size: str):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    width = WIDTHS[size]["width"]
+    page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}-{width}.png"), full_page=True)
+
+
+def _no_sideways_scroll(page):
+    """The page itself fits the viewport: only a table's own box may scroll sideways."""
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    culprits = [] if overflow <= 0 else page.evaluate(
+        "() => Array.from(document.querySelectorAll('body *'))"
+        ".filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
+        ".slice(0, 5).map(e => e.tagName + '.' + e.className)")
+    assert overflow <= 0, f"{page.url} is {overflow}px wider than the viewport: {culprits}"
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(pages, demo_data, size):
+    user = _researcher()
+    study = make_study(tasks=("sst2",), shots=(0, 10), created_by=user, workers_per_cohort=2, name="Closing study")
+    cohort = cohort_of(study, "sst2", 10)
+    enroll(cohort, "W-CLOSE-1")
+    page = pages.new(viewport=WIDTHS[size])
+    _log_in(page, f"/dashboard/studies/{study.pk}/")
+    row = page.locator("table.links tbody tr", has=page.locator(f"#link-{cohort.pk}"))
+    expect(row.locator(".link-note")).to_have_text("Takes workers now.")
+
+    # With htmx: "Close…" brings the confirmation form beside the links; nothing is closed yet.
+    row.get_by_role("link", name="Close…").click()
+    box = page.locator("#cohort-confirm .confirm-box")
+    expect(box.get_by_role("heading")).to_have_text("Close SST-2 · 10 shots?")
+    expect(box.get_by_label("Reason")).to_be_focused()
+    assert page.url.endswith(f"/dashboard/studies/{study.pk}/")  # swapped in, no navigation
+    _shoot(page, "close-inline", size)
+    # An empty reason: the browser refuses to send the form (the server would answer 400 too).
+    box.get_by_role("button", name="Close the cohort").click()
+    expect(box).to_be_visible()
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+    box.get_by_label("Reason").fill("pilot <enough> data")
+    box.get_by_role("button", name="Close the cohort").click()
+    expect(page.locator(".messages")).to_contain_text("Closed SST-2 10-shot.")
+    expect(row.locator(".badge")).to_have_text("closed")
+    expect(row.locator(".link-note")).to_have_text("Closed: this link takes no new workers.")
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
+    _no_sideways_scroll(page)
+
+    # Re-open (1 of 2 places taken), with a reason; Cancel first changes nothing.
+    row.get_by_role("link", name="Re-open…").click()
+    expect(page.locator("#cohort-confirm .confirm-box")).to_be_visible()
+    page.locator("#cohort-confirm").get_by_role("link", name="Cancel").click()
+    expect(row.locator(".badge")).to_have_text("closed")
+    row.get_by_role("link", name="Re-open…").click()
+    page.locator("#cohort-confirm").get_by_label("Reason").fill("one more worker needed")
+    page.locator("#cohort-confirm").get_by_role("button", name="Re-open the cohort").click()
+    expect(page.locator(".messages")).to_contain_text("Re-opened SST-2 10-shot.")
+    expect(row.locator(".badge")).to_have_text("open")
+    reasons = list(AuditEvent.objects.filter(study=study, action__in=("close cohort", "reopen cohort"))
+                   .order_by("at").values_list("action", "actor", "reason"))
+    assert reasons == [("close cohort", "alice", "sst2 10-shot: pilot <enough> data"),
+                       ("reopen cohort", "alice", "sst2 10-shot: one more worker needed")]
+
+    # Without JavaScript: the same links open a confirmation page; back to the cohort page after it.
+    plain = pages.new(viewport=WIDTHS[size], java_script_enabled=False)
+    _log_in(plain, f"/dashboard/cohorts/{cohort.pk}/")
+    plain.locator(".cohort-actions").get_by_role("link", name="Close…").click()
+    assert plain.url.endswith(f"/dashboard/cohorts/{cohort.pk}/close/?back=cohort")
+    expect(plain.get_by_role("heading", name="Close SST-2 · 10 shots?")).to_be_visible()
+    _no_sideways_scroll(plain)
+    _shoot(plain, "close-confirm-page", size)
+    plain.get_by_label("Reason").fill("closing without JavaScript")
+    plain.get_by_role("button", name="Close the cohort").click()
+    assert plain.url.endswith(f"/dashboard/cohorts/{cohort.pk}/")
+    expect(plain.locator(".messages")).to_contain_text("Closed SST-2 10-shot.")
+    expect(plain.locator(".cohort-recruitment .badge")).to_have_text("closed")
+    expect(plain.locator("table").last).to_contain_text("closing without JavaScript")  # the cohort's events
+    plain.locator(".cohort-actions").get_by_role("link", name="Re-open…").click()
+    plain.get_by_label("Reason").fill("re-opening without JavaScript")
+    plain.get_by_role("button", name="Re-open the cohort").click()
+    expect(plain.locator(".cohort-recruitment .badge")).to_have_text("open")
+    assert Cohort.objects.get(pk=cohort.pk).closed_at is None
+
+
+def _busy_study(user):
+    """A study with something on every page: progress, a worker at chance, an idle one, results."""
+    study = make_study(tasks=("sst2", "conll03"), shots=(0, 10), created_by=user, workers_per_cohort=3,
+                       name="Pilot: SST-2 and CoNLL03", filter_fraction=0.5)
+    zero = cohort_of(study, "sst2", 0)
+    for i in range(3):
+        worker = enroll(zero, f"DONE-{i}")
+        while Enrollment.objects.get(pk=worker.pk).state != Enrollment.State.COMPLETED:
+            answer_current(worker, right=i != 1)
+    ten = cohort_of(study, "sst2", 10)
+    guesser = enroll(ten, "GUESSER-5f3a9c2e81")
+    while Enrollment.objects.get(pk=guesser.pk).state == Enrollment.State.TRAINING:
+        answer_current(guesser, right=False)
+    quiet = enroll(ten, "QUIET-77b1d0")
+    answer_current(quiet)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Answer.objects.filter(enrollment=quiet).update(answered_at=an_hour_ago)
+    Enrollment.objects.filter(pk=quiet.pk).update(enrolled_at=an_hour_ago, current_served_at=an_hour_ago)
+    Cohort.objects.filter(pk=cohort_of(study, "conll03", 10).pk).update(launched_at=None)
+    fake_model_rows(study)
+    return study, ten, guesser, quiet
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_every_dashboard_page_fits_and_is_screenshotted(pages, demo_data, size):
+    user = _researcher()
+    study, ten, guesser, quiet = _busy_study(user)
+    page = pages.new(viewport=WIDTHS[size])
+    _log_in(page, "/dashboard/")
+    for name, url in (("study-list", "/dashboard/"), ("study-new", "/dashboard/studies/new/"),
+                      ("study", f"/dashboard/studies/{study.pk}/"), ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
+                      ("results", f"/dashboard/studies/{study.pk}/results/"),
+                      ("confirm", f"/dashboard/cohorts/{ten.pk}/close/")):
+        page.goto(url)
+        expect(page.locator("h1")).to_be_visible()
+        _shoot(page, name, size)
+        _no_sideways_scroll(page)
+        if name == "study":
+            expect(page.locator(".launch-notice")).to_contain_text("1 cohort not launched")
+            cell = page.locator(f'#grid td[data-cohort="{ten.pk}"]')
+            expect(cell.locator(".n-idle")).to_have_text("1")
+            expect(cell.locator(".n-below-chance")).to_have_text("1")
+        if name == "cohort":
+            expect(page.locator(f"#enrollment-{guesser.pk} .flag.below-chance")).to_be_visible()
+            expect(page.locator(f"#enrollment-{quiet.pk} .flag.idle")).to_be_visible()
+            expect(page.locator(f"#enrollment-{guesser.pk} .flag.idle")).to_have_count(0)
+        if name == "study-new":
+            expect(page.get_by_label("Launch every cohort now")).to_be_checked()
