@@ -14,8 +14,11 @@ from django.db.models import Avg
 from annotation.models import Answer, Enrollment, Study
 from annotation.selectors import RESULT_STATES, cohort_key, study_cohorts
 from baselines.models import BaselineRun
+from tasks_data.s1 import check_mrc_gold, item_s1
 
+from .majority import majority_s1
 from .stats import mean_std, paired_gap
+from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
 
 
 def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
@@ -101,3 +104,76 @@ def model_rows(study: Study | None = None) -> list[dict]:
         if cell:
             row.update(paired_gap(cell, model.get((row["task"], row["method"], row["model"], row["shots"]), {})))
     return rows
+
+
+# ---------------------------------------------------------------- the table's cells, with their extras
+
+DEFAULT_TARGET_POINTS = 5.0  # the planner's default target: a 95% interval of ± 5 S1 points
+
+
+def _cohort_answers(study: Study) -> dict[int, dict[int, dict[int, tuple[list[str], float, list[str]]]]]:
+    """{cohort id: {enrollment id: {example id: (texts, stored S1, gold)}}} of completed annotators' test
+    answers (one query)."""
+    out: dict[int, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
+    for cohort_id, enrollment_id, example_id, texts, s1, gold in (
+            Answer.objects.filter(enrollment__cohort__study=study, enrollment__state__in=RESULT_STATES,
+                                  step=Answer.Step.TEST).order_by()
+            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts", "s1", "example__gold")):
+        out[cohort_id][enrollment_id][example_id] = (texts, s1, gold)
+    return out
+
+
+def _scores(per_item: dict, rescore: bool, mrc_gold: str) -> dict[int, float]:
+    """Per-item S1 of one annotator: as stored (the default MRC reading), or rescored under ``mrc_gold``."""
+    if not rescore:
+        return {item: s1 for item, (_texts, s1, _gold) in per_item.items()}
+    return {item: item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
+            for item, (texts, _s1, gold) in per_item.items()}
+
+
+def _interval(scores: dict) -> tuple[float, float] | None:
+    try:
+        interval = bootstrap_interval(cell_matrix(scores))
+    except ValueError:  # fewer than 2 annotators or items, or annotators who answered different items
+        return None
+    # S1 lies in [0, 1]: so does its mean (the small-sample widening can push a bound past it).
+    return 100 * max(interval.low, 0.0), 100 * min(interval.high, 1.0)
+
+
+def _planned(scores: dict, target_points: float) -> int | None:
+    try:
+        return annotators_needed(cell_matrix(scores), 2 * target_points / 100)
+    except ValueError:
+        return None
+
+
+def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = DEFAULT_TARGET_POINTS) -> list[dict]:
+    """Table 5's human cells with their extras, one per cohort, in table order (2 queries).
+
+    Each cell has ``human_cells``' keys, S1 read with ``mrc_gold`` (the stored answers rescored
+    for "set"), plus ``ci_low``/``ci_high`` (percent: the 95% two-level bootstrap interval of
+    ``results.uncertainty``; None below 2 annotators), ``majority`` (percent: S1 of the cohort's
+    majority answer, ``results.majority``; None without annotators), ``planned`` (annotators a
+    cell needs for a 95% interval of ± ``target_points``, from this cohort's variance; None when
+    it cannot be estimated or 1000 are not enough) and ``target_points``.
+    """
+    check_mrc_gold(mrc_gold)
+    answers = _cohort_answers(study)
+    out = []
+    for cohort in study_cohorts(study):
+        kind = cohort.task.spec.answer_kind
+        by_annotator = answers.get(cohort.pk, {})
+        rescore = mrc_gold != "best" and kind.gold_is_alternatives
+        scores = {e: _scores(per_item, rescore, mrc_gold) for e, per_item in by_annotator.items()}
+        mean, std = mean_std(100 * statistics.fmean(s.values()) for s in scores.values() if s)
+        cell = {"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(scores),
+                "ci_low": None, "ci_high": None, "majority": None, "planned": None, "target_points": target_points}
+        if len(scores) >= 2:
+            cell["ci_low"], cell["ci_high"] = _interval(scores) or (None, None)
+            cell["planned"] = _planned(scores, target_points)
+        if scores:
+            golds = {item: gold for per_item in by_annotator.values() for item, (_t, _s, gold) in per_item.items()}
+            texts = {e: {item: t for item, (t, _s, _g) in per_item.items()} for e, per_item in by_annotator.items()}
+            cell["majority"] = 100 * majority_s1(texts, golds, kind, mrc_gold=mrc_gold)
+        out.append(cell)
+    return out

@@ -31,8 +31,11 @@ CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "
 AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
 
 
-def study_table(study: Study, *, with_baselines: bool = False) -> Table:
-    return build_table(cells.human_cells(study), cells.model_rows(study) if with_baselines else ())
+def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
+    """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
+    model rows; MRC cells read with ``mrc_gold`` (model rows keep the default reading)."""
+    return build_table(cells.table_cells(study, mrc_gold=mrc_gold), cells.model_rows(study) if with_baselines else (),
+                       mrc_gold=mrc_gold)
 
 
 def export_rows(study: Study, kind: str, *, include_all: bool = False) -> tuple[list[dict], tuple[str, ...]]:

@@ -29,6 +29,7 @@ from .table import MISSING, Table
 
 SHOTS_LABEL = "#Shots"
 METHOD_LABEL = "Method"
+CI_LABEL = "95% CI"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -59,11 +60,25 @@ def json_value(value):
 # ---------------------------------------------------------------- the table
 
 
-def table_frame(table: Table, *, safe: bool = False) -> pd.DataFrame:
-    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with model rows."""
+def table_frame(table: Table, *, safe: bool = False, interval_columns: bool = False) -> pd.DataFrame:
+    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with other rows.
+
+    Cells read "mean ± std [low, high]" (the 95% interval beside them); with ``interval_columns``
+    (CSV) they read "mean ± std" and the intervals follow as numeric columns
+    "<task> 95% CI low" / "<task> 95% CI high", after the task columns.
+    """
     label = neutralise if safe else (lambda v: v)
-    data = [[c.text for c in row.cells] for row in table.rows]
+    if interval_columns:
+        data = [[c.text for c in row.cells] for row in table.rows]
+    else:
+        data = [[c.full_text for c in row.cells] for row in table.rows]
     columns = [label(c) for c in table.columns]
+    if interval_columns and table.has_intervals:
+        for i, name in enumerate(table.columns):
+            columns += [label(f"{name} {CI_LABEL} low"), label(f"{name} {CI_LABEL} high")]
+            for row, values in zip(table.rows, data, strict=True):
+                ci = row.cells[i].ci
+                values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
     if table.has_models:
         index = pd.MultiIndex.from_tuples([(label(r.method), str(r.shots)) for r in table.rows],
                                           names=[METHOD_LABEL, SHOTS_LABEL])
@@ -108,7 +123,7 @@ def _tex(table: Table) -> str:
     tex.columns = [latex_escape(c) for c in tex.columns]
     tex.index = tex.index.map(lambda k: tuple(latex_escape(x) for x in k) if isinstance(k, tuple) else latex_escape(k))
     tex.index.names = [latex_escape(n) if n else n for n in frame.index.names]
-    caption = ("Human performance on the test set: " + latex_escape(table.note)).replace("±", r"$\pm$")
+    caption = ("Human performance on the test set: " + latex_escape(table.caption)).replace("±", r"$\pm$")
     return tex.to_latex(escape=False, caption=caption, label="tab:human-performance",
                         column_format="l" * tex.index.nlevels + "c" * len(tex.columns))
 
@@ -119,8 +134,19 @@ def _json(table: Table) -> str:
         "unit": "percent",
         "std_ddof": STD_DDOF,
         "note": table.note,
+        "mrc_gold": table.mrc_gold,
         "cells": [{k: json_value(c.get(k)) for k in ("task", "shots", "mean", "std", "n")} for c in table.cells],
     }
+    if table.mrc_gold_note:
+        payload["mrc_gold_note"] = table.mrc_gold_note
+    # Extras of results.cells.table_cells, beside the cells (whose keys stay as they are).
+    if any("ci_low" in c for c in table.cells):
+        payload["intervals"] = [{"task": c["task"], "shots": c["shots"], "confidence": 0.95,
+                                 "low": json_value(c.get("ci_low")), "high": json_value(c.get("ci_high"))}
+                                for c in table.cells]
+    if any("majority" in c for c in table.cells):
+        payload["majority"] = [{"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")),
+                                "n": c.get("n")} for c in table.cells]
     if table.model_rows:
         payload["model_rows"] = [{k: json_value(v) for k, v in row.items()} for row in table.model_rows]
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
@@ -141,11 +167,12 @@ class Writer:
 
 TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
     Writer("html", "HTML", "text/html; charset=utf-8", _html, download=False),
+    # CSV is a plain header and rows: its notes are in the JSON (note, mrc_gold_note).
     Writer("csv", "CSV", "text/csv; charset=utf-8",
-           lambda t: f"# {t.note}\n" + table_frame(t, safe=True).to_csv()),
+           lambda t: table_frame(t, safe=True, interval_columns=True).to_csv()),
     Writer("json", "JSON", "application/json", _json),
     Writer("md", "Markdown", "text/markdown; charset=utf-8",
-           lambda t: markdown(table_frame(t, safe=True), caption=t.note)),
+           lambda t: markdown(table_frame(t, safe=True), caption=t.caption)),
     Writer("tex", "LaTeX", "application/x-tex; charset=utf-8", _tex),
 )}
 TABLE_FORMATS = tuple(fmt for fmt, w in TABLE_WRITERS.items() if w.download)  # csv, json, md, tex
