@@ -213,6 +213,9 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
     for r in rows:
         e = r["enrollment"]
         r["spark"] = presentation.sparkline(r["learning_curve"])
+        r["quirks"] = sum(r["learning_curve_unproducible"])  # training items whose gold cannot be marked exactly
+        for bar, quirk in zip((r["spark"] or {}).get("bars", ()), r["learning_curve_unproducible"], strict=False):
+            bar["quirk"] = quirk
         r["active"] = presentation.duration(r["active_seconds"])
         r["can_filter"] = can_filter(e.state, r["test_done"])
         r["can_reinstate"] = can_reinstate(e.state)

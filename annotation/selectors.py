@@ -128,12 +128,17 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     """Progress, time and pay of the given enrollments (2 queries whatever their number)."""
     ids = [e.pk for e in enrollments]
     curves: dict[int, list[float]] = defaultdict(list)
+    unproducible: dict[int, list[bool]] = defaultdict(list)
     test_s1s: dict[int, list[float]] = defaultdict(list)
     times: dict[int, list] = defaultdict(list)
-    for enrollment_id, step, s1, answered_at in (Answer.objects.filter(enrollment_id__in=ids)
-                                                 .order_by("enrollment_id", "step", "position")
-                                                 .values_list("enrollment_id", "step", "s1", "answered_at")):
-        (curves if step == Answer.Step.TRAINING else test_s1s)[enrollment_id].append(s1)
+    for enrollment_id, step, s1, answered_at, quirk in (
+            Answer.objects.filter(enrollment_id__in=ids).order_by("enrollment_id", "step", "position")
+            .values_list("enrollment_id", "step", "s1", "answered_at", "example__gold_unproducible")):
+        if step == Answer.Step.TRAINING:
+            curves[enrollment_id].append(s1)
+            unproducible[enrollment_id].append(quirk)
+        else:
+            test_s1s[enrollment_id].append(s1)
         times[enrollment_id].append(answered_at)
     n_test = test_item_counts({e.task_id for e in enrollments})
     rows = []
@@ -152,6 +157,7 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
             "enrolled_at": e.enrolled_at,
             "training_s1": e.training_s1,
             "learning_curve": curves[e.pk],
+            "learning_curve_unproducible": unproducible[e.pk],  # per training item: gold cannot be marked exactly
             "training_done": len(curves[e.pk]),
             "test_done": len(test),
             "test_total": n_test.get(e.task_id, 0),

@@ -69,6 +69,8 @@ def submit_payload(result: services.SubmitResult, enrollment) -> dict:
     if result.step == "training":
         payload["gold"] = list(result.gold or [])
         payload["s1"] = result.s1
+        # The data's quirk: this gold cannot be marked exactly; the item is not held against the worker.
+        payload["gold_unproducible"] = result.answer.example.gold_unproducible
     payload["completion"] = completion_payload(enrollment)
     return payload
 
@@ -114,6 +116,9 @@ class SubmitResultSerializer(serializers.Serializer):
     gold = serializers.ListField(child=serializers.CharField(), required=False,
                                  help_text="Training step only: the gold answer (MRC: its alternatives).")
     s1 = serializers.FloatField(required=False, help_text="Training step only: S1 (0-1) of this answer.")
+    gold_unproducible = serializers.BooleanField(
+        required=False, help_text="Training step only: the gold cannot be marked exactly in the text (a quirk of the "
+                                  "data); the item is left out of the training S1 that filters.")
     completion = CompletionSerializer(allow_null=True)
 
 

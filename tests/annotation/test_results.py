@@ -249,7 +249,7 @@ def test_learning_curves(study):
     assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8
     assert b[-1]["running_s1"] == pytest.approx(0.8)
     csv = run("export_results", "--study", str(study.pk), "--kind", "learning_curves")
-    assert csv.splitlines()[0] == "enrollment_id,worker,task,shots,position,s1,running_s1"
+    assert csv.splitlines()[0] == "enrollment_id,worker,task,shots,position,s1,running_s1,gold_unproducible"
     assert len(csv.splitlines()) == 1 + 30
 
 
