@@ -217,12 +217,14 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
         for bar, quirk in zip((r["spark"] or {}).get("bars", ()), r["learning_curve_unproducible"], strict=False):
             bar["quirk"] = quirk
         r["active"] = presentation.duration(r["active_seconds"])
+        r["gaps"] = [presentation.duration(g) for g in r["longest_gaps"]]
         r["can_filter"] = can_filter(e.state, r["test_done"])
         r["can_reinstate"] = can_reinstate(e.state)
         r["errors"] = (errors or {}).get(e.pk, [])
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
     grid = next((g for g in selectors.study_grid(cohort.study) if g["cohort"].pk == cohort.pk), None)
     ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "join_url": join_url(request, cohort),
+           "min_answer_seconds": cohort.task.spec.min_answer_seconds,
            "events": selectors.audit_log(cohort.study).filter(enrollment__cohort=cohort).order_by("-at", "-id")[:30]}
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)
 

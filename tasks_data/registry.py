@@ -61,6 +61,10 @@ class TaskSpec:
     train_rows_per_shot: int = 1
     # Extra per-line fields the CLUES files carry, kept on the example.
     extra_fields: tuple[str, ...] = ()
+    # Answer-time signal (cohort page, annotator export): a test answer given faster than this, from
+    # the item being served to the answer, is too fast to have read the item. Set per task from
+    # what must be read: a value well under a careful reader's time, so that only skimming shows.
+    min_answer_seconds: float = 2.0
 
     @property
     def test_filename(self) -> str:
@@ -92,6 +96,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="SST-2",
             clues_prefix="sst",
+            min_answer_seconds=1.5,  # one sentence, often a few words, and one click
         ),
         TaskSpec(
             slug="mnli",
@@ -108,6 +113,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="MNLI",
             clues_prefix="mnli",
+            min_answer_seconds=3.0,  # two sentences to read and compare
             context_is_pair=True,
             extra_fields=("genre",),
         ),
@@ -119,6 +125,7 @@ TASKS: dict[str, TaskSpec] = {
             description=_NER_DESCRIPTION + " The texts are sentences from news articles.",
             clues_folder="CoNLL2003",
             clues_prefix="conll",
+            min_answer_seconds=2.0,  # one sentence, scanned for one kind of name, "none" is one click
             train_rows_per_shot=3,
         ),
         TaskSpec(
@@ -129,6 +136,7 @@ TASKS: dict[str, TaskSpec] = {
             description=_NER_DESCRIPTION + " The texts are fragments of Wikipedia articles.",
             clues_folder="WikiANN_EN",
             clues_prefix="wikiann",
+            min_answer_seconds=1.5,  # short fragments
             train_rows_per_shot=3,
         ),
         TaskSpec(
@@ -143,6 +151,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="SQuAD-v2",
             clues_prefix="squad-v2",
+            min_answer_seconds=5.0,  # a paragraph and a question: no answer can be found or ruled out faster
             extra_fields=("is_impossible",),
         ),
         TaskSpec(
@@ -156,6 +165,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="ReCoRD",
             clues_prefix="record",
+            min_answer_seconds=5.0,  # a news article and a cloze sentence
             extra_fields=("entities",),
         ),
     )
