@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from tasks_data.registry import TASKS
 from tasks_data.selectors import unproducible_training_counts
 
-from . import presentation, selectors, services
+from . import attention, presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
 from .models import Cohort, Enrollment, Study
 from .protocol import TransitionNotAllowed, can_filter, can_reinstate, cohort_status
@@ -210,8 +210,10 @@ def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
 def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,
                  posted: dict | None = None) -> HttpResponse:
     rows = selectors.cohort_enrollments(cohort)
+    checks = attention.cohort_results(cohort) if cohort.study.has_attention_checks else {}
     for r in rows:
         e = r["enrollment"]
+        r["attention"] = checks.get(e.pk)  # answered and failed attention checks: shown, never acted on
         r["spark"] = presentation.sparkline(r["learning_curve"])
         r["quirks"] = sum(r["learning_curve_unproducible"])  # training items whose gold cannot be marked exactly
         for bar, quirk in zip((r["spark"] or {}).get("bars", ()), r["learning_curve_unproducible"], strict=False):
@@ -224,6 +226,7 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
     grid = next((g for g in selectors.study_grid(cohort.study) if g["cohort"].pk == cohort.pk), None)
     ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "join_url": join_url(request, cohort),
+           "has_checks": cohort.study.has_attention_checks,
            "min_answer_seconds": cohort.task.spec.min_answer_seconds,
            "events": selectors.audit_log(cohort.study).filter(enrollment__cohort=cohort).order_by("-at", "-id")[:30]}
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)
