@@ -14,7 +14,9 @@ from django.db.models import Avg
 from annotation.models import Answer, Enrollment, Study
 from annotation.selectors import RESULT_STATES, cohort_key, study_cohorts
 from baselines.models import BaselineRun
-from tasks_data.s1 import check_mrc_gold, item_s1
+from tasks_data.models import Example
+from tasks_data.registry import TASKS
+from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 
 from .majority import majority_s1
 from .stats import mean_std, paired_gap
@@ -70,15 +72,35 @@ def model_cells(runs) -> list[dict]:
     return rows
 
 
-def _human_item_means(study) -> dict[tuple[str, int], dict[str, float]]:
-    """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators."""
+def _human_item_means(study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
+    """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators (MRC read by
+    ``mrc_gold``: the stored answers rescored for "set")."""
     answers = Answer.objects.filter(
         step=Answer.Step.TEST, enrollment__state=Enrollment.State.COMPLETED, enrollment__cohort__study=study,
-    ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1")
+    ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1", "texts",
+                  "example__gold")
     sums: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for task, shots, clues_id, s1 in answers:
+    for task, shots, clues_id, s1, texts, gold in answers:
+        if mrc_gold != "best" and task in TASKS and TASKS[task].answer_kind.gold_is_alternatives:
+            s1 = item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
         sums[(task, shots)][clues_id].append(s1)
     return {cell: {i: statistics.fmean(v) for i, v in items.items()} for cell, items in sums.items()}
+
+
+def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
+    """MRC runs rescored from their stored predictions under ``mrc_gold`` (on the instances, never saved;
+    runs store S1 under the default reading). One query for the gold, none when nothing is rescored."""
+    mrc = [r for r in runs if mrc_gold != "best" and r.task.spec.answer_kind.gold_is_alternatives and r.predictions]
+    if not mrc:
+        return runs
+    golds = {(task_id, clues_id): gold for task_id, clues_id, gold in
+             Example.objects.filter(task_id__in={r.task_id for r in mrc}, role=Example.Role.TEST)
+             .values_list("task_id", "clues_id", "gold")}
+    for run in mrc:
+        run.item_scores = [item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True,
+                                   mrc_gold=mrc_gold) for p in run.predictions]
+        run.s1 = corpus_s1(run.item_scores)
+    return runs
 
 
 def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
@@ -90,20 +112,36 @@ def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
 
 
-def model_rows(study: Study | None = None) -> list[dict]:
+def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
     """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
-    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``."""
-    runs = list(_completed_runs())
+    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``.
+    MRC cells read with ``mrc_gold``, the human and the model side alike."""
+    runs = _rescored(list(_completed_runs()), check_mrc_gold(mrc_gold))
     rows = model_cells(runs)
     if study is None:
         return rows
-    human = _human_item_means(study)
+    human = _human_item_means(study, mrc_gold)
     model = _model_item_means(runs)
     for row in rows:
         cell = human.get((row["task"], row["shots"]))
         if cell:
             row.update(paired_gap(cell, model.get((row["task"], row["method"], row["model"], row["shots"]), {})))
     return rows
+
+
+def annotator_test_s1_read(study: Study, mrc_gold: str) -> dict[int, float]:
+    """{enrollment id: test S1 0-1} of completed annotators of MRC cohorts, rescored under ``mrc_gold``
+    from their stored answers (1 query; empty for the default reading, which is what is stored)."""
+    if check_mrc_gold(mrc_gold) == "best":
+        return {}
+    out = {}
+    # The "set" reading of a non-MRC gold is the plain set S1 that is stored: rescoring every cohort is exact.
+    for by_annotator in _cohort_answers(study).values():
+        for enrollment_id, per_item in by_annotator.items():
+            scores = [item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
+                      for texts, _s1, gold in per_item.values()]
+            out[enrollment_id] = statistics.fmean(scores)
+    return out
 
 
 # ---------------------------------------------------------------- the table's cells, with their extras

@@ -17,7 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from annotation import selectors, services
+from annotation import services
 from annotation.api import ResearcherView
 from annotation.dashboard_views import researcher_required, study_for
 from annotation.models import Enrollment
@@ -33,10 +33,10 @@ from .table import NOTE, build_table
 log = logging.getLogger(__name__)
 
 
-def _model_rows(study) -> tuple[list[dict], str]:
+def _model_rows(study, mrc_gold: str = "best") -> tuple[list[dict], str]:
     """(rows, note): the model rows beside a study; none, with a note, when they cannot be computed."""
     try:
-        return cells.model_rows(study), ""
+        return cells.model_rows(study, mrc_gold=mrc_gold), ""
     except Exception as exc:  # broken baseline data must not take the human results down with it
         log.exception("model rows of study %s failed", study.pk)
         return [], f"Model rows could not be loaded ({type(exc).__name__})."
@@ -84,7 +84,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
-    rows, note = _model_rows(study)
+    rows, note = _model_rows(study, mrc_gold)
     rows = [r for r in rows if r["task"] in study.tasks]
     agree = agreement.cohort_agreement(study)
     for a in agree:
@@ -113,7 +113,7 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    rows = _model_rows(study)[0] if request.GET.get("models") == "1" else []
+    rows = _model_rows(study, mrc_gold)[0] if request.GET.get("models") == "1" else []
     text = formats.render(build_table(cells.table_cells(study, mrc_gold=mrc_gold), rows, mrc_gold=mrc_gold), fmt)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
     suffix = "_with_models" if rows else ""
@@ -155,7 +155,7 @@ class StudyResultsView(ResearcherView):
             "std_ddof": STD_DDOF,
             "mrc_gold": mrc_gold,
             "cells": table.cells,
-            "annotators": selectors.annotator_rows(study),
+            "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
             "agreement": agreement.cohort_agreement(study),
         }
         if table.mrc_gold_note:
@@ -174,7 +174,8 @@ class StudyExportView(ResearcherView):
             OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=exports.EXPORT_KINDS),
             OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
             OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
-            OpenApiParameter("mrc_gold", str, enum=MRC_GOLD, description="table: how MRC gold lists are read"),
+            OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
+                             description="table, annotators: how MRC gold lists are read"),
             OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
@@ -194,7 +195,8 @@ class StudyExportView(ResearcherView):
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
                 fmt = request.query_params.get("fmt", "csv")
-                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"))
+                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"),
+                                                    mrc_gold=mrc_gold_param(request.query_params))
                 body = formats.render_rows(rows, fmt, columns=columns)
             else:
                 return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},

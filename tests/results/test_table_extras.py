@@ -168,3 +168,47 @@ def test_an_unfinished_worker_changes_no_extra(sst):
     unfinished = join(cohort(sst, "sst2", 10), "U")
     services.submit_answer(unfinished.pk, services.current_item(unfinished.pk).item.pk, ["negative"])
     assert table_cells(sst) == before
+
+
+def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
+    from baselines.models import BaselineRun
+
+    study = _squad_study(researcher)
+    client = _client(researcher)
+    url = f"/api/studies/{study.pk}/export/annotators/"
+    best = json.loads(client.get(url, {"fmt": "json"}).content)["rows"]
+    as_set_ = json.loads(client.get(url, {"fmt": "json", "mrc_gold": "set"}).content)["rows"]
+    a = study.cohorts.get().enrollments.get(worker__external_id="A")
+    answers = a.answers.select_related("example")
+    expected = sum(item_s1(x.texts, x.example.gold, alternatives=True, mrc_gold="set") for x in answers) / 4
+    by_best, by_set = ({r["worker"]: r["test_s1"] for r in rows} for rows in (best, as_set_))
+    assert by_best["A"] == pytest.approx(1.0) and by_set["A"] == pytest.approx(expected) and expected < 1.0
+    out = io.StringIO()
+    call_command("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "json",
+                 "--mrc-gold", "set", stdout=out)
+    assert {r["worker"]: r["test_s1"] for r in json.loads(out.getvalue())["rows"]} == by_set
+
+    # A model that predicts every published answer at once: below 1 under "best" on multi-answer items, and
+    # exactly the gold set under "set". Rescored from its stored predictions, not from its stored S1.
+    tests = list(Example.objects.filter(task__slug="squad2", role="test").order_by("position"))
+    predictions = [{"id": e.clues_id, "prediction": list(e.gold)} for e in tests]
+    best_scores = [item_s1(e.gold, e.gold, alternatives=True) for e in tests]
+    BaselineRun.objects.create(task=tests[0].task, method="oracle", model="all-answers", shots=0, split=1, seed=0,
+                               status=BaselineRun.Status.COMPLETED, s1=sum(best_scores) / 4,
+                               predictions=predictions, item_scores=best_scores)
+    table = f"/api/studies/{study.pk}/export/table/"
+    rows_best = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1"}).content)["model_rows"]
+    rows_set = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1", "mrc_gold": "set"})
+                          .content)["model_rows"]
+    assert rows_best[0]["mean"] == pytest.approx(100 * sum(best_scores) / 4) and sum(best_scores) < 4
+    assert rows_set[0]["mean"] == pytest.approx(100.0)
+    # The gap is human minus model under the same reading.
+    assert rows_set[0]["diff"] == pytest.approx(100 * expected - 100.0)
+
+
+def test_the_table_with_its_extras_takes_two_queries(sst, django_assert_max_num_queries):
+    with django_assert_max_num_queries(2):
+        table_cells(sst)
+    complete(cohort(sst, "sst2", 0), "Z")
+    with django_assert_max_num_queries(2):
+        assert [c["n"] for c in table_cells(sst)] == [1, 3]

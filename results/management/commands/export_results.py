@@ -24,8 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--with-baselines", action="store_true",
                             help="table: add the model rows of the completed baseline runs")
         parser.add_argument("--mrc-gold", choices=MRC_GOLD, default=MRC_GOLD[0],
-                            help="table: how MRC gold lists are read: best single alternative (default, the SQuAD "
-                                 "convention) or the published list as one gold set (the literal eval/S1.py)")
+                            help="table and annotators: how MRC gold lists are read: best single alternative "
+                                 "(default, the SQuAD convention) or the published list as one gold set "
+                                 "(the literal eval/S1.py)")
         parser.add_argument("--all", dest="include_all", action="store_true",
                             help="annotators: every enrollment (filtered, withdrawn...), not only completed ones")
         parser.add_argument("--enrollment", type=int, default=None,
@@ -40,9 +41,9 @@ class Command(BaseCommand):
             kind = "annotators"
         if with_baselines and kind != "table":
             raise CommandError("--with-baselines applies to the table (--kind table)")
-        if mrc_gold != MRC_GOLD[0] and kind != "table":
-            raise CommandError("--mrc-gold applies to the table (--kind table); prediction files carry answers, "
-                               "not scores: score them with `manage.py score --mrc-gold`")
+        if mrc_gold != MRC_GOLD[0] and kind not in ("table", "annotators"):
+            raise CommandError("--mrc-gold applies to the table and the annotators' rows; prediction files carry "
+                               "answers, not scores: score them with `manage.py score --mrc-gold`")
         try:
             if kind == "table":
                 fmt = fmt or "md"
@@ -56,7 +57,7 @@ class Command(BaseCommand):
                 fmt = fmt or "csv"
                 if fmt not in formats.ROW_FORMATS:
                     raise CommandError(f"--format: {kind} is written as {', '.join(formats.ROW_FORMATS)}")
-                rows, columns = exports.export_rows(study_row, kind, include_all=include_all)
+                rows, columns = exports.export_rows(study_row, kind, include_all=include_all, mrc_gold=mrc_gold)
                 data = formats.render_rows(rows, fmt, columns=columns)
         except formats.ExportError as exc:
             raise CommandError(str(exc)) from None
