@@ -26,8 +26,8 @@ from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
 ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1", "test_s1",
-                     "training_done", "test_done", "test_total", "items_answered", "active_seconds", "pay",
-                     "fast_answer_share", "longest_idle_seconds")
+                     "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
+                     "longest_idle_seconds", "active_seconds", "pay")
 CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1", "gold_unproducible")
 AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
 
