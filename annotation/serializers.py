@@ -236,6 +236,14 @@ class TableCellSerializer(serializers.Serializer):
     mean = serializers.FloatField(allow_null=True, help_text="Percent.")
     std = serializers.FloatField(allow_null=True, help_text="Percent, sample std (ddof=1); null when n < 2.")
     n = serializers.IntegerField()
+    ci_low = serializers.FloatField(allow_null=True, required=False,
+                                    help_text="Percent: 95% two-level bootstrap interval (annotators and items).")
+    ci_high = serializers.FloatField(allow_null=True, required=False)
+    majority = serializers.FloatField(allow_null=True, required=False,
+                                      help_text="Percent: S1 of the cohort's majority answer.")
+    planned = serializers.IntegerField(allow_null=True, required=False,
+                                       help_text="Annotators needed for a 95% interval of ± target_points.")
+    target_points = serializers.FloatField(required=False)
 
 
 class AgreementRowSerializer(serializers.Serializer):
@@ -249,6 +257,8 @@ class AgreementRowSerializer(serializers.Serializer):
 
 class ResultsSerializer(serializers.Serializer):
     std_ddof = serializers.IntegerField()
+    mrc_gold = serializers.ChoiceField(choices=["best", "set"], help_text="How MRC gold lists were read.")
+    mrc_gold_note = serializers.CharField(required=False, help_text="With an MRC task: the MRC gold rule.")
     cells = TableCellSerializer(many=True)
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)
