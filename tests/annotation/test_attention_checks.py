@@ -159,3 +159,33 @@ def test_a_span_check_marks_a_word(researcher):
     assert worker.answer(item["id"], []).status_code == 409  # answered once, like any item
     assert AttentionAnswer.objects.get().passed and not Answer.objects.exists()
     assert worker.current().json()["item"]["id"] != item["id"]
+
+
+def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    trim_test_set("sst2", N_TEST)
+    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher)
+    assert _researcher_client(researcher).post(f"/dashboard/studies/{study.pk}/attention-checks/",
+                                               CHECK).status_code == 302
+    worker = WorkerClient(cohort(study, "sst2", 0), "Q")
+    counts = []
+    while True:
+        with CaptureQueriesContext(connection) as current:
+            state = worker.current().json()
+        if state["item"] is None:
+            break
+        item = state["item"]
+        answer = ["negative"] if item["question"] == CHECK["question"] else gold_answer(
+            Example.objects.select_related("task").get(pk=item["id"]))
+        with CaptureQueriesContext(connection) as answered:
+            assert worker.answer(item["id"], answer).status_code == 201
+        counts.append((len(current), len(answered)))
+    # One statement more than tests/hardening/test_query_counts.py's ceilings (the checks' lookup), the
+    # same at every item; the check itself costs no more (it is not read from the test file). The last
+    # answer also completes the step.
+    items = counts[:1] + counts[2:-1]
+    (current, answer), (check_current, check_answer) = items[0], counts[1]
+    assert len(set(items)) == 1 and check_current <= current and check_answer <= answer, counts
+    assert current <= 4 + 1 and answer <= 8 + 1, counts
