@@ -39,5 +39,6 @@ def attention_checks(request: HttpRequest, study_id: int) -> HttpResponse:
                 return redirect("dashboard-attention-checks", study_id=study.pk)
     checks = AttentionCheck.objects.filter(study=study).select_related("task").order_by("task_id", "position", "id")
     ctx = {"study": study, "checks": checks, "errors": errors, "posted": posted,
+           "max_question": AttentionCheck.MAX_QUESTION, "max_context": AttentionCheck.MAX_CONTEXT,
            "tasks": [(slug, TASKS[slug].name, ", ".join(TASKS[slug].labels)) for slug in study.tasks if slug in TASKS]}
     return render(request, "dashboard/attention_checks.html", ctx, status=400 if errors else 200)
