@@ -74,6 +74,8 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
         raise ValidationError({"position": f"between 0 and {n_test - 1} (before that test item)"})
     if not question.strip() or not context.strip():
         raise ValidationError({"question": "write the instruction and the text"})
+    if len(context) > AttentionCheck.MAX_CONTEXT:  # a TextField's max_length is not a validator
+        raise ValidationError({"context": f"at most {AttentionCheck.MAX_CONTEXT} characters"})
     if Enrollment.objects.filter(cohort__study=study, cohort__task=task_row).exists():
         raise ValidationError({"task": "workers have already joined this task's cohorts: every worker of a cohort "
                                        "must see the same checks"})

@@ -121,7 +121,8 @@ def test_writing_checks_is_the_owner_s_and_bad_checks_are_refused(researcher):
     assert _researcher_client(other).post(url, CHECK).status_code == 404
     client = _researcher_client(researcher)
     for change, message in [({"expected": "maybe"}, "labels"), ({"position": str(N_TEST)}, "position"),
-                            ({"position": "x"}, "whole number"), ({"task": "mnli"}, "not a task of this study")]:
+                            ({"position": "x"}, "whole number"), ({"task": "mnli"}, "not a task of this study"),
+                            ({"context": "x" * 5001}, "at most 5000"), ({"question": "q" * 501}, "at most 500")]:
         response = client.post(url, {**CHECK, **change})
         assert response.status_code == 400 and message in response.content.decode(), change
     assert not AttentionCheck.objects.filter(study=study).exists()
