@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from tasks_data.registry import TASKS
 from tasks_data.selectors import unproducible_training_counts
 
-from . import presentation, selectors, services
+from . import attention, presentation, selectors, services
 from .forms import CloseForm, ReasonForm, StudyForm
 from .models import Cohort, Enrollment, Study
 from .protocol import (
@@ -315,12 +315,18 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
     now = timezone.now()
     last = selectors.last_activity([r["enrollment"] for r in rows])
     chance = selectors.training_chance([cohort.training_set_id]).get(cohort.training_set_id)
+    checks = attention.cohort_results(cohort) if cohort.study.has_attention_checks else {}
     for r in rows:
         e = r["enrollment"]
         _activity(r, last[e.pk], now, cohort.study.idle_cap_seconds, e.state in ACTIVE_STATES)
         r["below_chance"] = at_or_below_chance(r["training_s1"], chance)
+        r["attention"] = checks.get(e.pk)  # answered and failed attention checks: shown, never acted on
         r["spark"] = presentation.sparkline(r["learning_curve"])
+        r["quirks"] = sum(r["learning_curve_unproducible"])  # training items whose gold cannot be marked exactly
+        for bar, quirk in zip((r["spark"] or {}).get("bars", ()), r["learning_curve_unproducible"], strict=False):
+            bar["quirk"] = quirk
         r["active"] = presentation.duration(r["active_seconds"])
+        r["gaps"] = [presentation.duration(g) for g in r["longest_gaps"]]
         r["can_filter"] = can_filter(e.state, r["test_done"])
         r["can_reinstate"] = can_reinstate(e.state)
         r["errors"] = (errors or {}).get(e.pk, [])
@@ -331,7 +337,8 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
     ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "status": recruitment,
            "chance": chance, "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
            "n_idle": sum(1 for r in rows if r["idle"]), "n_below_chance": sum(1 for r in rows if r["below_chance"]),
-           "join_url": join_url(request, cohort),
+           "join_url": join_url(request, cohort), "has_checks": cohort.study.has_attention_checks,
+           "min_answer_seconds": cohort.task.spec.min_answer_seconds,
            "events": _cohort_events(cohort)}
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)
 

@@ -104,6 +104,9 @@ class Study(models.Model):
         null=True, blank=True, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="time limit (minutes)",
         help_text="Enrollments older than this expire. Empty: twice the expected duration.")
     closed_at = models.DateTimeField(null=True, blank=True)
+    # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
+    # hot path reads it with the study and looks for checks only then. Off by default, as in the paper.
+    has_attention_checks = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -289,6 +292,58 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+
+
+class AttentionCheck(models.Model):
+    """An instructed-response item a researcher writes ("for this item choose negative"), optional per study.
+
+    Shown in the test step of the study's cohorts of ``task``, before the test item at ``position``
+    (0-based), as a normal item (``item_id`` is the id the worker sees). Its answers are stored apart
+    (``AttentionAnswer``): no result, progress total or export counts them. A failure is shown to the
+    researcher on the cohort page, never acted on automatically.
+    """
+
+    MAX_QUESTION = 500
+    MAX_CONTEXT = 5000
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attention_checks")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField(help_text="Shown before the test item at this 0-based position.")
+    question = models.CharField(max_length=MAX_QUESTION, help_text="The instruction, e.g. 'For this item choose "
+                                                                    "negative.'")
+    context = models.TextField(max_length=MAX_CONTEXT, help_text="The text shown, as an item's context.")
+    expected = models.JSONField(help_text="The expected answer set ([] = none).")
+    candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD-like tasks: [[start, end), ...].")
+    item_id = models.BigIntegerField(unique=True, help_text="The item id the worker sees.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "task", "position", "id"]
+
+    def __str__(self):
+        return f"attention check {self.pk} of {self.study} ({self.task_id}, before item {self.position})"
+
+
+class AttentionAnswer(models.Model):
+    """A worker's answer to an attention check, kept apart from test answers (``Answer``)."""
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="attention_answers")
+    attention_check = models.ForeignKey(AttentionCheck, on_delete=models.PROTECT, related_name="answers")
+    texts = models.JSONField()
+    spans = models.JSONField(null=True, blank=True)
+    passed = models.BooleanField()
+    served_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["enrollment", "attention_check"]
+        constraints = [models.UniqueConstraint(fields=["enrollment", "attention_check"],
+                                               name="attention_answer_once")]
+
+    @property
+    def example_id(self) -> int:
+        """The item id the worker answered (the API's ``item``)."""
+        return self.attention_check.item_id
 
 
 from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential  # noqa: E402,F401

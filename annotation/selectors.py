@@ -182,16 +182,44 @@ def cohort_attention(study: Study, *, now: datetime) -> dict[int, dict]:
     return dict(out)
 
 
+LONGEST_GAPS = 3  # idle gaps shown per worker
+
+
+def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: float) -> dict:
+    """Answer-time signals of one worker (issue 12.7), from ``(step, served_at, answered_at)`` in order.
+
+    ``fast_share``: the share of test answers given less than ``min_seconds`` (the task's
+    ``min_answer_seconds``) after the item was served (None without timed test answers);
+    ``fast_answers``; ``longest_gaps``: the longest idle gaps in seconds, longest first (from
+    joining to the first answer, then between answers; uncapped, unlike active time). Signals
+    for the researcher to read, never a rule that filters or rejects.
+    """
+    durations = [(answered - served).total_seconds() for step, served, answered in answers
+                 if step == Answer.Step.TEST and served is not None]
+    fast = sum(d < min_seconds for d in durations)
+    times = [enrolled_at, *sorted(answered for _step, _served, answered in answers)]
+    gaps = sorted(((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)), reverse=True)
+    return {"fast_answers": fast, "fast_share": fast / len(durations) if durations else None,
+            "longest_gaps": [round(g, 1) for g in gaps[:LONGEST_GAPS]]}
+
+
 def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     """Progress, time and pay of the given enrollments (2 queries whatever their number)."""
     ids = [e.pk for e in enrollments]
     curves: dict[int, list[float]] = defaultdict(list)
+    unproducible: dict[int, list[bool]] = defaultdict(list)
     test_s1s: dict[int, list[float]] = defaultdict(list)
     times: dict[int, list] = defaultdict(list)
-    for enrollment_id, step, s1, answered_at in (Answer.objects.filter(enrollment_id__in=ids)
-                                                 .order_by("enrollment_id", "step", "position")
-                                                 .values_list("enrollment_id", "step", "s1", "answered_at")):
-        (curves if step == Answer.Step.TRAINING else test_s1s)[enrollment_id].append(s1)
+    timing: dict[int, list[tuple]] = defaultdict(list)
+    for enrollment_id, step, s1, answered_at, quirk, served_at in (
+            Answer.objects.filter(enrollment_id__in=ids).order_by("enrollment_id", "step", "position")
+            .values_list("enrollment_id", "step", "s1", "answered_at", "example__gold_unproducible", "served_at")):
+        timing[enrollment_id].append((step, served_at, answered_at))
+        if step == Answer.Step.TRAINING:
+            curves[enrollment_id].append(s1)
+            unproducible[enrollment_id].append(quirk)
+        else:
+            test_s1s[enrollment_id].append(s1)
         times[enrollment_id].append(answered_at)
     n_test = test_item_counts({e.task_id for e in enrollments})
     rows = []
@@ -210,11 +238,13 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
             "enrolled_at": e.enrolled_at,
             "training_s1": e.training_s1,
             "learning_curve": curves[e.pk],
+            "learning_curve_unproducible": unproducible[e.pk],  # per training item: gold cannot be marked exactly
             "training_done": len(curves[e.pk]),
             "test_done": len(test),
             "test_total": n_test.get(e.task_id, 0),
             "active_seconds": seconds,
             "pay": pay(seconds, study.pay_rate),
+            **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
             # Only a completed enrollment has a test S1: the mean over every test item.
             "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
         })
@@ -240,7 +270,8 @@ def cohort_enrollments(cohort: Cohort) -> list[dict]:
     None), ``learning_curve`` (S1 0-1 of each training item in order), ``training_done``,
     ``test_done``, ``test_total``, ``active_seconds`` (idle gaps capped at the study's
     ``idle_cap_seconds``), ``pay`` (Decimal, USD: active time x the study's hourly rate) and
-    ``test_s1`` (0-1, completed enrollments only, else None).
+    ``test_s1`` (0-1, completed enrollments only, else None); ``fast_answers``, ``fast_share``
+    and ``longest_gaps`` (``answer_time_signals``) and ``learning_curve_unproducible``.
     """
     return study_enrollments(cohort.study, cohort=cohort)
 
@@ -285,6 +316,9 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
             "items_answered": r["training_done"] + r["test_done"],
             "active_seconds": round(r["active_seconds"], 1),
             "pay": str(r["pay"]),
+            "fast_answer_share": r["fast_share"],
+            "longest_idle_seconds": r["longest_gaps"][0] if r["longest_gaps"] else None,
+            "longest_idle_gaps": r["longest_gaps"],  # JSON only (a list)
         })
     return out
 

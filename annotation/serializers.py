@@ -69,6 +69,8 @@ def submit_payload(result: services.SubmitResult, enrollment) -> dict:
     if result.step == "training":
         payload["gold"] = list(result.gold or [])
         payload["s1"] = result.s1
+        # The data's quirk: this gold cannot be marked exactly; the item is not held against the worker.
+        payload["gold_unproducible"] = result.answer.example.gold_unproducible
     payload["completion"] = completion_payload(enrollment)
     return payload
 
@@ -114,6 +116,9 @@ class SubmitResultSerializer(serializers.Serializer):
     gold = serializers.ListField(child=serializers.CharField(), required=False,
                                  help_text="Training step only: the gold answer (MRC: its alternatives).")
     s1 = serializers.FloatField(required=False, help_text="Training step only: S1 (0-1) of this answer.")
+    gold_unproducible = serializers.BooleanField(
+        required=False, help_text="Training step only: the gold cannot be marked exactly in the text (a quirk of the "
+                                  "data); the item is left out of the training S1 that filters.")
     completion = CompletionSerializer(allow_null=True)
 
 
@@ -235,6 +240,14 @@ class TableCellSerializer(serializers.Serializer):
     mean = serializers.FloatField(allow_null=True, help_text="Percent.")
     std = serializers.FloatField(allow_null=True, help_text="Percent, sample std (ddof=1); null when n < 2.")
     n = serializers.IntegerField()
+    ci_low = serializers.FloatField(allow_null=True, required=False,
+                                    help_text="Percent: 95% two-level bootstrap interval (annotators and items).")
+    ci_high = serializers.FloatField(allow_null=True, required=False)
+    majority = serializers.FloatField(allow_null=True, required=False,
+                                      help_text="Percent: S1 of the cohort's majority answer.")
+    planned = serializers.IntegerField(allow_null=True, required=False,
+                                       help_text="Annotators needed for a 95% interval of ± target_points.")
+    target_points = serializers.FloatField(required=False)
 
 
 class AgreementRowSerializer(serializers.Serializer):
@@ -248,6 +261,8 @@ class AgreementRowSerializer(serializers.Serializer):
 
 class ResultsSerializer(serializers.Serializer):
     std_ddof = serializers.IntegerField()
+    mrc_gold = serializers.ChoiceField(choices=["best", "set"], help_text="How MRC gold lists were read.")
+    mrc_gold_note = serializers.CharField(required=False, help_text="With an MRC task: the MRC gold rule.")
     cells = TableCellSerializer(many=True)
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)

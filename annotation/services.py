@@ -23,7 +23,7 @@ from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
 from tasks_data.registry import SHOTS, TASKS
 from tasks_data.s1 import item_s1
 
-from . import identity
+from . import attention, identity
 from .answers import InvalidAnswer, validate_answer
 from .models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
 from .protocol import (
@@ -522,12 +522,22 @@ def current_item(enrollment_id: int) -> WorkState:
         return WorkState(step=step_name(enrollment.state), done=done, total=_total(enrollment, last),
                          enrollment=enrollment)
     done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
-    item = _item_at(enrollment, step, done)
+    check, checks_done, checks = _attention(enrollment, step, done)
+    item = attention.as_item(check, enrollment.cohort.task) if check else _item_at(enrollment, step, done)
     if item is None:
         raise Conflict("this step has no item left to answer")  # only if the data changed under a study
     if enrollment.current_served_at is None and _mark_served(enrollment.pk, now):
         enrollment.current_served_at = now
-    return WorkState(step=step, done=done, total=_total(enrollment, step), item=item, enrollment=enrollment)
+    return WorkState(step=step, done=done + checks_done, total=_total(enrollment, step) + checks, item=item,
+                     enrollment=enrollment)
+
+
+def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
+    """(due attention check, checks answered, checks) in the test step of a study with checks; else none
+    (and no query: the worker's progress counts the checks, the researcher's tables never do)."""
+    if step != Answer.Step.TEST or not enrollment.cohort.study.has_attention_checks:
+        return None, 0, 0
+    return attention.progress(enrollment, done)
 
 
 @dataclass
@@ -562,6 +572,9 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
         done = _answers_in_step(enrollment.pk, step)
         total = _total(enrollment, step)
+        check, checks_done, checks = _attention(enrollment, step, done)
+        if check is not None:
+            return _submit_check(enrollment, check, example_id, raw_answer, done + checks_done, total + checks)
         example = _item_at(enrollment, step, done) if done < total else None
         if example is None or example.pk != example_id:
             if (isinstance(example_id, int) and 0 < example_id < 2**63
@@ -594,6 +607,7 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
         if done < total and served is not None:
             _mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
+        result.done, result.total = result.done + checks_done, result.total + checks
         return result
 
 
@@ -632,6 +646,14 @@ def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> 
         )
         last.texts, last.spans, last.s1 = valid.texts, valid.spans, score
         return last
+def _submit_check(enrollment: Enrollment, check, example_id, raw_answer, done: int, total: int) -> SubmitResult:
+    """Store an attention check's answer apart from test answers (``annotation.attention``)."""
+    if example_id != check.item_id:
+        raise Conflict("this is not the current item: items are answered one at a time, in order")
+    answer = attention.store_answer(enrollment, check, raw_answer)
+    _mark_served(enrollment.pk, None)
+    return SubmitResult(step=Answer.Step.TEST, answer=answer, done=done + 1, total=total,
+                        next_state=enrollment.state)
 
 
 def _finish_training(enrollment: Enrollment, now: datetime) -> None:

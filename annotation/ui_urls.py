@@ -3,8 +3,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from . import attention_views, prolific_views
 from . import dashboard_views as dash
-from . import prolific_views
 from . import worker_views as work
 
 urlpatterns = [
@@ -24,6 +24,8 @@ urlpatterns = [
     path("dashboard/studies/<int:study_id>/grid/", dash.study_grid_fragment, name="dashboard-study-grid"),
     path("dashboard/studies/<int:study_id>/launch/", dash.study_launch, name="dashboard-study-launch"),
     path("dashboard/studies/<int:study_id>/close/", dash.study_close, name="dashboard-study-close"),
+    path("dashboard/studies/<int:study_id>/attention-checks/", attention_views.attention_checks,
+         name="dashboard-attention-checks"),
     path("dashboard/cohorts/<int:cohort_id>/", dash.cohort_detail, name="dashboard-cohort"),
     path("dashboard/cohorts/<int:cohort_id>/launch/", dash.cohort_launch, name="dashboard-cohort-launch"),
     path("dashboard/cohorts/<int:cohort_id>/close/", dash.cohort_close, name="dashboard-cohort-close"),

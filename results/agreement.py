@@ -92,13 +92,17 @@ def learning_curves(study: Study) -> list[dict]:
     """Each completed annotator's S1 (0-1) on each training item, in training order (2 queries).
 
     One row per training answer: ``enrollment_id``, ``worker``, ``task``, ``shots``,
-    ``position`` (0-based), ``s1`` and ``running_s1`` (mean S1 so far).
+    ``position`` (0-based), ``s1``, ``running_s1`` (mean S1 so far) and ``gold_unproducible``
+    (the item's gold cannot be marked exactly, a quirk of the data: its point is marked, and it
+    is left out of the training S1 that filters workers, though not out of ``running_s1``).
     """
     rows = []
     for r in study_enrollments(study, state=Enrollment.State.COMPLETED):
         total = 0.0
-        for position, s1 in enumerate(r["learning_curve"]):
+        for position, (s1, quirk) in enumerate(zip(r["learning_curve"], r["learning_curve_unproducible"],
+                                                   strict=True)):
             total += s1
             rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
-                         "shots": r["shots"], "position": position, "s1": s1, "running_s1": total / (position + 1)})
+                         "shots": r["shots"], "position": position, "s1": s1, "running_s1": total / (position + 1),
+                         "gold_unproducible": quirk})
     return rows

@@ -14,8 +14,13 @@ from django.db.models import Avg
 from annotation.models import Answer, Study
 from annotation.selectors import cohort_key, in_results, study_cohorts
 from baselines.models import BaselineRun
+from tasks_data.models import Example
+from tasks_data.registry import TASKS
+from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 
+from .majority import majority_s1
 from .stats import mean_std, paired_gap
+from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
 
 
 def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
@@ -67,15 +72,35 @@ def model_cells(runs) -> list[dict]:
     return rows
 
 
-def _human_item_means(study) -> dict[tuple[str, int], dict[str, float]]:
-    """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators."""
+def _human_item_means(study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
+    """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators (MRC read by
+    ``mrc_gold``: the stored answers rescored for "set")."""
     answers = Answer.objects.filter(
         in_results("enrollment__"), step=Answer.Step.TEST, enrollment__cohort__study=study,
-    ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1")
+    ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1", "texts",
+                  "example__gold")
     sums: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for task, shots, clues_id, s1 in answers:
+    for task, shots, clues_id, s1, texts, gold in answers:
+        if mrc_gold != "best" and task in TASKS and TASKS[task].answer_kind.gold_is_alternatives:
+            s1 = item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
         sums[(task, shots)][clues_id].append(s1)
     return {cell: {i: statistics.fmean(v) for i, v in items.items()} for cell, items in sums.items()}
+
+
+def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
+    """MRC runs rescored from their stored predictions under ``mrc_gold`` (on the instances, never saved;
+    runs store S1 under the default reading). One query for the gold, none when nothing is rescored."""
+    mrc = [r for r in runs if mrc_gold != "best" and r.task.spec.answer_kind.gold_is_alternatives and r.predictions]
+    if not mrc:
+        return runs
+    golds = {(task_id, clues_id): gold for task_id, clues_id, gold in
+             Example.objects.filter(task_id__in={r.task_id for r in mrc}, role=Example.Role.TEST)
+             .values_list("task_id", "clues_id", "gold")}
+    for run in mrc:
+        run.item_scores = [item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True,
+                                   mrc_gold=mrc_gold) for p in run.predictions]
+        run.s1 = corpus_s1(run.item_scores)
+    return runs
 
 
 def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
@@ -87,17 +112,106 @@ def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
 
 
-def model_rows(study: Study | None = None) -> list[dict]:
+def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
     """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
-    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``."""
-    runs = list(_completed_runs())
+    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``.
+    MRC cells read with ``mrc_gold``, the human and the model side alike."""
+    runs = _rescored(list(_completed_runs()), check_mrc_gold(mrc_gold))
     rows = model_cells(runs)
     if study is None:
         return rows
-    human = _human_item_means(study)
+    human = _human_item_means(study, mrc_gold)
     model = _model_item_means(runs)
     for row in rows:
         cell = human.get((row["task"], row["shots"]))
         if cell:
             row.update(paired_gap(cell, model.get((row["task"], row["method"], row["model"], row["shots"]), {})))
     return rows
+
+
+def annotator_test_s1_read(study: Study, mrc_gold: str) -> dict[int, float]:
+    """{enrollment id: test S1 0-1} of completed annotators of MRC cohorts, rescored under ``mrc_gold``
+    from their stored answers (1 query; empty for the default reading, which is what is stored)."""
+    if check_mrc_gold(mrc_gold) == "best":
+        return {}
+    out = {}
+    # The "set" reading of a non-MRC gold is the plain set S1 that is stored: rescoring every cohort is exact.
+    for by_annotator in _cohort_answers(study).values():
+        for enrollment_id, per_item in by_annotator.items():
+            scores = [item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
+                      for texts, _s1, gold in per_item.values()]
+            out[enrollment_id] = statistics.fmean(scores)
+    return out
+
+
+# ---------------------------------------------------------------- the table's cells, with their extras
+
+DEFAULT_TARGET_POINTS = 5.0  # the planner's default target: a 95% interval of ± 5 S1 points
+
+
+def _cohort_answers(study: Study) -> dict[int, dict[int, dict[int, tuple[list[str], float, list[str]]]]]:
+    """{cohort id: {enrollment id: {example id: (texts, stored S1, gold)}}} of completed annotators' test
+    answers (one query)."""
+    out: dict[int, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
+    for cohort_id, enrollment_id, example_id, texts, s1, gold in (
+            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
+                                  step=Answer.Step.TEST).order_by()
+            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts", "s1", "example__gold")):
+        out[cohort_id][enrollment_id][example_id] = (texts, s1, gold)
+    return out
+
+
+def _scores(per_item: dict, rescore: bool, mrc_gold: str) -> dict[int, float]:
+    """Per-item S1 of one annotator: as stored (the default MRC reading), or rescored under ``mrc_gold``."""
+    if not rescore:
+        return {item: s1 for item, (_texts, s1, _gold) in per_item.items()}
+    return {item: item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
+            for item, (texts, _s1, gold) in per_item.items()}
+
+
+def _interval(scores: dict) -> tuple[float, float] | None:
+    try:
+        interval = bootstrap_interval(cell_matrix(scores))
+    except ValueError:  # fewer than 2 annotators or items, or annotators who answered different items
+        return None
+    # S1 lies in [0, 1]: so does its mean (the small-sample widening can push a bound past it).
+    return 100 * max(interval.low, 0.0), 100 * min(interval.high, 1.0)
+
+
+def _planned(scores: dict, target_points: float) -> int | None:
+    try:
+        return annotators_needed(cell_matrix(scores), 2 * target_points / 100)
+    except ValueError:
+        return None
+
+
+def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = DEFAULT_TARGET_POINTS) -> list[dict]:
+    """Table 5's human cells with their extras, one per cohort, in table order (2 queries).
+
+    Each cell has ``human_cells``' keys, S1 read with ``mrc_gold`` (the stored answers rescored
+    for "set"), plus ``ci_low``/``ci_high`` (percent: the 95% two-level bootstrap interval of
+    ``results.uncertainty``; None below 2 annotators), ``majority`` (percent: S1 of the cohort's
+    majority answer, ``results.majority``; None without annotators), ``planned`` (annotators a
+    cell needs for a 95% interval of ± ``target_points``, from this cohort's variance; None when
+    it cannot be estimated or 1000 are not enough) and ``target_points``.
+    """
+    check_mrc_gold(mrc_gold)
+    answers = _cohort_answers(study)
+    out = []
+    for cohort in study_cohorts(study):
+        kind = cohort.task.spec.answer_kind
+        by_annotator = answers.get(cohort.pk, {})
+        rescore = mrc_gold != "best" and kind.gold_is_alternatives
+        scores = {e: _scores(per_item, rescore, mrc_gold) for e, per_item in by_annotator.items()}
+        mean, std = mean_std(100 * statistics.fmean(s.values()) for s in scores.values() if s)
+        cell = {"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(scores),
+                "ci_low": None, "ci_high": None, "majority": None, "planned": None, "target_points": target_points}
+        if len(scores) >= 2:
+            cell["ci_low"], cell["ci_high"] = _interval(scores) or (None, None)
+            cell["planned"] = _planned(scores, target_points)
+        if scores:
+            golds = {item: gold for per_item in by_annotator.values() for item, (_t, _s, gold) in per_item.items()}
+            texts = {e: {item: t for item, (t, _s, _g) in per_item.items()} for e, per_item in by_annotator.items()}
+            cell["majority"] = 100 * majority_s1(texts, golds, kind, mrc_gold=mrc_gold)
+        out.append(cell)
+    return out

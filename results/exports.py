@@ -26,19 +26,34 @@ from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
 ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1", "test_s1",
-                     "training_done", "test_done", "test_total", "items_answered", "active_seconds", "pay")
-CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1")
+                     "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
+                     "longest_idle_seconds", "active_seconds", "pay")
+CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1", "gold_unproducible")
 AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
 
 
-def study_table(study: Study, *, with_baselines: bool = False) -> Table:
-    return build_table(cells.human_cells(study), cells.model_rows(study) if with_baselines else ())
+def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
+    """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
+    model rows; MRC cells read with ``mrc_gold`` (model rows keep the default reading)."""
+    return build_table(cells.table_cells(study, mrc_gold=mrc_gold),
+                       cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (), mrc_gold=mrc_gold)
 
 
-def export_rows(study: Study, kind: str, *, include_all: bool = False) -> tuple[list[dict], tuple[str, ...]]:
+def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "best") -> list[dict]:
+    """``selectors.annotator_rows`` with ``test_s1`` read with ``mrc_gold`` (stored under the default)."""
+    rows = selectors.annotator_rows(study, include_all=include_all)
+    rescored = cells.annotator_test_s1_read(study, mrc_gold)
+    for row in rows:
+        if row["enrollment_id"] in rescored:
+            row["test_s1"] = rescored[row["enrollment_id"]]
+    return rows
+
+
+def export_rows(study: Study, kind: str, *, include_all: bool = False,
+                mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...]]:
     """(rows, columns) of one row export: ``annotators``, ``learning_curves`` or ``agreement``."""
     if kind == "annotators":
-        return selectors.annotator_rows(study, include_all=include_all), ANNOTATOR_COLUMNS
+        return annotator_rows(study, include_all=include_all, mrc_gold=mrc_gold), ANNOTATOR_COLUMNS
     if kind == "learning_curves":
         return agreement.learning_curves(study), CURVE_COLUMNS
     if kind == "agreement":

@@ -29,6 +29,7 @@ from .table import MISSING, Table
 
 SHOTS_LABEL = "#Shots"
 METHOD_LABEL = "Method"
+CI_LABEL = "95% CI"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -63,34 +64,44 @@ N_SUFFIX = " n"
 N_NOTE = "n: annotators (human rows), splits (model rows), paired test items (gap rows)."
 
 
-def _with_n(cell) -> str:
-    """A cell's text with its n, for the files read by people (Markdown, LaTeX): "80.0 ± 2.0 (n=3)"."""
-    return cell.text if cell.n is None else f"{cell.text} (n={cell.n})"
+def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
+                interval_columns: bool = False) -> pd.DataFrame:
+    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with other rows.
 
-
-def table_frame(table: Table, *, safe: bool = False, n: str | None = None) -> pd.DataFrame:
-    """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with model rows.
-
-    ``n`` (issue 11.12, every file carries the n of each cell): ``"columns"`` adds an integer
-    ``"<task> n"`` column after each task's (CSV: a reader gets the n as numbers), ``"inline"``
-    writes it into the cell ("80.0 ± 2.0 (n=3)", Markdown and LaTeX).
+    Cells read "mean ± std [low, high]" (the 95% interval beside them). ``n`` (issue 11.12, every
+    file carries the n of each cell): ``"columns"`` adds an integer ``"<task> n"`` column after each
+    task's (CSV: a reader gets the n as numbers), ``"inline"`` writes it into the cell
+    ("80.0 ± 2.0 [76.1, 83.9] (n=3)", Markdown and LaTeX). With ``interval_columns`` (CSV) cells
+    read "mean ± std" and the intervals follow as numeric columns "<task> 95% CI low" / "... high".
     """
     label = neutralise if safe else (lambda v: v)
+
+    def text(cell) -> str:
+        shown = cell.text if interval_columns else cell.full_text
+        return f"{shown} (n={cell.n})" if n == "inline" and cell.n is not None else shown
+
     if n == "columns":
-        data = [[v for c in row.cells for v in (c.text, c.n)] for row in table.rows]
+        data = [[v for c in row.cells for v in (text(c), c.n)] for row in table.rows]
         columns = [label(x) for c in table.columns for x in (c, c + N_SUFFIX)]
+        n_columns = columns[1::2]
     else:
-        data = [[_with_n(c) if n == "inline" else c.text for c in row.cells] for row in table.rows]
+        data = [[text(c) for c in row.cells] for row in table.rows]
         columns = [label(c) for c in table.columns]
+        n_columns = []
+    if interval_columns and table.has_intervals:
+        for i, name in enumerate(table.columns):
+            columns += [label(f"{name} {CI_LABEL} low"), label(f"{name} {CI_LABEL} high")]
+            for row, values in zip(table.rows, data, strict=True):
+                ci = row.cells[i].ci
+                values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
     if table.has_models:
         index = pd.MultiIndex.from_tuples([(label(r.method), str(r.shots)) for r in table.rows],
                                           names=[METHOD_LABEL, SHOTS_LABEL])
     else:
         index = pd.Index([str(r.shots) for r in table.rows], name=SHOTS_LABEL)
     frame = pd.DataFrame(data, index=index, columns=columns)
-    if n == "columns":
-        for name in columns[1::2]:
-            frame[name] = frame[name].astype("Int64")  # integers; a cell without an n stays empty
+    for name in n_columns:
+        frame[name] = frame[name].astype("Int64")  # integers; a cell without an n stays empty
     frame.columns.name = None
     return frame
 
@@ -124,7 +135,7 @@ def latex_escape(text: str) -> str:
 
 
 def _caption(table: Table) -> str:
-    return f"{table.note} {N_NOTE}"
+    return f"{table.caption} {N_NOTE}"
 
 
 def _tex(table: Table) -> str:
@@ -145,8 +156,19 @@ def _json(table: Table) -> str:
         "std_ddof": STD_DDOF,
         "note": table.note,
         "n": N_NOTE,
+        "mrc_gold": table.mrc_gold,
         "cells": [{k: json_value(c.get(k)) for k in ("task", "shots", "mean", "std", "n")} for c in table.cells],
     }
+    if table.mrc_gold_note:
+        payload["mrc_gold_note"] = table.mrc_gold_note
+    # Extras of results.cells.table_cells, beside the cells (whose keys stay as they are).
+    if any("ci_low" in c for c in table.cells):
+        payload["intervals"] = [{"task": c["task"], "shots": c["shots"], "confidence": 0.95,
+                                 "low": json_value(c.get("ci_low")), "high": json_value(c.get("ci_high"))}
+                                for c in table.cells]
+    if any("majority" in c for c in table.cells):
+        payload["majority"] = [{"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")),
+                                "n": c.get("n")} for c in table.cells]
     if table.model_rows:
         payload["model_rows"] = [{k: json_value(v) for k, v in row.items()} for row in table.model_rows]
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
@@ -167,9 +189,10 @@ class Writer:
 
 TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
     Writer("html", "HTML", "text/html; charset=utf-8", _html, download=False),
-    # Plain CSV: the header row first (a "# note" line above it broke pandas and Excel); the note is
-    # in the JSON, and each task's n is a column of its own.
-    Writer("csv", "CSV", "text/csv; charset=utf-8", lambda t: table_frame(t, safe=True, n="columns").to_csv()),
+    # Plain CSV: the header row first (a "# note" line above it broke pandas and Excel); the notes are
+    # in the JSON (note, n, mrc_gold_note), each task's n and 95% interval are columns of their own.
+    Writer("csv", "CSV", "text/csv; charset=utf-8",
+           lambda t: table_frame(t, safe=True, n="columns", interval_columns=True).to_csv()),
     Writer("json", "JSON", "application/json", _json),
     Writer("md", "Markdown", "text/markdown; charset=utf-8",
            lambda t: markdown(table_frame(t, safe=True, n="inline"), caption=_caption(t))),

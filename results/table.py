@@ -1,7 +1,9 @@
 """The one table object of the paper's tables (Table 5, with the model rows of Tables 6-7 below it).
 
 ``build_table(cells, model_rows)`` lays out the cells of ``results.cells``: category groups over
-tasks as columns (registry order), one row per shot condition: human rows, then model rows
+tasks as columns (registry order), one row per shot condition: human rows (with their 95%
+interval when the cells carry one, ``results.cells.table_cells``), majority-vote rows (when the
+cells carry ``majority``: S1 of each cohort's majority answer), then model rows
 ("<method> <model>"), then gap rows ("Human − <method> <model>", human minus model with its 95%
 paired bootstrap interval). Every writer in ``results.formats`` renders this object.
 """
@@ -14,10 +16,14 @@ from dataclasses import dataclass, field
 
 from annotation.selectors import cohort_key
 from tasks_data.registry import TASKS, Category
+from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 
 from .stats import STD_DDOF
 
 HUMAN_LABEL = "Human"
+MAJORITY_LABEL = "Majority vote"
+INTERVAL_NOTE = ("[low, high]: 95% interval of the cell's mean, a two-level bootstrap resampling annotators and "
+                 "items. Majority vote: S1 of the cohort's majority answer, scored as one more annotator.")
 MISSING = "-"
 NOTE = (f"S1 (%) on the test set: mean ± sample standard deviation (ddof={STD_DDOF}) of the annotators' "
         "S1 in each cohort (n annotators per cell, completed enrollments only).")
@@ -39,16 +45,29 @@ def format_gap(diff: float, low: float | None, high: float | None) -> str:
     return f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
+def format_interval(low: float | None, high: float | None) -> str:
+    """A 95% interval as text beside mean ± std: "[70.1, 89.9]"; empty when there is none."""
+    if low is None or high is None:
+        return ""
+    return f"[{low:.1f}, {high:.1f}]"
+
+
 @dataclass(frozen=True)
 class Cell:
-    text: str
+    text: str  # mean ± std, as every format writes it
     n: int | None = None
+    ci: tuple[float, float] | None = None  # percent; human cells only
+
+    @property
+    def full_text(self) -> str:
+        """Mean ± std with the 95% interval beside it (md, tex, html)."""
+        return f"{self.text} {format_interval(*self.ci)}" if self.ci else self.text
 
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # "human", "model" or "gap"
-    method: str  # HUMAN_LABEL, "<method> <model>" or "Human − <method> <model>"
+    kind: str  # "human", "majority", "model" or "gap"
+    method: str  # HUMAN_LABEL, MAJORITY_LABEL, "<method> <model>" or "Human − <method> <model>"
     shots: int
     cells: tuple[Cell, ...]
 
@@ -60,6 +79,32 @@ class Table:
     cells: list[dict] = field(default_factory=list)  # the human cells (results.cells.human_cells)
     model_rows: list[dict] = field(default_factory=list)
     note: str = NOTE
+    mrc_gold: str = MRC_GOLD[0]
+
+    @property
+    def has_intervals(self) -> bool:
+        return any(c.ci for row in self.rows for c in row.cells)
+
+    @property
+    def mrc_gold_note(self) -> str | None:
+        """The MRC gold rule's note, for a table with an MRC task (SQuADv2, ReCoRD); None otherwise."""
+        if any(s in TASKS and TASKS[s].answer_kind.gold_is_alternatives for s in self.tasks):
+            return MRC_GOLD_NOTE[self.mrc_gold]
+        return None
+
+    @property
+    def notes(self) -> list[str]:
+        """Every note the table's caption carries: the metric, the interval, the MRC gold rule."""
+        notes = [self.note]
+        if self.has_intervals or any(r.kind == "majority" for r in self.rows):
+            notes.append(INTERVAL_NOTE)
+        if self.mrc_gold_note:
+            notes.append(self.mrc_gold_note)
+        return notes
+
+    @property
+    def caption(self) -> str:
+        return " ".join(self.notes)
 
     @property
     def columns(self) -> list[str]:
@@ -88,18 +133,30 @@ def _label(row: Mapping) -> str:
     return f"{row['method']} {row['model']}".strip()
 
 
-def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = ()) -> Table:
+def _ci(c: Mapping) -> tuple[float, float] | None:
+    low, high = c.get("ci_low"), c.get("ci_high")
+    return None if low is None or high is None else (low, high)
+
+
+def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *, mrc_gold: str = MRC_GOLD[0]) -> Table:
     """The table of ``cells`` (human), with ``model_rows`` (and their gaps) below; model rows of tasks
-    the cells lack are left out when there are cells."""
+    the cells lack are left out when there are cells. ``mrc_gold`` names the MRC reading the
+    cells were scored with (the caption says it)."""
     cells, model_rows = [dict(c) for c in cells], [dict(m) for m in model_rows]
     if cells:
         model_rows = [m for m in model_rows if m["task"] in {c["task"] for c in cells}]
     tasks = sorted({c["task"] for c in cells} | {m["task"] for m in model_rows}, key=lambda s: cohort_key(s, 0))
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
-        human.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["mean"], c["std"]), c.get("n"))
+        human.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["mean"], c["std"]), c.get("n"), _ci(c))
     rows = [Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
             for k in sorted(human, key=lambda k: cohort_key("", k))]
+    majority: dict[int, dict[str, Cell]] = {}
+    for c in cells:
+        if c.get("majority") is not None:
+            majority.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["majority"], None), c.get("n"))
+    rows += [Row("majority", MAJORITY_LABEL, k, tuple(majority[k].get(s, Cell(MISSING, 0)) for s in tasks))
+             for k in sorted(majority, key=lambda k: cohort_key("", k))]
     models: dict[tuple[str, int], dict[str, Cell]] = {}
     gaps: dict[tuple[str, int], dict[str, Cell]] = {}
     for m in model_rows:
@@ -111,4 +168,4 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = ()) ->
     for kind, group in (("model", models), ("gap", gaps)):
         for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
             rows.append(Row(kind, label, k, tuple(by_task.get(s, Cell(MISSING)) for s in tasks)))
-    return Table(tasks=tasks, rows=rows, cells=cells, model_rows=model_rows)
+    return Table(tasks=tasks, rows=rows, cells=cells, model_rows=model_rows, mrc_gold=mrc_gold)

@@ -77,11 +77,12 @@ def bootstrap_interval(matrix, *, confidence: float = 0.95, resamples: int = 200
     row_means = m.mean(axis=1, keepdims=True)
     m = m + (row_means - row_means.mean()) * (np.sqrt(n_a / (n_a - 1)) - 1)
     rng = np.random.default_rng(seed)
-    # Resampling with replacement = multinomial counts per row / per column; the resampled mean is
-    # (row counts) . M . (column counts) / (A * I), for every resample at once.
+    # Resampling annotators with replacement = multinomial counts per row; the resampled mean is
+    # (row counts) . M summed over the drawn columns, / (A * I), for every resample at once.
     rows = rng.multinomial(n_a, np.full(n_a, 1 / n_a), size=resamples)
-    cols = rng.multinomial(n_i, np.full(n_i, 1 / n_i), size=resamples)
-    means = ((rows @ m) * cols).sum(axis=1) / (n_a * n_i)
+    # Items: the drawn column indices themselves (a multinomial over hundreds of items is slow to draw).
+    cols = rng.integers(0, n_i, size=(resamples, n_i))
+    means = np.take_along_axis(rows @ m, cols, axis=1).sum(axis=1) / (n_a * n_i)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Interval(mean=float(m.mean()), low=float(low), high=float(high), confidence=confidence,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
@@ -23,6 +23,7 @@ from annotation.dashboard_views import researcher_required, study_for
 from annotation.models import Enrollment
 from annotation.serializers import ResultsSerializer
 from tasks_data.registry import TASKS
+from tasks_data.s1 import MRC_GOLD
 
 from . import agreement, cells, exports, formats
 from .presentation import chart
@@ -32,13 +33,43 @@ from .table import NOTE, build_table
 log = logging.getLogger(__name__)
 
 
-def _model_rows(study) -> tuple[list[dict], str]:
+def _model_rows(study, mrc_gold: str = "best") -> tuple[list[dict], str]:
     """(rows, note): the model rows beside a study; none, with a note, when they cannot be computed."""
     try:
-        return cells.model_rows(study), ""
+        return cells.model_rows(study, mrc_gold=mrc_gold), ""
     except Exception as exc:  # broken baseline data must not take the human results down with it
         log.exception("model rows of study %s failed", study.pk)
         return [], f"Model rows could not be loaded ({type(exc).__name__})."
+
+
+class BadParameter(ValueError):
+    """A query parameter of the results page, its downloads or the API is not one the page knows."""
+
+
+def mrc_gold_param(params) -> str:
+    """``?mrc_gold=best|set`` (default best): how MRC gold lists are read (tasks_data.s1)."""
+    value = params.get("mrc_gold") or MRC_GOLD[0]
+    if value not in MRC_GOLD:
+        raise BadParameter(f"mrc_gold must be one of {', '.join(MRC_GOLD)}, got {value!r}")
+    return value
+
+
+TARGET_POINTS_RANGE = (0.1, 50.0)
+
+
+def target_param(params) -> float:
+    """``?target=`` the planner's target: half the width of a 95% interval, in S1 points (default 5)."""
+    raw = params.get("target")
+    if raw in (None, ""):
+        return cells.DEFAULT_TARGET_POINTS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadParameter(f"target must be a number of S1 points, got {raw!r}") from None
+    low, high = TARGET_POINTS_RANGE
+    if not low <= value <= high:  # also refuses nan and inf
+        raise BadParameter(f"target must be between {low} and {high} S1 points, got {raw!r}")
+    return value
 
 
 # ---------------------------------------------------------------- dashboard
@@ -48,20 +79,31 @@ def _model_rows(study) -> tuple[list[dict], str]:
 @require_GET
 def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_for(request, study_id)
-    human = cells.human_cells(study)
-    rows, note = _model_rows(study)
+    try:
+        mrc_gold, target = mrc_gold_param(request.GET), target_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
+    rows, note = _model_rows(study, mrc_gold)
     rows = [r for r in rows if r["task"] in study.tasks]
     agree = agreement.cohort_agreement(study)
     for a in agree:
         a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
+    for c in human:
+        c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
+    table = build_table(human, mrc_gold=mrc_gold)
     # The html writer renders an autoescaped template: its output is safe to embed.
-    ctx = {"study": study, "table_html": mark_safe(formats.render(build_table(human), "html")),
+    ctx = {"study": study, "table_html": mark_safe(formats.render(table, "html")),
            "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
            "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
            "model_rows": rows, "model_note": note, "note": NOTE,
            "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
            "row_formats": [(fmt, formats.ROW_WRITERS[fmt].label) for fmt in formats.ROW_FORMATS],
-           "completed": selectors.completed_enrollments(study)}
+           "completed": selectors.completed_enrollments(study),
+           "notes": table.notes[1:],
+           "mrc_gold": mrc_gold, "mrc_gold_choices": MRC_GOLD, "has_mrc": table.mrc_gold_note is not None,
+           "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
+           "planner": human, "target": target}
     return render(request, "dashboard/results.html", ctx)
 
 
@@ -71,8 +113,12 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
     study = study_for(request, study_id)
     if fmt not in formats.TABLE_FORMATS:
         raise Http404("unknown format")
-    rows = _model_rows(study)[0] if request.GET.get("models") == "1" else []
-    text = formats.render(build_table(cells.human_cells(study), rows), fmt)
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    rows = _model_rows(study, mrc_gold)[0] if request.GET.get("models") == "1" else []
+    text = formats.render(build_table(cells.table_cells(study, mrc_gold=mrc_gold), rows, mrc_gold=mrc_gold), fmt)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
     suffix = "_with_models" if rows else ""
     response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
@@ -149,15 +195,29 @@ class EnrollmentPredictionsView(ResearcherView):
 
 class StudyResultsView(ResearcherView):
     @extend_schema(tags=["results"], responses=ResultsSerializer,
-                   summary="Table 5 cells (percent, sample std ddof=1), per-annotator results and agreement.")
+                   parameters=[OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
+                                                description="MRC gold read as the best alternative (default) or "
+                                                            "as one set"),
+                               OpenApiParameter("target", float, description="planner: ± S1 points (default 5)")],
+                   summary="Table 5 cells (percent, sample std ddof=1; 95% interval, majority vote, planner), "
+                           "per-annotator results and agreement.")
     def get(self, request, pk: int):
         study = self.get_study(pk)
-        return Response({
+        try:
+            mrc_gold, target = mrc_gold_param(request.query_params), target_param(request.query_params)
+        except BadParameter as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
+        payload = {
             "std_ddof": STD_DDOF,
-            "cells": cells.human_cells(study),
-            "annotators": selectors.annotator_rows(study),
+            "mrc_gold": mrc_gold,
+            "cells": table.cells,
+            "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
             "agreement": agreement.cohort_agreement(study),
-        })
+        }
+        if table.mrc_gold_note:
+            payload["mrc_gold_note"] = table.mrc_gold_note
+        return Response(payload)
 
 
 def _flag(request, name: str) -> bool:
@@ -171,6 +231,8 @@ class StudyExportView(ResearcherView):
             OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=exports.EXPORT_KINDS),
             OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
             OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
+            OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
+                             description="table, annotators: how MRC gold lists are read"),
             OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
@@ -183,17 +245,20 @@ class StudyExportView(ResearcherView):
                 fmt = request.query_params.get("fmt", "csv")
                 if fmt not in formats.TABLE_FORMATS:
                     raise formats.ExportError(f"fmt must be one of {', '.join(formats.TABLE_FORMATS)}")
-                body = formats.render(exports.study_table(study, with_baselines=_flag(request, "with_baselines")), fmt)
+                table = exports.study_table(study, with_baselines=_flag(request, "with_baselines"),
+                                            mrc_gold=mrc_gold_param(request.query_params))
+                body = formats.render(table, fmt)
             elif kind == "predictions":
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
                 fmt = request.query_params.get("fmt", "csv")
-                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"))
+                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"),
+                                                    mrc_gold=mrc_gold_param(request.query_params))
                 body = formats.render_rows(rows, fmt, columns=columns)
             else:
                 return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
                                 status=status.HTTP_404_NOT_FOUND)
-        except formats.ExportError as exc:
+        except (formats.ExportError, BadParameter) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'

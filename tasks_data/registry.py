@@ -116,6 +116,10 @@ class TaskSpec:
             texts = list(candidate_texts)
             return sum(item_s1([t], gold, alternatives=alternatives) for t in texts) / len(texts) if texts else 0.0
         return item_s1([], gold, alternatives=alternatives)
+    # Answer-time signal (cohort page, annotator export): a test answer given faster than this, from
+    # the item being served to the answer, is too fast to have read the item. Set per task from
+    # what must be read: a value well under a careful reader's time, so that only skimming shows.
+    min_answer_seconds: float = 2.0
 
     @property
     def test_filename(self) -> str:
@@ -149,6 +153,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_prefix="sst",
             prompt=PromptMethod(verbalizer={"negative": "terrible", "positive": "great"}, max_length=128),
             paper_ft_bert_base={10: (46.2, 5.6), 20: (54.0, 2.8), 30: (53.6, 5.5)},
+            min_answer_seconds=1.5,  # one sentence, often a few words, and one click
         ),
         TaskSpec(
             slug="mnli",
@@ -165,6 +170,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="MNLI",
             clues_prefix="mnli",
+            min_answer_seconds=3.0,  # two sentences to read and compare
             context_is_pair=True,
             extra_fields=("genre",),
             prompt=PromptMethod(verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
@@ -179,6 +185,7 @@ TASKS: dict[str, TaskSpec] = {
             description=_NER_DESCRIPTION + " The texts are sentences from news articles.",
             clues_folder="CoNLL2003",
             clues_prefix="conll",
+            min_answer_seconds=2.0,  # one sentence, scanned for one kind of name, "none" is one click
             train_rows_per_shot=3,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (51.3, 0.0), 20: (51.3, 0.0), 30: (51.3, 0.0)},
@@ -191,6 +198,7 @@ TASKS: dict[str, TaskSpec] = {
             description=_NER_DESCRIPTION + " The texts are fragments of Wikipedia articles.",
             clues_folder="WikiANN_EN",
             clues_prefix="wikiann",
+            min_answer_seconds=1.5,  # short fragments
             train_rows_per_shot=3,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (62.8, 0.0), 20: (62.8, 0.0), 30: (62.8, 0.0)},
@@ -207,6 +215,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="SQuAD-v2",
             clues_prefix="squad-v2",
+            min_answer_seconds=5.0,  # a paragraph and a question: no answer can be found or ruled out faster
             extra_fields=("is_impossible",),
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (46.0, 2.4), 20: (34.9, 9.0), 30: (32.6, 5.8)},
@@ -222,6 +231,7 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="ReCoRD",
             clues_prefix="record",
+            min_answer_seconds=5.0,  # a news article and a cloze sentence
             extra_fields=("entities",),
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (10.3, 1.8), 20: (11.7, 2.4), 30: (13.1, 3.3)},

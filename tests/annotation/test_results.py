@@ -119,7 +119,8 @@ def test_export_results_command_with_baselines(study):
     baseline_runs("sst2", 10, "fine-tuning", "BERT-base", [0.60, 0.62, 0.64])
     baseline_runs("mnli", 10, "fine-tuning", "BERT-base", [0.40])  # not a task of the study: left out
     out = run("export_results", "--study", str(study.pk), "--format", "md", "--with-baselines")
-    assert "| Human | 10 | 80.0 ± 20.0 (n=3) |" in out and "| fine-tuning BERT-base | 10 | 62.0 ± 2.0 (n=3) |" in out
+    assert "| Human | 10 | 80.0 ± 20.0 [" in out and "(n=3) |" in out
+    assert "| fine-tuning BERT-base | 10 | 62.0 ± 2.0 (n=3) |" in out
     assert "MNLI" not in out
 
 
@@ -251,7 +252,7 @@ def test_learning_curves(study):
     assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8
     assert b[-1]["running_s1"] == pytest.approx(0.8)
     csv = run("export_results", "--study", str(study.pk), "--kind", "learning_curves")
-    assert csv.splitlines()[0] == "enrollment_id,worker,task,shots,position,s1,running_s1"
+    assert csv.splitlines()[0] == "enrollment_id,worker,task,shots,position,s1,running_s1,gold_unproducible"
     assert len(csv.splitlines()) == 1 + 30
 
 

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Enrollment, Study
 from results import exports, formats
+from tasks_data.s1 import MRC_GOLD
 
 KINDS = exports.EXPORT_KINDS
 
@@ -22,12 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=None, help="write here (atomically) instead of standard output")
         parser.add_argument("--with-baselines", action="store_true",
                             help="table: add the model rows of the completed baseline runs")
+        parser.add_argument("--mrc-gold", choices=MRC_GOLD, default=MRC_GOLD[0],
+                            help="table and annotators: how MRC gold lists are read: best single alternative "
+                                 "(default, the SQuAD convention) or the published list as one gold set "
+                                 "(the literal eval/S1.py)")
         parser.add_argument("--all", dest="include_all", action="store_true",
                             help="annotators: every enrollment (filtered, withdrawn...), not only completed ones")
         parser.add_argument("--enrollment", type=int, default=None,
                             help="predictions: one annotator's JSONL (default: a zip of all, needs --out)")
 
-    def handle(self, *args, study, kind, annotators, fmt, out, with_baselines, include_all, enrollment, **options):
+    def handle(self, *args, study, kind, annotators, fmt, out, with_baselines, include_all, enrollment, mrc_gold,
+               **options):
         study_row = Study.objects.filter(pk=study).first()
         if study_row is None:
             raise CommandError(f"--study: no study {study}")
@@ -35,19 +41,23 @@ class Command(BaseCommand):
             kind = "annotators"
         if with_baselines and kind != "table":
             raise CommandError("--with-baselines applies to the table (--kind table)")
+        if mrc_gold != MRC_GOLD[0] and kind not in ("table", "annotators"):
+            raise CommandError("--mrc-gold applies to the table and the annotators' rows; prediction files carry "
+                               "answers, not scores: score them with `manage.py score --mrc-gold`")
         try:
             if kind == "table":
                 fmt = fmt or "md"
                 if fmt not in formats.TABLE_FORMATS:
                     raise CommandError(f"--format: the table is written as {', '.join(formats.TABLE_FORMATS)}")
-                data = formats.render(exports.study_table(study_row, with_baselines=with_baselines), fmt)
+                data = formats.render(exports.study_table(study_row, with_baselines=with_baselines, mrc_gold=mrc_gold),
+                                      fmt)
             elif kind == "predictions":
                 data = self._predictions(study_row, enrollment, out)
             else:
                 fmt = fmt or "csv"
                 if fmt not in formats.ROW_FORMATS:
                     raise CommandError(f"--format: {kind} is written as {', '.join(formats.ROW_FORMATS)}")
-                rows, columns = exports.export_rows(study_row, kind, include_all=include_all)
+                rows, columns = exports.export_rows(study_row, kind, include_all=include_all, mrc_gold=mrc_gold)
                 data = formats.render_rows(rows, fmt, columns=columns)
         except formats.ExportError as exc:
             raise CommandError(str(exc)) from None

@@ -1,0 +1,192 @@
+"""Attention checks (issue 12.6): written in the dashboard, shown as a normal item, excluded from every result."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from annotation import selectors
+from annotation.models import Answer, AttentionAnswer, AttentionCheck, Enrollment
+from tasks_data.models import Example
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, trim_test_set
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+
+N_TEST = 4
+CHECK = {"task": "sst2", "position": "1", "question": "This is an attention check: for this item choose negative.",
+         "context": "Please read the instruction above and follow it.", "expected": "negative"}
+
+
+def _researcher_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _walk(c, pid: str, check_answer: list) -> list[dict]:
+    """Answer every item through the worker API: gold, and ``check_answer`` to the check; what was seen."""
+    worker = WorkerClient(c, pid)
+    check = AttentionCheck.objects.get(study=c.study)
+    seen = []
+    while (state := worker.current().json())["item"] is not None:
+        item = state["item"]
+        seen.append({"item": item, "progress": state["progress"]})
+        if item["id"] == check.item_id:
+            answer = check_answer
+        else:
+            answer = gold_answer(Example.objects.select_related("task").get(pk=item["id"]))
+        response = worker.answer(item["id"], answer)
+        assert response.status_code == 201, response.content
+    assert state["step"] == "done"
+    return seen
+
+
+@pytest.fixture
+def study(researcher):
+    trim_test_set("sst2", N_TEST)
+    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None,
+                       workers_per_cohort=2)
+    assert not study.has_attention_checks  # off by default, as in the paper
+    client = _researcher_client(researcher)
+    response = client.post(f"/dashboard/studies/{study.pk}/attention-checks/", CHECK)
+    assert response.status_code == 302
+    study.refresh_from_db()
+    assert study.has_attention_checks
+    c = cohort(study, "sst2", 0)
+    seen = _walk(c, "PASS", ["negative"])
+    _walk(c, "FAIL", ["positive"])
+    return study, seen
+
+
+def test_the_check_is_shown_as_a_normal_item_at_its_position(study):
+    study, seen = study
+    check = AttentionCheck.objects.get(study=study)
+    assert [s["item"]["id"] == check.item_id for s in seen] == [False, True, False, False, False]
+    shown = seen[1]["item"]
+    assert set(shown) == set(seen[0]["item"]) and shown["question"] == CHECK["question"]
+    assert shown["context"] == CHECK["context"] and shown["kind"] == "label"
+    assert [s["progress"] for s in seen] == [{"done": i, "total": N_TEST + 1} for i in range(N_TEST + 1)]
+    assert not Example.objects.filter(pk=check.item_id, task__slug="sst2", role="test").exists()
+
+
+def test_checks_are_excluded_from_every_result(study, researcher):
+    study, _ = study
+    client = _researcher_client(researcher)
+    assert AttentionAnswer.objects.filter(enrollment__cohort__study=study).count() == 2
+    assert Answer.objects.filter(enrollment__cohort__study=study).count() == 2 * N_TEST
+    table = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
+    # Both workers gave the gold on every test item: 100.0 each, whatever FAIL did on the check.
+    assert table["cells"] == [{"task": "sst2", "shots": 0, "mean": 100.0, "std": 0.0, "n": 2}]
+    assert table["majority"][0]["s1"] == 100.0
+    rows = json.loads(client.get(f"/api/studies/{study.pk}/export/annotators/", {"fmt": "json"}).content)["rows"]
+    assert {(r["worker"], r["test_done"], r["test_total"], r["items_answered"], r["test_s1"]) for r in rows} == {
+        ("PASS", N_TEST, N_TEST, N_TEST, 1.0), ("FAIL", N_TEST, N_TEST, N_TEST, 1.0)}
+    archive = zipfile.ZipFile(io.BytesIO(client.get(f"/api/studies/{study.pk}/export/predictions/").content))
+    check = AttentionCheck.objects.get(study=study)
+    for name in archive.namelist():
+        lines = [json.loads(line) for line in archive.read(name).decode().splitlines()]
+        assert len(lines) == N_TEST and check.item_id not in {line["id"] for line in lines}
+    agreement = json.loads(client.get(f"/api/studies/{study.pk}/export/agreement/", {"fmt": "json"}).content)
+    assert agreement["rows"][0]["mean_pairwise_s1"] == 1.0
+    results = client.get(f"/api/studies/{study.pk}/results/").json()
+    assert results["cells"][0]["mean"] == 100.0
+    (grid,) = selectors.study_grid(study)
+    assert grid["test_items_done"] == grid["test_items_total"] == 2 * N_TEST
+
+
+def test_a_failure_shows_on_the_cohort_page_and_rejects_nobody(study, researcher):
+    study, _ = study
+    c = cohort(study, "sst2", 0)
+    html = _researcher_client(researcher).get(f"/dashboard/cohorts/{c.pk}/").content.decode()
+    fail_row = html[html.index('data-worker="FAIL"'):]
+    fail_row = fail_row[:fail_row.index("</tr>")]
+    assert "failed 1 of 1" in fail_row and "<code>positive</code>" in fail_row
+    pass_row = html[html.index('data-worker="PASS"'):]
+    assert "passed 1" in pass_row[:pass_row.index("</tr>")]
+    assert set(Enrollment.objects.filter(cohort=c).values_list("state", flat=True)) == {"completed"}
+
+
+def test_writing_checks_is_the_owner_s_and_bad_checks_are_refused(researcher):
+    trim_test_set("sst2", N_TEST)
+    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher)
+    other = User.objects.create_user("other-researcher")
+    other.groups.add(Group.objects.get_or_create(name="researchers")[0])
+    url = f"/dashboard/studies/{study.pk}/attention-checks/"
+    assert _researcher_client(other).get(url).status_code == 404
+    assert _researcher_client(other).post(url, CHECK).status_code == 404
+    client = _researcher_client(researcher)
+    for change, message in [({"expected": "maybe"}, "labels"), ({"position": str(N_TEST)}, "position"),
+                            ({"position": "x"}, "whole number"), ({"task": "mnli"}, "not a task of this study"),
+                            ({"context": "x" * 5001}, "at most 5000"), ({"question": "q" * 501}, "at most 500")]:
+        response = client.post(url, {**CHECK, **change})
+        assert response.status_code == 400 and message in response.content.decode(), change
+    assert not AttentionCheck.objects.filter(study=study).exists()
+    WorkerClient(cohort(study, "sst2", 0), "EARLY")
+    response = client.post(url, CHECK)
+    assert response.status_code == 400 and "already joined" in response.content.decode()
+    study.refresh_from_db()
+    assert not study.has_attention_checks
+
+
+def test_a_span_check_marks_a_word(researcher):
+    trim_test_set("conll03", 2)
+    study = make_study(tasks=["conll03"], shots=[0], created_by=researcher)
+    client = _researcher_client(researcher)
+    url = f"/dashboard/studies/{study.pk}/attention-checks/"
+    bad = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
+                            "context": "The boat went down the stream.", "expected": "river"})
+    assert bad.status_code == 400 and "not in the text" in bad.content.decode()
+    ok = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
+                           "context": "The boat went down the river.", "expected": "river"})
+    assert ok.status_code == 400 and "whole words" in ok.content.decode()  # "river." is the word shown
+    ok = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
+                           "context": "The boat went down the river today.", "expected": "river"})
+    assert ok.status_code == 302
+    worker = WorkerClient(cohort(study, "conll03", 0), "W")
+    worker.send("post", "/work/start/", {})
+    page = worker.client.get("/work/").content.decode()
+    assert "Mark the word &#x27;river&#x27;." in page and 'data-e="28">river</span>' in page  # the worker page
+    item = worker.current().json()["item"]
+    real = Example.objects.filter(task__slug="conll03", role="test").order_by("position").first()
+    skipped = worker.answer(real.pk, [])  # a worker who tries to skip the check
+    assert skipped.status_code == 409 and not Answer.objects.exists()
+    start = item["context"].index("river")
+    assert worker.answer(item["id"], [{"start": start, "end": start + 5}]).status_code == 201
+    assert worker.answer(item["id"], []).status_code == 409  # answered once, like any item
+    assert AttentionAnswer.objects.get().passed and not Answer.objects.exists()
+    assert worker.current().json()["item"]["id"] != item["id"]
+
+
+def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    trim_test_set("sst2", N_TEST)
+    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher)
+    assert _researcher_client(researcher).post(f"/dashboard/studies/{study.pk}/attention-checks/",
+                                               CHECK).status_code == 302
+    worker = WorkerClient(cohort(study, "sst2", 0), "Q")
+    counts = []
+    while True:
+        with CaptureQueriesContext(connection) as current:
+            state = worker.current().json()
+        if state["item"] is None:
+            break
+        item = state["item"]
+        answer = ["negative"] if item["question"] == CHECK["question"] else gold_answer(
+            Example.objects.select_related("task").get(pk=item["id"]))
+        with CaptureQueriesContext(connection) as answered:
+            assert worker.answer(item["id"], answer).status_code == 201
+        counts.append((len(current), len(answered)))
+    # One statement more than tests/hardening/test_query_counts.py's ceilings (the checks' lookup), the
+    # same at every item; the check itself costs no more (it is not read from the test file). The last
+    # answer also completes the step.
+    items = counts[:1] + counts[2:-1]
+    (current, answer), (check_current, check_answer) = items[0], counts[1]
+    assert len(set(items)) == 1 and check_current <= current and check_answer <= answer, counts
+    assert current <= 4 + 1 and answer <= 8 + 1, counts

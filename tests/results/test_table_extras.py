@@ -1,0 +1,214 @@
+"""Table 5's extras through the HTTP surface: majority-vote rows, 95% intervals, the planner, the MRC gold rule."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotation import services
+from results.cells import table_cells
+from results.uncertainty import bootstrap_interval, cell_matrix
+from tasks_data.models import Example
+from tasks_data.s1 import MRC_GOLD_NOTE, as_set, item_s1
+from tests.annotation.helpers import cohort, complete, gold_answer, join, make_study, trim_test_set
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+
+
+@pytest.fixture
+def sst(researcher):
+    """SST-2, 5 test items, 10 shots: A right everywhere, B wrong on item 4, C wrong on items 3 and 4."""
+    trim_test_set("sst2", 5)
+    study = make_study(tasks=["sst2"], shots=[0, 10], created_by=researcher, filter_floor=None, filter_fraction=None,
+                       workers_per_cohort=4)
+    ten = cohort(study, "sst2", 10)
+    complete(ten, "A")
+    complete(ten, "B", wrong_test={4})
+    complete(ten, "C", wrong_test={3, 4})
+    return study
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
+    client = _client(researcher)
+    url = f"/api/studies/{sst.pk}/export/table/"
+    payload = json.loads(client.get(url, {"fmt": "json"}).content)
+    # Items 0-3: the majority is right (C alone is wrong on item 3); item 4: B and C outvote A.
+    ten = next(m for m in payload["majority"] if m["shots"] == 10)
+    assert ten == {"task": "sst2", "shots": 10, "s1": pytest.approx(80.0), "n": 3}
+    assert next(m for m in payload["majority"] if m["shots"] == 0)["s1"] is None  # nobody finished
+    cell = next(c for c in payload["cells"] if c["shots"] == 10)
+    assert set(cell) == {"task", "shots", "mean", "std", "n"}  # the cells' keys stay as they were
+    interval = next(i for i in payload["intervals"] if i["shots"] == 10)
+    assert interval["low"] < cell["mean"] < interval["high"] <= 100.0 and interval["confidence"] == 0.95
+    # The interval is the two-level bootstrap of the annotators x items matrix (clipped to S1's range).
+    scores = {pid: [1.0] * 5 for pid in "ABC"}
+    scores["B"][4] = scores["C"][3] = scores["C"][4] = 0.0
+    expected = bootstrap_interval(cell_matrix({p: dict(enumerate(s)) for p, s in scores.items()}))
+    assert interval["low"] == pytest.approx(100 * max(expected.low, 0))
+    assert interval["high"] == pytest.approx(100 * min(expected.high, 1))
+
+    rows = list(csv.reader(io.StringIO(client.get(url, {"fmt": "csv"}).content.decode())))
+    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 95% CI low", "SST-2 95% CI high"]
+    human10 = next(r for r in rows if r[:2] == ["Human", "10"])
+    assert human10[2] == "80.0 ± 20.0" and float(human10[3]) == pytest.approx(interval["low"], abs=0.01)
+    assert ["Majority vote", "10", "80.0", "", ""] in rows
+    md = client.get(url, {"fmt": "md"}).content.decode()
+    low, high = interval["low"], interval["high"]
+    assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] |" in md and "| Majority vote | 10 | 80.0 |" in md
+    tex = client.get(url, {"fmt": "tex"}).content.decode()
+    assert f"80.0 $\\pm$ 20.0 [{low:.1f}, {high:.1f}]" in tex and "Majority vote" in tex
+    page = client.get(f"/dashboard/studies/{sst.pk}/results/download.md").content.decode()
+    assert page == md
+
+
+def test_results_page_shows_intervals_majority_and_the_planner(sst, researcher):
+    client = _client(researcher)
+    html = client.get(f"/dashboard/studies/{sst.pk}/results/").content.decode()
+    assert "Majority vote" in html and "80.0 ± 20.0 [" in html
+    assert "Annotators for ± 5.0" in html
+    # 5 items this uneven set a floor: no number of annotators reaches ± 5 points.
+    assert table_cells(sst)[1]["planned"] is None and "more than 1000" in html
+    (cell,) = [c for c in table_cells(sst, target_points=25) if c["shots"] == 10]
+    assert cell["planned"] > 3  # three annotators this noisy are not enough
+    wider = table_cells(sst, target_points=40)[1]["planned"]
+    assert wider < cell["planned"]
+    html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
+    assert "Annotators for ± 40.0" in html and f'<td class="num">{wider}</td>' in html
+    for bad in ("abc", "0", "-3", "nan", "1e9"):
+        response = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": bad})
+        assert response.status_code == 400 and "target" in response.content.decode()
+    api = client.get(f"/api/studies/{sst.pk}/results/", {"target": "40"}).json()
+    assert api["cells"][1]["planned"] == wider and api["cells"][1]["majority"] == pytest.approx(80.0)
+    assert client.get(f"/api/studies/{sst.pk}/results/", {"target": "x"}).status_code == 400
+
+
+def test_majority_vote_ties_on_a_cohort_of_two(researcher):
+    trim_test_set("sst2", 4)
+    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None)
+    zero = cohort(study, "sst2", 0)
+    complete(zero, "A")
+    complete(zero, "B", wrong_test={0, 1, 2, 3})
+    # Every item is a 1-1 tie: the label first in sort order wins ("negative" before "positive").
+    golds = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position")
+                 .values_list("gold", flat=True))
+    expected = 100 * sum(g == ["negative"] for g in golds) / 4
+    assert table_cells(study)[0]["majority"] == pytest.approx(expected)
+
+
+def _squad_study(researcher):
+    """SQuADv2 kept to 4 test items, 2 of them with several distinct gold answers; two annotators give
+    the first alternative that can be marked."""
+    tests = Example.objects.filter(task__slug="squad2", role="test").order_by("position")
+    several = [e.pk for e in tests if len(as_set(e.gold)) >= 2 and gold_answer(e)][:2]
+    single = [e.pk for e in tests if len(as_set(e.gold)) == 1][:2]
+    assert len(several) == 2 and len(single) == 2
+    tests.exclude(pk__in=several + single).delete()
+    study = make_study(tasks=["squad2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None)
+    for pid in ("A", "B"):
+        complete(cohort(study, "squad2", 0), pid)
+    return study
+
+
+def test_the_mrc_gold_rule_is_a_parameter_of_every_table_and_is_noted(researcher, tmp_path):
+    study = _squad_study(researcher)
+    client = _client(researcher)
+    url = f"/api/studies/{study.pk}/export/table/"
+    best = json.loads(client.get(url, {"fmt": "json"}).content)
+    as_set_ = json.loads(client.get(url, {"fmt": "json", "mrc_gold": "set"}).content)
+    assert best["mrc_gold"] == "best" and best["mrc_gold_note"] == MRC_GOLD_NOTE["best"]
+    assert as_set_["mrc_gold"] == "set" and as_set_["mrc_gold_note"] == MRC_GOLD_NOTE["set"]
+    assert best["cells"][0]["mean"] == pytest.approx(100.0)
+    # "set": rescored from the stored answers, item by item, with the one S1 function.
+    answers = study.cohorts.get().enrollments.get(worker__external_id="A").answers.select_related("example")
+    expected = 100 * sum(item_s1(a.texts, a.example.gold, alternatives=True, mrc_gold="set") for a in answers) / 4
+    assert as_set_["cells"][0]["mean"] == pytest.approx(expected) and expected < 100.0
+    assert as_set_["majority"][0]["s1"] == pytest.approx(expected)
+    assert json.loads(client.get(url, {"fmt": "json", "mrc_gold": "set"}).content) == as_set_  # stable
+
+    md = client.get(url, {"fmt": "md", "mrc_gold": "set"}).content.decode()
+    tex = client.get(url, {"fmt": "tex"}).content.decode()
+    assert MRC_GOLD_NOTE["set"] in md and "MRC gold rule" in tex
+    text = client.get(url, {"fmt": "csv", "mrc_gold": "set"}).content.decode()
+    assert "MRC gold" not in text and not text.startswith("#")  # CSV stays a plain header and rows
+    assert client.get(url, {"fmt": "json", "mrc_gold": "both"}).status_code == 400
+
+    out = io.StringIO()
+    call_command("export_results", "--study", str(study.pk), "--format", "json", "--mrc-gold", "set", stdout=out)
+    assert json.loads(out.getvalue()) == as_set_
+    download = client.get(f"/dashboard/studies/{study.pk}/results/download.json", {"mrc_gold": "set"})
+    assert json.loads(download.content) == as_set_
+    assert client.get(f"/dashboard/studies/{study.pk}/results/download.json", {"mrc_gold": "x"}).status_code == 400
+
+    page = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert "MRC gold rule" in page and "best single alternative" in page
+    page_set = client.get(f"/dashboard/studies/{study.pk}/results/", {"mrc_gold": "set"}).content.decode()
+    assert f"{expected:.1f}" in page_set and "download.json?mrc_gold=set" in page_set
+    api = client.get(f"/api/studies/{study.pk}/results/", {"mrc_gold": "set"}).json()
+    assert api["cells"][0]["mean"] == pytest.approx(expected) and api["mrc_gold_note"] == MRC_GOLD_NOTE["set"]
+
+
+def test_a_table_without_an_mrc_task_has_no_mrc_note(sst, researcher):
+    payload = json.loads(_client(researcher).get(f"/api/studies/{sst.pk}/export/table/", {"fmt": "json"}).content)
+    assert "mrc_gold_note" not in payload and payload["mrc_gold"] == "best"
+
+
+def test_an_unfinished_worker_changes_no_extra(sst):
+    before = table_cells(sst)
+    unfinished = join(cohort(sst, "sst2", 10), "U")
+    services.submit_answer(unfinished.pk, services.current_item(unfinished.pk).item.pk, ["negative"])
+    assert table_cells(sst) == before
+
+
+def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
+    from baselines.models import BaselineRun
+
+    study = _squad_study(researcher)
+    client = _client(researcher)
+    url = f"/api/studies/{study.pk}/export/annotators/"
+    best = json.loads(client.get(url, {"fmt": "json"}).content)["rows"]
+    as_set_ = json.loads(client.get(url, {"fmt": "json", "mrc_gold": "set"}).content)["rows"]
+    a = study.cohorts.get().enrollments.get(worker__external_id="A")
+    answers = a.answers.select_related("example")
+    expected = sum(item_s1(x.texts, x.example.gold, alternatives=True, mrc_gold="set") for x in answers) / 4
+    by_best, by_set = ({r["worker"]: r["test_s1"] for r in rows} for rows in (best, as_set_))
+    assert by_best["A"] == pytest.approx(1.0) and by_set["A"] == pytest.approx(expected) and expected < 1.0
+    out = io.StringIO()
+    call_command("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "json",
+                 "--mrc-gold", "set", stdout=out)
+    assert {r["worker"]: r["test_s1"] for r in json.loads(out.getvalue())["rows"]} == by_set
+
+    # A model that predicts every published answer at once: below 1 under "best" on multi-answer items, and
+    # exactly the gold set under "set". Rescored from its stored predictions, not from its stored S1.
+    tests = list(Example.objects.filter(task__slug="squad2", role="test").order_by("position"))
+    predictions = [{"id": e.clues_id, "prediction": list(e.gold)} for e in tests]
+    best_scores = [item_s1(e.gold, e.gold, alternatives=True) for e in tests]
+    BaselineRun.objects.create(task=tests[0].task, method="oracle", model="all-answers", shots=0, split=1, seed=0,
+                               status=BaselineRun.Status.COMPLETED, s1=sum(best_scores) / 4,
+                               predictions=predictions, item_scores=best_scores)
+    table = f"/api/studies/{study.pk}/export/table/"
+    rows_best = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1"}).content)["model_rows"]
+    rows_set = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1", "mrc_gold": "set"})
+                          .content)["model_rows"]
+    assert rows_best[0]["mean"] == pytest.approx(100 * sum(best_scores) / 4) and sum(best_scores) < 4
+    assert rows_set[0]["mean"] == pytest.approx(100.0)
+    # The gap is human minus model under the same reading.
+    assert rows_set[0]["diff"] == pytest.approx(100 * expected - 100.0)
+
+
+def test_the_table_with_its_extras_takes_two_queries(sst, django_assert_max_num_queries):
+    with django_assert_max_num_queries(2):
+        table_cells(sst)
+    complete(cohort(sst, "sst2", 0), "Z")
+    with django_assert_max_num_queries(2):
+        assert [c["n"] for c in table_cells(sst)] == [1, 3]
