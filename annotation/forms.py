@@ -13,7 +13,7 @@ from tasks_data.registry import TASKS
 
 from .models import AuditEvent, Study
 
-STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
+STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "pay_currency", "filter_floor",
                 "filter_fraction", "platform", "worker_id_param", "completion_code", "screenout_code", "test_order",
                 "idle_cap_seconds", "time_limit_minutes", "expected_minutes", "worker_id_pattern", "manual_review")
 
