@@ -101,6 +101,17 @@ def test_publishing_refuses_a_pay_currency_that_is_not_the_accounts(fake, resear
     assert body["currency_code"] == "GBP" and body["reward"] == 600  # 12 GBP/h x 30 min, in pence
 
 
+def test_publishing_needs_a_workspace_for_the_participant_group_and_says_so(fake, researcher, settings):
+    from django.core.management.base import CommandError
+
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher)
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    with pytest.raises(CommandError, match="PROLIFIC_WORKSPACE_ID"):
+        call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=StringIO())
+    assert fake.studies == {} and fake.groups == {}
+
+
 def test_publish_draft_leaves_studies_unpublished_and_cohorts_not_launched(fake, researcher):
     trim_test_set("sst2", 3)
     study = make_study(shots=[0], launch=False, created_by=researcher)
