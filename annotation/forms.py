@@ -43,8 +43,8 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("completion_code", "screenout_code"):
-            self.fields[name].required = False  # generated when empty
+        for name in ("completion_code", "screenout_code", "pay_currency"):
+            self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
         for name in ("platform", "test_order"):
             self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
 
@@ -62,6 +62,8 @@ class StudyForm(forms.ModelForm):
         data = {name: self.cleaned_data[name] for name in (*STUDY_FIELDS, "launch")}
         for key in ("completion_code", "screenout_code"):
             data[key] = data[key].strip()
+        if not data["pay_currency"]:
+            del data["pay_currency"]  # the model's default
         return data
 
     def add_service_errors(self, error: ValidationError) -> None:

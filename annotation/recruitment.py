@@ -198,19 +198,17 @@ def places_for(cohort: Cohort) -> int:
     return cohort.target + places_owed(cohort)
 
 
-def give_back_places(cohort_id: int, *, actor: str = "system") -> int | None:
+def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | None = None) -> int | None:
     """Give the cohort's Prolific study the places freed here, at once; idempotent from our side.
 
     The ``ProlificPlaces`` row is locked, the places owed counted, and Prolific is told the new
     absolute total only when more places are owed than were given back: a rerun, a concurrent
     call or a crash after Prolific answered sets the same total again, never one more.
     Returns the total Prolific now has (None when the cohort is not on Prolific). Raises ProlificError.
+    ``retries`` overrides PROLIFIC_RETRIES (the task queued on commit makes one attempt: the sync retries).
     """
     cohort = Cohort.objects.select_related("study", "task").get(pk=cohort_id)
-    if not cohort.prolific_study_id:
-        return None
-    client = client_for(cohort.study)
-    if client is None:
+    if not cohort.prolific_study_id or not token_for(cohort.study):
         return None
     ProlificPlaces.objects.get_or_create(cohort=cohort, defaults={"total": cohort.target})
     with transaction.atomic():
@@ -219,6 +217,9 @@ def give_back_places(cohort_id: int, *, actor: str = "system") -> int | None:
         if owed <= row.given_back:
             return row.total
         total = cohort.target + owed
+        client = client_for(cohort.study)
+        if retries is not None:
+            client.retries = retries
         with client:
             client.set_places(cohort.prolific_study_id, total)
         row.given_back, row.total = owed, total

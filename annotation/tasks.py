@@ -25,7 +25,8 @@ def give_back_places(cohort_id: int) -> int | None:
     from .models import Cohort
 
     try:
-        return recruitment.give_back_places(cohort_id)
+        # One attempt: run eagerly (no broker) this is inside a worker's request, and the sync retries.
+        return recruitment.give_back_places(cohort_id, retries=0)
     except (prolific.ProlificError, Cohort.DoesNotExist) as exc:
         logger.warning("Giving places back to Prolific for cohort %s failed (the sync will retry): %s",
                        cohort_id, exc)
