@@ -348,3 +348,22 @@ def test_a_token_is_stored_only_encrypted_and_only_with_a_key(researcher, settin
     assert "secret-token-123" not in stored
     study = make_study(shots=[0], created_by=researcher)
     assert recruitment.token_for(study) == "secret-token-123"
+
+
+def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
+        fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1, time_limit_minutes=5)
+    c = cohort(study, "sst2", 0)
+    _, pid, sid = arrive(fake, c, "slow")
+    Enrollment.objects.update(enrolled_at=Enrollment.objects.get().enrolled_at - timedelta(minutes=6))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("expire_enrollments", stdout=StringIO())
+    assert Enrollment.objects.get().state == "expired"
+    # Still ACTIVE on Prolific: Prolific times it out (or the worker returns it) and frees the place itself.
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 1
+    fake.submit(sid, "CDONE")  # ...but the worker submits anyway: that submission keeps its Prolific place
+    report = recruitment.sync(study)
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2
+    assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"
+    recruitment.sync(study)
+    assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
