@@ -210,6 +210,8 @@ def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | No
     cohort = Cohort.objects.select_related("study", "task").get(pk=cohort_id)
     if not cohort.prolific_study_id or not token_for(cohort.study):
         return None
+    if cohort.closed_at is not None or cohort.study.closed_at is not None:
+        return None  # more places would re-open a finished Prolific study
     ProlificPlaces.objects.get_or_create(cohort=cohort, defaults={"total": cohort.target})
     with transaction.atomic():
         row = ProlificPlaces.objects.select_for_update().get(cohort=cohort)

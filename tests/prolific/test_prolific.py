@@ -367,3 +367,19 @@ def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
     assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"
     recruitment.sync(study)
     assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
+
+
+def test_a_closed_cohort_gives_no_place_back(fake, researcher):
+    from django.utils import timezone
+
+    from annotation.models import Cohort
+
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1)
+    c = cohort(study, "sst2", 0)
+    arrive(fake, c, "late-filtered")
+    Enrollment.objects.update(state="filtered")
+    Cohort.objects.filter(pk=c.pk).update(closed_at=timezone.now())
+    assert recruitment.give_back_places(c.pk) is None
+    assert not [call for call in fake.calls if call[0] == "PATCH"]
+    Cohort.objects.filter(pk=c.pk).update(closed_at=None)
+    assert recruitment.give_back_places(c.pk) == 2, "control: open, the place goes back"
