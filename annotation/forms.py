@@ -13,7 +13,7 @@ from tasks_data.registry import TASKS
 
 from .models import AuditEvent, Study
 
-STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
+STUDY_FIELDS = ("name", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate", "pay_currency", "filter_floor",
                 "filter_fraction", "platform", "worker_id_param", "completion_code", "screenout_code", "test_order",
                 "idle_cap_seconds", "time_limit_minutes", "expected_minutes", "worker_id_pattern", "manual_review")
 
@@ -50,8 +50,8 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("completion_code", "screenout_code"):
-            self.fields[name].required = False  # generated when empty
+        for name in ("completion_code", "screenout_code", "pay_currency"):
+            self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
         for name in ("platform", "test_order"):
             self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
 
@@ -69,6 +69,8 @@ class StudyForm(forms.ModelForm):
         data = {name: self.cleaned_data[name] for name in (*STUDY_FIELDS, "launch")}
         for key in ("completion_code", "screenout_code"):
             data[key] = data[key].strip()
+        if not data["pay_currency"]:
+            del data["pay_currency"]  # the model's default
         return data
 
     def add_service_errors(self, error: ValidationError) -> None:

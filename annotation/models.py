@@ -70,7 +70,10 @@ class Study(models.Model):
         default=3, validators=_bounds(1, MAX_WORKERS_PER_COHORT),
         help_text="Workers who must finish the test step in each cohort.")
     pay_rate = models.DecimalField(max_digits=7, decimal_places=2, default=12, validators=_bounds(0, MAX_PAY_RATE),
-                                   verbose_name="pay rate (USD per hour)", help_text="USD per hour.")
+                                   verbose_name="pay rate (per hour)", help_text="Per hour, in the pay currency.")
+    # Prolific pays in the account's currency (rewards in its pence / cents); publishing refuses a mismatch.
+    pay_currency = models.CharField(max_length=3, choices=[("USD", "USD"), ("GBP", "GBP")], default="USD",
+                                    help_text="The currency of the pay rate (your Prolific account's currency).")
     filter_floor = models.FloatField(
         null=True, blank=True, validators=_bounds(0, 1), verbose_name="filter: floor",
         help_text="Filter a worker whose training S1 (0-1) is below this. Empty: off.",
@@ -346,4 +349,4 @@ class AttentionAnswer(models.Model):
         return self.attention_check.item_id
 
 
-from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential  # noqa: E402,F401
+from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential, ProlificPlaces  # noqa: E402,F401

@@ -16,7 +16,8 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> 
     has_token = (ProlificCredential.objects.filter(owner_id=study.created_by_id).exists()
                  or bool(settings.PROLIFIC_API_TOKEN))
     return render(request, "dashboard/prolific_study.html", status=status, context={
-        "study": study, "cohorts": study.cohorts.select_related("task").order_by("task__slug", "shots"),
+        "study": study,
+        "cohorts": study.cohorts.select_related("task", "prolific_places").order_by("task__slug", "shots"),
         "has_token": has_token, "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
         "reward_cents": recruitment.reward_cents(study), "bonuses": recruitment.bonus_rows(study), **extra})
 

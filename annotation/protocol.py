@@ -76,6 +76,10 @@ def transition(enrollment: Enrollment, to_state: str, *, actor: str, action: str
         enrollment.save(update_fields=["state", *update_fields])
     else:
         enrollment.save()
+    if from_state in HOLDS_SLOT and to_state not in HOLDS_SLOT:  # a place freed: Prolific gets it back
+        from .recruitment import place_freed  # (recruitment imports this module)
+
+        place_freed(enrollment)
     return AuditEvent.objects.create(
         study_id=enrollment.cohort.study_id, enrollment=enrollment, actor=actor, action=action,
         from_state=from_state or "", to_state=to_state, reason=reason,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import math
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
@@ -21,7 +22,17 @@ from django.utils import timezone
 from tasks_data.registry import TASKS
 
 from . import prolific
-from .models import Answer, AuditEvent, BonusPayment, Cohort, Enrollment, ParticipantGroup, ProlificCredential, Study
+from .models import (
+    Answer,
+    AuditEvent,
+    BonusPayment,
+    Cohort,
+    Enrollment,
+    ParticipantGroup,
+    ProlificCredential,
+    ProlificPlaces,
+    Study,
+)
 from .protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, transition
 
 NOT_OPEN = "this study is not open yet; please try again later"
@@ -30,6 +41,7 @@ ENDED = "this study has ended and no longer takes participants"
 RETURN_ON_PROLIFIC = ("On Prolific, please return your submission (the \"Return\" button on the study's page), "
                       "so that it does not count against you.")
 VERIFIED, UNVERIFIED = Enrollment.VERIFIED, Enrollment.UNVERIFIED
+logger = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- tokens
@@ -110,7 +122,7 @@ def verify_join(cohort: Cohort, pid: str, data: dict) -> str:
     session_id = data.get("SESSION_ID", "")
     refused = ("Prolific does not know this submission for this study; please open the study from Prolific "
                "again (the link must carry your own SESSION_ID)")
-    if not session_id or "/" in session_id or len(session_id) > 64:
+    if not prolific.SAFE_ID.match(session_id):
         raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform)
     try:
         with client:
@@ -123,7 +135,7 @@ def verify_join(cohort: Cohort, pid: str, data: dict) -> str:
             raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform) from None
         _audit(study, "prolific verify failed", f"{pid}: {exc}")
         return UNVERIFIED
-    participant = (submission.get("participant") or submission.get("participant_id") or "").lower()
+    participant = str(submission.get("participant") or "").lower()  # the single submission's field name
     if participant != pid or submission.get("study_id") != cohort.prolific_study_id:
         raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
@@ -141,15 +153,100 @@ def counts_in_results(enrollment: Enrollment) -> bool:
 
 
 def reward_cents(study: Study) -> int:
-    """The base reward: the hourly rate over the expected duration, rounded up (never below the rate)."""
+    """The base reward in the smallest unit (pence / cents) of ``study.pay_currency``: the hourly rate
+    over the expected duration, rounded up, so never below the rate."""
     amount = Decimal(study.pay_rate) * study.expected_minutes / 60 * 100
     return int(amount.to_integral_value(rounding=ROUND_CEILING))
 
 
+def screenout_reward_cents(study: Study, cohort: Cohort) -> int:
+    """What a filtered worker is paid (Prolific's fixed screen-out reward): the reward's share of the
+    training step (k of the k + test items), rounded up, and strictly below the reward as Prolific asks."""
+    from tasks_data.selectors import test_examples
+
+    reward = reward_cents(study)
+    items = cohort.shots + test_examples(cohort.task).count()
+    share = Decimal(reward) * cohort.shots / max(items, 1)
+    return max(1, min(reward - 1, int(share.to_integral_value(rounding=ROUND_CEILING))))
+
+
+def check_currency(client: prolific.ProlificClient, study: Study) -> None:
+    """Refuse to publish when the study's pay currency is not the Prolific account's (rewards are in its cents)."""
+    account = str(client.me().get("currency_code") or "").upper()
+    if account != study.pay_currency:
+        raise ValueError(f"this study pays in {study.pay_currency} but the Prolific account pays in "
+                         f"{account or 'an unknown currency'}: set the study's pay currency to match")
+
+
+def places_owed(cohort: Cohort) -> int:
+    """Places freed here that Prolific will not give back by itself.
+
+    A filtered worker leaves with the screen-out code, and a screened-out submission keeps its
+    Prolific place; a withdrawn or expired one keeps it too once the submission was sent
+    (awaiting review, approved, screened out). Returned, timed-out and rejected submissions free
+    their place on Prolific already (the submission object's reference), so they are not counted:
+    counting them would recruit too many.
+    """
+    kept = [prolific.AWAITING_REVIEW, prolific.APPROVED, prolific.SCREENED_OUT, prolific.PARTIALLY_APPROVED]
+    freed = (Enrollment.objects.filter(cohort=cohort).exclude(state__in=HOLDS_SLOT)
+             .exclude(prolific_status__in=prolific.FREES_PROLIFIC_PLACE))
+    return (freed.filter(state=State.FILTERED) | freed.filter(prolific_status__in=kept)).distinct().count()
+
+
 def places_for(cohort: Cohort) -> int:
-    """Prolific's places: the target plus every place freed here (filtered, returned, expired)."""
-    freed = Enrollment.objects.filter(cohort=cohort).exclude(state__in=HOLDS_SLOT).count()
-    return cohort.target + freed
+    """Prolific's places: the target plus every place owed (``places_owed``)."""
+    return cohort.target + places_owed(cohort)
+
+
+def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | None = None) -> int | None:
+    """Give the cohort's Prolific study the places freed here, at once; idempotent from our side.
+
+    The ``ProlificPlaces`` row is locked, the places owed counted, and Prolific is told the new
+    absolute total only when more places are owed than were given back: a rerun, a concurrent
+    call or a crash after Prolific answered sets the same total again, never one more.
+    Returns the total Prolific now has (None when the cohort is not on Prolific). Raises ProlificError.
+    ``retries`` overrides PROLIFIC_RETRIES (the task queued on commit makes one attempt: the sync retries).
+    """
+    cohort = Cohort.objects.select_related("study", "task").get(pk=cohort_id)
+    if not cohort.prolific_study_id or not token_for(cohort.study):
+        return None
+    if cohort.closed_at is not None or cohort.study.closed_at is not None:
+        return None  # more places would re-open a finished Prolific study
+    ProlificPlaces.objects.get_or_create(cohort=cohort, defaults={"total": cohort.target})
+    with transaction.atomic():
+        row = ProlificPlaces.objects.select_for_update().get(cohort=cohort)
+        owed = places_owed(cohort)
+        if owed <= row.given_back:
+            return row.total
+        total = cohort.target + owed
+        client = client_for(cohort.study)
+        if retries is not None:
+            client.retries = retries
+        with client:
+            client.set_places(cohort.prolific_study_id, total)
+        row.given_back, row.total = owed, total
+        row.save(update_fields=["given_back", "total", "updated_at"])
+        _audit(cohort.study, "prolific places", f"{cohort.task.slug} {cohort.shots}-shot: {total} places "
+               f"({owed} given back)", actor=actor)
+        return total
+
+
+def place_freed(enrollment: Enrollment) -> None:
+    """Called by ``protocol.transition`` for every enrollment leaving a slot: queue the give-back on commit.
+
+    Nothing happens for a cohort that is not on Prolific. The task runs eagerly without a broker;
+    the periodic sync gives the places back too if the task cannot.
+    """
+    cohort_id, prolific_id = enrollment.cohort_id, enrollment.cohort.prolific_study_id
+    if not prolific_id:
+        return
+
+    def queue():
+        from .tasks import give_back_places as task
+
+        task.delay(cohort_id)
+
+    transaction.on_commit(queue, robust=True)
 
 
 def external_url(site_url: str, cohort: Cohort) -> str:
@@ -160,8 +257,11 @@ def external_url(site_url: str, cohort: Cohort) -> str:
 def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str:
     row = ParticipantGroup.objects.filter(owner_id=study.created_by_id, task=cohort.task).first()
     if row is None:
-        answer = client.create_participant_group(f"CLUES {cohort.task.slug}: took part",
-                                                 getattr(settings, "PROLIFIC_WORKSPACE_ID", ""))
+        workspace = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        if not workspace:
+            raise ValueError("PROLIFIC_WORKSPACE_ID is not set: Prolific creates participant groups only in a "
+                             "workspace (its id is in the workspace's URL on Prolific)")
+        answer = client.create_participant_group(f"CLUES {cohort.task.slug}: took part", workspace)
         row = ParticipantGroup.objects.create(owner_id=study.created_by_id, task=cohort.task,
                                               prolific_id=answer["id"])
         _audit(study, "prolific create group", f"{cohort.task.slug}: {row.prolific_id}")
@@ -170,7 +270,9 @@ def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str
 
 def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> dict:
     spec = TASKS[cohort.task.slug]
-    add = [{"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group_id}]
+    add = [{"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": group_id}]
+    screen_out = {"action": prolific.FIXED_SCREEN_OUT_PAYMENT, "fixed_screen_out_reward": screenout_reward_cents(
+        study, cohort), "slots": cohort.target}  # more screen-outs than the target pauses the study: look at it
     training = f" with {cohort.shots} training examples first" if cohort.shots else ""
     return {
         "name": f"{spec.name}: mark the answers in short texts",
@@ -186,10 +288,12 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> di
         "reward": reward_cents(study),
         "device_compatibility": ["desktop"],
         "completion_codes": [
-            {"code": study.completion_code, "code_type": "COMPLETED", "actions": [*add, {"action": "MANUALLY_REVIEW"}]},
-            {"code": study.screenout_code, "code_type": "SCREENED_OUT", "actions": add},
+            {"code": study.completion_code, "code_type": prolific.CODE_COMPLETED, "actor": "participant",
+             "actions": [{"action": prolific.MANUALLY_REVIEW}, *add]},
+            {"code": study.screenout_code, "code_type": prolific.CODE_FIXED_SCREENOUT, "actor": "participant",
+             "actions": [screen_out, *add]},
         ],
-        "filters": [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}],
+        "filters": [{"filter_id": prolific.PARTICIPANT_GROUP_BLOCKLIST, "selected_values": [group_id]}],
     }
 
 
@@ -206,15 +310,21 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
         raise ValueError("no Prolific token: set PROLIFIC_API_TOKEN or store one on the dashboard")
     lines = []
     with client:
-        for cohort in study.cohorts.select_related("task").order_by("task__slug", "shots"):
+        cohorts = list(study.cohorts.select_related("task").order_by("task__slug", "shots"))
+        if any(not c.prolific_study_id for c in cohorts):
+            check_currency(client, study)
+        for cohort in cohorts:
             if not cohort.prolific_study_id:
                 body = study_body(study, cohort, site_url, _group(client, study, cohort))
                 created = client.create_study(body)
                 cohort.prolific_study_id = created["id"]
                 cohort.save(update_fields=["prolific_study_id"])
+                ProlificPlaces.objects.update_or_create(cohort=cohort, defaults={
+                    "total": body["total_available_places"],
+                    "given_back": body["total_available_places"] - cohort.target})
                 _audit(study, "prolific create study", f"{cohort.task.slug} {cohort.shots}-shot: "
                        f"{cohort.prolific_study_id}, {body['total_available_places']} places, "
-                       f"reward {body['reward']}", actor=actor)
+                       f"reward {body['reward']} ({study.pay_currency} cents)", actor=actor)
                 if not draft:
                     client.transition_study(cohort.prolific_study_id, "PUBLISH")
                     _audit(study, "prolific publish", cohort.prolific_study_id, actor=actor)
@@ -251,16 +361,14 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
                            Enrollment.objects.filter(cohort=cohort).select_related("worker")}
             for sub in client.study_submissions(cohort.prolific_study_id):
                 _reconcile(client, study, cohort, sub, enrollments, report, actor)
-            places = places_for(cohort)
-            client.set_places(cohort.prolific_study_id, places)
-            report.places[cohort.prolific_study_id] = places
-            _audit(study, "prolific places", f"{cohort.task.slug} {cohort.shots}-shot: {places} places", actor=actor)
+            # The safety net of the give-back queued when a place is freed (``place_freed``).
+            report.places[cohort.prolific_study_id] = give_back_places(cohort.pk, actor=actor)
     return report
 
 
 def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
     sub_id, status = str(sub.get("id", "")), sub.get("status", "")
-    pid = str(sub.get("participant_id") or sub.get("participant") or "").lower()
+    pid = str(sub.get("participant_id") or "").lower()  # the list's field name (get-study-submissions)
     enrollment = enrollments.get(pid)
     if enrollment is None:
         if status == prolific.AWAITING_REVIEW:

@@ -53,3 +53,17 @@ class BonusPayment(models.Model):
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     paid_at = models.DateTimeField(null=True, blank=True)
+
+
+class ProlificPlaces(models.Model):
+    """How many places a cohort gave back to its Prolific study: the give-back is idempotent from our side.
+
+    Prolific's ``total_available_places`` is set to ``target + given_back`` (an absolute value, so a
+    repeat after a crash changes nothing) and only when ``given_back`` grows: Prolific never takes
+    places back, so neither does this row.
+    """
+
+    cohort = models.OneToOneField("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_places")
+    given_back = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0, help_text="The last total_available_places Prolific accepted.")
+    updated_at = models.DateTimeField(auto_now=True)

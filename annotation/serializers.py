@@ -171,9 +171,9 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = ["id", "name", "created_by", "created_at", "tasks", "shots", "chain", "workers_per_cohort",
-                  "pay_rate", "filter_floor", "filter_fraction", "platform", "worker_id_param", "completion_code",
-                  "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at", "is_open",
-                  "expected_minutes", "worker_id_pattern", "manual_review"]
+                  "pay_rate", "pay_currency", "filter_floor", "filter_fraction", "platform", "worker_id_param",
+                  "completion_code", "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes",
+                  "closed_at", "is_open", "expected_minutes", "worker_id_pattern", "manual_review"]
         read_only_fields = fields
 
 
@@ -207,7 +207,7 @@ class EnrollmentRowSerializer(serializers.Serializer):
     test_done = serializers.IntegerField()
     test_total = serializers.IntegerField()
     active_seconds = serializers.FloatField(help_text="Idle gaps capped at the study's idle_cap_seconds.")
-    pay = serializers.DecimalField(max_digits=9, decimal_places=2, help_text="USD: active time x hourly rate.")
+    pay = serializers.DecimalField(max_digits=9, decimal_places=2, help_text="In the pay currency: active time x rate.")
     test_s1 = serializers.FloatField(allow_null=True, help_text="0-1, completed enrollments only.")
 
 

@@ -70,8 +70,8 @@ NOT_ALLOWED = ("you cannot take part in this study with this link: it needs peop
 
 def _study_defaults() -> dict:
     """The model's defaults of every parameter (one place: annotation.models.Study)."""
-    fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor", "filter_fraction", "platform",
-              "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes", "expected_minutes",
+    fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "pay_currency", "filter_floor", "filter_fraction",
+              "platform", "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes", "expected_minutes",
               "worker_id_pattern", "manual_review")
     return {name: Study._meta.get_field(name).get_default() for name in fields}
 

@@ -18,7 +18,7 @@ def client(server, retries=2):
 
 
 def test_idempotent_reads_are_retried_a_bounded_number_of_times(server):
-    sid = server.start_submission("s1", "a" * 24)
+    sid = server.start_submission("s1", "a" * 24, force=True)
     server.fail_next = 2
     assert client(server).get_submission(sid)["participant"] == "a" * 24
     assert len(server.calls) == 3
@@ -56,7 +56,7 @@ def test_an_unreachable_server_and_a_wrong_token_are_clear_errors(server):
 
 def test_every_page_of_submissions_is_read_and_pages_elsewhere_are_refused(server):
     for n in range(5):
-        server.start_submission("s1", f"{n:024x}")
+        server.start_submission("s1", f"{n:024x}", force=True)
     assert len(list(client(server).study_submissions("s1"))) == 5  # page size 2: three pages
     server.url = "http://evil.example/api/v1/"  # a next link pointing off the API
     with pytest.raises(prolific.ProlificError, match="outside the API"):

@@ -12,7 +12,8 @@ from django.test import Client
 from annotation import recruitment, selectors
 from annotation.models import AuditEvent, BonusPayment, Enrollment, Worker
 from results.cells import annotator_test_s1
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set, wrong_answer
+from tests.prolific.fake_prolific import Refused
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 SITE = "https://clues.example"
@@ -35,8 +36,8 @@ def arrive(fake, cohort_, name):
     return worker, pid, sid
 
 
-def finish(worker):
-    """Answer every item with the gold through the worker API; returns the completion code."""
+def finish(worker, choose=gold_answer):
+    """Answer every item (the gold by default) through the worker API; returns the last state."""
     from tasks_data.models import Example
 
     while True:
@@ -44,7 +45,7 @@ def finish(worker):
         if state.get("item") is None:
             return state
         example = Example.objects.get(pk=state["item"]["id"])
-        assert worker.answer(example.pk, gold_answer(example)).status_code in (200, 201)
+        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
 
 
 def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):
@@ -59,10 +60,15 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
         assert parse_qs(url.query) == {"PROLIFIC_PID": ["{{%PROLIFIC_PID%}}"], "STUDY_ID": ["{{%STUDY_ID%}}"],
                                        "SESSION_ID": ["{{%SESSION_ID%}}"]}
         assert body["total_available_places"] == c.target
-        assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12/h x 25 min, in cents
+        assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12 USD/h x 25 min, in cents
         assert body["filters"] == [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}]
         codes = {cc["code_type"]: cc for cc in body["completion_codes"]}
-        assert codes["COMPLETED"]["code"] == "CDONE" and codes["SCREENED_OUT"]["code"] == "CSOUT"
+        assert codes["COMPLETED"]["code"] == "CDONE" and codes["FIXED_SCREENOUT"]["code"] == "CSOUT"
+        assert {"action": "MANUALLY_REVIEW"} in codes["COMPLETED"]["actions"]
+        (screen_out,) = [a for a in codes["FIXED_SCREENOUT"]["actions"] if a["action"] == "FIXED_SCREEN_OUT_PAYMENT"]
+        # The training step's share of the reward (k of k + 3 test items), below the reward as Prolific asks.
+        assert screen_out["fixed_screen_out_reward"] == (385 if c.shots else 1)  # ceil(500 x 10 / 13)
+        assert 0 < screen_out["fixed_screen_out_reward"] < body["reward"] and screen_out["slots"] == c.target
         for cc in codes.values():
             assert {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group_id} in cc["actions"]
         assert c.launched_at is not None
@@ -71,6 +77,39 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
     assert len(fake.studies) == 2, "re-running changes nothing for cohorts already published"
     assert sorted(out.getvalue().split("\n")[:-1]) == sorted(
         f"sst2 {c.shots} {c.prolific_study_id}" for c in study.cohorts.all())
+
+
+def test_a_participant_of_one_cohort_cannot_even_take_another_cohort_of_the_task_on_prolific(fake, researcher):
+    study = published(fake, researcher, shots=(0, 10), workers_per_cohort=3)
+    c0, c10 = cohort(study, "sst2", 0), cohort(study, "sst2", 10)
+    worker, pid, sid = arrive(fake, c0, "twice")
+    finish(worker)
+    fake.submit(sid, "CDONE")  # the completion code's action adds them to the task's group
+    with pytest.raises(Refused, match="blocklisted"):
+        fake.start_submission(c10.prolific_study_id, pid)
+
+
+def test_publishing_refuses_a_pay_currency_that_is_not_the_accounts(fake, researcher):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher, pay_currency="GBP")
+    with pytest.raises(ValueError, match="pays in GBP but the Prolific account pays in USD"):
+        recruitment.publish(study, site_url=SITE)
+    assert fake.studies == {} and fake.groups == {}, "nothing created on Prolific"
+    fake.currency = "GBP"
+    recruitment.publish(study, site_url=SITE)
+    (body,) = fake.studies.values()
+    assert body["currency_code"] == "GBP" and body["reward"] == 600  # 12 GBP/h x 30 min, in pence
+
+
+def test_publishing_needs_a_workspace_for_the_participant_group_and_says_so(fake, researcher, settings):
+    from django.core.management.base import CommandError
+
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher)
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    with pytest.raises(CommandError, match="PROLIFIC_WORKSPACE_ID"):
+        call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=StringIO())
+    assert fake.studies == {} and fake.groups == {}
 
 
 def test_publish_draft_leaves_studies_unpublished_and_cohorts_not_launched(fake, researcher):
@@ -98,6 +137,7 @@ def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refuse
         "someone else's submission": (pid_for("thief"), sid),
         "foreign study": (pid_for("foreign"), foreign_sid),
         "finished": (pid_for("finished"), finished_sid),
+        "not an id": (pid_for("pathy"), "..%2F..%2Fstudies"),
     }
     for name, (p, s) in cases.items():
         page = Client().get(c.join_path, {"PROLIFIC_PID": p, "STUDY_ID": c.prolific_study_id, "SESSION_ID": s})
@@ -131,23 +171,70 @@ def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researc
     assert report.approved == [pid], "verified by the sync, completed with the right code: approved"
 
 
-def test_returned_and_timed_out_places_are_freed_given_back_on_prolific_and_taken_again(fake, researcher):
+def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, researcher):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
     c = cohort(study, "sst2", 0)
     _, p1, s1 = arrive(fake, c, "returner")
     _, p2, s2 = arrive(fake, c, "sleeper")
-    late, _, _ = arrive(fake, c, "late")
-    assert late.join_response.status_code == 409 and "full" in late.join_response.content.decode()
+    with pytest.raises(Refused, match="no place"):
+        arrive(fake, c, "late")  # Prolific itself holds the cohort's places
+    forged = WorkerClient(c, params={"PROLIFIC_PID": pid_for("late"), "STUDY_ID": c.prolific_study_id,
+                                     "SESSION_ID": fake.start_submission(c.prolific_study_id, pid_for("late"),
+                                                                         force=True)})
+    assert forged.join_response.status_code == 409 and "full" in forged.join_response.content.decode()
     fake.set_status(s1, "RETURNED")
     fake.set_status(s2, "TIMED-OUT")
     report = recruitment.sync(study)
     assert sorted(report.freed) == sorted([p1, p2])
     states = dict(Enrollment.objects.values_list("worker__external_id", "state"))
     assert states[p1] == "withdrawn" and states[p2] == "expired"
-    assert fake.studies[c.prolific_study_id]["total_available_places"] == 4, "the places go back to Prolific"
     assert AuditEvent.objects.filter(enrollment__worker__external_id=p1, reason__contains="RETURNED").exists()
+    # Prolific gives a returned or timed-out submission's place back by itself: adding one would over-recruit.
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2
+    assert not [call for call in fake.calls if call[0] == "PATCH"]
     newcomer, _, _ = arrive(fake, c, "newcomer")
     assert newcomer.join_response.status_code == 302
+
+
+def test_a_filtered_worker_gives_the_place_back_to_prolific_at_once_and_only_once(
+        fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(10,), workers_per_cohort=1, filter_floor=0.9)
+    c = cohort(study, "sst2", 10)
+    weak, p_weak, s_weak = arrive(fake, c, "weak")
+    with pytest.raises(Refused, match="no place"):
+        arrive(fake, c, "waiting")
+    with django_capture_on_commit_callbacks(execute=True):  # the commits of the worker's requests
+        state = finish(weak, wrong_answer)
+    assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
+    assert "CSOUT" in str(state), "the filtered worker is given the screen-out code"
+    # No sync ran: the give-back task was queued when the filtering committed (eager here).
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2
+    patches = [call for call in fake.calls if call[0] == "PATCH"]
+    assert patches == [("PATCH", f"/api/v1/studies/{c.prolific_study_id}/", {"total_available_places": 2})]
+    fake.submit(s_weak, "CSOUT")  # screened out on Prolific: paid the fixed reward, the place stays taken
+    assert fake.submissions[s_weak]["status"] == "SCREENED OUT"
+    for _ in range(2):
+        recruitment.sync(study)
+        recruitment.give_back_places(c.pk)
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2, "never given back twice"
+    assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
+    newcomer, p_new, _ = arrive(fake, c, "newcomer")  # the place given back is taken on Prolific and here
+    assert newcomer.join_response.status_code == 302
+    assert AuditEvent.objects.filter(action="prolific places", reason__contains="1 given back").count() == 1
+
+
+def test_a_failed_give_back_is_made_by_the_sync(fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(10,), workers_per_cohort=1, filter_floor=0.9)
+    c = cohort(study, "sst2", 10)
+    weak, p_weak, _ = arrive(fake, c, "weak")
+    fake.fail_next = 10  # Prolific answers 503 while the worker is filtered: the request still succeeds
+    with django_capture_on_commit_callbacks(execute=True):
+        finish(weak, wrong_answer)
+    assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 1
+    fake.fail_next = 0
+    recruitment.sync(study)
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2
 
 
 def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing_is_rejected(fake, researcher):
@@ -158,7 +245,7 @@ def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing
     fake.submit(s_good, "CDONE")
     wrong, p_wrong, s_wrong = arrive(fake, c, "wrongcode")
     finish(wrong)
-    fake.submit(s_wrong, "CSOUT")
+    fake.submit(s_wrong, "CWRONG1")
     _, p_idle, s_idle = arrive(fake, c, "unfinished")
     fake.submit(s_idle, "CDONE")  # claims completion on Prolific without doing the work
     stranger = fake.start_submission(c.prolific_study_id, pid_for("stranger"))
@@ -261,3 +348,38 @@ def test_a_token_is_stored_only_encrypted_and_only_with_a_key(researcher, settin
     assert "secret-token-123" not in stored
     study = make_study(shots=[0], created_by=researcher)
     assert recruitment.token_for(study) == "secret-token-123"
+
+
+def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
+        fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1, time_limit_minutes=5)
+    c = cohort(study, "sst2", 0)
+    _, pid, sid = arrive(fake, c, "slow")
+    Enrollment.objects.update(enrolled_at=Enrollment.objects.get().enrolled_at - timedelta(minutes=6))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("expire_enrollments", stdout=StringIO())
+    assert Enrollment.objects.get().state == "expired"
+    # Still ACTIVE on Prolific: Prolific times it out (or the worker returns it) and frees the place itself.
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 1
+    fake.submit(sid, "CDONE")  # ...but the worker submits anyway: that submission keeps its Prolific place
+    report = recruitment.sync(study)
+    assert fake.studies[c.prolific_study_id]["total_available_places"] == 2
+    assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"
+    recruitment.sync(study)
+    assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
+
+
+def test_a_closed_cohort_gives_no_place_back(fake, researcher):
+    from django.utils import timezone
+
+    from annotation.models import Cohort
+
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1)
+    c = cohort(study, "sst2", 0)
+    arrive(fake, c, "late-filtered")
+    Enrollment.objects.update(state="filtered")
+    Cohort.objects.filter(pk=c.pk).update(closed_at=timezone.now())
+    assert recruitment.give_back_places(c.pk) is None
+    assert not [call for call in fake.calls if call[0] == "PATCH"]
+    Cohort.objects.filter(pk=c.pk).update(closed_at=None)
+    assert recruitment.give_back_places(c.pk) == 2, "control: open, the place goes back"
