@@ -22,6 +22,7 @@ import pytest
 from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from tasks_data.models import Example
+from tests.annotation.helpers import pid_for
 from tests.browser.journeys import LAPTOP, PHONE, chips, current_example, item_id, stored_answer, tok, view, wait_view
 from tests.ui.helpers import cohort_of, make_study
 
@@ -32,11 +33,11 @@ PROLIFIC = "?PROLIFIC_PID={pid}&STUDY_ID=STUDY1&SESSION_ID=SESS-{pid}"
 
 
 def _join_and_start(page, cohort, pid: str) -> Enrollment:
-    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
+    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid_for(pid)))
     wait_view(page, "description")
     page.get_by_role("button", name="Start").click()
     wait_view(page, "item")
-    return Enrollment.objects.get(worker__external_id=pid)
+    return Enrollment.objects.get(worker__external_id=pid_for(pid))
 
 
 def _on_screen(page, selector: str) -> bool:
@@ -279,7 +280,7 @@ def test_none_key_instructions_remembered_exact_match_and_type_colours(pages, sh
     wait_view(page, "item")
     expect(page.locator("details.instructions")).not_to_have_attribute("open", "")
     page.locator("details.instructions summary").click()
-    page.wait_for_function("document.cookie.includes('clues_instructions=open')")
+    page.wait_for_function("() => document.cookie.includes('clues_instructions=open')")
     page.reload()
     wait_view(page, "item")
     expect(page.locator("details.instructions")).to_have_attribute("open", "")

@@ -23,7 +23,7 @@ def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_pa
     result = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "database: sqlite" in result.stdout
-    assert "human_table" in result.stdout and "rolled back: the database is as it was" in result.stdout
+    assert "human_cells" in result.stdout and "rolled back: the database is as it was" in result.stdout
     counts = manage(env, "shell", "-c", "from tasks_data.models import Task; from annotation.models import Study;"
                     "print(Task.objects.count(), Study.objects.count())")
     assert counts.strip().splitlines()[-1].split() == ["0", "0"]

@@ -36,6 +36,7 @@ def lab_server(tmp, workers: int, **env_extra):
         env["STATIC_ROOT"] = str(tmp / "static")
         manage(env, "collectstatic", "--noinput", "-v0")
     manage(env, "import_clues", "--demo")
+    manage(env, "ensure_local_researcher", "--password-file", str(tmp / "researcher-password"))  # the study's owner
     out = manage(env, "launch_study", "--name", "lab", "--tasks", "sst2", "--shots", "0",
                  "--workers", str(workers), "--no-filter-fraction")
     join_path = next(line.split()[2] for line in out.splitlines() if line.startswith("sst2 0 "))
@@ -87,7 +88,7 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
     base, join_path, db, log = sqlite_server
     barrier = threading.Barrier(WORKERS)
     results: dict = {}
-    threads = [threading.Thread(target=_worker, args=(base, join_path, f"lab{i:02d}", barrier, results))
+    threads = [threading.Thread(target=_worker, args=(base, join_path, f"{i:024x}", barrier, results))  # valid Prolific PIDs
                for i in range(WORKERS)]
     for t in threads:
         t.start()
@@ -120,7 +121,7 @@ def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_th
     env = {"DEBUG": "0", "SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0",
            "SECURE_COOKIES": "0", "SQLITE_TIMEOUT": "1", "JOIN_RATE_LIMIT": "0"}
     with lab_server(tmp_path, 1, **env) as (base, join_path, db, log), httpx.Client(base_url=base, timeout=30) as c:
-        assert c.get(join_path, params={"PROLIFIC_PID": "busy1", "SESSION_ID": "s1"}).status_code == 302
+        assert c.get(join_path, params={"PROLIFIC_PID": "b" * 24, "SESSION_ID": "s1"}).status_code == 302
         headers = {"X-CSRFToken": c.cookies.get("csrftoken", ""), "Referer": base}
         item = c.get("/api/work/current/").json()["item"]
         answer = {"item": item["id"], "answer": [item["labels"][0]]}

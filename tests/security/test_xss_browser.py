@@ -64,7 +64,8 @@ def journey(base_url: str, join_url: str) -> dict:
                 literal = next(p for p in XSS if p in page.locator("#stage").inner_text())
                 expect(page.get_by_text(literal, exact=False).first).to_be_visible()
                 old = page.locator('#answer-form input[name="example_id"]').input_value()
-                page.keyboard.press("1")
+                page.keyboard.press("1")  # choose the first label...
+                page.keyboard.press("Enter")  # ...and submit it
                 page.wait_for_function(LEFT_ITEM, arg=old)
                 if page.locator("#stage").get_attribute("data-view") == "feedback":
                     assert_inert(page, "feedback page")

@@ -91,7 +91,7 @@ def _form(**overrides):
     data = {"name": "Study A", "tasks": ["sst2"], "shots": ["0", "10"], "chain": "1", "workers_per_cohort": "3",
             "pay_rate": "12", "filter_floor": "", "filter_fraction": "0.5", "platform": "prolific",
             "worker_id_param": "worker_id", "completion_code": "", "screenout_code": "", "test_order": "file",
-            "idle_cap_seconds": "300", "time_limit_minutes": ""}
+            "idle_cap_seconds": "300", "time_limit_minutes": "", "expected_minutes": "30"}
     data.update(overrides)
     return data
 
@@ -425,11 +425,14 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
         assert response["Content-Disposition"].startswith("attachment; filename="), url
         bodies[url] = response.content
     # The table's CSV: a plain header row first (pandas reads it as is), the n of each cell as a column.
-    frame = pd.read_csv(io.BytesIO(bodies[base + "download.csv"]), index_col=0)
-    assert frame.index.name == "#Shots" and list(frame.columns) == ["SST-2", "SST-2 n"]
-    assert frame.loc[0, "SST-2"] == "100.0 ± 0.0" and frame.loc[0, "SST-2 n"] == 2 and frame.loc[10, "SST-2 n"] == 0
-    assert "100.0 ± 0.0 (n=2)" in bodies[base + "download.md"].decode()
-    assert "100.0 $\\pm$ 0.0 (n=2)" in bodies[base + "download.tex"].decode()
+    # Rows: the human annotators' mean ± std, then the majority vote (issue 12); index (Method, #Shots).
+    frame = pd.read_csv(io.BytesIO(bodies[base + "download.csv"]), index_col=[0, 1])
+    assert list(frame.index.names) == ["Method", "#Shots"] and list(frame.columns)[:2] == ["SST-2", "SST-2 n"]
+    human = frame.loc["Human"]
+    assert human.loc[0, "SST-2"] == "100.0 ± 0.0" and human.loc[0, "SST-2 n"] == 2 and human.loc[10, "SST-2 n"] == 0
+    md, tex = bodies[base + "download.md"].decode(), bodies[base + "download.tex"].decode()
+    assert "| Human | 0 | 100.0 ± 0.0 [" in md and "] (n=2) |" in md
+    assert "100.0 $\\pm$ 0.0 [" in tex and "(n=2)" in tex
     assert json.loads(bodies[base + "download.json"])["cells"][0]["n"] == 2
     # Rows: pay lists every worker who joined (the 10-shot worker still in training too).
     pay = pd.read_csv(io.BytesIO(bodies[base + "pay.csv"]))

@@ -382,7 +382,7 @@ def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
 
     study = make_study(tasks=("sst2",), shots=(0,))
     worker = WorkerClient(cohort_of(study, "sst2", 0), "API-REV")
-    enrollment = Enrollment.objects.get(worker__external_id="API-REV")
+    enrollment = Enrollment.objects.get(worker__external_id=pid_for("API-REV"))
     first = answer_current(enrollment, right=True).answer
     wrong = next(x for x in ("positive", "negative") if x != first.example.gold[0])
     response = worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]})
@@ -411,7 +411,7 @@ def test_consent_brand_instructions_cookie_and_exact_match_note(demo_data):
     client.cookies["clues_instructions"] = "closed"
     html = _page(client)[1]
     assert "data-remember>" in html and "data-remember open" not in html
-    assert 'class="tok punct"' in html or not any(not c.isalnum() and not c.isspace()
+    assert 'class="tok punct' in html or not any(not c.isalnum() and not c.isspace()
                                                   for c in services.current_item(enrollment.pk).item.context)
     zero = enroll(cohort_of(make_study(tasks=("sst2",), shots=(0,)), "sst2", 0))
     zero_client = bind(Client(), zero, started=False)
