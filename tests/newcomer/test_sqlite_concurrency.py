@@ -88,7 +88,8 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
     base, join_path, db, log = sqlite_server
     barrier = threading.Barrier(WORKERS)
     results: dict = {}
-    threads = [threading.Thread(target=_worker, args=(base, join_path, f"{i:024x}", barrier, results))  # valid Prolific PIDs
+    # each worker a valid Prolific PID (24 hexadecimal characters)
+    threads = [threading.Thread(target=_worker, args=(base, join_path, f"{i:024x}", barrier, results))
                for i in range(WORKERS)]
     for t in threads:
         t.start()
