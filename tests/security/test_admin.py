@@ -108,6 +108,15 @@ def test_only_superusers_open_the_admin(owned, who, researcher, plain_user):
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
 
 
+def test_the_dashboard_links_the_admin_for_operators_only(researcher, superuser):
+    admin_link = f'href="{reverse("admin:index")}"'
+    for user, shown in ((researcher, False), (superuser, True)):
+        client = Client()
+        client.force_login(user)
+        body = client.get(reverse("dashboard")).content.decode()
+        assert (admin_link in body) is shown, user
+
+
 def test_the_admin_works_for_a_superuser_and_lists_no_secret(owned, superuser):
     client = Client()
     client.force_login(superuser)
