@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 
@@ -14,9 +15,13 @@ from tasks_data.s1 import item_s1
 from ..answers import validate_answer
 from ..models import Answer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
+from . import hot_orm, hot_sql
 from .errors import Conflict
 from .filtering import _STEP_OF_STATE, _expire_if_stale, _finish_training, _is_stale, _load
-from .hot_sql import _TEST_ITEM_SQL, _TRAINING_ITEM_SQL, _answers_in_step, _fetch, _mark_served
+
+# The hot path's implementation: hand-written SQL (default) or the ORM (``CLUES_HOT_PATH=orm``), the
+# same statements either way; benchmarks/load.py --hot-path measures both.
+_HOT = hot_orm if os.environ.get("CLUES_HOT_PATH") == "orm" else hot_sql
 
 
 def item_order(enrollment: Enrollment, step: str) -> list[int]:
@@ -44,15 +49,14 @@ def _item_at(enrollment: Enrollment, step: str, position: int) -> Example | None
     if step == Answer.Step.TRAINING:
         if cohort.training_set_id is None:
             return None
-        rows = Example.objects.raw(_TRAINING_ITEM_SQL, [cohort.training_set_id, position])
+        example = _HOT._training_item(cohort.training_set_id, position)
     elif cohort.study.test_order == Study.TestOrder.SHUFFLE:
         ids = item_order(enrollment, step)
         if position >= len(ids):
             return None
-        rows = Example.objects.filter(pk=ids[position])
+        example = next(iter(Example.objects.filter(pk=ids[position])), None)
     else:
-        rows = Example.objects.raw(_TEST_ITEM_SQL, [cohort.task_id, Example.Role.TEST.value, position])
-    example = next(iter(rows), None)
+        example = _HOT._test_item(cohort.task_id, position)
     if example is not None:
         example.task = cohort.task  # loaded with the enrollment
     return example
@@ -81,11 +85,11 @@ def current_item(enrollment_id: int) -> WorkState:
     a submission only returns the state just before it.
     """
     now = timezone.now()
-    enrollment = _fetch(enrollment_id, lock=False)
+    enrollment = _HOT._fetch(enrollment_id, lock=False)
     if _is_stale(enrollment, now):
         with transaction.atomic():
             _expire_if_stale(_load(enrollment_id, lock=True), now)
-        enrollment = _fetch(enrollment_id, lock=False)
+        enrollment = _HOT._fetch(enrollment_id, lock=False)
     step = _STEP_OF_STATE.get(enrollment.state)
     if step is None:
         # Progress of the step the worker ended in: the test step once it started, else training.
@@ -98,7 +102,7 @@ def current_item(enrollment_id: int) -> WorkState:
     item = _item_at(enrollment, step, done)
     if item is None:
         raise Conflict("this step has no item left to answer")  # only if the data changed under a study
-    if enrollment.current_served_at is None and _mark_served(enrollment.pk, now):
+    if enrollment.current_served_at is None and _HOT._mark_served(enrollment.pk, now):
         enrollment.current_served_at = now
     return WorkState(step=step, done=done, total=_total(enrollment, step), item=item, enrollment=enrollment)
 
@@ -127,13 +131,13 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
     """
     now = timezone.now()
     with transaction.atomic():
-        enrollment = _fetch(enrollment_id, lock=True)
+        enrollment = _HOT._fetch(enrollment_id, lock=True)
         if _expire_if_stale(enrollment, now):
             raise Conflict("your time for this study has run out")
         step = _STEP_OF_STATE.get(enrollment.state)
         if step is None:
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
-        done = _answers_in_step(enrollment.pk, step)
+        done = _HOT._answers_in_step(enrollment.pk, step)
         total = _total(enrollment, step)
         example = _item_at(enrollment, step, done) if done < total else None
         if example is None or example.pk != example_id:
@@ -165,7 +169,7 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
             transition(enrollment, State.COMPLETED, actor="worker", action="complete test step",
                        update_fields=("completed_at", "current_served_at"))
         if done < total and served is not None:
-            _mark_served(enrollment.pk, None)
+            _HOT._mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
         return result
 
@@ -183,7 +187,7 @@ def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> 
 
     now = timezone.now()
     with transaction.atomic():
-        enrollment = _fetch(enrollment_id, lock=True)
+        enrollment = _HOT._fetch(enrollment_id, lock=True)
         if _expire_if_stale(enrollment, now):
             raise Conflict("your time for this study has run out")
         if enrollment.state != State.TESTING:

@@ -26,6 +26,14 @@ _TRAINING_ITEM_SQL = (f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.e
                       "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s")
 
 
+def _training_item(training_set_id: int, position: int) -> Example | None:
+    return next(iter(Example.objects.raw(_TRAINING_ITEM_SQL, [training_set_id, position])), None)
+
+
+def _test_item(task_id: int, position: int) -> Example | None:
+    return next(iter(Example.objects.raw(_TEST_ITEM_SQL, [task_id, Example.Role.TEST.value, position])), None)
+
+
 def _answers_in_step(enrollment_id: int, step: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s",
