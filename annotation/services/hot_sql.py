@@ -10,6 +10,7 @@ protocol tests run on both).
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from django.db import connection
@@ -71,6 +72,7 @@ _COUNTS = {
 }
 
 
+@functools.cache  # built on first use (the connection's quoting), once per process
 def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
     columns = [_quoted(alias, f.column) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
@@ -106,7 +108,7 @@ def _fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     spends more CPU building that query than the database spends running it.
     """
     counts = ("training_total", "test_total") if lock else tuple(_COUNTS)
-    sql, params = _LOAD[counts]
+    sql, params = _load_sql(counts)
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF e" if connection.features.has_select_for_update_of else " FOR UPDATE"
     with connection.cursor() as cursor:
@@ -126,5 +128,3 @@ def _fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
         setattr(enrollment, name, value)
     return enrollment
 
-
-_LOAD = {counts: _load_sql(counts) for counts in (("training_total", "test_total"), tuple(_COUNTS))}
