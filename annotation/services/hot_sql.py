@@ -6,6 +6,12 @@ are written in SQL: building and compiling the ORM's equivalent cost several tim
 statement, and was most of a request's CPU (benchmarks/README.md). Table and column names come
 from the models' meta, and the SQL is plain enough for PostgreSQL and SQLite alike (the
 protocol tests run on both).
+
+Still needed (issue 13.4, benchmarks/README.md "Hand-written SQL or the ORM"): the same functions
+written with querysets (``hot_orm``, selected by ``CLUES_HOT_PATH=orm``) cost gunicorn about twice
+the CPU per worker request (9.05 against 4.7 ms) and lower the throughput ratio to the ceiling.
+tests/annotation/test_hot_path.py checks that both read and store the same. The statements are
+built on first use (``_load_sql`` is cached), not at import.
 """
 
 from __future__ import annotations
