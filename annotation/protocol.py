@@ -38,6 +38,7 @@ guards below; views and serializers only display what they decide.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 from .models import AuditEvent, Enrollment
 
@@ -220,3 +221,46 @@ class JoinRefused(Exception):
     def __init__(self, reason: JoinRefusal, message: str, platform: str = ""):
         self.reason, self.message, self.platform = reason, message, platform
         super().__init__(message)
+
+
+# ---------------------------------------------------------------- the worker's pages
+
+
+class WorkerPage(str, enum.Enum):
+    """What the worker's page (annotation.worker_views) shows."""
+
+    DESCRIPTION = "description"  # the task description, until the worker starts (or has answered)
+    FEEDBACK = "feedback"  # the gold of the last training answer, until the worker moves on (rule 3)
+    ITEM = "item"  # the current item of the training or test step
+    DONE = "done"  # completed: the completion code
+    FILTERED = "filtered"  # filtered after training: the screen-out code
+    ENDED = "ended"  # withdrawn or expired
+
+
+_PAGE_OF_STEP = {"training": WorkerPage.ITEM, "test": WorkerPage.ITEM, "done": WorkerPage.DONE,
+                 "filtered": WorkerPage.FILTERED}
+
+
+def page_of_step(step: str) -> WorkerPage:
+    """The page of a worker-facing step (``step_name``): an item, done, filtered, or ended."""
+    return _PAGE_OF_STEP.get(step, WorkerPage.ENDED)
+
+
+def worker_page(state: str, *, shots: int, started: bool, has_answers: Callable[[], bool],
+                last_training_answer: Callable[[], int | None], feedback_seen: int | None) -> WorkerPage:
+    """Which page a worker sees, from the enrollment's state and what they acknowledged.
+
+    ``started``: the worker pressed Start on this enrollment's description; ``feedback_seen``: the id of
+    the last training answer whose feedback they left with Next (both remembered by the browser session,
+    annotation.session). ``has_answers`` and ``last_training_answer`` (the id of the last training answer
+    while no test answer exists, else None) read the stored answers: each is called only when the
+    decision needs it. The worker's progress itself always comes from the stored answers.
+    """
+    active = state in (State.TRAINING, State.TESTING)
+    if active and not (started or has_answers()):
+        return WorkerPage.DESCRIPTION
+    if (active or state == State.FILTERED) and shots:
+        last = last_training_answer()
+        if last is not None and last != feedback_seen:
+            return WorkerPage.FEEDBACK
+    return page_of_step(step_name(state))

@@ -32,3 +32,26 @@ def bound_enrollment_id(request: HttpRequest) -> int | None:
 def seen_enrollment_ids(request: HttpRequest) -> list[int]:
     value = request.session.get(SEEN_KEY)
     return [v for v in value if isinstance(v, int)] if isinstance(value, list) else []
+
+
+# What the worker acknowledged on their pages, remembered by the browser session (storage only: which page
+# they see follows from it in annotation.protocol.worker_page).
+STARTED_KEY = "work_started"  # enrollment id whose description the worker has read and started
+ACK_KEY = "work_feedback_seen"  # id of the last training answer whose feedback the worker left with Next
+
+
+def record_start(request: HttpRequest, enrollment_id: int) -> None:
+    request.session[STARTED_KEY] = enrollment_id
+
+
+def has_started(request: HttpRequest, enrollment_id: int) -> bool:
+    return request.session.get(STARTED_KEY) == enrollment_id
+
+
+def record_feedback_seen(request: HttpRequest, answer_id: int) -> None:
+    request.session[ACK_KEY] = answer_id
+
+
+def feedback_seen(request: HttpRequest) -> int | None:
+    value = request.session.get(ACK_KEY)
+    return value if isinstance(value, int) else None

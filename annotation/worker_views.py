@@ -24,14 +24,12 @@ from tasks_data.registry import AnswerKind, TaskSpec
 from tasks_data.text_spans import tokenize
 
 from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
-from . import services
+from . import services, session
 from .answers import InvalidAnswer
 from .models import Answer, Enrollment
-from .protocol import State
-from .session import bound_enrollment_id
+from .protocol import State, WorkerPage, page_of_step, worker_page
+from .session import ACK_KEY, STARTED_KEY, bound_enrollment_id  # noqa: F401 (the keys: tests read the session)
 
-STARTED_KEY = "work_started"  # enrollment id whose description the worker has read and started
-ACK_KEY = "work_feedback_seen"  # id of the last training answer whose feedback the worker left with Next
 PLACEHOLDER = "@placeholder"
 HIGHLIGHT = "@highlight"
 INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
@@ -335,41 +333,42 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
     return ctx
 
 
-def _pending_feedback(request: HttpRequest, enrollment: Enrollment) -> Answer | None:
-    """The last training answer, while the worker has not moved on from its feedback with Next."""
-    if enrollment.state not in (State.TRAINING, State.TESTING, State.FILTERED) or not enrollment.cohort.shots:
-        return None
+def _last_training_answer(enrollment: Enrollment) -> Answer | None:
+    """The last training answer, while the test step has no answer yet."""
     answers = Answer.objects.filter(enrollment=enrollment).select_related("example")
     if answers.filter(step=Answer.Step.TEST).exists():
         return None
-    last = answers.filter(step=Answer.Step.TRAINING).order_by("-position").first()
-    if last is None or request.session.get(ACK_KEY) == last.pk:
-        return None
-    return last
-
-
-def _has_started(request: HttpRequest, enrollment: Enrollment) -> bool:
-    return request.session.get(STARTED_KEY) == enrollment.pk or Answer.objects.filter(enrollment=enrollment).exists()
+    return answers.filter(step=Answer.Step.TRAINING).order_by("-position").first()
 
 
 def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
-    """What the worker sees now (one of: description, item, feedback, done, filtered, ended)."""
-    if enrollment.state in (State.TRAINING, State.TESTING) and not _has_started(request, enrollment):
+    """What the worker sees now: the page protocol.worker_page picks, filled in."""
+    read: list[Answer | None] = []  # the last training answer, once the decision asked for it
+
+    def last_training_answer() -> int | None:
+        read.append(_last_training_answer(enrollment))
+        return read[-1].pk if read[-1] is not None else None
+
+    page = worker_page(enrollment.state, shots=enrollment.cohort.shots,
+                       started=session.has_started(request, enrollment.pk),
+                       has_answers=lambda: Answer.objects.filter(enrollment=enrollment).exists(),
+                       last_training_answer=last_training_answer, feedback_seen=session.feedback_seen(request))
+    if page is WorkerPage.DESCRIPTION:
         ctx = _base_context(enrollment)
         ctx.update(view="description", info=_step_info(enrollment))
         return ctx
-    pending = _pending_feedback(request, enrollment)
-    if pending is not None:
-        return _feedback_context(enrollment, pending)
-    state = services.current_item(enrollment.pk)
+    if page is WorkerPage.FEEDBACK:
+        return _feedback_context(enrollment, read[-1])
+    state = services.current_item(enrollment.pk)  # the time limit may have ended the enrollment meanwhile
     enrollment = state.enrollment
-    if state.step in (Answer.Step.TRAINING, Answer.Step.TEST):
+    page = page_of_step(state.step)
+    if page is WorkerPage.ITEM:
         return _item_context(state)
     ctx = _base_context(enrollment)
     outcome = services.completion(enrollment)
-    if state.step == "done":
+    if page is WorkerPage.DONE:
         ctx.update(view="done", completion=outcome)
-    elif state.step == State.FILTERED:
+    elif page is WorkerPage.FILTERED:
         ctx.update(view="filtered", completion=outcome)
     else:
         ctx.update(view="ended", reason=state.step)
@@ -420,7 +419,7 @@ def start(request: HttpRequest) -> HttpResponse:
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
-    request.session[STARTED_KEY] = enrollment.pk
+    session.record_start(request, enrollment.pk)
     if request.htmx:
         return _render_stage(request, enrollment)
     return redirect("work")
@@ -501,7 +500,7 @@ def next_item(request: HttpRequest) -> HttpResponse:
     except ValueError:
         answer_id = None
     if answer_id and Answer.objects.filter(pk=answer_id, enrollment=enrollment).exists():
-        request.session[ACK_KEY] = answer_id
+        session.record_feedback_seen(request, answer_id)
     if request.htmx:
         return _render_stage(request, enrollment)
     return redirect("work")

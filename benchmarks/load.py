@@ -64,6 +64,7 @@ class Server:
     log_file: Path | None = None  # the server's output (default: this terminal)
     pg: str = "postgres://postgres@127.0.0.1:5432"
     cache_url: str = "redis://127.0.0.1:6379/3"
+    hot_path: str = "sql"  # annotation.services' hot path: hand-written SQL or the ORM (CLUES_HOT_PATH)
     proc: subprocess.Popen | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="clues-bench-")))
 
@@ -93,6 +94,7 @@ class Server:
             "LOG_LEVEL": "WARNING",
             # The shared cache production uses (sessions, rate limits); database 3 is the benchmark's own.
             "CACHE_URL": self.cache_url,
+            "CLUES_HOT_PATH": self.hot_path,
         }
 
     def manage(self, *args: str) -> str:
@@ -105,7 +107,8 @@ class Server:
     def describe(self) -> str:
         kind = (f"{self.gunicorn_workers} gthread workers x {self.gunicorn_threads} threads"
                 if self.gunicorn_threads > 1 else f"{self.gunicorn_workers} sync workers")
-        return f"gunicorn {kind}, DEBUG=0, PostgreSQL, Redis cache and sessions ({self.cache_url})"
+        return (f"gunicorn {kind}, DEBUG=0, PostgreSQL ({self.db_name}), Redis cache and sessions ({self.cache_url}), "
+                f"hot path {self.hot_path}")
 
     def prepare(self, *, task: str, shots: int, workers: int) -> str:
         """Fresh database, data, one launched study; returns the cohort's join path."""
@@ -116,6 +119,7 @@ class Server:
         self.manage("migrate", "--noinput", "-v0")
         data = os.environ.get("CLUES_DATA") or str(REPO.parent / "shared" / "clues" / "CLUES-JSON.zip")
         self.manage("import_clues", data) if Path(data).exists() else self.manage("import_clues", "--demo")
+        self.manage("ensure_local_researcher")  # launch_study's default owner
         out = self.manage("launch_study", "--name", "load benchmark", "--tasks", task, "--shots", str(shots),
                           "--workers", str(workers), "--no-filter-fraction")
         return next(line.split()[2] for line in out.splitlines() if line.startswith(f"{task} {shots} "))
@@ -378,9 +382,15 @@ def main() -> int:
     parser.add_argument("--gunicorn-workers", type=int, default=5)
     parser.add_argument("--gunicorn-threads", type=int, default=1, help="more than 1: gthread workers")
     parser.add_argument("--port", type=int, default=8642)
+    parser.add_argument("--hot-path", choices=("sql", "orm"), default="sql",
+                        help="the worker's hot path: hand-written SQL (default) or the ORM")
+    parser.add_argument("--db-name", default="clues_bench", help="the throwaway database (dropped and re-created)")
+    parser.add_argument("--cache-url", default="redis://127.0.0.1:6379/3",
+                        help="the Redis database for cache and sessions (flushed)")
     args = parser.parse_args()
 
-    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers, gunicorn_threads=args.gunicorn_threads)
+    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers, gunicorn_threads=args.gunicorn_threads,
+                    hot_path=args.hot_path, db_name=args.db_name, cache_url=args.cache_url)
     join_path = server.prepare(task=args.task, shots=args.shots, workers=3 * args.workers)
     server.start()
     try:

@@ -70,3 +70,71 @@ def test_step_names_and_first_state():
 def test_every_join_refusal_has_an_http_status():
     assert set(JOIN_STATUS) == set(JoinRefusal)
     assert JoinRefused(JoinRefusal.FULL, "full").reason is JoinRefusal.FULL
+
+
+# ---------------------------------------------------------------- the worker's pages (protocol.worker_page)
+
+
+def _page(state, *, shots=10, started=False, answered=False, last=None, seen=None, calls=None):
+    calls = [] if calls is None else calls
+
+    def has_answers():
+        calls.append("answers")
+        return answered
+
+    def last_training_answer():
+        calls.append("last")
+        return last
+
+    return protocol.worker_page(state, shots=shots, started=started, has_answers=has_answers,
+                                last_training_answer=last_training_answer, feedback_seen=seen)
+
+
+def test_the_description_until_the_worker_starts_or_has_answered():
+    Page = protocol.WorkerPage
+    assert _page(State.TRAINING) is Page.DESCRIPTION
+    assert _page(State.TESTING, shots=0) is Page.DESCRIPTION
+    assert _page(State.TRAINING, started=True) is Page.ITEM
+    # An answer stored from another tab (or before the session's Start was remembered) counts as started.
+    assert _page(State.TRAINING, answered=True) is Page.ITEM
+    # Past the steps the description is never shown again, whatever the session remembers.
+    assert _page(State.COMPLETED) is Page.DONE
+    assert _page(State.FILTERED) is Page.FILTERED
+    assert _page(State.WITHDRAWN) is Page.ENDED and _page(State.EXPIRED) is Page.ENDED
+
+
+def test_the_feedback_of_the_last_training_answer_until_the_worker_moves_on():
+    Page = protocol.WorkerPage
+    assert _page(State.TRAINING, started=True, last=7) is Page.FEEDBACK
+    assert _page(State.TRAINING, started=True, last=7, seen=7) is Page.ITEM
+    # Acknowledging an older answer does not skip the newest one's feedback.
+    assert _page(State.TRAINING, started=True, last=8, seen=7) is Page.FEEDBACK
+    # The last training answer moved the worker to the test step, or had them filtered: its feedback first.
+    assert _page(State.TESTING, started=True, last=9) is Page.FEEDBACK
+    assert _page(State.FILTERED, last=9) is Page.FEEDBACK
+    assert _page(State.FILTERED, last=9, seen=9) is Page.FILTERED
+    # No training step (0 shots), or the test step answered (last is None): no feedback.
+    assert _page(State.TESTING, shots=0, started=True, last=9) is Page.ITEM
+    assert _page(State.TESTING, started=True, last=None) is Page.ITEM
+    assert _page(State.COMPLETED, last=9) is Page.DONE
+
+
+def test_the_page_reads_the_stored_answers_only_when_the_decision_needs_them():
+    calls = []
+    _page(State.TRAINING, started=True, seen=3, calls=calls)
+    assert calls == ["last"]  # started: no need to look for answers
+    calls.clear()
+    _page(State.TRAINING, calls=calls)
+    assert calls == ["answers"]  # the description: the feedback is not looked at
+    calls.clear()
+    _page(State.COMPLETED, calls=calls)
+    _page(State.TESTING, shots=0, started=True, calls=calls)
+    assert calls == []
+
+
+def test_every_step_has_its_page():
+    Page = protocol.WorkerPage
+    assert {step: protocol.page_of_step(protocol.step_name(s)) for step, s in
+            (("t", State.TRAINING), ("x", State.TESTING))} == {"t": Page.ITEM, "x": Page.ITEM}
+    assert protocol.page_of_step("done") is Page.DONE and protocol.page_of_step("filtered") is Page.FILTERED
+    assert protocol.page_of_step("expired") is Page.ENDED and protocol.page_of_step("withdrawn") is Page.ENDED

@@ -137,7 +137,7 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     table = out.getvalue()
     assert "| majority |" in table
     gap = f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
-    assert f"| Human − majority | 10 | {gap} |" in table
+    assert f"| Human − majority | 10 | {gap} (n={row['items']}) |" in table  # n: paired test items
 
 
 def test_paired_gap_interval_covers_the_mean_and_narrows_with_more_items():

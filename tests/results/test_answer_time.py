@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.models import Answer
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, trim_test_set
+from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -37,7 +37,7 @@ def test_fast_answers_and_idle_gaps_on_the_cohort_page_and_in_the_export(researc
     c = cohort(study, "sst2", 0)
     _walk(c, "FAST")
     _walk(c, "SLOW")
-    slow = Answer.objects.filter(enrollment__worker__external_id="SLOW", step="test").order_by("position")
+    slow = Answer.objects.filter(enrollment__worker__external_id=pid_for("SLOW"), step="test").order_by("position")
     # SLOW took 10 s per item but the first (1 s: too fast), then left for 15 minutes before the last.
     slow.exclude(position=0).update(served_at=F("answered_at") - timedelta(seconds=10))
     slow.filter(position=0).update(served_at=F("answered_at") - timedelta(seconds=1))
@@ -47,14 +47,14 @@ def test_fast_answers_and_idle_gaps_on_the_cohort_page_and_in_the_export(researc
     client = Client()
     client.force_login(researcher)
     rows = json.loads(client.get(f"/api/studies/{study.pk}/export/annotators/", {"fmt": "json"}).content)["rows"]
-    by = {r["worker"]: r for r in rows}
+    by = {name_of(r["worker"]): r for r in rows}
     assert by["FAST"]["fast_answer_share"] == 1.0  # the test client answers within milliseconds
     assert by["SLOW"]["fast_answer_share"] == pytest.approx(0.25)
     assert 900 <= by["SLOW"]["longest_idle_seconds"] < 905 and by["SLOW"]["longest_idle_gaps"][0] >= 900
     assert by["FAST"]["longest_idle_seconds"] < 60
     header = client.get(f"/api/studies/{study.pk}/export/annotators/", {"fmt": "csv"}).content.decode()
     table = list(csv.DictReader(io.StringIO(header)))
-    assert {r["worker"]: float(r["fast_answer_share"]) for r in table} == {"FAST": 1.0, "SLOW": 0.25}
+    assert {name_of(r["worker"]): float(r["fast_answer_share"]) for r in table} == {"FAST": 1.0, "SLOW": 0.25}
 
     html = client.get(f"/dashboard/cohorts/{c.pk}/").content.decode()
     assert "100% &lt; 1.5 s" in html and "25% &lt; 1.5 s" in html and "15 min" in html

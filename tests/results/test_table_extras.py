@@ -15,7 +15,7 @@ from results.cells import table_cells
 from results.uncertainty import bootstrap_interval, cell_matrix
 from tasks_data.models import Example
 from tasks_data.s1 import MRC_GOLD_NOTE, as_set, item_s1
-from tests.annotation.helpers import cohort, complete, gold_answer, join, make_study, trim_test_set
+from tests.annotation.helpers import cohort, complete, gold_answer, join, make_study, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -59,13 +59,15 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     assert interval["high"] == pytest.approx(100 * min(expected.high, 1))
 
     rows = list(csv.reader(io.StringIO(client.get(url, {"fmt": "csv"}).content.decode())))
-    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 95% CI low", "SST-2 95% CI high"]
+    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 n", "SST-2 95% CI low", "SST-2 95% CI high"]
     human10 = next(r for r in rows if r[:2] == ["Human", "10"])
-    assert human10[2] == "80.0 ± 20.0" and float(human10[3]) == pytest.approx(interval["low"], abs=0.01)
-    assert ["Majority vote", "10", "80.0", "", ""] in rows
+    assert human10[2] == "80.0 ± 20.0" and human10[3] == "3" and float(human10[4]) == pytest.approx(interval["low"],
+                                                                                                  abs=0.01)
+    assert ["Majority vote", "10", "80.0", "3", "", ""] in rows
     md = client.get(url, {"fmt": "md"}).content.decode()
     low, high = interval["low"], interval["high"]
-    assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] |" in md and "| Majority vote | 10 | 80.0 |" in md
+    assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] (n=3) |" in md
+    assert "| Majority vote | 10 | 80.0 (n=3) |" in md
     tex = client.get(url, {"fmt": "tex"}).content.decode()
     assert f"80.0 $\\pm$ 20.0 [{low:.1f}, {high:.1f}]" in tex and "Majority vote" in tex
     page = client.get(f"/dashboard/studies/{sst.pk}/results/download.md").content.decode()
@@ -130,7 +132,7 @@ def test_the_mrc_gold_rule_is_a_parameter_of_every_table_and_is_noted(researcher
     assert as_set_["mrc_gold"] == "set" and as_set_["mrc_gold_note"] == MRC_GOLD_NOTE["set"]
     assert best["cells"][0]["mean"] == pytest.approx(100.0)
     # "set": rescored from the stored answers, item by item, with the one S1 function.
-    answers = study.cohorts.get().enrollments.get(worker__external_id="A").answers.select_related("example")
+    answers = study.cohorts.get().enrollments.get(worker__external_id=pid_for("A")).answers.select_related("example")
     expected = 100 * sum(item_s1(a.texts, a.example.gold, alternatives=True, mrc_gold="set") for a in answers) / 4
     assert as_set_["cells"][0]["mean"] == pytest.approx(expected) and expected < 100.0
     assert as_set_["majority"][0]["s1"] == pytest.approx(expected)
@@ -178,11 +180,12 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
     url = f"/api/studies/{study.pk}/export/annotators/"
     best = json.loads(client.get(url, {"fmt": "json"}).content)["rows"]
     as_set_ = json.loads(client.get(url, {"fmt": "json", "mrc_gold": "set"}).content)["rows"]
-    a = study.cohorts.get().enrollments.get(worker__external_id="A")
+    a = study.cohorts.get().enrollments.get(worker__external_id=pid_for("A"))
     answers = a.answers.select_related("example")
     expected = sum(item_s1(x.texts, x.example.gold, alternatives=True, mrc_gold="set") for x in answers) / 4
     by_best, by_set = ({r["worker"]: r["test_s1"] for r in rows} for rows in (best, as_set_))
-    assert by_best["A"] == pytest.approx(1.0) and by_set["A"] == pytest.approx(expected) and expected < 1.0
+    a_pid = pid_for("A")
+    assert by_best[a_pid] == pytest.approx(1.0) and by_set[a_pid] == pytest.approx(expected) and expected < 1.0
     out = io.StringIO()
     call_command("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "json",
                  "--mrc-gold", "set", stdout=out)

@@ -1,0 +1,236 @@
+"""Answering: the items of each step, where the worker is, and storing answers (rules 3, 5, 6)."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tasks_data.models import Example, TrainingSetItem
+from tasks_data.s1 import item_s1
+
+from .. import attention
+from ..answers import validate_answer
+from ..models import Answer, AuditEvent, Enrollment, Study
+from ..protocol import State, step_name, transition
+from . import hot_orm, hot_sql
+from .errors import Conflict
+from .filtering import _STEP_OF_STATE, _expire_if_stale, _finish_training, _is_stale, _load
+
+# The hot path's implementation: hand-written SQL (default) or the ORM (``CLUES_HOT_PATH=orm``), the
+# same statements either way; benchmarks/load.py --hot-path measures both.
+_HOT = hot_orm if os.environ.get("CLUES_HOT_PATH") == "orm" else hot_sql
+
+
+def item_order(enrollment: Enrollment, step: str) -> list[int]:
+    """Example ids of a step in the order this worker sees them (one query)."""
+    cohort = enrollment.cohort
+    if step == Answer.Step.TRAINING:
+        if cohort.training_set_id is None:
+            return []
+        return list(TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
+                    .order_by("position", "pk").values_list("example_id", flat=True))
+    ids = list(Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST)
+               .order_by("position", "pk").values_list("id", flat=True))
+    if cohort.study.test_order == Study.TestOrder.SHUFFLE:
+        random.Random(enrollment.order_seed).shuffle(ids)
+    return ids
+
+
+def _item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
+    """The item at ``position`` (0-based) of the step in this worker's order, or None past its end.
+
+    The order of ``item_order``, without loading it when the order is the file's: one query,
+    an index scan of at most ``position + 1`` rows; a shuffled test order loads the ids first.
+    """
+    cohort = enrollment.cohort
+    if step == Answer.Step.TRAINING:
+        if cohort.training_set_id is None:
+            return None
+        example = _HOT._training_item(cohort.training_set_id, position)
+    elif cohort.study.test_order == Study.TestOrder.SHUFFLE:
+        ids = item_order(enrollment, step)
+        if position >= len(ids):
+            return None
+        example = next(iter(Example.objects.filter(pk=ids[position])), None)
+    else:
+        example = _HOT._test_item(cohort.task_id, position)
+    if example is not None:
+        example.task = cohort.task  # loaded with the enrollment
+    return example
+
+
+def _total(enrollment: Enrollment, step: str) -> int:
+    return enrollment.training_total if step == Answer.Step.TRAINING else enrollment.test_total
+
+
+@dataclass
+class WorkState:
+    step: str  # "training" | "test" | "done" | "filtered" | "withdrawn" | "expired"
+    done: int
+    total: int
+    item: Example | None = None
+    enrollment: Enrollment | None = None
+
+
+def current_item(enrollment_id: int) -> WorkState:
+    """Where the worker is; records when the current item was first served.
+
+    A read, in a constant number of queries (3, or 2 once the item's serving time is recorded):
+    one statement reads the enrollment with its progress (one snapshot, so state and answer
+    counts agree), one the item at that position, and a conditional UPDATE records the serving
+    time. No row lock: submissions are serialised by ``submit_answer``'s lock, and a read racing
+    a submission only returns the state just before it.
+    """
+    now = timezone.now()
+    enrollment = _HOT._fetch(enrollment_id, lock=False)
+    if _is_stale(enrollment, now):
+        with transaction.atomic():
+            _expire_if_stale(_load(enrollment_id, lock=True), now)
+        enrollment = _HOT._fetch(enrollment_id, lock=False)
+    step = _STEP_OF_STATE.get(enrollment.state)
+    if step is None:
+        # Progress of the step the worker ended in: the test step once it started, else training.
+        last = Answer.Step.TEST if (enrollment.test_done or enrollment.state == State.COMPLETED
+                                    or not enrollment.cohort.shots) else Answer.Step.TRAINING
+        done = enrollment.test_done if last == Answer.Step.TEST else enrollment.training_done
+        return WorkState(step=step_name(enrollment.state), done=done, total=_total(enrollment, last),
+                         enrollment=enrollment)
+    done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
+    check, checks_done, checks = _attention(enrollment, step, done)
+    item = attention.as_item(check, enrollment.cohort.task) if check else _item_at(enrollment, step, done)
+    if item is None:
+        raise Conflict("this step has no item left to answer")  # only if the data changed under a study
+    if enrollment.current_served_at is None and _HOT._mark_served(enrollment.pk, now):
+        enrollment.current_served_at = now
+    return WorkState(step=step, done=done + checks_done, total=_total(enrollment, step) + checks, item=item,
+                     enrollment=enrollment)
+
+
+def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
+    """(due attention check, checks answered, checks) in the test step of a study with checks; else none
+    (and no query: the worker's progress counts the checks, the researcher's tables never do)."""
+    if step != Answer.Step.TEST or not enrollment.cohort.study.has_attention_checks:
+        return None, 0, 0
+    return attention.progress(enrollment, done)
+
+
+@dataclass
+class SubmitResult:
+    step: str
+    answer: Answer
+    done: int
+    total: int
+    next_state: str
+    gold: list[str] | None = None  # training step only
+    s1: float | None = None  # training step only
+    events: list[str] = field(default_factory=list)
+
+
+def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResult:
+    """Store one answer, once (rules 3, 5, 6); at the end of a step, move the worker on.
+
+    Raises Conflict (409): not in a step, the item is not the current one, or it is already
+    answered; InvalidAnswer (400). Nothing is stored when it raises.
+
+    The enrollment's row lock serialises a worker's submissions; the answers are counted after
+    the lock is taken, so the count includes every submission committed before. A constant
+    number of queries: lock, count, current item, INSERT, UPDATE (plus 4 at the end of a step).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        enrollment = _HOT._fetch(enrollment_id, lock=True)
+        if _expire_if_stale(enrollment, now):
+            raise Conflict("your time for this study has run out")
+        step = _STEP_OF_STATE.get(enrollment.state)
+        if step is None:
+            raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
+        done = _HOT._answers_in_step(enrollment.pk, step)
+        total = _total(enrollment, step)
+        check, checks_done, checks = _attention(enrollment, step, done)
+        if check is not None:
+            return _submit_check(enrollment, check, example_id, raw_answer, done + checks_done, total + checks)
+        example = _item_at(enrollment, step, done) if done < total else None
+        if example is None or example.pk != example_id:
+            if (isinstance(example_id, int) and 0 < example_id < 2**63
+                    and Answer.objects.filter(enrollment_id=enrollment.pk, example_id=example_id).exists()):
+                raise Conflict("this item was already answered; answers are final")
+            raise Conflict("this is not the current item: items are answered one at a time, in order")
+        spec = enrollment.cohort.task.spec
+        valid = validate_answer(spec, example, raw_answer)
+        score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+        try:
+            # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
+            answer = Answer.objects.create(
+                enrollment=enrollment, example=example, step=step, position=done, texts=valid.texts,
+                spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
+            )
+        except IntegrityError:
+            raise Conflict("this item was already answered; answers are final") from None
+        served = enrollment.current_served_at
+        enrollment.current_served_at = None
+        done += 1
+        result = SubmitResult(step=step, answer=answer, done=done, total=total, next_state=enrollment.state)
+        if step == Answer.Step.TRAINING:
+            result.gold, result.s1 = list(example.gold), score
+            if done == total:
+                _finish_training(enrollment, now)
+        elif done == total:
+            enrollment.completed_at = now
+            transition(enrollment, State.COMPLETED, actor="worker", action="complete test step",
+                       update_fields=("completed_at", "current_served_at"))
+        if done < total and served is not None:
+            _HOT._mark_served(enrollment.pk, None)
+        result.next_state = enrollment.state
+        result.done, result.total = result.done + checks_done, result.total + checks
+        return result
+
+
+def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> Answer:
+    """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
+
+    The paper makes an answer final once its gold is shown: training answers (gold shown at once),
+    an older test answer, and the last one once the enrollment has left the test step stay final
+    (Conflict, 409). InvalidAnswer (400) as for submit_answer. The change is audited with both values.
+    The only update of a stored answer: a queryset UPDATE under the enrollment's row lock, which
+    submit_answer also takes, so no later answer can appear in between.
+    """
+    import json
+
+    now = timezone.now()
+    with transaction.atomic():
+        enrollment = _HOT._fetch(enrollment_id, lock=True)
+        if _expire_if_stale(enrollment, now):
+            raise Conflict("your time for this study has run out")
+        if enrollment.state != State.TESTING:
+            raise Conflict("answers can be changed only during the test step: this answer is final")
+        last = (Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
+                .select_related("example").order_by("-position").first())
+        if last is None or not isinstance(example_id, int) or last.example_id != example_id:
+            raise Conflict("only your last test answer can be changed, until you submit the next one")
+        spec = enrollment.cohort.task.spec
+        valid = validate_answer(spec, last.example, raw_answer)
+        score = item_s1(valid.texts, last.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+        Answer.objects.filter(pk=last.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
+        AuditEvent.objects.create(
+            study_id=enrollment.cohort.study_id, enrollment=enrollment, actor="worker",
+            action="revise test answer", from_state=enrollment.state, to_state=enrollment.state,
+            reason=json.dumps({"example_id": last.example_id, "position": last.position,
+                               "before": {"texts": last.texts, "spans": last.spans},
+                               "after": {"texts": valid.texts, "spans": valid.spans}}, ensure_ascii=False),
+        )
+        last.texts, last.spans, last.s1 = valid.texts, valid.spans, score
+        return last
+
+
+def _submit_check(enrollment: Enrollment, check, example_id, raw_answer, done: int, total: int) -> SubmitResult:
+    """Store an attention check's answer apart from test answers (``annotation.attention``)."""
+    if example_id != check.item_id:
+        raise Conflict("this is not the current item: items are answered one at a time, in order")
+    answer = attention.store_answer(enrollment, check, raw_answer)
+    _HOT._mark_served(enrollment.pk, None)
+    return SubmitResult(step=Answer.Step.TEST, answer=answer, done=done + 1, total=total,
+                        next_state=enrollment.state)

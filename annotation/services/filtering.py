@@ -1,0 +1,127 @@
+"""Filtering (rule 4), reinstating, withdrawing and expiring enrollments (rule 7's time limit)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Avg
+from django.utils import timezone
+
+from ..models import Answer, Cohort, Enrollment
+from ..protocol import (
+    HOLDS_SLOT,
+    State,
+    filter_refusal,
+    filtering_decision,
+    reinstate_refusal,
+    reinstate_state,
+    transition,
+)
+from .errors import Conflict
+
+_STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
+
+
+def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
+    qs = Enrollment.objects.select_related("cohort__study", "cohort__task", "task")
+    if lock:
+        qs = qs.select_for_update(of=("self",))
+    return qs.get(pk=enrollment_id)
+
+
+def _is_stale(enrollment: Enrollment, now: datetime) -> bool:
+    limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
+    return bool(limit and enrollment.state in _STEP_OF_STATE
+                and now - enrollment.enrolled_at > timedelta(minutes=limit))
+
+
+def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
+    if _is_stale(enrollment, now):
+        limit = enrollment.cohort.study.time_limit
+        transition(enrollment, State.EXPIRED, actor="system", action="expire",
+                   reason=f"time limit of {limit} minutes passed")
+        return True
+    return False
+
+
+def _finish_training(enrollment: Enrollment, now: datetime) -> None:
+    """Rule 4: compute the training S1 and let the study's filtering rule decide.
+
+    Items whose gold cannot be marked exactly (``Example.gold_unproducible``, the data's quirks)
+    are left out of this S1: no worker can get them right. Their answers stay stored and scored.
+    """
+    study = enrollment.cohort.study
+    answers = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING)
+    own = answers.exclude(example__gold_unproducible=True).aggregate(s=Avg("s1"))["s"]
+    if own is None:  # every item unproducible (not in the official data): all of them count
+        own = answers.aggregate(s=Avg("s1"))["s"]
+    enrollment.training_s1, enrollment.training_finished_at = own, now
+    # The others who finished training in the same cohort (same study, task and shots).
+    # Withdrawn, expired or returned workers are not compared with (sybils that quit cannot lower the bar).
+    others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
+                  .exclude(state__in=(State.WITHDRAWN, State.EXPIRED))
+                  .exclude(pk=enrollment.pk).values_list("training_s1", flat=True))
+    reason = filtering_decision(own, others, floor=study.filter_floor, fraction=study.filter_fraction)
+    fields = ("training_s1", "training_finished_at", "current_served_at")
+    if reason:
+        transition(enrollment, State.FILTERED, actor="system", action="filter", reason=reason, update_fields=fields)
+    else:
+        transition(enrollment, State.TESTING, actor="system", action="pass training",
+                   reason=f"training S1 {own:.3f}", update_fields=fields)
+
+
+def _require_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["give a reason: it is kept in the audit log"]})
+    return reason
+
+
+def filter_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollment:
+    """A researcher filters a worker by hand; allowed until their test step has started."""
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        enrollment = _load(enrollment_id, lock=True)
+        started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
+        refusal = filter_refusal(enrollment.state, int(started))
+        if refusal:
+            raise Conflict(refusal)
+        transition(enrollment, State.FILTERED, actor=actor, action="filter by researcher", reason=reason)
+        return enrollment
+
+
+def reinstate_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollment:
+    """Undo a filtering: back to the test step (or training, if it was not finished)."""
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        enrollment = _load(enrollment_id, lock=True)
+        refusal = reinstate_refusal(enrollment.state)
+        if refusal:
+            raise Conflict(refusal)
+        Cohort.objects.select_for_update().filter(pk=enrollment.cohort_id).first()
+        taken = Enrollment.objects.filter(cohort=enrollment.cohort, state__in=HOLDS_SLOT).count()
+        refusal = reinstate_refusal(enrollment.state, taken=taken, target=enrollment.cohort.target)
+        if refusal:
+            raise Conflict(refusal)
+        transition(enrollment, reinstate_state(enrollment), actor=actor, action="reinstate", reason=reason)
+        return enrollment
+
+
+def withdraw(enrollment_id: int, *, actor: str, reason: str = "") -> Enrollment:
+    with transaction.atomic():
+        enrollment = _load(enrollment_id, lock=True)
+        transition(enrollment, State.WITHDRAWN, actor=actor, action="withdraw", reason=reason or "withdrew")
+        return enrollment
+
+
+def expire_stale(now: datetime | None = None) -> int:
+    """Expire every active enrollment past its study's time limit; returns how many."""
+    now = now or timezone.now()
+    count = 0
+    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE)
+    for enrollment_id in candidates.values_list("pk", flat=True):
+        with transaction.atomic():
+            count += _expire_if_stale(_load(enrollment_id, lock=True), now)
+    return count

@@ -1,0 +1,143 @@
+"""Studies and cohorts: create a study (one cohort per task x shots), launch and close them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from tasks_data.models import Task, TrainingSet
+from tasks_data.registry import SHOTS, TASKS
+
+from .. import identity
+from ..models import AuditEvent, Cohort, Enrollment, Study
+from ..protocol import HOLDS_SLOT, reopen_refusal
+from .errors import Conflict
+from .filtering import _require_reason
+
+
+def _study_defaults() -> dict:
+    """The model's defaults of every parameter (one place: annotation.models.Study)."""
+    fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "pay_currency", "filter_floor", "filter_fraction",
+              "platform", "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes", "expected_minutes",
+              "worker_id_pattern", "manual_review")
+    return {name: Study._meta.get_field(name).get_default() for name in fields}
+
+
+def data_errors(tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
+    """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
+    errors: dict[str, list[str]] = {}
+    task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
+    missing = [t for t in tasks if t in TASKS and t not in task_rows]
+    if missing:
+        errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(missing)} (run import_clues)")
+    training_sets = {(ts.task.slug, ts.shots): ts for ts in TrainingSet.objects.filter(
+        task__slug__in=tasks, chain=chain, shots__in=[k for k in shots if k]).select_related("task")}
+    for slug in task_rows:
+        absent = [k for k in shots if k in SHOTS and (slug, k) not in training_sets]
+        if absent:
+            errors.setdefault("chain", []).append(f"{TASKS[slug].name} has no chain {chain} for {absent} shots")
+    return errors, task_rows, training_sets
+
+
+def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bool = False, **params) -> Study:
+    """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field.
+
+    ``params`` are Study's fields (shots, chain, workers_per_cohort, pay_rate, ...); left out, the
+    model's default. Their limits are the model's (``Study.full_clean``), checked before any query.
+    """
+    unknown_params = set(params) - set(_study_defaults()) - {"completion_code", "screenout_code"}
+    if unknown_params:
+        raise TypeError(f"create_study() got unknown parameters: {', '.join(sorted(unknown_params))}")
+    values = {**_study_defaults(), **params}
+    if isinstance(tasks, (list, tuple)):
+        tasks = list(dict.fromkeys(tasks))
+    shots = values["shots"]
+    if isinstance(shots, (list, tuple)) and all(isinstance(k, int) for k in shots):
+        values["shots"] = sorted(set(shots))
+    if isinstance(values["pay_rate"], float):
+        values["pay_rate"] = Decimal(str(values["pay_rate"]))
+    study = Study(name=name, tasks=tasks, created_by=created_by, **values)
+    study.completion_code = study.completion_code or f"C{secrets.token_hex(4).upper()}"
+    study.screenout_code = study.screenout_code or f"S{secrets.token_hex(4).upper()}"
+    try:
+        study.full_clean(exclude=["created_by"])
+        errors = {}
+    except ValidationError as exc:
+        errors = exc.message_dict
+    try:
+        identity.check_pattern(study.worker_id_pattern)
+    except ValueError as exc:
+        errors.setdefault("worker_id_pattern", []).append(str(exc))
+    valid = not ({"tasks", "shots", "chain"} & set(errors))
+    missing, task_rows, training_sets = (data_errors(study.tasks, study.shots, study.chain) if valid
+                                         else ({}, {}, {}))
+    for key, messages in missing.items():
+        errors.setdefault(key, []).extend(messages)
+    if errors:
+        raise ValidationError(errors)
+    tasks, shots, workers_per_cohort = study.tasks, study.shots, study.workers_per_cohort
+    actor = created_by.get_username() if created_by else "system"
+    with transaction.atomic():
+        study.save()
+        Cohort.objects.bulk_create([
+            Cohort(study=study, task=task_rows[slug], shots=k, training_set=training_sets.get((slug, k)),
+                   target=workers_per_cohort)
+            for slug in tasks for k in shots
+        ])
+        AuditEvent.objects.create(study=study, actor=actor, action="create study",
+                                  reason=f"{len(tasks)} task(s) x {len(shots)} shot condition(s)")
+        if launch:
+            launch_cohorts(study, actor=actor)
+    return study
+
+
+def launch_cohorts(study: Study, *, cohorts: Sequence[Cohort] | None = None, actor: str) -> int:
+    """Open cohorts for joining (all of the study's by default); returns how many opened."""
+    if not study.is_open:
+        raise Conflict("the study is closed")
+    qs = Cohort.objects.filter(study=study, launched_at__isnull=True, closed_at__isnull=True)
+    if cohorts is not None:
+        qs = qs.filter(pk__in=[c.pk for c in cohorts])
+    count = qs.update(launched_at=timezone.now())
+    if count:
+        AuditEvent.objects.create(study=study, actor=actor, action="launch cohorts", reason=f"{count} cohort(s)")
+    return count
+
+
+def close_cohort(cohort: Cohort, *, actor: str, reason: str = "") -> None:
+    if cohort.closed_at is None:
+        cohort.closed_at = timezone.now()
+        cohort.save(update_fields=["closed_at"])
+        AuditEvent.objects.create(study=cohort.study, actor=actor, action="close cohort",
+                                  reason=f"{cohort.task.slug} {cohort.shots}-shot" + (f": {reason}" if reason else ""))
+
+
+def reopen_cohort(cohort: Cohort, *, actor: str, reason: str) -> Cohort:
+    """Re-open a closed cohort that has places left (``protocol.reopen_refusal``); a reason is required.
+
+    The join link takes workers again (or, if it was never launched, waits to be launched).
+    """
+    reason = _require_reason(reason)
+    with transaction.atomic():
+        cohort = Cohort.objects.select_for_update(of=("self",)).select_related("study", "task").get(pk=cohort.pk)
+        taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
+        refusal = reopen_refusal(cohort, taken=taken, study_open=cohort.study.is_open)
+        if refusal:
+            raise Conflict(refusal)
+        cohort.closed_at = None
+        cohort.save(update_fields=["closed_at"])
+        AuditEvent.objects.create(study=cohort.study, actor=actor, action="reopen cohort",
+                                  reason=f"{cohort.task.slug} {cohort.shots}-shot: {reason}")
+    return cohort
+
+
+def close_study(study: Study, *, actor: str, reason: str = "") -> None:
+    if study.closed_at is None:
+        study.closed_at = timezone.now()
+        study.save(update_fields=["closed_at"])
+        AuditEvent.objects.create(study=study, actor=actor, action="close study", reason=reason)

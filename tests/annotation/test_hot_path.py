@@ -1,0 +1,98 @@
+"""The worker's hot path in hand-written SQL (annotation/services/hot_sql.py) reads and stores exactly what
+its ORM version (hot_orm.py) does: the same objects, the same counts, the same stored rows."""
+
+from __future__ import annotations
+
+import pytest
+from django.forms.models import model_to_dict
+
+from annotation import services
+from annotation.models import Answer, AuditEvent, Enrollment
+from annotation.services import answering, hot_orm, hot_sql
+from tests.annotation.helpers import cohort, gold_answer, join, make_study, wrong_answer
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+
+COUNTS = ("training_total", "test_total", "training_done", "test_done")
+
+
+def _loaded(enrollment: Enrollment) -> dict:
+    """Every field of the enrollment and of what the hot path loads with it, and its counts."""
+    cohort_ = enrollment.cohort
+    return {
+        "enrollment": model_to_dict(enrollment), "cohort": model_to_dict(cohort_),
+        "study": model_to_dict(cohort_.study), "task": model_to_dict(cohort_.task),
+        "enrollment.task": enrollment.task.pk,
+        "counts": {name: getattr(enrollment, name, None) for name in COUNTS},
+        "types": [type(getattr(enrollment, f.attname)) for f in Enrollment._meta.concrete_fields],
+    }
+
+
+def _same_reads(enrollment_id: int) -> None:
+    for lock in (False, True):
+        assert _loaded(hot_sql._fetch(enrollment_id, lock=lock)) == _loaded(hot_orm._fetch(enrollment_id, lock=lock))
+    enrollment = hot_orm._fetch(enrollment_id, lock=False)
+    for step in (Answer.Step.TRAINING, Answer.Step.TEST):
+        assert hot_sql._answers_in_step(enrollment_id, step) == hot_orm._answers_in_step(enrollment_id, step)
+    c = enrollment.cohort
+    for position in (0, 1, enrollment.training_total - 1, enrollment.training_total, 10_000):
+        a, b = hot_sql._training_item(c.training_set_id, position), hot_orm._training_item(c.training_set_id, position)
+        assert (a and model_to_dict(a)) == (b and model_to_dict(b))
+    for position in (0, 3, enrollment.test_total - 1, enrollment.test_total):
+        a, b = hot_sql._test_item(c.task_id, position), hot_orm._test_item(c.task_id, position)
+        assert (a and model_to_dict(a)) == (b and model_to_dict(b))
+
+
+def _journey(monkeypatch, implementation, enrollment_id: int) -> None:
+    """Answer every item through the services, on one implementation of the hot path."""
+    monkeypatch.setattr(answering, "_HOT", implementation)
+    n = 0
+    while True:
+        state = services.current_item(enrollment_id)
+        if state.item is None:
+            return
+        assert services.current_item(enrollment_id).item.pk == state.item.pk  # a reload serves the same item
+        services.submit_answer(enrollment_id, state.item.pk, (gold_answer if n % 3 else wrong_answer)(state.item))
+        n += 1
+
+
+def _stored(enrollment_id: int) -> dict:
+    enrollment = Enrollment.objects.get(pk=enrollment_id)
+    answers = [(a.example_id, a.step, a.position, a.texts, a.spans, a.s1, a.served_at is not None)
+               for a in Answer.objects.filter(enrollment_id=enrollment_id).order_by("position", "step")]
+    audit = list(AuditEvent.objects.filter(enrollment_id=enrollment_id).order_by("pk")
+                 .values_list("action", "from_state", "to_state", "reason"))
+    return {"state": enrollment.state, "training_s1": enrollment.training_s1, "answers": answers, "audit": audit,
+            "served": enrollment.current_served_at, "finished": enrollment.training_finished_at is not None,
+            "completed": enrollment.completed_at is not None}
+
+
+@pytest.mark.parametrize("test_order", ["file", "shuffle"])
+def test_the_sql_and_the_orm_hot_paths_read_and_store_the_same(monkeypatch, test_order):
+    study = make_study(shots=[10], filter_fraction=None, filter_floor=None, test_order=test_order)
+    sst10 = cohort(study, "sst2", 10)
+    one, two = join(sst10, "P-sql"), join(sst10, "P-orm")
+    Enrollment.objects.filter(pk=two.pk).update(order_seed=one.order_seed)  # the same order for both
+    _same_reads(one.pk)
+    _journey(monkeypatch, hot_sql, one.pk)
+    _journey(monkeypatch, hot_orm, two.pk)
+    _same_reads(one.pk)
+    assert _stored(one.pk) == _stored(two.pk)
+    assert _stored(one.pk)["state"] == Enrollment.State.COMPLETED and len(_stored(one.pk)["answers"]) > 10
+
+
+def test_serving_times_are_marked_once_and_cleared_the_same_way():
+    study = make_study(shots=[0])
+    sst0 = cohort(study, "sst2", 0)
+    enrollment = join(sst0, "P-served")
+    for module in (hot_sql, hot_orm):
+        now = Enrollment.objects.get(pk=enrollment.pk).enrolled_at
+        assert module._mark_served(enrollment.pk, now) is True
+        assert module._mark_served(enrollment.pk, now) is False  # only the first serving counts
+        assert Enrollment.objects.get(pk=enrollment.pk).current_served_at == now
+        assert module._mark_served(enrollment.pk, None) is True
+        assert Enrollment.objects.get(pk=enrollment.pk).current_served_at is None
+    with pytest.raises(Enrollment.DoesNotExist):
+        hot_sql._fetch(10**9, lock=False)
+    with pytest.raises(Enrollment.DoesNotExist):
+        hot_orm._fetch(10**9, lock=False)
