@@ -1,19 +1,15 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import recruitment
-from annotation.models import Study
+
+from ._study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = "Top approved workers up to the study's hourly rate over their active time; never pays twice."
 
-    def add_arguments(self, parser):
-        parser.add_argument("--study", type=int, required=True)
-
     def handle(self, *args, **options):
-        study = Study.objects.filter(pk=options["study"]).first()
-        if study is None:
-            raise CommandError(f"no study {options['study']}")
+        study = self.get_study(options)
         try:
             report = recruitment.pay_bonuses(study)
         except ValueError as exc:

@@ -1,19 +1,15 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation import prolific, recruitment
-from annotation.models import Study
+
+from ._study_command import StudyCommand
 
 
-class Command(BaseCommand):
+class Command(StudyCommand):
     help = "Read every cohort's submissions on Prolific: free returned/timed-out places, approve, report the rest."
 
-    def add_arguments(self, parser):
-        parser.add_argument("--study", type=int, required=True)
-
     def handle(self, *args, **options):
-        study = Study.objects.filter(pk=options["study"]).first()
-        if study is None:
-            raise CommandError(f"no study {options['study']}")
+        study = self.get_study(options)
         if recruitment.client_for(study) is None:
             raise CommandError("no Prolific token: set PROLIFIC_API_TOKEN or store one on the dashboard")
         try:
