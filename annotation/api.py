@@ -281,6 +281,20 @@ class CohortCloseView(ResearcherView):
         return Response({"closed": True})
 
 
+class CohortReopenView(ResearcherView):
+    @extend_schema(tags=["cohorts"], request=ReasonSerializer,
+                   responses={200: inline_serializer("CohortReopened", {"closed": serializers.BooleanField()}),
+                              400: OpenApiResponse(description="no reason given"),
+                              409: OpenApiResponse(description="not closed, no places left, or the study is closed")},
+                   summary="Re-open a closed cohort that has places left; the reason is kept in the audit log.")
+    def post(self, request, pk: int):
+        cohort = self.get_cohort(pk)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.reopen_cohort(cohort, actor=self.actor, reason=body.validated_data["reason"])
+        return Response({"closed": False})
+
+
 class StudyEnrollmentsView(ResearcherView):
     @extend_schema(tags=["enrollments"], responses=EnrollmentRowSerializer(many=True),
                    parameters=[OpenApiParameter("cohort", int, description="only this cohort"),

@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/studies/<int:pk>/audit/", api.StudyAuditView.as_view(), name="study-audit"),
     path("api/cohorts/<int:pk>/launch/", api.CohortLaunchView.as_view(), name="cohort-launch"),
     path("api/cohorts/<int:pk>/close/", api.CohortCloseView.as_view(), name="cohort-close"),
+    path("api/cohorts/<int:pk>/reopen/", api.CohortReopenView.as_view(), name="cohort-reopen"),
     path("api/enrollments/<int:pk>/", api.EnrollmentDetailView.as_view(), name="enrollment-detail"),
     path("api/enrollments/<int:pk>/filter/", api.EnrollmentFilterView.as_view(), name="enrollment-filter"),
     path("api/enrollments/<int:pk>/reinstate/", api.EnrollmentReinstateView.as_view(), name="enrollment-reinstate"),

@@ -28,6 +28,7 @@ def endpoints(study, enrollment):
         ("get", f"/api/studies/{s}/audit/", None),
         ("post", f"/api/cohorts/{c.pk}/launch/", {}),
         ("post", f"/api/cohorts/{c.pk}/close/", {"reason": "enough"}),
+        ("post", f"/api/cohorts/{c.pk}/reopen/", {"reason": "more"}),
         ("get", f"/api/enrollments/{e}/", None),
         ("post", f"/api/enrollments/{e}/filter/", {"reason": "bad"}),
         ("post", f"/api/enrollments/{e}/reinstate/", {"reason": "ok"}),
@@ -160,6 +161,12 @@ def test_create_launch_and_close(researcher):
     assert client.post(f"/api/cohorts/{first}/close/", {"reason": "enough"},
                        content_type="application/json").json() == {"closed": True}
     assert not client.get(f"/api/studies/{study['id']}/").json()["cohorts"][0]["accepting"]
+    reopen = f"/api/cohorts/{first}/reopen/"
+    no_reason = client.post(reopen, {}, content_type="application/json")
+    assert no_reason.status_code == 400 and "reason" in no_reason.json()["detail"]
+    assert client.post(reopen, {"reason": "one more"}, content_type="application/json").json() == {"closed": False}
+    assert client.get(f"/api/studies/{study['id']}/").json()["cohorts"][0]["accepting"]
+    assert client.post(reopen, {"reason": "again"}, content_type="application/json").status_code == 409  # not closed
     closed = client.post(f"/api/studies/{study['id']}/close/", {"reason": "over"}, content_type="application/json")
     assert closed.json()["is_open"] is False
     assert client.post(f"/api/studies/{study['id']}/launch/", {}, content_type="application/json").status_code == 409
