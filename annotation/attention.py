@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, Max, OuterRef
 
 from tasks_data.models import Example, Task
@@ -85,10 +85,7 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
     check.full_clean(exclude=["item_id"])
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()
-        # The id the worker sees: after every item id so far, like a newly imported item.
-        top = max(Example.objects.aggregate(m=Max("id"))["m"] or 0,
-                  AttentionCheck.objects.aggregate(m=Max("item_id"))["m"] or 0)
-        check.item_id = top + 1
+        check.item_id = _reserve_item_id()
         check.save()
         if not study.has_attention_checks:
             study.has_attention_checks = True
@@ -96,6 +93,30 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
         AuditEvent.objects.create(study=study, actor=actor, action="add attention check",
                                   reason=f"{spec.name}, before test item {position}: {check.question}")
     return check
+
+
+def _reserve_item_id() -> int:
+    """The id the worker sees for a check: taken from the examples' own id sequence, so that it looks
+    like any item's id and no example imported later can ever get it (answers and revisions are keyed
+    by item id). PostgreSQL: ``nextval`` of the identity sequence; SQLite: the AUTOINCREMENT counter
+    (Django declares AutoFields AUTOINCREMENT there, so a reserved id is never reused)."""
+    table = Example._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [table])
+            return cursor.fetchone()[0]
+        top = max(Example.objects.aggregate(m=Max("id"))["m"] or 0,
+                  AttentionCheck.objects.aggregate(m=Max("item_id"))["m"] or 0)
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+            row = cursor.fetchone()
+            reserved = max(top, row[0] if row else 0) + 1
+            if row:
+                cursor.execute("UPDATE sqlite_sequence SET seq = %s WHERE name = %s", [reserved, table])
+            else:
+                cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, reserved])
+            return reserved
+        return top + 1  # another backend: after every id so far
 
 
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:

@@ -63,6 +63,15 @@ def study(researcher):
     return study, seen
 
 
+def test_an_example_imported_after_a_check_never_takes_its_item_id(study):
+    study, _ = study
+    check = AttentionCheck.objects.get(study=study)
+    model = Example.objects.filter(task__slug="sst2").first()
+    later = Example.objects.create(task=model.task, role=Example.Role.TEST, position=10_000, clues_id="later",
+                                   context="imported after the check", gold=["positive"])
+    assert later.pk != check.item_id and later.pk > check.item_id  # the id came from the same sequence
+
+
 def test_the_check_is_shown_as_a_normal_item_at_its_position(study):
     study, seen = study
     check = AttentionCheck.objects.get(study=study)
