@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import NamedTuple
 
 from django.db.models import Avg
 
@@ -15,7 +16,6 @@ from annotation.models import Answer, Study
 from annotation.selectors import cohort_key, in_results, study_cohorts
 from baselines.models import BaselineRun
 from tasks_data.models import Example
-from tasks_data.registry import TASKS
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 
 from .majority import majority_s1
@@ -72,19 +72,52 @@ def model_cells(runs) -> list[dict]:
     return rows
 
 
+class _Given(NamedTuple):
+    """One completed annotator's test answer, with what scoring it needs."""
+
+    texts: list[str]
+    s1: float  # as stored: the default MRC reading
+    gold: list[str]
+    clues_id: str
+
+
+def _cohort_answers(study: Study) -> dict[int, dict[int, dict[int, _Given]]]:
+    """{cohort id: {enrollment id: {example id: _Given}}} of the answers every result counts (one query):
+    the one read of a study's test answers behind the table's cells, the rescored annotator S1 and the gap."""
+    out: dict[int, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
+    for cohort_id, enrollment_id, example_id, texts, s1, gold, clues_id in (
+            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
+                                  step=Answer.Step.TEST).order_by()
+            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts", "s1", "example__gold",
+                         "example__clues_id")):
+        out[cohort_id][enrollment_id][example_id] = _Given(texts, s1, gold, clues_id)
+    return out
+
+
+def _scores(per_item: dict[int, _Given], rescore: bool, mrc_gold: str) -> dict[int, float]:
+    """Per-item S1 of one annotator: as stored (the default MRC reading), or rescored under ``mrc_gold``."""
+    if not rescore:
+        return {item: given.s1 for item, given in per_item.items()}
+    return {item: item_s1(given.texts, given.gold, alternatives=True, mrc_gold=mrc_gold)
+            for item, given in per_item.items()}
+
+
 def _human_item_means(study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
     """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators (MRC read by
     ``mrc_gold``: the stored answers rescored for "set")."""
-    answers = Answer.objects.filter(
-        in_results("enrollment__"), step=Answer.Step.TEST, enrollment__cohort__study=study,
-    ).values_list("enrollment__cohort__task__slug", "enrollment__cohort__shots", "example__clues_id", "s1", "texts",
-                  "example__gold")
-    sums: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for task, shots, clues_id, s1, texts, gold in answers:
-        if mrc_gold != "best" and task in TASKS and TASKS[task].answer_kind.gold_is_alternatives:
-            s1 = item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
-        sums[(task, shots)][clues_id].append(s1)
-    return {cell: {i: statistics.fmean(v) for i, v in items.items()} for cell, items in sums.items()}
+    answers = _cohort_answers(study)
+    out = {}
+    for cohort in study_cohorts(study):
+        by_annotator = answers.get(cohort.pk)
+        if not by_annotator:
+            continue
+        rescore = mrc_gold != "best" and cohort.task.spec.answer_kind.gold_is_alternatives
+        sums: dict[str, list[float]] = defaultdict(list)
+        for per_item in by_annotator.values():
+            for item, score in _scores(per_item, rescore, mrc_gold).items():
+                sums[per_item[item].clues_id].append(score)
+        out[(cohort.task.slug, cohort.shots)] = {i: statistics.fmean(v) for i, v in sums.items()}
+    return out
 
 
 def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
@@ -138,35 +171,13 @@ def annotator_test_s1_read(study: Study, mrc_gold: str) -> dict[int, float]:
     # The "set" reading of a non-MRC gold is the plain set S1 that is stored: rescoring every cohort is exact.
     for by_annotator in _cohort_answers(study).values():
         for enrollment_id, per_item in by_annotator.items():
-            scores = [item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
-                      for texts, _s1, gold in per_item.values()]
-            out[enrollment_id] = statistics.fmean(scores)
+            out[enrollment_id] = statistics.fmean(_scores(per_item, True, mrc_gold).values())
     return out
 
 
 # ---------------------------------------------------------------- the table's cells, with their extras
 
 DEFAULT_TARGET_POINTS = 5.0  # the planner's default target: a 95% interval of ± 5 S1 points
-
-
-def _cohort_answers(study: Study) -> dict[int, dict[int, dict[int, tuple[list[str], float, list[str]]]]]:
-    """{cohort id: {enrollment id: {example id: (texts, stored S1, gold)}}} of completed annotators' test
-    answers (one query)."""
-    out: dict[int, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
-    for cohort_id, enrollment_id, example_id, texts, s1, gold in (
-            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
-                                  step=Answer.Step.TEST).order_by()
-            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts", "s1", "example__gold")):
-        out[cohort_id][enrollment_id][example_id] = (texts, s1, gold)
-    return out
-
-
-def _scores(per_item: dict, rescore: bool, mrc_gold: str) -> dict[int, float]:
-    """Per-item S1 of one annotator: as stored (the default MRC reading), or rescored under ``mrc_gold``."""
-    if not rescore:
-        return {item: s1 for item, (_texts, s1, _gold) in per_item.items()}
-    return {item: item_s1(texts, gold, alternatives=True, mrc_gold=mrc_gold)
-            for item, (texts, _s1, gold) in per_item.items()}
 
 
 def _interval(scores: dict) -> tuple[float, float] | None:
@@ -210,8 +221,8 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
             cell["ci_low"], cell["ci_high"] = _interval(scores) or (None, None)
             cell["planned"] = _planned(scores, target_points)
         if scores:
-            golds = {item: gold for per_item in by_annotator.values() for item, (_t, _s, gold) in per_item.items()}
-            texts = {e: {item: t for item, (t, _s, _g) in per_item.items()} for e, per_item in by_annotator.items()}
+            golds = {item: given.gold for per_item in by_annotator.values() for item, given in per_item.items()}
+            texts = {e: {item: given.texts for item, given in per_item.items()} for e, per_item in by_annotator.items()}
             cell["majority"] = 100 * majority_s1(texts, golds, kind, mrc_gold=mrc_gold)
         out.append(cell)
     return out
