@@ -42,7 +42,7 @@ def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[st
     if missing:
         raise ValidationError({"expected": f"not in the text: {', '.join(repr(p) for p in missing)}"})
     if kind is AnswerKind.SPANS:
-        # The worker pages mark whole whitespace-separated words (annotation.worker_views.tokenize): "river."
+        # The worker pages mark whole whitespace-separated words (tasks_data.text_spans.tokenize): "river."
         # is one word, so "river" could not be marked there.
         unmarkable = [p for p in parts if not re.search(rf"(?<!\S){re.escape(p)}(?!\S)", context)]
         if unmarkable:

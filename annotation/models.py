@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+import crowd
 from tasks_data.models import Example, Task, TrainingSet
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
@@ -28,7 +29,7 @@ def _bounds(low, high) -> list:
     return [MinValueValidator(low), MaxValueValidator(high)]
 
 
-# Codes go into URLs and forms (identity.CODE): letters and digits only.
+# Codes go into URLs and forms (the crowd platform's completion link): letters and digits only.
 code_validator = RegexValidator(r"^[A-Za-z0-9]+\Z", "use letters and digits only")
 
 
@@ -40,18 +41,12 @@ class Study(models.Model):
     # The shot conditions of a cohort: 0 (the task description only) and the training-file sizes.
     SHOT_CONDITIONS = (0, *SHOTS)
 
-    class Platform(models.TextChoices):
-        PROLIFIC = "prolific", "Prolific"
-        GENERIC = "generic", "generic link"
-        MTURK = "mturk", "Mechanical Turk (legacy)"
-        LOCAL = "local", "local accounts (lab)"
-
     class TestOrder(models.TextChoices):
         FILE = "file", "test-file order"
         SHUFFLE = "shuffle", "seeded shuffle per worker"
 
-    # A study's parameters and their limits, defined here once: the dashboard form and the API's
-    # input serializer are derived from these fields, launch_study's flags carry the same names,
+    # A study's parameters and their limits, defined here once: the editable fields (``parameters()``).
+    # The dashboard form, the API's input serializer and launch_study's options are derived from them,
     # and full_clean() (field validators plus clean()) is what services.create_study enforces.
     MAX_WORKERS_PER_COHORT = 1000
     MAX_PAY_RATE = 1000  # USD per hour
@@ -59,7 +54,8 @@ class Study(models.Model):
     MAX_TIME_LIMIT_MINUTES = 30 * 24 * 60
 
     name = models.CharField(max_length=200, help_text="For you; workers do not see it.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+",
+                                   editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     tasks = models.JSONField(help_text="Task slugs, e.g. [\"sst2\", \"conll03\"].")
     shots = models.JSONField(default=all_shot_conditions, help_text="Shot conditions among 0, 10, 20 and 30.")
@@ -84,14 +80,15 @@ class Study(models.Model):
         help_text="Filter a worker below this fraction of the mean training S1 of the cohort's other workers. "
                   "Empty: off.",
     )
-    platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
+    # The crowd platform's slug (crowd.PROVIDERS): every platform question goes to ``provider``.
+    platform = models.CharField(max_length=10, choices=crowd.choices, default=crowd.DEFAULT,
+                                verbose_name="recruitment platform", help_text="Where the workers come from.")
     worker_id_param = models.CharField(max_length=50, default="worker_id", verbose_name="worker-id parameter",
                                        help_text="Generic link only: the query parameter that carries the worker id.")
-    # Codes go into URLs and forms (identity.CODE): letters and digits only.
     completion_code = models.CharField(max_length=50, validators=[code_validator], help_text="Empty: one is generated.")
     screenout_code = models.CharField(max_length=50, validators=[code_validator], verbose_name="screen-out code",
                                       help_text="Given to filtered workers (paid for the training). Empty: generated.")
-    # Identity, time limit and Prolific review (rules in annotation.identity and annotation.recruitment).
+    # Identity (crowd providers), time limit (rule 7) and Prolific review (the recruitment app).
     worker_id_pattern = models.CharField(max_length=200, blank=True, verbose_name="worker-id pattern",
                                          help_text="Generic link only: a regular expression the worker id must match.")
     expected_minutes = models.PositiveIntegerField(
@@ -106,7 +103,7 @@ class Study(models.Model):
     time_limit_minutes = models.PositiveIntegerField(
         null=True, blank=True, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="time limit (minutes)",
         help_text="Enrollments older than this expire. Empty: twice the expected duration.")
-    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
     # hot path reads it with the study and looks for checks only then. Off by default, as in the paper.
     has_attention_checks = models.BooleanField(default=False, editable=False)
@@ -118,9 +115,19 @@ class Study(models.Model):
     def __str__(self):
         return self.name
 
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        """The names of the parameters a researcher sets, in the model's order: every editable field."""
+        return tuple(f.name for f in cls._meta.concrete_fields if f.editable and not f.primary_key)
+
     @property
     def is_open(self) -> bool:
         return self.closed_at is None
+
+    @property
+    def provider(self) -> crowd.CrowdProvider:
+        """The crowd platform this study recruits on (``crowd.PROVIDERS``)."""
+        return crowd.get(self.platform)
 
     def clean(self):
         """The limits no single field can check: the task and shot lists, and two distinct codes."""
@@ -165,7 +172,8 @@ class Cohort(models.Model):
     join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
     launched_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
-    prolific_study_id = models.CharField(max_length=64, blank=True)
+    # The cohort's own study on the crowd platform, when the platform has one (set on publishing there).
+    platform_study_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["study", "task", "shots"]
@@ -193,7 +201,7 @@ class Cohort(models.Model):
 class Worker(models.Model):
     """An identity on a recruitment platform (no password), or a local account."""
 
-    platform = models.CharField(max_length=10, choices=Study.Platform.choices)
+    platform = models.CharField(max_length=10, choices=crowd.choices)
     external_id = models.CharField(max_length=100)
     user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                 related_name="worker")
@@ -229,11 +237,12 @@ class Enrollment(models.Model):
     # What the recruitment platform sent on joining (Prolific STUDY_ID/SESSION_ID, MTurk assignment...).
     platform_session = models.CharField(max_length=200, blank=True)
     platform_data = models.JSONField(default=dict, blank=True)
-    # Prolific: "" (not checked), "verified" or "unverified" (Prolific could not be reached at join;
-    # such an enrollment stays out of every result until the sync verifies it).
+    # "" (not checked), "verified" or "unverified": the crowd platform could not be asked at join, so the
+    # enrollment stays out of every result until the platform's sync verifies it (annotation.events.verify_join).
     VERIFIED, UNVERIFIED = "verified", "unverified"
     verification = models.CharField(max_length=10, blank=True, default="")
-    prolific_status = models.CharField(max_length=20, blank=True, help_text="Last status seen on Prolific.")
+    platform_status = models.CharField(max_length=20, blank=True,
+                                       help_text="Last status of the submission seen on the crowd platform.")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]
@@ -347,6 +356,3 @@ class AttentionAnswer(models.Model):
     def example_id(self) -> int:
         """The item id the worker answered (the API's ``item``)."""
         return self.attention_check.item_id
-
-
-from .recruitment_models import BonusPayment, ParticipantGroup, ProlificCredential, ProlificPlaces  # noqa: E402,F401

@@ -38,8 +38,11 @@ guards below; views and serializers only display what they decide.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from decimal import Decimal
 
+from . import events
 from .models import AuditEvent, Enrollment
 
 State = Enrollment.State
@@ -77,14 +80,13 @@ def transition(enrollment: Enrollment, to_state: str, *, actor: str, action: str
         enrollment.save(update_fields=["state", *update_fields])
     else:
         enrollment.save()
-    if from_state in HOLDS_SLOT and to_state not in HOLDS_SLOT:  # a place freed: Prolific gets it back
-        from .recruitment import place_freed  # (recruitment imports this module)
-
-        place_freed(enrollment)
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         study_id=enrollment.cohort.study_id, enrollment=enrollment, actor=actor, action=action,
         from_state=from_state or "", to_state=to_state, reason=reason,
     )
+    if from_state in HOLDS_SLOT and to_state not in HOLDS_SLOT:  # rule 2: the crowd platform may fill it again
+        events.place_freed.send(sender=Enrollment, enrollment=enrollment)
+    return event
 
 
 def step_name(state: str) -> str:
@@ -159,6 +161,20 @@ def reinstate_state(enrollment: Enrollment) -> str:
     return State.TRAINING
 
 
+# ---------------------------------------------------------------- rule 7: time and pay
+
+
+def active_seconds(*, enrolled_at: datetime, answered_at: Sequence[datetime], idle_cap_seconds: int) -> float:
+    """Time on the study: the gaps between joining and each answer, each capped at the idle cap."""
+    times = [enrolled_at, *sorted(answered_at)]
+    return sum(min((b - a).total_seconds(), idle_cap_seconds) for a, b in zip(times, times[1:], strict=False))
+
+
+def pay(*, seconds: float, rate_per_hour: Decimal) -> Decimal:
+    """What ``seconds`` of active time earn at the hourly rate, to the cent."""
+    return (Decimal(str(seconds)) / Decimal(3600) * Decimal(rate_per_hour)).quantize(Decimal("0.01"))
+
+
 # ---------------------------------------------------------------- cohorts
 
 
@@ -200,7 +216,7 @@ def reopen_refusal(cohort, *, taken: int, study_open: bool = True) -> str | None
 
 
 class JoinRefusal(str, enum.Enum):
-    """Why a join link refuses a worker; the HTTP layer maps each to a status (annotation.views)."""
+    """Why a join link refuses a worker; the join page maps each to an HTTP status (worker_pages.join)."""
 
     INVALID_LINK = "invalid_link"
     BAD_PARAMETER = "bad_parameter"
@@ -208,7 +224,7 @@ class JoinRefusal(str, enum.Enum):
     # Also "already took part" (rule 1): one answer for both, so the join page never tells whether a
     # given worker id has taken part before.
     NOT_ALLOWED = "not_allowed"
-    NOT_VERIFIED = "not_verified"  # Prolific does not confirm the submission (annotation.recruitment)
+    NOT_VERIFIED = "not_verified"  # the crowd platform does not confirm the worker (events.verify_join)
     NOT_OPEN = "not_open"  # created, not launched yet
     CLOSED = "closed"
     FULL = "full"  # rule 2
@@ -216,7 +232,7 @@ class JoinRefusal(str, enum.Enum):
 
 class JoinRefused(Exception):
     """A worker cannot join a cohort: ``reason`` (a JoinRefusal) says which rule, ``message`` what to
-    tell them, ``platform`` whose instructions to add (e.g. "return the submission on Prolific")."""
+    tell them, ``platform`` the crowd platform's slug whose instructions to add (``CrowdProvider.refusal_help``)."""
 
     def __init__(self, reason: JoinRefusal, message: str, platform: str = ""):
         self.reason, self.message, self.platform = reason, message, platform
@@ -227,7 +243,7 @@ class JoinRefused(Exception):
 
 
 class WorkerPage(str, enum.Enum):
-    """What the worker's page (annotation.worker_views) shows."""
+    """What the worker's page (worker_pages.views) shows."""
 
     DESCRIPTION = "description"  # the task description, until the worker starts (or has answered)
     FEEDBACK = "feedback"  # the gold of the last training answer, until the worker moves on (rule 3)

@@ -31,8 +31,7 @@ from tasks_data.registry import TASKS
 from tasks_data.scoring import as_published
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
-from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, at_or_below_chance
-from .services import active_seconds, pay
+from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, active_seconds, at_or_below_chance, pay
 
 RESULT_STATES = (State.COMPLETED,)
 UNVERIFIED = Enrollment.UNVERIFIED
@@ -136,7 +135,7 @@ def training_chance(training_set_ids: Iterable[int]) -> dict[int, float]:
     """{training set id: the chance level of its training S1 (0-1)} (1 query).
 
     The mean of ``TaskSpec.chance_item_s1`` over the set's items, leaving out those whose gold
-    cannot be marked (as the training S1 does, ``services._finish_training``).
+    cannot be marked (as the training S1 does, ``services.filtering.finish_training``).
     """
     per_set: dict[int, list[float]] = defaultdict(list)
     rows = (TrainingSetItem.objects.filter(training_set_id__in=set(training_set_ids),
@@ -225,7 +224,8 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     rows = []
     for e in enrollments:
         study = e.cohort.study
-        seconds = active_seconds(e.enrolled_at, times[e.pk], study.idle_cap_seconds)
+        seconds = active_seconds(enrolled_at=e.enrolled_at, answered_at=times[e.pk],
+                                 idle_cap_seconds=study.idle_cap_seconds)
         test = test_s1s[e.pk]
         rows.append({
             "enrollment": e,
@@ -243,7 +243,7 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
             "test_done": len(test),
             "test_total": n_test.get(e.task_id, 0),
             "active_seconds": seconds,
-            "pay": pay(seconds, study.pay_rate),
+            "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate),
             **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
             # Only a completed enrollment has a test S1: the mean over every test item.
             "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,

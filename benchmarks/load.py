@@ -55,6 +55,10 @@ RETRYABLE = {502, 503, 504}
 # ---------------------------------------------------------------- the server under test
 
 
+# --hot-path: the module settings.CLUES_HOT_PATH names.
+HOT_PATHS = {"sql": "annotation.services.hot_sql", "orm": "benchmarks.hot_orm"}
+
+
 @dataclass
 class Server:
     db_name: str = "clues_bench"
@@ -64,7 +68,7 @@ class Server:
     log_file: Path | None = None  # the server's output (default: this terminal)
     pg: str = "postgres://postgres@127.0.0.1:5432"
     cache_url: str = "redis://127.0.0.1:6379/3"
-    hot_path: str = "sql"  # annotation.services' hot path: hand-written SQL or the ORM (CLUES_HOT_PATH)
+    hot_path: str = "sql"  # the worker's hot path: hand-written SQL or the ORM oracle (settings.CLUES_HOT_PATH)
     proc: subprocess.Popen | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="clues-bench-")))
 
@@ -94,7 +98,7 @@ class Server:
             "LOG_LEVEL": "WARNING",
             # The shared cache production uses (sessions, rate limits); database 3 is the benchmark's own.
             "CACHE_URL": self.cache_url,
-            "CLUES_HOT_PATH": self.hot_path,
+            "CLUES_HOT_PATH": HOT_PATHS[self.hot_path],
         }
 
     def manage(self, *args: str) -> str:
@@ -382,7 +386,7 @@ def main() -> int:
     parser.add_argument("--gunicorn-workers", type=int, default=5)
     parser.add_argument("--gunicorn-threads", type=int, default=1, help="more than 1: gthread workers")
     parser.add_argument("--port", type=int, default=8642)
-    parser.add_argument("--hot-path", choices=("sql", "orm"), default="sql",
+    parser.add_argument("--hot-path", choices=tuple(HOT_PATHS), default="sql",
                         help="the worker's hot path: hand-written SQL (default) or the ORM")
     parser.add_argument("--db-name", default="clues_bench", help="the throwaway database (dropped and re-created)")
     parser.add_argument("--cache-url", default="redis://127.0.0.1:6379/3",

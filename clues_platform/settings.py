@@ -12,6 +12,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+import crowd
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -63,6 +65,10 @@ INSTALLED_APPS = [
     "django_htmx",
     "tasks_data",
     "annotation",
+    "worker_pages",
+    "dashboard",
+    "api",
+    "recruitment",
     "baselines",
     "results",
 ]
@@ -131,6 +137,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The module holding the worker's hot-path statements (annotation.services.answering.hot_path): hand-written SQL.
+# benchmarks/load.py --hot-path orm names the ORM version it is measured against (benchmarks.hot_orm).
+CLUES_HOT_PATH = os.environ.get("CLUES_HOT_PATH", "annotation.services.hot_sql")
 
 # The first backend only refuses password logins while LOGIN_RATE_LIMIT is reached (clues_platform/ratelimit.py).
 AUTHENTICATION_BACKENDS = [
@@ -240,7 +250,7 @@ SPECTACULAR_SETTINGS = {
 # Scripts and styles come only from this site's files: no inline script or style attribute, no eval (htmx's
 # allowEval is off, base.html). Forms post here, or to the crowd platforms' completion pages (a form's
 # redirect counts as its action). No framing (as X-Frame-Options: DENY), no plugins, no <base> elsewhere.
-CROWD_PLATFORM_ORIGINS = ["https://app.prolific.com", "https://www.mturk.com", "https://workersandbox.mturk.com"]
+CROWD_PLATFORM_ORIGINS = crowd.completion_origins()
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -288,7 +298,7 @@ LOGGING = {
     },
 }
 
-# Prolific (issue 9; annotation.prolific / annotation.recruitment).
+# Prolific (the recruitment app).
 PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")  # or per researcher, stored encrypted
 PROLIFIC_TOKEN_KEY = os.environ.get("PROLIFIC_TOKEN_KEY", "")  # encrypts researchers' stored tokens
@@ -300,5 +310,5 @@ PROLIFIC_BACKOFF = float(os.environ.get("PROLIFIC_BACKOFF", "0.5"))
 PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},
-    "sync-prolific": {"task": "annotation.tasks.sync_prolific", "schedule": float(PROLIFIC_SYNC_SECONDS)},
+    "sync-prolific": {"task": "recruitment.tasks.sync_prolific", "schedule": float(PROLIFIC_SYNC_SECONDS)},
 }

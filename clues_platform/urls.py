@@ -3,15 +3,19 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from annotation import urls as protocol_urls
+from api import urls as api_urls
 from results import urls as results_urls
 from tasks_data.views import task_list
+from worker_pages import urls as worker_urls
 
 urlpatterns = [
     path("", task_list, name="task-list"),
-    # One "protocol" namespace for the API: annotation's endpoints and results' (results sits above annotation).
-    path("", include((protocol_urls.urlpatterns + results_urls.api_urlpatterns, protocol_urls.app_name))),
-    path("", include("annotation.ui_urls")),
+    # One "protocol" namespace: the join link, the protocol API and the results API.
+    path("", include((worker_urls.join_urlpatterns + api_urls.urlpatterns + results_urls.api_urlpatterns,
+                      api_urls.app_name))),
+    path("", include(worker_urls.urlpatterns)),
+    path("", include("dashboard.urls")),
+    path("", include("recruitment.urls")),
     path("", include(results_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
@@ -18,15 +18,15 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api import ResearcherView
-from annotation.dashboard_views import researcher_required, study_for
+from annotation.access import enrollment_for, researcher_required, study_for
 from annotation.models import Enrollment
-from annotation.serializers import ResultsSerializer
+from api.views import ResearcherView
 from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
 
 from . import agreement, cells, exports, formats
 from .presentation import chart
+from .serializers import ResultsSerializer
 from .stats import STD_DDOF
 from .table import NOTE, build_table
 
@@ -169,9 +169,7 @@ def predictions_download(request: HttpRequest, study_id: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def enrollment_predictions_download(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    enrollment = get_object_or_404(  # another researcher's: as if it did not exist
-        Enrollment.objects.select_related("worker", "cohort__task"),
-        pk=enrollment_id, cohort__study__in=selectors.studies_visible_to(request.user))
+    enrollment = enrollment_for(request, enrollment_id)  # another researcher's: as if it did not exist
     if enrollment.state != Enrollment.State.COMPLETED:  # as the API answers (409)
         return HttpResponse(f"Only a completed enrollment has a prediction file (this one is {enrollment.state}).",
                             status=409, content_type="text/plain; charset=utf-8")

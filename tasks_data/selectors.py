@@ -42,7 +42,7 @@ def unproducible_training_counts() -> list[dict]:
 
     ``[{"task": slug, "task_name", "chain", "shots", "n"}, ...]`` with n > 0 only, in registry,
     chain and shots order: for the study form (such items do not count in the training S1 used
-    for filtering; see ``annotation.services._finish_training``).
+    for filtering; see ``annotation.services.filtering.finish_training``).
     """
     rows = (TrainingSetItem.objects.filter(example__gold_unproducible=True)
             .values_list("training_set__task__slug", "training_set__chain", "training_set__shots")

@@ -4,6 +4,10 @@
   repository); the test is skipped, with the reason, when it is absent.
 * ``clues_data``: the official release imported into the test database (an ImportReport).
 * ``demo_data``: the bundled demo data (tasks_data/demo/CLUES-JSON) imported (an ImportReport).
+* ``clues``: the CLUES data imported once per test module, inside a transaction rolled back after the
+  module (each test runs in its own nested transaction): the official CLUES-JSON.zip when found, else
+  the demo data; the tests that use it read sizes and gold answers from the database, so they hold on either.
+* Users: ``researcher`` (rita), ``other_researcher`` (oscar), ``superuser`` (root), ``plain_user`` (paula).
 """
 
 import contextlib
@@ -12,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group, User
 from hypothesis import HealthCheck, settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -104,3 +109,48 @@ def imported_for_module(django_db_blocker, load):
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             atomic.__exit__(None, None, None)
+
+
+def release_path() -> Path | None:
+    candidates = []
+    if os.environ.get("CLUES_DATA"):
+        configured = Path(os.environ["CLUES_DATA"])
+        candidates.append(configured if configured.is_absolute() else REPO_ROOT / configured)
+    candidates.append(REPO_ROOT.parent / "shared" / "clues" / "CLUES-JSON.zip")
+    candidates.append(REPO_ROOT / "tasks_data" / "demo" / "CLUES-JSON")
+    return next((p for p in candidates if p.exists()), None)
+
+
+@pytest.fixture(scope="module")
+def clues(django_db_setup, django_db_blocker):
+    from tasks_data.importer import import_release
+
+    path = release_path()
+    if path is None:
+        pytest.skip("no CLUES data: neither CLUES-JSON.zip nor tasks_data/demo/CLUES-JSON found")
+    with imported_for_module(django_db_blocker, lambda: import_release(path)) as report:
+        yield report
+
+
+@pytest.fixture
+def researcher(db):
+    user = User.objects.create_user("rita", password="pw-rita-123")
+    user.groups.add(Group.objects.get_or_create(name="researchers")[0])
+    return user
+
+
+@pytest.fixture
+def other_researcher(db):
+    user = User.objects.create_user("oscar", password="pw-oscar-123")
+    user.groups.add(Group.objects.get_or_create(name="researchers")[0])
+    return user
+
+
+@pytest.fixture
+def superuser(db):
+    return User.objects.create_superuser("root", password="pw-root-123")
+
+
+@pytest.fixture
+def plain_user(db):
+    return User.objects.create_user("paula", password="pw-paula-123")

@@ -1,7 +1,10 @@
-"""The architecture is executable: `lint-imports` checks the contracts in pyproject.toml (issue 13.7).
+"""The architecture is executable.
 
-Layers results > baselines > annotation > tasks_data (a lower layer never imports a higher one),
-and baselines.adapters (model code) imports no Django.
+* `lint-imports` checks the contracts in pyproject.toml: the apps' one-way layers
+  (results > api | dashboard | worker_pages | recruitment > annotation > crowd | tasks_data), baselines
+  beside the annotation stack, and the crowd providers and model code free of Django.
+* No import cycle anywhere in the project, counting imports inside functions: a cycle held together by
+  a late import is still a cycle (grimp reads every import statement of every module).
 """
 
 from __future__ import annotations
@@ -11,10 +14,76 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("clues_platform", "tasks_data", "crowd", "annotation", "worker_pages", "dashboard", "api", "recruitment",
+            "baselines", "results")
 
 
 def test_import_contracts_are_kept():
     lint = Path(sys.executable).with_name("lint-imports")
     result = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
+
+
+def import_cycles(graph) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[module] = min(low[module], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == module:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_no_import_cycle_anywhere_in_the_project():
+    import grimp
+
+    graph = grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_held_by_an_import_inside_a_function(tmp_path, monkeypatch):
+    """The check above could fail: a package whose modules import each other, one of them inside a function."""
+    import grimp
+
+    package = tmp_path / "cyclic"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("def late():\n    from . import a\n")
+    (package / "c.py").write_text("from . import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("cyclic", include_external_packages=False, cache_dir=None)
+    assert import_cycles(graph) == [["cyclic.a", "cyclic.b"]]

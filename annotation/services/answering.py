@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import os
+import functools
+import importlib
+import json
 import random
 from dataclasses import dataclass, field
+from types import ModuleType
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -16,16 +20,22 @@ from .. import attention
 from ..answers import validate_answer
 from ..models import Answer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
-from . import hot_orm, hot_sql
 from .errors import Conflict
-from .filtering import _STEP_OF_STATE, _expire_if_stale, _finish_training, _is_stale, _load
-
-# The hot path's implementation: hand-written SQL (default) or the ORM (``CLUES_HOT_PATH=orm``), the
-# same statements either way; benchmarks/load.py --hot-path measures both.
-_HOT = hot_orm if os.environ.get("CLUES_HOT_PATH") == "orm" else hot_sql
+from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
 
 
-def item_order(enrollment: Enrollment, step: str) -> list[int]:
+@functools.cache
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+def hot_path() -> ModuleType:
+    """The worker's hot-path statements: ``settings.CLUES_HOT_PATH`` (hand-written SQL, ``hot_sql``, unless a
+    benchmark or test names its ORM oracle); imported once."""
+    return _module(settings.CLUES_HOT_PATH)
+
+
+def item_order(*, enrollment: Enrollment, step: str) -> list[int]:
     """Example ids of a step in the order this worker sees them (one query)."""
     cohort = enrollment.cohort
     if step == Answer.Step.TRAINING:
@@ -40,7 +50,7 @@ def item_order(enrollment: Enrollment, step: str) -> list[int]:
     return ids
 
 
-def _item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
+def item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
     """The item at ``position`` (0-based) of the step in this worker's order, or None past its end.
 
     The order of ``item_order``, without loading it when the order is the file's: one query,
@@ -50,20 +60,20 @@ def _item_at(enrollment: Enrollment, step: str, position: int) -> Example | None
     if step == Answer.Step.TRAINING:
         if cohort.training_set_id is None:
             return None
-        example = _HOT._training_item(cohort.training_set_id, position)
+        example = hot_path().training_item(cohort.training_set_id, position)
     elif cohort.study.test_order == Study.TestOrder.SHUFFLE:
-        ids = item_order(enrollment, step)
+        ids = item_order(enrollment=enrollment, step=step)
         if position >= len(ids):
             return None
         example = next(iter(Example.objects.filter(pk=ids[position])), None)
     else:
-        example = _HOT._test_item(cohort.task_id, position)
+        example = hot_path().test_item(cohort.task_id, position)
     if example is not None:
         example.task = cohort.task  # loaded with the enrollment
     return example
 
 
-def _total(enrollment: Enrollment, step: str) -> int:
+def step_total(enrollment: Enrollment, step: str) -> int:
     return enrollment.training_total if step == Answer.Step.TRAINING else enrollment.test_total
 
 
@@ -76,7 +86,7 @@ class WorkState:
     enrollment: Enrollment | None = None
 
 
-def current_item(enrollment_id: int) -> WorkState:
+def current_item(*, enrollment_id: int) -> WorkState:
     """Where the worker is; records when the current item was first served.
 
     A read, in a constant number of queries (3, or 2 once the item's serving time is recorded):
@@ -86,27 +96,27 @@ def current_item(enrollment_id: int) -> WorkState:
     a submission only returns the state just before it.
     """
     now = timezone.now()
-    enrollment = _HOT._fetch(enrollment_id, lock=False)
-    if _is_stale(enrollment, now):
+    enrollment = hot_path().fetch(enrollment_id, lock=False)
+    if is_stale(enrollment, now):
         with transaction.atomic():
-            _expire_if_stale(_load(enrollment_id, lock=True), now)
-        enrollment = _HOT._fetch(enrollment_id, lock=False)
-    step = _STEP_OF_STATE.get(enrollment.state)
+            expire_if_stale(load_enrollment(enrollment_id, lock=True), now)
+        enrollment = hot_path().fetch(enrollment_id, lock=False)
+    step = STEP_OF_STATE.get(enrollment.state)
     if step is None:
         # Progress of the step the worker ended in: the test step once it started, else training.
         last = Answer.Step.TEST if (enrollment.test_done or enrollment.state == State.COMPLETED
                                     or not enrollment.cohort.shots) else Answer.Step.TRAINING
         done = enrollment.test_done if last == Answer.Step.TEST else enrollment.training_done
-        return WorkState(step=step_name(enrollment.state), done=done, total=_total(enrollment, last),
+        return WorkState(step=step_name(enrollment.state), done=done, total=step_total(enrollment, last),
                          enrollment=enrollment)
     done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
     check, checks_done, checks = _attention(enrollment, step, done)
-    item = attention.as_item(check, enrollment.cohort.task) if check else _item_at(enrollment, step, done)
+    item = attention.as_item(check, enrollment.cohort.task) if check else item_at(enrollment, step, done)
     if item is None:
         raise Conflict("this step has no item left to answer")  # only if the data changed under a study
-    if enrollment.current_served_at is None and _HOT._mark_served(enrollment.pk, now):
+    if enrollment.current_served_at is None and hot_path().mark_served(enrollment.pk, now):
         enrollment.current_served_at = now
-    return WorkState(step=step, done=done + checks_done, total=_total(enrollment, step) + checks, item=item,
+    return WorkState(step=step, done=done + checks_done, total=step_total(enrollment, step) + checks, item=item,
                      enrollment=enrollment)
 
 
@@ -130,7 +140,7 @@ class SubmitResult:
     events: list[str] = field(default_factory=list)
 
 
-def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResult:
+def submit_answer(*, enrollment_id: int, example_id: int, answer) -> SubmitResult:
     """Store one answer, once (rules 3, 5, 6); at the end of a step, move the worker on.
 
     Raises Conflict (409): not in a step, the item is not the current one, or it is already
@@ -142,29 +152,29 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
     """
     now = timezone.now()
     with transaction.atomic():
-        enrollment = _HOT._fetch(enrollment_id, lock=True)
-        if _expire_if_stale(enrollment, now):
+        enrollment = hot_path().fetch(enrollment_id, lock=True)
+        if expire_if_stale(enrollment, now):
             raise Conflict("your time for this study has run out")
-        step = _STEP_OF_STATE.get(enrollment.state)
+        step = STEP_OF_STATE.get(enrollment.state)
         if step is None:
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
-        done = _HOT._answers_in_step(enrollment.pk, step)
-        total = _total(enrollment, step)
+        done = hot_path().answers_in_step(enrollment.pk, step)
+        total = step_total(enrollment, step)
         check, checks_done, checks = _attention(enrollment, step, done)
         if check is not None:
-            return _submit_check(enrollment, check, example_id, raw_answer, done + checks_done, total + checks)
-        example = _item_at(enrollment, step, done) if done < total else None
+            return _submit_check(enrollment, check, example_id, answer, done + checks_done, total + checks)
+        example = item_at(enrollment, step, done) if done < total else None
         if example is None or example.pk != example_id:
             if (isinstance(example_id, int) and 0 < example_id < 2**63
                     and Answer.objects.filter(enrollment_id=enrollment.pk, example_id=example_id).exists()):
                 raise Conflict("this item was already answered; answers are final")
             raise Conflict("this is not the current item: items are answered one at a time, in order")
         spec = enrollment.cohort.task.spec
-        valid = validate_answer(spec, example, raw_answer)
+        valid = validate_answer(spec, example, answer)
         score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         try:
             # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
-            answer = Answer.objects.create(
+            stored = Answer.objects.create(
                 enrollment=enrollment, example=example, step=step, position=done, texts=valid.texts,
                 spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
             )
@@ -173,23 +183,23 @@ def submit_answer(enrollment_id: int, example_id: int, raw_answer) -> SubmitResu
         served = enrollment.current_served_at
         enrollment.current_served_at = None
         done += 1
-        result = SubmitResult(step=step, answer=answer, done=done, total=total, next_state=enrollment.state)
+        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
             if done == total:
-                _finish_training(enrollment, now)
+                finish_training(enrollment, now)
         elif done == total:
             enrollment.completed_at = now
             transition(enrollment, State.COMPLETED, actor="worker", action="complete test step",
                        update_fields=("completed_at", "current_served_at"))
         if done < total and served is not None:
-            _HOT._mark_served(enrollment.pk, None)
+            hot_path().mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
         result.done, result.total = result.done + checks_done, result.total + checks
         return result
 
 
-def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> Answer:
+def revise_last_test_answer(*, enrollment_id: int, example_id: int, answer) -> Answer:
     """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
 
     The paper makes an answer final once its gold is shown: training answers (gold shown at once),
@@ -198,12 +208,10 @@ def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> 
     The only update of a stored answer: a queryset UPDATE under the enrollment's row lock, which
     submit_answer also takes, so no later answer can appear in between.
     """
-    import json
-
     now = timezone.now()
     with transaction.atomic():
-        enrollment = _HOT._fetch(enrollment_id, lock=True)
-        if _expire_if_stale(enrollment, now):
+        enrollment = hot_path().fetch(enrollment_id, lock=True)
+        if expire_if_stale(enrollment, now):
             raise Conflict("your time for this study has run out")
         if enrollment.state != State.TESTING:
             raise Conflict("answers can be changed only during the test step: this answer is final")
@@ -212,7 +220,7 @@ def revise_last_test_answer(enrollment_id: int, example_id: int, raw_answer) -> 
         if last is None or not isinstance(example_id, int) or last.example_id != example_id:
             raise Conflict("only your last test answer can be changed, until you submit the next one")
         spec = enrollment.cohort.task.spec
-        valid = validate_answer(spec, last.example, raw_answer)
+        valid = validate_answer(spec, last.example, answer)
         score = item_s1(valid.texts, last.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         Answer.objects.filter(pk=last.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
         AuditEvent.objects.create(
@@ -231,6 +239,6 @@ def _submit_check(enrollment: Enrollment, check, example_id, raw_answer, done: i
     if example_id != check.item_id:
         raise Conflict("this is not the current item: items are answered one at a time, in order")
     answer = attention.store_answer(enrollment, check, raw_answer)
-    _HOT._mark_served(enrollment.pk, None)
+    hot_path().mark_served(enrollment.pk, None)
     return SubmitResult(step=Answer.Step.TEST, answer=answer, done=done + 1, total=total,
                         next_state=enrollment.state)

@@ -1,4 +1,8 @@
-"""Filtering (rule 4), reinstating, withdrawing and expiring enrollments (rule 7's time limit)."""
+"""Filtering (rule 4), reinstating, withdrawing and expiring enrollments (rule 7's time limit).
+
+``STEP_OF_STATE``, ``load_enrollment``, ``is_stale``, ``expire_if_stale``, ``finish_training`` and
+``require_reason`` are shared with the other service modules; callers outside use the package's names.
+"""
 
 from __future__ import annotations
 
@@ -21,24 +25,24 @@ from ..protocol import (
 )
 from .errors import Conflict
 
-_STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
+STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
 
 
-def _load(enrollment_id: int, *, lock: bool) -> Enrollment:
+def load_enrollment(enrollment_id: int, *, lock: bool) -> Enrollment:
     qs = Enrollment.objects.select_related("cohort__study", "cohort__task", "task")
     if lock:
         qs = qs.select_for_update(of=("self",))
     return qs.get(pk=enrollment_id)
 
 
-def _is_stale(enrollment: Enrollment, now: datetime) -> bool:
+def is_stale(enrollment: Enrollment, now: datetime) -> bool:
     limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
-    return bool(limit and enrollment.state in _STEP_OF_STATE
+    return bool(limit and enrollment.state in STEP_OF_STATE
                 and now - enrollment.enrolled_at > timedelta(minutes=limit))
 
 
-def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
-    if _is_stale(enrollment, now):
+def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
+    if is_stale(enrollment, now):
         limit = enrollment.cohort.study.time_limit
         transition(enrollment, State.EXPIRED, actor="system", action="expire",
                    reason=f"time limit of {limit} minutes passed")
@@ -46,7 +50,7 @@ def _expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
     return False
 
 
-def _finish_training(enrollment: Enrollment, now: datetime) -> None:
+def finish_training(enrollment: Enrollment, now: datetime) -> None:
     """Rule 4: compute the training S1 and let the study's filtering rule decide.
 
     Items whose gold cannot be marked exactly (``Example.gold_unproducible``, the data's quirks)
@@ -72,18 +76,18 @@ def _finish_training(enrollment: Enrollment, now: datetime) -> None:
                    reason=f"training S1 {own:.3f}", update_fields=fields)
 
 
-def _require_reason(reason: str) -> str:
+def require_reason(reason: str) -> str:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["give a reason: it is kept in the audit log"]})
     return reason
 
 
-def filter_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollment:
+def filter_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """A researcher filters a worker by hand; allowed until their test step has started."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     with transaction.atomic():
-        enrollment = _load(enrollment_id, lock=True)
+        enrollment = load_enrollment(enrollment_id, lock=True)
         started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
         refusal = filter_refusal(enrollment.state, int(started))
         if refusal:
@@ -92,11 +96,11 @@ def filter_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollm
         return enrollment
 
 
-def reinstate_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enrollment:
+def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """Undo a filtering: back to the test step (or training, if it was not finished)."""
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     with transaction.atomic():
-        enrollment = _load(enrollment_id, lock=True)
+        enrollment = load_enrollment(enrollment_id, lock=True)
         refusal = reinstate_refusal(enrollment.state)
         if refusal:
             raise Conflict(refusal)
@@ -109,19 +113,19 @@ def reinstate_enrollment(enrollment_id: int, *, actor: str, reason: str) -> Enro
         return enrollment
 
 
-def withdraw(enrollment_id: int, *, actor: str, reason: str = "") -> Enrollment:
+def withdraw(*, enrollment_id: int, actor: str, reason: str = "") -> Enrollment:
     with transaction.atomic():
-        enrollment = _load(enrollment_id, lock=True)
+        enrollment = load_enrollment(enrollment_id, lock=True)
         transition(enrollment, State.WITHDRAWN, actor=actor, action="withdraw", reason=reason or "withdrew")
         return enrollment
 
 
-def expire_stale(now: datetime | None = None) -> int:
+def expire_stale(*, now: datetime | None = None) -> int:
     """Expire every active enrollment past its study's time limit; returns how many."""
     now = now or timezone.now()
     count = 0
-    candidates = Enrollment.objects.filter(state__in=_STEP_OF_STATE)
+    candidates = Enrollment.objects.filter(state__in=STEP_OF_STATE)
     for enrollment_id in candidates.values_list("pk", flat=True):
         with transaction.atomic():
-            count += _expire_if_stale(_load(enrollment_id, lock=True), now)
+            count += expire_if_stale(load_enrollment(enrollment_id, lock=True), now)
     return count

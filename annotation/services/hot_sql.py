@@ -7,11 +7,11 @@ statement, and was most of a request's CPU (benchmarks/README.md). Table and col
 from the models' meta, and the SQL is plain enough for PostgreSQL and SQLite alike (the
 protocol tests run on both).
 
-Still needed (issue 13.4, benchmarks/README.md "Hand-written SQL or the ORM"): the same functions
-written with querysets (``hot_orm``, selected by ``CLUES_HOT_PATH=orm``) cost gunicorn about twice
-the CPU per worker request (9.05 against 4.7 ms) and lower the throughput ratio to the ceiling.
-tests/annotation/test_hot_path.py checks that both read and store the same. The statements are
-built on first use (``_load_sql`` is cached), not at import.
+Still needed (benchmarks/README.md "Hand-written SQL or the ORM"): the same functions written with
+querysets (benchmarks/hot_orm.py, the oracle tests/annotation/test_hot_path.py checks this module
+against) cost gunicorn about twice the CPU per worker request (9.05 against 4.7 ms) and lower the
+throughput ratio to the ceiling. The statements are built on first use (``_load_sql`` is cached),
+not at import. ``settings.CLUES_HOT_PATH`` names the module the services use (this one by default).
 """
 
 from __future__ import annotations
@@ -33,22 +33,22 @@ _TRAINING_ITEM_SQL = (f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.e
                       "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s")
 
 
-def _training_item(training_set_id: int, position: int) -> Example | None:
+def training_item(training_set_id: int, position: int) -> Example | None:
     return next(iter(Example.objects.raw(_TRAINING_ITEM_SQL, [training_set_id, position])), None)
 
 
-def _test_item(task_id: int, position: int) -> Example | None:
+def test_item(task_id: int, position: int) -> Example | None:
     return next(iter(Example.objects.raw(_TEST_ITEM_SQL, [task_id, Example.Role.TEST.value, position])), None)
 
 
-def _answers_in_step(enrollment_id: int, step: str) -> int:
+def answers_in_step(enrollment_id: int, step: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s",
                        [enrollment_id, step])
         return cursor.fetchone()[0]
 
 
-def _mark_served(enrollment_id: int, now: datetime | None) -> bool:
+def mark_served(enrollment_id: int, now: datetime | None) -> bool:
     """Record when the current item was first served (``now``), or clear it (None); True if a row changed."""
     value = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
@@ -104,7 +104,7 @@ def _instance(model, values: list):
     return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
-def _fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
+def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     """The enrollment with its cohort, study and task and the item counts of each step, in one statement.
 
     Unlocked, it also counts the answers of each step in that statement, so that state and counts

@@ -13,22 +13,19 @@ from django.utils import timezone
 from tasks_data.models import Task, TrainingSet
 from tasks_data.registry import SHOTS, TASKS
 
-from .. import identity
 from ..models import AuditEvent, Cohort, Enrollment, Study
 from ..protocol import HOLDS_SLOT, reopen_refusal
 from .errors import Conflict
-from .filtering import _require_reason
+from .filtering import require_reason
 
 
-def _study_defaults() -> dict:
-    """The model's defaults of every parameter (one place: annotation.models.Study)."""
-    fields = ("shots", "chain", "workers_per_cohort", "pay_rate", "pay_currency", "filter_floor", "filter_fraction",
-              "platform", "worker_id_param", "test_order", "idle_cap_seconds", "time_limit_minutes", "expected_minutes",
-              "worker_id_pattern", "manual_review")
-    return {name: Study._meta.get_field(name).get_default() for name in fields}
+def study_defaults() -> dict:
+    """The model's default of every parameter but the name and tasks (one place: ``Study.parameters``)."""
+    return {name: Study._meta.get_field(name).get_default() for name in Study.parameters()
+            if name not in ("name", "tasks")}
 
 
-def data_errors(tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
+def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
     """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
     errors: dict[str, list[str]] = {}
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
@@ -50,10 +47,11 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
     ``params`` are Study's fields (shots, chain, workers_per_cohort, pay_rate, ...); left out, the
     model's default. Their limits are the model's (``Study.full_clean``), checked before any query.
     """
-    unknown_params = set(params) - set(_study_defaults()) - {"completion_code", "screenout_code"}
+    defaults = study_defaults()
+    unknown_params = set(params) - set(defaults)
     if unknown_params:
         raise TypeError(f"create_study() got unknown parameters: {', '.join(sorted(unknown_params))}")
-    values = {**_study_defaults(), **params}
+    values = {**defaults, **params}
     if isinstance(tasks, (list, tuple)):
         tasks = list(dict.fromkeys(tasks))
     shots = values["shots"]
@@ -69,12 +67,11 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         errors = {}
     except ValidationError as exc:
         errors = exc.message_dict
-    try:
-        identity.check_pattern(study.worker_id_pattern)
-    except ValueError as exc:
-        errors.setdefault("worker_id_pattern", []).append(str(exc))
+    if "platform" not in errors:
+        for key, messages in study.provider.check_settings(study).items():
+            errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
-    missing, task_rows, training_sets = (data_errors(study.tasks, study.shots, study.chain) if valid
+    missing, task_rows, training_sets = (data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid
                                          else ({}, {}, {}))
     for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)
@@ -92,11 +89,11 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         AuditEvent.objects.create(study=study, actor=actor, action="create study",
                                   reason=f"{len(tasks)} task(s) x {len(shots)} shot condition(s)")
         if launch:
-            launch_cohorts(study, actor=actor)
+            launch_cohorts(study=study, actor=actor)
     return study
 
 
-def launch_cohorts(study: Study, *, cohorts: Sequence[Cohort] | None = None, actor: str) -> int:
+def launch_cohorts(*, study: Study, cohorts: Sequence[Cohort] | None = None, actor: str) -> int:
     """Open cohorts for joining (all of the study's by default); returns how many opened."""
     if not study.is_open:
         raise Conflict("the study is closed")
@@ -109,7 +106,7 @@ def launch_cohorts(study: Study, *, cohorts: Sequence[Cohort] | None = None, act
     return count
 
 
-def close_cohort(cohort: Cohort, *, actor: str, reason: str = "") -> None:
+def close_cohort(*, cohort: Cohort, actor: str, reason: str = "") -> None:
     if cohort.closed_at is None:
         cohort.closed_at = timezone.now()
         cohort.save(update_fields=["closed_at"])
@@ -117,12 +114,12 @@ def close_cohort(cohort: Cohort, *, actor: str, reason: str = "") -> None:
                                   reason=f"{cohort.task.slug} {cohort.shots}-shot" + (f": {reason}" if reason else ""))
 
 
-def reopen_cohort(cohort: Cohort, *, actor: str, reason: str) -> Cohort:
+def reopen_cohort(*, cohort: Cohort, actor: str, reason: str) -> Cohort:
     """Re-open a closed cohort that has places left (``protocol.reopen_refusal``); a reason is required.
 
     The join link takes workers again (or, if it was never launched, waits to be launched).
     """
-    reason = _require_reason(reason)
+    reason = require_reason(reason)
     with transaction.atomic():
         cohort = Cohort.objects.select_for_update(of=("self",)).select_related("study", "task").get(pk=cohort.pk)
         taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
@@ -136,7 +133,7 @@ def reopen_cohort(cohort: Cohort, *, actor: str, reason: str) -> Cohort:
     return cohort
 
 
-def close_study(study: Study, *, actor: str, reason: str = "") -> None:
+def close_study(*, study: Study, actor: str, reason: str = "") -> None:
     if study.closed_at is None:
         study.closed_at = timezone.now()
         study.save(update_fields=["closed_at"])

@@ -115,11 +115,11 @@ def test_one_text_spans_module_for_worker_pages_and_adapters():
     import subprocess
     import sys
 
-    from annotation import worker_views
     from baselines.adapters import base
     from tasks_data import text_spans
+    from worker_pages import text as worker_text
 
-    assert worker_views.tokenize is text_spans.tokenize
+    assert worker_text.tokenize is text_spans.tokenize
     assert base.find_occurrences is text_spans.find_occurrences
     assert text_spans.tokenize("Hi, there!", fine=True) == [(0, 2), (2, 3), (4, 9), (9, 10)]
     code = ("import sys; import tasks_data.text_spans, tasks_data.clues_format, baselines.adapters.clues_io; "

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from annotation.models import Enrollment, Worker
 from tasks_data.models import Example
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, wrong_answer
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, wrong_answer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

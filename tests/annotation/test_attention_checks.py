@@ -13,7 +13,7 @@ from django.test import Client
 from annotation import selectors
 from annotation.models import Answer, AttentionAnswer, AttentionCheck, Enrollment
 from tasks_data.models import Example
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

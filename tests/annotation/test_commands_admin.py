@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from annotation.models import Answer, AuditEvent, Cohort, Enrollment, Study, Worker
-from tests.annotation.helpers import WorkerClient, cohort, complete, make_study, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, complete, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

@@ -66,7 +66,7 @@ def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enr
             cursor.execute("SELECT pg_backend_pid()")
             backends.add(cursor.fetchone()[0])
         params = {"PROLIFIC_PID": f"{i:024x}", "STUDY_ID": "s", "SESSION_ID": f"session-{i}"}
-        return services.join(cohort.join_token, params).enrollment.pk
+        return services.join(token=cohort.join_token, params=params).enrollment.pk
 
     results = run_together(20, work)
     assert len(backends) == 20, "each join ran on its own PostgreSQL connection"
@@ -81,7 +81,7 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
     cohort = study.cohorts.get()
     params = {"PROLIFIC_PID": "1" * 24, "STUDY_ID": "s", "SESSION_ID": "session-1"}
-    results = run_together(8, lambda i: services.join(cohort.join_token, params).enrollment.pk)
+    results = run_together(8, lambda i: services.join(token=cohort.join_token, params=params).enrollment.pk)
     assert not [r for r in results if not isinstance(r, (int, services.JoinRefused))], results
     assert len({r for r in results if isinstance(r, int)}) == 1
     assert Enrollment.objects.count() == 1
@@ -89,9 +89,11 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
 
 def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True)
-    enrollment = services.join(study.cohorts.get().join_token, {"PROLIFIC_PID": "1" * 24, "SESSION_ID": "x"}).enrollment
-    item = services.current_item(enrollment.pk).item
-    results = run_together(10, lambda i: services.submit_answer(enrollment.pk, item.pk, ["negative"]))
+    enrollment = services.join(token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24,
+                                                                             "SESSION_ID": "x"}).enrollment
+    item = services.current_item(enrollment_id=enrollment.pk).item
+    results = run_together(10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk,
+                                                                answer=["negative"]))
     stored = [r for r in results if isinstance(r, services.SubmitResult)]
     assert len(stored) == 1
     assert all(isinstance(r, services.Conflict) for r in results if r not in stored), results

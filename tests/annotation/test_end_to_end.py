@@ -20,7 +20,7 @@ from django.test import Client
 from annotation.models import Enrollment
 from tasks_data.models import Example
 from tasks_data.s1 import item_s1
-from tests.annotation.helpers import (
+from tests.annotation.factories import (
     FORBIDDEN_KEYS,
     WorkerClient,
     gold_answer,

@@ -11,7 +11,7 @@ from annotation.models import AuditEvent, Enrollment
 from results import agreement, exports
 from results.cells import human_cells
 from tasks_data.models import Example
-from tests.annotation.helpers import (
+from tests.annotation.factories import (
     WorkerClient,
     answer_all,
     cohort,
@@ -36,10 +36,10 @@ def train(enrollment, correct: int):
         return gold_answer(example) if count["n"] <= correct else wrong_answer(example)
 
     while True:
-        state = services.current_item(enrollment.pk)
+        state = services.current_item(enrollment_id=enrollment.pk)
         if state.step != "training":
             return state
-        services.submit_answer(enrollment.pk, state.item.pk, choose(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
 
 
 def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_screen_out_code():
@@ -110,9 +110,9 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     event = AuditEvent.objects.filter(enrollment=enrollment).last()
     assert (event.actor, event.action, event.reason) == ("rita", "filter by researcher", "answers at random")
     # A researcher-filtered worker cannot answer.
-    assert services.current_item(enrollment.pk).step == "filtered"
+    assert services.current_item(enrollment_id=enrollment.pk).step == "filtered"
     with pytest.raises(services.Conflict):
-        services.submit_answer(enrollment.pk, 1, ["positive"])
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=1, answer=["positive"])
     # Reinstated mid-training: back to training.
     response = client.post(url + "reinstate/", {"reason": "mistake"}, content_type="application/json")
     assert response.status_code == 200 and response.json()["state"] == "training"
@@ -122,8 +122,8 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     assert client.post(url + "filter/", {"reason": "r"}, content_type="application/json").status_code == 200
     client.post(url + "reinstate/", {"reason": "r"}, content_type="application/json")
     assert Enrollment.objects.get(pk=enrollment.pk).state == "testing"
-    item = services.current_item(enrollment.pk).item
-    services.submit_answer(enrollment.pk, item.pk, ["positive"])
+    item = services.current_item(enrollment_id=enrollment.pk).item
+    services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=["positive"])
     response = client.post(url + "filter/", {"reason": "late"}, content_type="application/json")
     assert response.status_code == 409 and "test step has started" in response.json()["detail"]
 

@@ -1,5 +1,5 @@
 """The worker's hot path in hand-written SQL (annotation/services/hot_sql.py) reads and stores exactly what
-its ORM version (hot_orm.py) does: the same objects, the same counts, the same stored rows."""
+its ORM version (benchmarks/hot_orm.py, the oracle) does: the same objects, the same counts, the same stored rows."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from django.forms.models import model_to_dict
 
 from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
-from annotation.services import answering, hot_orm, hot_sql
-from tests.annotation.helpers import cohort, gold_answer, join, make_study, wrong_answer
+from annotation.services import hot_sql
+from benchmarks import hot_orm
+from tests.annotation.factories import cohort, gold_answer, join, make_study, wrong_answer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -30,29 +31,31 @@ def _loaded(enrollment: Enrollment) -> dict:
 
 def _same_reads(enrollment_id: int) -> None:
     for lock in (False, True):
-        assert _loaded(hot_sql._fetch(enrollment_id, lock=lock)) == _loaded(hot_orm._fetch(enrollment_id, lock=lock))
-    enrollment = hot_orm._fetch(enrollment_id, lock=False)
+        assert _loaded(hot_sql.fetch(enrollment_id, lock=lock)) == _loaded(hot_orm.fetch(enrollment_id, lock=lock))
+    enrollment = hot_orm.fetch(enrollment_id, lock=False)
     for step in (Answer.Step.TRAINING, Answer.Step.TEST):
-        assert hot_sql._answers_in_step(enrollment_id, step) == hot_orm._answers_in_step(enrollment_id, step)
+        assert hot_sql.answers_in_step(enrollment_id, step) == hot_orm.answers_in_step(enrollment_id, step)
     c = enrollment.cohort
     for position in (0, 1, enrollment.training_total - 1, enrollment.training_total, 10_000):
-        a, b = hot_sql._training_item(c.training_set_id, position), hot_orm._training_item(c.training_set_id, position)
+        a, b = hot_sql.training_item(c.training_set_id, position), hot_orm.training_item(c.training_set_id, position)
         assert (a and model_to_dict(a)) == (b and model_to_dict(b))
     for position in (0, 3, enrollment.test_total - 1, enrollment.test_total):
-        a, b = hot_sql._test_item(c.task_id, position), hot_orm._test_item(c.task_id, position)
+        a, b = hot_sql.test_item(c.task_id, position), hot_orm.test_item(c.task_id, position)
         assert (a and model_to_dict(a)) == (b and model_to_dict(b))
 
 
-def _journey(monkeypatch, implementation, enrollment_id: int) -> None:
+def _journey(settings, implementation, enrollment_id: int) -> None:
     """Answer every item through the services, on one implementation of the hot path."""
-    monkeypatch.setattr(answering, "_HOT", implementation)
+    settings.CLUES_HOT_PATH = implementation.__name__
     n = 0
     while True:
-        state = services.current_item(enrollment_id)
+        state = services.current_item(enrollment_id=enrollment_id)
         if state.item is None:
             return
-        assert services.current_item(enrollment_id).item.pk == state.item.pk  # a reload serves the same item
-        services.submit_answer(enrollment_id, state.item.pk, (gold_answer if n % 3 else wrong_answer)(state.item))
+        # A reload serves the same item.
+        assert services.current_item(enrollment_id=enrollment_id).item.pk == state.item.pk
+        services.submit_answer(enrollment_id=enrollment_id, example_id=state.item.pk,
+                               answer=(gold_answer if n % 3 else wrong_answer)(state.item))
         n += 1
 
 
@@ -68,14 +71,14 @@ def _stored(enrollment_id: int) -> dict:
 
 
 @pytest.mark.parametrize("test_order", ["file", "shuffle"])
-def test_the_sql_and_the_orm_hot_paths_read_and_store_the_same(monkeypatch, test_order):
+def test_the_sql_and_the_orm_hot_paths_read_and_store_the_same(settings, test_order):
     study = make_study(shots=[10], filter_fraction=None, filter_floor=None, test_order=test_order)
     sst10 = cohort(study, "sst2", 10)
     one, two = join(sst10, "P-sql"), join(sst10, "P-orm")
     Enrollment.objects.filter(pk=two.pk).update(order_seed=one.order_seed)  # the same order for both
     _same_reads(one.pk)
-    _journey(monkeypatch, hot_sql, one.pk)
-    _journey(monkeypatch, hot_orm, two.pk)
+    _journey(settings, hot_sql, one.pk)
+    _journey(settings, hot_orm, two.pk)
     _same_reads(one.pk)
     assert _stored(one.pk) == _stored(two.pk)
     assert _stored(one.pk)["state"] == Enrollment.State.COMPLETED and len(_stored(one.pk)["answers"]) > 10
@@ -87,12 +90,12 @@ def test_serving_times_are_marked_once_and_cleared_the_same_way():
     enrollment = join(sst0, "P-served")
     for module in (hot_sql, hot_orm):
         now = Enrollment.objects.get(pk=enrollment.pk).enrolled_at
-        assert module._mark_served(enrollment.pk, now) is True
-        assert module._mark_served(enrollment.pk, now) is False  # only the first serving counts
+        assert module.mark_served(enrollment.pk, now) is True
+        assert module.mark_served(enrollment.pk, now) is False  # only the first serving counts
         assert Enrollment.objects.get(pk=enrollment.pk).current_served_at == now
-        assert module._mark_served(enrollment.pk, None) is True
+        assert module.mark_served(enrollment.pk, None) is True
         assert Enrollment.objects.get(pk=enrollment.pk).current_served_at is None
     with pytest.raises(Enrollment.DoesNotExist):
-        hot_sql._fetch(10**9, lock=False)
+        hot_sql.fetch(10**9, lock=False)
     with pytest.raises(Enrollment.DoesNotExist):
-        hot_orm._fetch(10**9, lock=False)
+        hot_orm.fetch(10**9, lock=False)

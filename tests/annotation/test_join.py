@@ -9,7 +9,8 @@ from django.test import Client
 from annotation import services
 from annotation.models import Enrollment, Worker
 from annotation.protocol import JoinRefusal
-from tests.annotation.helpers import WorkerClient, cohort, join, make_study, pid_for, prolific
+from crowd import mturk
+from tests.annotation.factories import WorkerClient, cohort, join, make_study, pid_for, prolific
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -63,9 +64,9 @@ def test_a_closed_or_unlaunched_cohort_refuses_with_403_saying_what_is_true(rese
     study = make_study(shots=[0], launch=how != "not launched")
     sst0 = cohort(study, "sst2", 0)
     if how == "cohort":
-        services.close_cohort(sst0, actor="rita")
+        services.close_cohort(cohort=sst0, actor="rita")
     elif how == "study":
-        services.close_study(study, actor="rita")
+        services.close_study(study=study, actor="rita")
     page = WorkerClient(sst0, "P1").join_response
     assert page.status_code == 403
     assert says in page.content.decode()
@@ -103,13 +104,13 @@ def test_a_returning_worker_is_taken_back_even_when_the_cohort_is_full_or_closed
     study = make_study(shots=[0], workers_per_cohort=1)
     sst0 = cohort(study, "sst2", 0)
     worker = WorkerClient(sst0, "P1")
-    services.close_study(study, actor="rita")
+    services.close_study(study=study, actor="rita")
     assert worker.client.get(sst0.join_path, prolific("P1")).status_code == 302
 
 
 def test_mturk_preview_shows_the_task_and_enrolls_nobody_then_accepting_enrolls():
     sst10 = cohort(make_study(shots=[10], platform="mturk"), "sst2", 10)
-    preview = Client().get(sst10.join_path, {"assignmentId": services.MTURK_PREVIEW, "hitId": "H"})
+    preview = Client().get(sst10.join_path, {"assignmentId": mturk.PREVIEW, "hitId": "H"})
     assert preview.status_code == 200
     assert "movie review" in preview.content.decode()  # the task description
     assert not Enrollment.objects.exists() and not Worker.objects.exists()
@@ -199,7 +200,7 @@ def test_mturk_own_hosts_are_accepted_and_become_the_completion_target(host):
     WorkerClient(sst0, params={"assignmentId": "A1", "workerId": "W1", "turkSubmitTo": host})
     enrollment = Enrollment.objects.get()
     enrollment.state = Enrollment.State.COMPLETED
-    assert services.completion(enrollment).post_url == host.rstrip("/") + "/mturk/externalSubmit"
+    assert services.completion(enrollment=enrollment).post_url == host.rstrip("/") + "/mturk/externalSubmit"
 
 
 @pytest.mark.parametrize("code", ["C 1", "C&x=1", "ab/c", "é1", "C1\n"])
@@ -217,7 +218,7 @@ def test_a_code_is_url_encoded_in_the_prolific_redirect():
     Study.objects.filter(pk=study.pk).update(completion_code="C&cc=EVIL")  # stored before the validation
     enrollment = join(cohort(study, "sst2", 0), "P1")
     enrollment.state = Enrollment.State.COMPLETED
-    assert services.completion(enrollment).redirect_url.endswith("?cc=C%26cc%3DEVIL")
+    assert services.completion(enrollment=enrollment).redirect_url.endswith("?cc=C%26cc%3DEVIL")
 
 
 def test_the_join_page_does_not_tell_whether_a_pid_took_part_before():

@@ -10,7 +10,7 @@ import pytest
 
 from annotation import protocol
 from annotation.protocol import CohortStatus, JoinRefusal, JoinRefused, State
-from annotation.views import JOIN_STATUS
+from worker_pages.join import JOIN_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from annotation import services
-from annotation.forms import StudyForm
 from annotation.models import Answer, Enrollment, Study
-from annotation.serializers import StudyCreateSerializer
-from tests.annotation.helpers import cohort, make_study
+from api.serializers import StudyCreateSerializer
+from dashboard.forms import StudyForm
+from tests.annotation.factories import cohort, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -103,8 +103,43 @@ def test_an_answer_form_with_spans_nested_1000_deep_is_a_400_not_a_500(researche
     client = Client()
     assert client.get(cohort(study, "conll03", 0).join_path, {"worker_id": "deep"}).status_code == 302
     enrollment = Enrollment.objects.get(worker__external_id="deep")
-    item = services.current_item(enrollment.pk).item
+    item = services.current_item(enrollment_id=enrollment.pk).item
     response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[" * 1000 + "]" * 1000})
     assert response.status_code == 400
     assert "could not be read" in response.content.decode()
     assert not Answer.objects.filter(enrollment=enrollment).exists()
+
+
+def test_every_parameter_of_the_model_is_settable_from_the_form_the_api_and_launch_study(dashboard):
+    """A new editable field of Study shows up in all three, or this fails: the page renders an input for it,
+    the API's input serializer takes it, and launch_study has an option for it."""
+    import argparse
+
+    from annotation.management.commands.launch_study import Command as LaunchStudy
+
+    parameters = set(Study.parameters())
+    model_fields = {f.name for f in Study._meta.concrete_fields if f.editable and not f.primary_key}
+    assert parameters == model_fields and {"platform", "pay_currency", "expected_minutes", "worker_id_pattern",
+                                           "manual_review"} <= parameters
+    assert parameters <= set(StudyForm.base_fields)
+    assert parameters <= set(StudyCreateSerializer().fields)
+    parser = argparse.ArgumentParser()
+    LaunchStudy().add_arguments(parser)
+    assert parameters <= {action.dest for action in parser._actions}
+    page = dashboard.get("/dashboard/studies/new/").content.decode()
+    assert [name for name in sorted(parameters) if f'name="{name}"' not in page] == []
+
+
+def test_launch_study_sets_what_it_could_not_before(researcher):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("launch_study", "--name", "all", "--tasks", "sst2", "--shots", "0", "--owner", researcher.username,
+                 "--pay-currency", "GBP", "--expected-minutes", "45", "--platform", "generic",
+                 "--worker-id-pattern", "[a-z]+", "--manual-review", "--no-filter-fraction", stdout=StringIO())
+    study = Study.objects.get()
+    assert (study.pay_currency, study.expected_minutes, study.worker_id_pattern, study.manual_review,
+            study.filter_fraction) == ("GBP", 45, "[a-z]+", True, None)
+    defaults = Study(name="x", tasks=["sst2"])
+    assert study.idle_cap_seconds == defaults.idle_cap_seconds and study.chain == defaults.chain

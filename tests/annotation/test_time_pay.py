@@ -7,10 +7,10 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotation import selectors, services
+from annotation import protocol, selectors, services
 from annotation.models import Answer, Enrollment
 from results import exports, formats
-from tests.annotation.helpers import cohort, gold_answer, join, make_study, trim_test_set
+from tests.annotation.factories import cohort, gold_answer, join, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -36,11 +36,11 @@ def clock(monkeypatch):
 def test_active_seconds_caps_each_idle_gap():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     times = [t0 + timedelta(seconds=s) for s in (10, 1010, 1040)]
-    assert services.active_seconds(t0, times, 300) == 10 + 300 + 30
-    assert services.active_seconds(t0, times, 60) == 10 + 60 + 30
-    assert services.active_seconds(t0, [], 300) == 0
-    assert services.pay(340, Decimal("12")) == Decimal("1.13")
-    assert services.pay(3600, Decimal("12.50")) == Decimal("12.50")
+    assert protocol.active_seconds(enrolled_at=t0, answered_at=times, idle_cap_seconds=300) == 10 + 300 + 30
+    assert protocol.active_seconds(enrolled_at=t0, answered_at=times, idle_cap_seconds=60) == 10 + 60 + 30
+    assert protocol.active_seconds(enrolled_at=t0, answered_at=[], idle_cap_seconds=300) == 0
+    assert protocol.pay(seconds=340, rate_per_hour=Decimal("12")) == Decimal("1.13")
+    assert protocol.pay(seconds=3600, rate_per_hour=Decimal("12.50")) == Decimal("12.50")
 
 
 def test_served_and_answered_times_active_time_and_pay_are_recorded_shown_and_exported(clock, researcher):
@@ -51,11 +51,11 @@ def test_served_and_answered_times_active_time_and_pay_are_recorded_shown_and_ex
     served = []
     for before, answering in gaps:
         clock.advance(before)
-        item = services.current_item(enrollment.pk).item
+        item = services.current_item(enrollment_id=enrollment.pk).item
         served.append(clock.now)
         clock.advance(answering)
-        services.current_item(enrollment.pk)  # a reload does not move the served time
-        services.submit_answer(enrollment.pk, item.pk, gold_answer(item))
+        services.current_item(enrollment_id=enrollment.pk)  # a reload does not move the served time
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=gold_answer(item))
     answers = list(Answer.objects.filter(enrollment=enrollment).order_by("position"))
     assert [a.served_at for a in answers] == served
     start = enrollment.enrolled_at
@@ -79,8 +79,8 @@ def test_a_lower_idle_cap_lowers_active_time(clock):
     enrollment = join(cohort(study, "sst2", 0), "P1")
     for wait in (100, 10):
         clock.advance(wait)
-        item = services.current_item(enrollment.pk).item
-        services.submit_answer(enrollment.pk, item.pk, gold_answer(item))
+        item = services.current_item(enrollment_id=enrollment.pk).item
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=gold_answer(item))
     assert selectors.enrollment_row(Enrollment.objects.get())["active_seconds"] == 60 + 10
 
 
@@ -95,5 +95,5 @@ def test_stale_enrollments_expire_free_their_slot_and_are_counted_by_the_command
     call_command("expire_enrollments")
     assert capsys.readouterr().out.strip() == "expired 1 enrollment(s)"
     assert Enrollment.objects.get(pk=enrollment.pk).state == "expired"
-    assert services.current_item(enrollment.pk).step == "expired"
+    assert services.current_item(enrollment_id=enrollment.pk).step == "expired"
     assert join(sst0, "NEXT").state == "testing"

@@ -107,15 +107,16 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     cohort = study.cohorts.get()
     human: dict[str, list[float]] = {}
     for n, wrong_every in enumerate((3, 4)):
-        enrollment = protocol.join(cohort.join_token, {"PROLIFIC_PID": f"{n:024x}", "SESSION_ID": f"s{n}"}).enrollment
+        enrollment = protocol.join(token=cohort.join_token, params={"PROLIFIC_PID": f"{n:024x}",
+                                                                    "SESSION_ID": f"s{n}"}).enrollment
         for i in range(200):
-            state = protocol.current_item(enrollment.pk)
+            state = protocol.current_item(enrollment_id=enrollment.pk)
             if state.item is None:
                 break
             gold = state.item.gold[0]
             other = next(label for label in ("positive", "negative") if label != gold)
             answer = other if (state.step == "test" and i % wrong_every == 0) else gold
-            protocol.submit_answer(enrollment.pk, state.item.pk, [answer])
+            protocol.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=[answer])
             if state.step == "test":
                 human.setdefault(state.item.clues_id, []).append(item_s1([answer], state.item.gold, alternatives=False))
     run_command("--tasks", "sst2", "--methods", "majority", "--shots", "10")

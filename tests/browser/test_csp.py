@@ -115,7 +115,7 @@ def test_the_grid_poll_waits_while_the_focus_is_in_the_grid(csp_pages, demo_data
     from django.contrib.auth.models import Group, User
 
     from annotation.models import RESEARCHERS_GROUP
-    from tests.ui.helpers import cohort_of, enroll, make_study
+    from tests.worker_pages.factories import cohort_of, enroll, make_study
 
     alice = User.objects.create_user("alice", password="alice-pw-2024")
     alice.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])

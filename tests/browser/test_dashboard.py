@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from annotation.models import RESEARCHERS_GROUP, Enrollment, Study
-from tests.annotation.helpers import pid_for
-from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows
+from tests.annotation.factories import pid_for
+from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake_model_rows
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)

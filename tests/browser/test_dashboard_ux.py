@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation.models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment
 from tests.browser.conftest import SCREENSHOTS
-from tests.ui.helpers import answer_current, cohort_of, enroll, fake_model_rows, make_study
+from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake_model_rows, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Answer, Enrollment
-from tests.annotation.helpers import pid_for
+from tests.annotation.factories import pid_for
 from tests.browser.journeys import (
     after_item,
     chips,
@@ -27,7 +27,7 @@ from tests.browser.journeys import (
     view,
     wait_view,
 )
-from tests.ui.helpers import cohort_of, make_study
+from tests.worker_pages.factories import cohort_of, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -248,7 +248,7 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
     """An astral character (emoji, 2 UTF-16 units, 1 code point) before the answer: offsets stay right."""
     study = make_study(tasks=("squad2",), shots=(10,))
     cohort = cohort_of(study, "squad2", 10)
-    first = services.item_order(Enrollment(cohort=cohort), "training")[0]
+    first = services.item_order(enrollment=Enrollment(cohort=cohort), step="training")[0]
     from tasks_data.models import Example
 
     context = "Fans 😀🎉 cheered 𝒳 & <b>\"loud\"</b> as Zoë Ñúñez, the singer, arrived in Paris."
@@ -298,7 +298,7 @@ def test_mnli_filtered_and_no_enrollment_pages(pages, shoot, demo_data):
     expect(page.locator(".question")).not_to_contain_text("contraction")
     shoot(page, "13-widget-label-pair")
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("MN-1"))
-    services.filter_enrollment(enrollment.pk, actor="researcher", reason="test of the filtered page")
+    services.filter_enrollment(enrollment_id=enrollment.pk, actor="researcher", reason="test of the filtered page")
     page.reload()
     wait_view(page, "filtered")
     expect(page.locator("#code")).to_have_text("OUT456")

@@ -22,9 +22,9 @@ import pytest
 from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from tasks_data.models import Example
-from tests.annotation.helpers import pid_for
+from tests.annotation.factories import pid_for
 from tests.browser.journeys import LAPTOP, PHONE, chips, current_example, item_id, stored_answer, tok, view, wait_view
-from tests.ui.helpers import cohort_of, make_study
+from tests.worker_pages.factories import cohort_of, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -129,7 +129,7 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
     enrollment = _join_and_start(laptop, cohort, "SQ-BAR")
     phone = pages.new(viewport=PHONE)
     phone.context.add_cookies(laptop.context.cookies())
-    order = services.item_order(enrollment, "test")
+    order = services.item_order(enrollment=enrollment, step="test")
     examples = Example.objects.in_bulk(order)
     longest = sorted(order, key=lambda pk: -len(examples[pk].context))[:30]
     longest += sorted(order, key=lambda pk: -len(examples[pk].question))[:10]
@@ -137,7 +137,7 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
     missing = {"laptop": [], "phone": []}
     screens = {"laptop": [], "phone": []}
     for pk in order:
-        item = services.current_item(enrollment.pk).item
+        item = services.current_item(enrollment_id=enrollment.pk).item
         assert item.pk == pk
         if pk in measure:
             for name, page in (("laptop", laptop), ("phone", phone)):
@@ -148,7 +148,7 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
                     if not _on_screen(page, sel):
                         missing[name].append((pk, sel))
                 screens[name].append(page.evaluate("document.documentElement.scrollHeight / innerHeight"))
-        services.submit_answer(enrollment.pk, pk, [])
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=pk, answer=[])
     print(f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
           f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
           f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
@@ -170,7 +170,7 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
             first = next(i for s, i in toks if s == start)
             last = max(i for s, i in toks if s < end)
             return example, first, last
-        services.submit_answer(enrollment.pk, example.pk, [])
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=example.pk, answer=[])
         page.goto("/work/")
         wait_view(page, "item")
 
@@ -242,7 +242,7 @@ def test_touch_second_tap_extends_with_pending_state_cancel_and_drag(pages, shoo
 def test_none_key_instructions_remembered_exact_match_and_type_colours(pages, shoot, demo_data):
     study = make_study(tasks=("squad2",), shots=(10,))
     cohort = cohort_of(study, "squad2", 10)
-    first = services.item_order(Enrollment(cohort=cohort), "training")[0]
+    first = services.item_order(enrollment=Enrollment(cohort=cohort), step="training")[0]
     context = "The band played in Paris. Then it went home, to Lyon."
     Example.objects.filter(pk=first).update(context=context, question="Where did the band play?", gold=["Paris"],
                                             is_impossible=False)

@@ -20,7 +20,7 @@ from annotation.answers import InvalidAnswer, validate_answer
 from annotation.models import Answer, Enrollment, Worker
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for
 from tests.security.tricky import ASTRAL, COMBINING, EMOJI, RTL, TAG
 
 pytestmark = [pytest.mark.django_db]
@@ -101,7 +101,7 @@ def test_nul_characters_in_addresses_and_join_parameters_are_400(researcher):
         assert response.status_code == 400 and "NUL" in response.content.decode()
     # The services refuse it too, whoever calls them.
     with pytest.raises(services.JoinRefused) as refused:
-        services.join(sst0.join_token, {"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"})
+        services.join(token=sst0.join_token, params={"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"})
     assert refused.value.reason == "bad_parameter"  # annotation.protocol.JoinRefusal (the view answers 400)
     assert not Worker.objects.exists()
     client.force_login(researcher)

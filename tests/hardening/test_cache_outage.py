@@ -4,8 +4,8 @@ import pytest
 from django.core.cache import caches
 from django.test import Client, override_settings
 
-from tests.annotation.helpers import pid_for
-from tests.ui.helpers import cohort_of, make_study
+from tests.annotation.factories import pid_for
+from tests.worker_pages.factories import cohort_of, make_study
 
 DEAD_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                           "LOCATION": "redis://127.0.0.1:1/0"}}  # nothing listens on port 1

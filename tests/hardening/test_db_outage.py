@@ -14,7 +14,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from clues_platform.errors import UNAVAILABLE
-from tests.annotation.helpers import WorkerClient, cohort, make_study, prolific
+from tests.annotation.factories import WorkerClient, cohort, make_study, prolific
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from results import exports, formats
-from tests.annotation.helpers import cohort, complete, make_study, trim_test_set
+from tests.annotation.factories import cohort, complete, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

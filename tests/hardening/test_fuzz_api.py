@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from annotation import services
 from annotation.models import Enrollment
 from benchmarks.fuzz_api import Identity, Tally, fuzz, load_schema, operations, summary
-from tests.annotation.helpers import WorkerClient, cohort, complete, gold_answer, make_study, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, complete, gold_answer, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues"), pytest.mark.slow]
 
@@ -33,8 +33,9 @@ def test_fuzz_the_api_from_its_schema(researcher):
     complete(cohort(study, "sst2", 0), "DONE1")
     worker = WorkerClient(cohort(study, "sst2", 10), "FUZZ1")
     for _ in range(3):
-        state = services.current_item(worker.client.session["enrollment_id"])
-        services.submit_answer(state.enrollment.pk, state.item.pk, gold_answer(state.item))
+        state = services.current_item(enrollment_id=worker.client.session["enrollment_id"])
+        services.submit_answer(enrollment_id=state.enrollment.pk, example_id=state.item.pk,
+                               answer=gold_answer(state.item))
     worker.client.raise_request_exception = False
     researcher_client = Client(raise_request_exception=False)
     token = Token.objects.create(user=researcher).key

@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation import services
 from annotation.models import Enrollment
 from tasks_data.models import Example
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, pid_for, prolific, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, prolific, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 MAX_CURRENT = 4  # session, progress and state (one statement), item, "served at" UPDATE
 MAX_ANSWER = 8  # session, savepoint, lock, count, item, INSERT, "served at" UPDATE, release
 MAX_ANSWER_END_OF_STEP = 11  # lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT
-MAX_PAGE = 20  # any /work/ page or fragment (annotation/worker_views.py); the htmx answer stores and re-renders
+MAX_PAGE = 20  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
 MAX_JOIN = 16  # cohort, worker (get or create, savepoints), exposure, cohort lock, count, enrollment, audit, session
 
 
@@ -90,8 +90,9 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
         worker = WorkerClient(cohort(study, task, 0), f"P-{task}")
         enrollment = Enrollment.objects.get(worker__external_id=pid_for(f"P-{task}"))
         for _ in range(skip):  # move the worker far into the test step
-            state = services.current_item(enrollment.pk)
-            services.submit_answer(enrollment.pk, state.item.pk, gold_answer(state.item))
+            state = services.current_item(enrollment_id=enrollment.pk)
+            services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk,
+                                   answer=gold_answer(state.item))
         n_current, response = queries(worker.current)
         assert response.json()["progress"]["done"] == skip
         example = Example.objects.select_related("task").get(pk=response.json()["item"]["id"])
@@ -126,7 +127,7 @@ def test_joining_runs_a_constant_number_of_queries(django_assert_max_num_queries
     assert response.status_code == 403 and refused <= MAX_JOIN
 
 
-# ---------------------------------------------------------------- the worker pages (annotation/worker_views.py)
+# ---------------------------------------------------------------- the worker pages (worker_pages/views.py)
 
 
 def page_counts(client: Client, example_answer) -> dict[str, int]:
@@ -153,12 +154,12 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
     start = queries(lambda: client.post("/work/start/"))[0]
 
     def current_answer():
-        item = services.current_item(enrollment.pk).item
+        item = services.current_item(enrollment_id=enrollment.pk).item
         return item.pk, {"label": item.gold[0]}
 
     seen = {}
     for _ in range(16):
-        state = services.current_item(enrollment.pk)
+        state = services.current_item(enrollment_id=enrollment.pk)
         counts = page_counts(client, current_answer)
         seen.setdefault(state.step, []).append(counts)
         if state.step == "training":  # the feedback page, then Next
@@ -166,7 +167,7 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
             counts["GET /work/ (feedback)"] = queries(lambda: client.get("/work/"))[0]
             counts["POST /work/next/"] = queries(
                 lambda: client.post("/work/next/", {"answer_id": last.pk}, HTTP_HX_REQUEST="true"))[0]  # noqa: B023
-        if services.current_item(enrollment.pk).item is None:
+        if services.current_item(enrollment_id=enrollment.pk).item is None:
             break
     training, test = seen["training"], seen["test"]
     assert len(training) == 10 and len(test) == 6

@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.models import Answer
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

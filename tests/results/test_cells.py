@@ -32,7 +32,7 @@ def test_no_other_module_computes_a_standard_deviation():
 
 @pytest.mark.django_db
 def test_model_cells_average_the_splits_with_the_same_helper(clues):
-    from tests.annotation.helpers import baseline_runs
+    from tests.annotation.factories import baseline_runs
 
     runs = baseline_runs("sst2", 10, "ft", "m", [0.5, 0.6, 0.7]) + baseline_runs("sst2", 20, "ft", "m", [0.9])
     ten, twenty = model_cells(runs)

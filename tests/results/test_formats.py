@@ -13,7 +13,7 @@ from annotation import services
 from annotation.models import Enrollment
 from results.formats import TABLE_WRITERS, neutralise, render
 from results.table import build_table
-from tests.annotation.helpers import baseline_runs, cohort, gold_answer, make_study
+from tests.annotation.factories import baseline_runs, cohort, gold_answer, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -38,8 +38,8 @@ def _complete_through_the_join_link(study, worker_id: str) -> Enrollment:
     response = Client().get(sst0.join_path, {"worker_id": worker_id})
     assert response.status_code in (200, 302)
     enrollment = Enrollment.objects.get(cohort=sst0, worker__external_id=worker_id)
-    while (state := services.current_item(enrollment.pk)).item is not None:
-        services.submit_answer(enrollment.pk, state.item.pk, gold_answer(state.item))
+    while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
     return enrollment
 
 

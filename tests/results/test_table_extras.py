@@ -15,7 +15,7 @@ from results.cells import table_cells
 from results.uncertainty import bootstrap_interval, cell_matrix
 from tasks_data.models import Example
 from tasks_data.s1 import MRC_GOLD_NOTE, as_set, item_s1
-from tests.annotation.helpers import cohort, complete, gold_answer, join, make_study, pid_for, trim_test_set
+from tests.annotation.factories import cohort, complete, gold_answer, join, make_study, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -168,7 +168,8 @@ def test_a_table_without_an_mrc_task_has_no_mrc_note(sst, researcher):
 def test_an_unfinished_worker_changes_no_extra(sst):
     before = table_cells(sst)
     unfinished = join(cohort(sst, "sst2", 10), "U")
-    services.submit_answer(unfinished.pk, services.current_item(unfinished.pk).item.pk, ["negative"])
+    services.submit_answer(enrollment_id=unfinished.pk,
+                           example_id=services.current_item(enrollment_id=unfinished.pk).item.pk, answer=["negative"])
     assert table_cells(sst) == before
 
 

@@ -9,7 +9,7 @@ from django.test import Client
 
 from tasks_data.models import Example, TrainingSetItem
 from tasks_data.selectors import unproducible_training_counts
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

@@ -20,7 +20,7 @@ from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from baselines.models import BaselineRun
 from tasks_data.models import Example, Task
-from tests.annotation.helpers import cohort, make_study, pid_for
+from tests.annotation.factories import cohort, make_study, pid_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -32,7 +32,8 @@ def owned(researcher):
     """Rita's study with one enrollment and an answer, an audit event, an API token and a baseline run."""
     study = make_study(shots=[0], created_by=researcher, completion_code=COMPLETION, screenout_code=SCREENOUT)
     sst0 = cohort(study, "sst2", 0)
-    services.join(sst0.join_token, {"PROLIFIC_PID": pid_for("P-ADMIN-1"), "STUDY_ID": "s", "SESSION_ID": SESSION})
+    services.join(token=sst0.join_token, params={"PROLIFIC_PID": pid_for("P-ADMIN-1"), "STUDY_ID": "s",
+                                                 "SESSION_ID": SESSION})
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("P-ADMIN-1"))
     assert enrollment.platform_session == SESSION
     example = Example.objects.filter(task=sst0.task).first()

@@ -17,7 +17,7 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from annotation.models import Answer, AuditEvent, Cohort, Enrollment, Study
-from tests.annotation.helpers import WorkerClient, cohort, make_study
+from tests.annotation.factories import WorkerClient, cohort, make_study
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]

@@ -33,7 +33,15 @@ from django.test import Client
 from annotation.models import Answer, Enrollment
 from tasks_data.models import Example
 from tasks_data.registry import TASKS
-from tests.annotation.helpers import FORBIDDEN_KEYS, cohort, keys_anywhere, make_study, pid_for, prolific, trim_test_set
+from tests.annotation.factories import (
+    FORBIDDEN_KEYS,
+    cohort,
+    keys_anywhere,
+    make_study,
+    pid_for,
+    prolific,
+    trim_test_set,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

@@ -15,7 +15,7 @@ from django.test import Client
 
 from annotation.models import Answer, Enrollment
 from annotation.session import SESSION_KEY
-from tests.annotation.helpers import WorkerClient, cohort, make_study, pid_for, prolific
+from tests.annotation.factories import WorkerClient, cohort, make_study, pid_for, prolific
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]

@@ -19,7 +19,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from clues_platform.log_filters import RedactFilter, redact
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, make_study
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study
 from tests.security.tricky import EMOJI, TAG
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("tricky")]

@@ -16,7 +16,7 @@ import pytest
 from django.test import Client
 
 from clues_platform.settings import DEVELOPMENT_SECRET_KEY
-from tests.annotation.helpers import WorkerClient, cohort, make_study
+from tests.annotation.factories import WorkerClient, cohort, make_study
 
 REPO = Path(__file__).resolve().parents[2]
 

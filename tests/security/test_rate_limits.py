@@ -23,7 +23,7 @@ from django.test import Client, RequestFactory
 from annotation.models import Cohort, Enrollment, new_join_token
 from clues_platform import ratelimit
 from clues_platform.ratelimit import Rate, parse_rate
-from tests.annotation.helpers import cohort, make_study, pid_for, prolific
+from tests.annotation.factories import cohort, make_study, pid_for, prolific
 
 pytestmark = [pytest.mark.django_db]
 

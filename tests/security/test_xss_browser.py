@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.annotation.helpers import pid_for
+from tests.annotation.factories import pid_for
 from tests.security.tricky import XSS, import_tricky
-from tests.ui.helpers import cohort_of, make_study
+from tests.worker_pages.factories import cohort_of, make_study
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the live server and the ORM beside Playwright
 sync_api = pytest.importorskip("playwright.sync_api")

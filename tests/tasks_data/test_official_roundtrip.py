@@ -22,7 +22,7 @@ from tasks_data.registry import TASKS, AnswerKind
 from tasks_data.s1 import percent
 from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
-from tests.annotation.helpers import cohort, gold_answer, join, make_study, trim_test_set, wrong_answer
+from tests.annotation.factories import cohort, gold_answer, join, make_study, trim_test_set, wrong_answer
 from tests.conftest import imported_for_module
 from tests.tasks_data.official_s1 import _s1_entry, eval_S1
 
@@ -73,8 +73,9 @@ def annotator(slug: str):
     trim_test_set(slug, KEEP)
     study = make_study(tasks=[slug], shots=[0], filter_floor=None, filter_fraction=None)
     enrollment = join(cohort(study, slug, 0), f"roundtrip-{slug}")
-    while (state := services.current_item(enrollment.pk)).item is not None:
-        services.submit_answer(enrollment.pk, state.item.pk, _mixed(state.item, state.done))
+    while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=_mixed(state.item,
+                                                                                                    state.done))
     enrollment.refresh_from_db()
     return enrollment
 

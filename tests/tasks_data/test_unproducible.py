@@ -18,7 +18,7 @@ from annotation.models import Answer
 from annotation.protocol import State
 from tasks_data.models import Example
 from tasks_data.selectors import unproducible_training_counts
-from tests.annotation.helpers import WorkerClient, cohort, gold_answer, join, make_study
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, join, make_study
 from tests.conftest import imported_for_module
 
 pytestmark = [pytest.mark.django_db, pytest.mark.official_data]
@@ -84,8 +84,8 @@ def test_left_out_of_the_training_s1_that_filters(official):
     """CoNLL03 chain 2, 10 shots holds "MOODY S": a worker right on every other item is not filtered."""
     study = make_study(tasks=["conll03"], shots=[10], chain=2, filter_floor=1.0, filter_fraction=None)
     enrollment = join(cohort(study, "conll03", 10), "perfect")
-    while (state := services.current_item(enrollment.pk)).step == "training" and state.item is not None:
-        services.submit_answer(enrollment.pk, state.item.pk, gold_answer(state.item))
+    while (state := services.current_item(enrollment_id=enrollment.pk)).step == "training" and state.item is not None:
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
     enrollment.refresh_from_db()
     answers = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING).select_related("example")
     unreachable = [a for a in answers if a.example.gold_unproducible]

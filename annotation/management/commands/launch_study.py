@@ -1,8 +1,11 @@
+"""manage.py launch_study: one option per study parameter, derived from the Study model (``Study.parameters``)."""
+
 from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import models
 
 from annotation import services
 from annotation.models import Study
@@ -11,6 +14,10 @@ from annotation.selectors import is_researcher
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
 LOCAL_RESEARCHER = "researcher"
+# Shorter spellings kept from earlier versions of this command.
+ALIASES = {"workers_per_cohort": ("--workers",), "pay_rate": ("--rate",), "idle_cap_seconds": ("--idle-cap",),
+           "time_limit_minutes": ("--time-limit",)}
+_UNSET = object()  # an option left out: the model's default applies (services.create_study)
 
 
 def _decimal(value: str) -> Decimal:
@@ -20,13 +27,42 @@ def _decimal(value: str) -> Decimal:
         raise ValueError(value) from None
 
 
-def _default(name: str):
-    return Study._meta.get_field(name).get_default()
+_decimal.__name__ = "decimal number"  # argparse names the type in its error: "invalid decimal number value"
+
+TYPES = {models.IntegerField: int, models.FloatField: float, models.DecimalField: _decimal}
 
 
-def _help(name: str) -> str:
-    field = Study._meta.get_field(name)
-    return f"{field.help_text} (default {field.get_default()})"
+def _type(field: models.Field):
+    return next((t for cls, t in TYPES.items() if isinstance(field, cls)), str)
+
+
+def _help(field: models.Field) -> str:
+    if field.name == "name":
+        return field.help_text
+    default = field.get_default()
+    shown = "generated" if field.name in ("completion_code", "screenout_code") else (
+        "none" if default in (None, "") else default)
+    return f"{field.help_text} (default: {shown})".strip()
+
+
+def add_parameter(parser, field: models.Field) -> None:
+    """One option for a Study field; left out, the model's default applies (services.create_study)."""
+    flags = (f"--{field.name.replace('_', '-')}", *ALIASES.get(field.name, ()))
+    if field.name == "tasks":
+        parser.add_argument(*flags, nargs="+", required=True, metavar="SLUG", help="task slugs, e.g. sst2 conll03")
+    elif field.name == "shots":
+        parser.add_argument(*flags, nargs="+", type=int, metavar="K",
+                            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)")
+    elif isinstance(field, models.BooleanField):
+        parser.add_argument(*flags, action="store_true", default=_UNSET, help=field.help_text)
+    else:
+        choices = [value for value, _label in field.choices] if field.choices else None
+        parser.add_argument(*flags, dest=field.name, type=_type(field), choices=choices,
+                            required=field.name == "name", help=_help(field))
+    if field.null:
+        parser.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const", const=None,
+                            help=f"leave {field.name} empty (off)")
+
 
 
 class Command(BaseCommand):
@@ -35,28 +71,9 @@ class Command(BaseCommand):
             "field of the same name (limits: annotation.models.Study).")
 
     def add_arguments(self, parser):
-        parser.add_argument("--name", required=True)
-        parser.add_argument("--tasks", nargs="+", required=True, metavar="SLUG", help="task slugs, e.g. sst2 conll03")
-        parser.add_argument("--shots", nargs="+", type=int, default=_default("shots"), metavar="K",
-                            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)")
-        parser.add_argument("--workers-per-cohort", "--workers", dest="workers_per_cohort", type=int,
-                            default=_default("workers_per_cohort"), help=_help("workers_per_cohort"))
-        parser.add_argument("--chain", type=int, default=_default("chain"), help=_help("chain"))
-        parser.add_argument("--pay-rate", "--rate", dest="pay_rate", type=_decimal, default=_default("pay_rate"),
-                            help=_help("pay_rate"))
-        parser.add_argument("--platform", choices=Study.Platform.values, default=_default("platform"))
-        parser.add_argument("--worker-id-param", default=_default("worker_id_param"), help=_help("worker_id_param"))
-        parser.add_argument("--test-order", choices=Study.TestOrder.values, default=_default("test_order"))
-        parser.add_argument("--filter-floor", type=float, default=_default("filter_floor"), help=_help("filter_floor"))
-        parser.add_argument("--filter-fraction", type=float, default=_default("filter_fraction"),
-                            help=_help("filter_fraction"))
-        parser.add_argument("--no-filter-fraction", action="store_true", help="turn the fraction rule off")
-        parser.add_argument("--idle-cap-seconds", "--idle-cap", dest="idle_cap_seconds", type=int,
-                            default=_default("idle_cap_seconds"), help=_help("idle_cap_seconds"))
-        parser.add_argument("--time-limit-minutes", "--time-limit", dest="time_limit_minutes", type=int,
-                            default=_default("time_limit_minutes"), help=_help("time_limit_minutes"))
-        parser.add_argument("--completion-code", default="")
-        parser.add_argument("--screenout-code", default="")
+        parser.set_defaults(**{name: _UNSET for name in Study.parameters()})
+        for name in Study.parameters():
+            add_parameter(parser, Study._meta.get_field(name))
         parser.add_argument("--owner", "--created-by", dest="owner", default=None, metavar="USERNAME",
                             help=f"the researcher who owns the study (default: the local researcher "
                                  f"{LOCAL_RESEARCHER!r} of ensure_local_researcher)")
@@ -74,19 +91,15 @@ class Command(BaseCommand):
                                "so the study would be visible to no one")
         return owner
 
-    def handle(self, *args, **o):
-        owner = self._owner(o.pop("owner"))
-        if o.pop("no_filter_fraction"):
-            o["filter_fraction"] = None
-        params = {k: o[k] for k in ("shots", "chain", "workers_per_cohort", "pay_rate", "filter_floor",
-                                    "filter_fraction", "platform", "worker_id_param", "test_order",
-                                    "idle_cap_seconds", "time_limit_minutes", "completion_code", "screenout_code")}
+    def handle(self, *args, **options):
+        owner = self._owner(options["owner"])
+        given = {name: options[name] for name in Study.parameters() if options[name] is not _UNSET}
+        name, tasks = given.pop("name"), given.pop("tasks")
         try:
-            study = services.create_study(name=o["name"], tasks=o["tasks"], created_by=owner, launch=True, **params)
+            study = services.create_study(name=name, tasks=tasks, created_by=owner, launch=True, **given)
         except ValidationError as exc:
             problems = [f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages]
             raise CommandError("cannot create the study: " + "; ".join(problems)) from None
         self.stdout.write(f"study {study.pk}")
-        for cohort in sorted(study.cohorts.select_related("task"), key=lambda c: (o["tasks"].index(c.task.slug),
-                                                                                   c.shots)):
+        for cohort in sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots)):
             self.stdout.write(f"{cohort.task.slug} {cohort.shots} {cohort.join_path}")

@@ -1,0 +1,20 @@
+"""What a worker who finished the study, or was filtered after training, gets: a code, and where it goes."""
+
+from __future__ import annotations
+
+import crowd
+
+from ..models import Enrollment
+from ..protocol import State
+
+
+def completion(*, enrollment: Enrollment) -> crowd.Completion | None:
+    """The code for a completed or filtered worker, and where the crowd platform wants it; None otherwise."""
+    study = enrollment.cohort.study
+    if enrollment.state == State.COMPLETED:
+        code = study.completion_code
+    elif enrollment.state == State.FILTERED:
+        code = study.screenout_code  # paid for the training time
+    else:
+        return None
+    return study.provider.completion(code, data=enrollment.platform_data)

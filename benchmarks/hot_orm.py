@@ -1,0 +1,68 @@
+"""The worker's hot path with the ORM: what ``annotation.services.hot_sql`` does by hand, in plain querysets.
+
+Not shipped as an alternative: it is the oracle the SQL is checked against (the same reads, the same
+stored rows: tests/annotation/test_hot_path.py), and what benchmarks/load.py ``--hot-path orm``
+measures against it (``CLUES_HOT_PATH=benchmarks.hot_orm``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Count, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from annotation.models import Answer, Enrollment
+from tasks_data.models import Example, TrainingSetItem
+
+
+def _count(queryset, outer: str):
+    """COUNT(*) of ``queryset`` as a subquery (0 when empty)."""
+    counted = queryset.order_by().values(outer).annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted), Value(0))
+
+
+def _counts(lock: bool) -> dict:
+    counts = {
+        "training_total": _count(TrainingSetItem.objects.filter(training_set_id=OuterRef("cohort__training_set_id")),
+                                 "training_set_id"),
+        "test_total": _count(Example.objects.filter(task_id=OuterRef("cohort__task_id"), role=Example.Role.TEST),
+                             "task_id"),
+    }
+    if not lock:  # a locking read that waited would count as of before the wait (see hot_sql.fetch)
+        for name, step in (("training_done", Answer.Step.TRAINING), ("test_done", Answer.Step.TEST)):
+            counts[name] = _count(Answer.objects.filter(enrollment_id=OuterRef("pk"), step=step), "enrollment_id")
+    return counts
+
+
+def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
+    """The enrollment with its cohort, study and task and the item counts of each step (hot_sql.fetch)."""
+    qs = Enrollment.objects.select_related("cohort__study", "cohort__task").annotate(**_counts(lock))
+    if lock:
+        qs = qs.select_for_update(of=("self",))
+    enrollment = qs.get(pk=enrollment_id)
+    enrollment.task = enrollment.cohort.task
+    return enrollment
+
+
+def answers_in_step(enrollment_id: int, step: str) -> int:
+    return Answer.objects.filter(enrollment_id=enrollment_id, step=step).count()
+
+
+def mark_served(enrollment_id: int, now: datetime | None) -> bool:
+    """Record when the current item was first served (``now``), or clear it (None); True if a row changed."""
+    rows = Enrollment.objects.filter(pk=enrollment_id)
+    if now is not None:
+        rows = rows.filter(current_served_at__isnull=True)
+    return rows.update(current_served_at=now) == 1
+
+
+def training_item(training_set_id: int, position: int) -> Example | None:
+    item = (TrainingSetItem.objects.filter(training_set_id=training_set_id).select_related("example")
+            .order_by("position", "pk")[position:position + 1].first())
+    return item.example if item is not None else None
+
+
+def test_item(task_id: int, position: int) -> Example | None:
+    return (Example.objects.filter(task_id=task_id, role=Example.Role.TEST)
+            .order_by("position", "pk")[position:position + 1].first())

@@ -1,0 +1,94 @@
+"""Forms of the researcher dashboard.
+
+``StudyForm`` is derived from the Study model: its fields are ``Study.parameters()``, and labels, help
+texts, limits and ``Study.clean()`` are the model's (a ModelForm validates the instance), so the form,
+the API and launch_study agree.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+
+from annotation import services
+from annotation.models import AuditEvent, Study
+from tasks_data.registry import TASKS
+
+
+def _shot_label(k: int) -> str:
+    return "0 (description only)" if k == 0 else f"{k} shots"
+
+
+class StudyForm(forms.ModelForm):
+    # The two list fields are JSON on the model: shown as checkboxes of the registry's tasks and shots.
+    tasks = forms.MultipleChoiceField(
+        choices=[(slug, spec.name) for slug, spec in TASKS.items()], widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "choose at least one task"},
+    )
+    shots = forms.TypedMultipleChoiceField(
+        choices=[(k, _shot_label(k)) for k in Study.SHOT_CONDITIONS], coerce=int,
+        widget=forms.CheckboxSelectMultiple, initial=list(Study.SHOT_CONDITIONS),
+        error_messages={"required": "choose at least one shot condition"},
+        help_text="One cohort of new workers per task and shot condition.",
+    )
+    # Ticked by default (issue 11.13): a researcher who fills the form means to recruit, and a
+    # created-but-not-launched cohort's link looked usable while it refused every worker. Unticked,
+    # the study page says plainly which links refuse workers until launched.
+    launch = forms.BooleanField(
+        required=False, initial=True, label="Launch every cohort now",
+        help_text="Ticked: the join links take workers as soon as you publish them. Unticked: the cohorts are "
+                  "created but their links refuse workers until you launch them from the study page "
+                  "(to try the links yourself first).")
+
+    class Meta:
+        model = Study
+        fields = Study.parameters()
+        widgets = {"platform": forms.RadioSelect, "test_order": forms.RadioSelect}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("completion_code", "screenout_code", "pay_currency"):
+            self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
+        for name in ("platform", "test_order"):
+            self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
+
+    def _post_clean(self):
+        super()._post_clean()  # the model's limits and Study.clean()
+        if not {"tasks", "shots", "chain"} & set(self.errors):
+            # The imported data the cohorts need, shown with the rest.
+            data = self.cleaned_data
+            errors = services.data_errors(tasks=data["tasks"], shots=data["shots"], chain=data["chain"])[0]
+            for key, texts in errors.items():
+                for text in texts:
+                    self.add_error(key, text)
+
+    def service_kwargs(self) -> dict:
+        data = {name: self.cleaned_data[name] for name in (*Study.parameters(), "launch")}
+        for key in ("completion_code", "screenout_code"):
+            data[key] = data[key].strip()
+        if not data["pay_currency"]:
+            del data["pay_currency"]  # the model's default
+        return data
+
+    def add_service_errors(self, error: ValidationError) -> None:
+        """Show ``services.create_study``'s errors at their fields (unknown keys above the form)."""
+        messages = error.message_dict if hasattr(error, "error_dict") else {NON_FIELD_ERRORS: error.messages}
+        for key, texts in messages.items():
+            field = key if key in self.fields else None
+            for text in texts:
+                if field is None and key != NON_FIELD_ERRORS:
+                    text = f"{key.replace('_', ' ')}: {text}"
+                self.add_error(field, text)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        max_length=AuditEvent.REASON_MAX_LENGTH, strip=True,
+        error_messages={"required": "give a reason: it is kept in the audit log"},
+        widget=forms.TextInput(attrs={"placeholder": "reason (kept in the audit log)", "autocomplete": "off"}),
+    )
+
+
+class CloseForm(forms.Form):
+    reason = forms.CharField(max_length=AuditEvent.REASON_MAX_LENGTH, required=False, strip=True,
+                             widget=forms.TextInput(attrs={"placeholder": "reason (optional)"}))

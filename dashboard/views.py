@@ -1,0 +1,334 @@
+"""The researcher dashboard: studies, the live cohort grid and enrollments (results: ``results.views``).
+
+Who may see what is ``annotation.access`` (researchers only; their own studies). Every action goes
+through ``annotation.services``; every figure comes from ``annotation.selectors``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import attention, selectors, services
+from annotation.access import actor, cohort_for, enrollment_for, researcher_required, study_for
+from annotation.models import Cohort, Study
+from annotation.protocol import (
+    ACTIVE_STATES,
+    TransitionNotAllowed,
+    at_or_below_chance,
+    can_filter,
+    can_reinstate,
+    cohort_status,
+)
+from tasks_data.registry import TASKS
+from tasks_data.selectors import unproducible_training_counts
+
+from . import presentation
+from .forms import CloseForm, ReasonForm, StudyForm
+
+
+def join_url(request: HttpRequest, cohort: Cohort) -> str:
+    """The absolute join link with the crowd platform's placeholders."""
+    return request.build_absolute_uri(cohort.join_path) + cohort.study.provider.join_query(cohort.study)
+
+
+# ---------------------------------------------------------------- studies
+
+
+@researcher_required
+@require_GET
+def study_list(request: HttpRequest) -> HttpResponse:
+    studies = list(selectors.studies_visible_to(request.user).prefetch_related("cohorts"))
+    rows = []
+    for study in studies:
+        cohorts = list(study.cohorts.all())
+        rows.append({
+            "study": study,
+            "tasks": [TASKS[s].name if s in TASKS else s for s in study.tasks],
+            "cohorts": len(cohorts),
+            "launched": sum(1 for c in cohorts if c.launched_at and not c.closed_at),
+        })
+    return render(request, "dashboard/study_list.html", {"rows": rows})
+
+
+@researcher_required
+def study_new(request: HttpRequest) -> HttpResponse:
+    status = 200
+    if request.method == "POST":
+        form = StudyForm(request.POST)
+        if form.is_valid():
+            try:
+                study = services.create_study(created_by=request.user, **form.service_kwargs())
+            except ValidationError as exc:
+                form.add_service_errors(exc)
+            else:
+                if form.cleaned_data["launch"]:
+                    messages.success(request, f"Created the study \u201c{study.name}\u201d and launched its cohorts: "
+                                              "the join links take workers now.")
+                else:
+                    messages.warning(request, f"Created the study \u201c{study.name}\u201d. Its cohorts are not "
+                                              "launched: their join links refuse workers until you launch them.")
+                return redirect("dashboard-study", study_id=study.pk)
+        status = 400
+    else:
+        form = StudyForm()
+    return render(request, "dashboard/study_new.html",
+                  {"form": form, "unproducible": unproducible_training_counts()}, status=status)
+
+
+def _grid_context(study: Study) -> dict:
+    rows = selectors.study_grid(study)
+    by_cell = {(r["task"], r["shots"]): r for r in rows}
+    now = timezone.now()
+    attention = selectors.cohort_attention(study, now=now)
+    for r in rows:
+        flags = attention.get(r["cohort"].pk, {})
+        r["idle"], r["below_chance"] = flags.get("idle", 0), flags.get("below_chance", 0)
+        r["last_activity"] = flags.get("last_activity")
+        if r["last_activity"]:
+            r["last_activity_ago"] = presentation.duration(max(0.0, (now - r["last_activity"]).total_seconds()))
+        r["meter"] = round(100 * r["test_items_done"] / r["test_items_total"]) if r["test_items_total"] else 0
+        r["status"] = cohort_status(r["cohort"], enrolled=r["enrolled"], completed=r["completed"],
+                                    study_open=study.is_open).value
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    shots = sorted({r["shots"] for r in rows})
+    matrix = [{"task": slug, "name": TASKS[slug].name if slug in TASKS else slug,
+               "cells": [by_cell.get((slug, k)) for k in shots]} for slug in tasks]
+    return {"study": study, "grid_rows": rows, "matrix": matrix, "shots": shots,
+            "idle_cap": presentation.duration(study.idle_cap_seconds)}
+
+
+@researcher_required
+@require_GET
+def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    ctx = _grid_context(study)
+    for r in ctx["grid_rows"]:
+        r["join_url"] = join_url(request, r["cohort"])
+        r["shots_label"] = f"{r['shots']} shots"
+    # A count, not a flag: the page says how many links refuse workers (issue 11.13).
+    ctx.update(platform_note=study.provider.link_note(study), close_form=CloseForm(),
+               any_unlaunched=sum(1 for r in ctx["grid_rows"]
+                                  if r["cohort"].launched_at is None and r["cohort"].closed_at is None))
+    return render(request, "dashboard/study_detail.html", ctx)
+
+
+@researcher_required
+@require_GET
+def study_grid_fragment(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    return render(request, "dashboard/_grid.html", _grid_context(study))
+
+
+@researcher_required
+@require_POST
+def study_launch(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        count = services.launch_cohorts(study=study, actor=actor(request))
+    except services.Conflict as exc:
+        messages.error(request, f"Not launched: {exc}.")
+    else:
+        messages.success(request, f"Launched {count} cohort{'s' if count != 1 else ''}.")
+    return redirect("dashboard-study", study_id=study.pk)
+
+
+@researcher_required
+@require_POST
+def study_close(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    form = CloseForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    services.close_study(study=study, actor=actor(request), reason=reason)
+    messages.success(request, "Closed the study: its join links take no new workers.")
+    return redirect("dashboard-study", study_id=study.pk)
+
+
+@researcher_required
+@require_POST
+def cohort_launch(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = cohort_for(request, cohort_id)
+    try:
+        services.launch_cohorts(study=cohort.study, cohorts=[cohort], actor=actor(request))
+    except services.Conflict as exc:
+        messages.error(request, f"Not launched: {exc}.")
+    else:
+        messages.success(request, f"Launched {cohort.task.spec.name} {cohort.shots}-shot.")
+    return redirect("dashboard-study", study_id=cohort.study_id)
+
+
+# Closing and re-opening a cohort: a confirmation page with a required reason (kept in the audit
+# log). Without JavaScript the "Close…" / "Re-open…" links open the page; with htmx they load its
+# form (``_cohort_confirm.html``) beside the links. The form itself always posts natively and
+# redirects, so both paths end on the same page.
+CONFIRM = {
+    "close": {"title": "Close", "verb": "Close the cohort", "done": "Closed",
+              "effect": "Its join link stops taking new workers at once. Workers already in it keep going "
+                        "and are paid as usual. You can re-open it later while it has places left."},
+    "reopen": {"title": "Re-open", "verb": "Re-open the cohort", "done": "Re-opened",
+               "effect": "Its join link takes new workers again, up to the cohort's target."},
+}
+
+
+def _confirm_back(request: HttpRequest, cohort: Cohort) -> str:
+    """Where the confirmation returns: the cohort page when it came from there, else the study page."""
+    source = request.POST.get("back") or request.GET.get("back")
+    if source == "cohort":
+        return reverse("dashboard-cohort", args=[cohort.pk])
+    return reverse("dashboard-study", args=[cohort.study_id])
+
+
+def _cohort_slots(cohort: Cohort) -> dict:
+    grid = next((g for g in selectors.study_grid(cohort.study) if g["cohort"].pk == cohort.pk), None)
+    return grid or {"enrolled": 0, "target": cohort.target, "completed": 0, "filtered": 0}
+
+
+def _cohort_confirm(request: HttpRequest, cohort: Cohort, action: str, service) -> HttpResponse:
+    form = ReasonForm(request.POST or None, auto_id="id_confirm_%s")
+    form.fields["reason"].widget.attrs["autofocus"] = True  # htmx focuses it when the form is swapped in
+    back = _confirm_back(request, cohort)
+    status, errors = 200, []
+    if request.method == "POST":
+        if action == "close" and cohort.closed_at is not None:
+            status, errors = 409, ["this cohort is already closed"]
+        elif form.is_valid():
+            try:
+                service(cohort=cohort, actor=actor(request), reason=form.cleaned_data["reason"])
+            except (services.Conflict, ValidationError) as exc:
+                status, errors = 409, (exc.messages if isinstance(exc, ValidationError) else [str(exc)])
+            else:
+                messages.success(request, f"{CONFIRM[action]['done']} {cohort.task.spec.name} {cohort.shots}-shot.")
+                return redirect(back)
+        else:
+            status = 400
+    elif request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    slots = _cohort_slots(cohort)
+    ctx = {"cohort": cohort, "study": cohort.study, "action": action, "text": CONFIRM[action], "form": form,
+           "errors": errors, "back": back, "back_to": "cohort" if back.startswith("/dashboard/cohorts/") else "study",
+           "slots": slots, "url": reverse(f"dashboard-cohort-{action}", args=[cohort.pk])}
+    template = "dashboard/_cohort_confirm.html" if request.htmx and request.method == "GET" else \
+        "dashboard/cohort_confirm.html"
+    return render(request, template, ctx, status=status)
+
+
+@researcher_required
+def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = cohort_for(request, cohort_id)
+    if cohort.closed_at is not None and request.method == "GET":
+        messages.info(request, f"{cohort.task.spec.name} {cohort.shots}-shot is already closed.")
+        if request.htmx:  # a stale page: reload it whole rather than swap a page into the form's place
+            return HttpResponse(status=204, headers={"HX-Redirect": _confirm_back(request, cohort)})
+        return redirect(_confirm_back(request, cohort))
+    return _cohort_confirm(request, cohort, "close", services.close_cohort)
+
+
+@researcher_required
+def cohort_reopen(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    return _cohort_confirm(request, cohort_for(request, cohort_id), "reopen", services.reopen_cohort)
+
+
+# ---------------------------------------------------------------- cohorts and enrollments
+
+
+def _activity(row: dict, last, now, idle_cap_seconds: int, active: bool) -> None:
+    """Last activity and idle time of a worker (issue 11.11): idle past the study's idle cap, the
+    point where their active time (and pay) stops counting, while they are still in a step."""
+    seconds = max(0.0, (now - last).total_seconds())
+    row.update(last_activity=last, idle_seconds=seconds if active else None,
+               idle_for=presentation.duration(seconds), idle=active and seconds > idle_cap_seconds)
+
+
+def _cohort_events(cohort: Cohort):
+    """The cohort's recent audit rows: its enrollments' and its own closing and re-opening (those
+    rows name the cohort as "<task> <k>-shot" at the start of the reason, see services.close_cohort)."""
+    label = f"{cohort.task.slug} {cohort.shots}-shot"
+    own = Q(enrollment__isnull=True, action__in=("close cohort", "reopen cohort")) & (
+        Q(reason=label) | Q(reason__startswith=f"{label}: "))
+    return selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own).order_by("-at", "-id")[:30]
+
+
+def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,
+                 posted: dict | None = None) -> HttpResponse:
+    rows = selectors.cohort_enrollments(cohort)
+    now = timezone.now()
+    last = selectors.last_activity([r["enrollment"] for r in rows])
+    chance = selectors.training_chance([cohort.training_set_id]).get(cohort.training_set_id)
+    checks = attention.cohort_results(cohort) if cohort.study.has_attention_checks else {}
+    for r in rows:
+        e = r["enrollment"]
+        _activity(r, last[e.pk], now, cohort.study.idle_cap_seconds, e.state in ACTIVE_STATES)
+        r["below_chance"] = at_or_below_chance(r["training_s1"], chance)
+        r["attention"] = checks.get(e.pk)  # answered and failed attention checks: shown, never acted on
+        r["spark"] = presentation.sparkline(r["learning_curve"])
+        r["quirks"] = sum(r["learning_curve_unproducible"])  # training items whose gold cannot be marked exactly
+        for bar, quirk in zip((r["spark"] or {}).get("bars", ()), r["learning_curve_unproducible"], strict=False):
+            bar["quirk"] = quirk
+        r["active"] = presentation.duration(r["active_seconds"])
+        r["gaps"] = [presentation.duration(g) for g in r["longest_gaps"]]
+        r["can_filter"] = can_filter(e.state, r["test_done"])
+        r["can_reinstate"] = can_reinstate(e.state)
+        r["errors"] = (errors or {}).get(e.pk, [])
+        r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
+    grid = _cohort_slots(cohort)
+    recruitment = cohort_status(cohort, enrolled=grid["enrolled"], completed=grid["completed"],
+                                study_open=cohort.study.is_open).value
+    ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "status": recruitment,
+           "chance": chance, "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
+           "n_idle": sum(1 for r in rows if r["idle"]), "n_below_chance": sum(1 for r in rows if r["below_chance"]),
+           "join_url": join_url(request, cohort), "has_checks": cohort.study.has_attention_checks,
+           "min_answer_seconds": cohort.task.spec.min_answer_seconds,
+           "events": _cohort_events(cohort)}
+    return render(request, "dashboard/cohort_detail.html", ctx, status=status)
+
+
+@researcher_required
+@require_GET
+def cohort_detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    return _cohort_page(request, cohort_for(request, cohort_id))
+
+
+def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> HttpResponse:
+    enrollment = enrollment_for(request, enrollment_id)
+    cohort = enrollment.cohort
+    form = ReasonForm(request.POST, auto_id=f"id_%s_{enrollment.pk}")
+    if not form.is_valid():
+        errors = [m for ms in form.errors.values() for m in ms]
+        return _cohort_page(request, cohort, errors={enrollment.pk: errors}, posted={enrollment.pk: form}, status=400)
+    try:
+        action(enrollment_id=enrollment.pk, actor=actor(request), reason=form.cleaned_data["reason"])
+    except ValidationError as exc:
+        return _cohort_page(request, cohort, errors={enrollment.pk: exc.messages}, posted={enrollment.pk: form},
+                            status=400)
+    except (services.Conflict, TransitionNotAllowed) as exc:
+        return _cohort_page(request, cohort, errors={enrollment.pk: [str(exc)]}, posted={enrollment.pk: form},
+                            status=409)
+    return None
+
+
+@researcher_required
+@require_POST
+def enrollment_filter(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    failed = _enrollment_action(request, enrollment_id, services.filter_enrollment)
+    if failed is not None:
+        return failed
+    enrollment = enrollment_for(request, enrollment_id)
+    messages.success(request, f"Filtered worker {enrollment.worker.external_id}.")
+    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+
+
+@researcher_required
+@require_POST
+def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    failed = _enrollment_action(request, enrollment_id, services.reinstate_enrollment)
+    if failed is not None:
+        return failed
+    enrollment = enrollment_for(request, enrollment_id)
+    messages.success(request, f"Reinstated worker {enrollment.worker.external_id} ({enrollment.state}).")
+    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)

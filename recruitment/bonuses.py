@@ -1,0 +1,120 @@
+"""Fair pay on Prolific: top each approved worker up to the hourly rate over their active time (rule 7),
+through a ledger that never pays twice (``BonusPayment``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.utils import timezone
+
+from annotation.models import Answer, Enrollment, Study
+from annotation.protocol import State, active_seconds, pay
+
+from . import client as prolific
+from .audit import audit
+from .models import BonusPayment
+from .publish import reward_cents
+from .tokens import NO_TOKEN, client_for
+
+
+def planned_bonus(enrollment: Enrollment) -> tuple[Decimal, float]:
+    """(bonus, active seconds): max(0, active time x rate - base reward)."""
+    study = enrollment.cohort.study
+    answered = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
+    seconds = active_seconds(enrolled_at=enrollment.enrolled_at, answered_at=answered,
+                             idle_cap_seconds=study.idle_cap_seconds)
+    earned = pay(seconds=seconds, rate_per_hour=study.pay_rate)
+    base = Decimal(reward_cents(study)) / 100
+    return max(Decimal("0.00"), earned - base), seconds
+
+
+@dataclass
+class PayReport:
+    paid: list[tuple[str, Decimal]] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
+    """Top each approved worker up to the hourly rate, through the ledger; never pays a row twice.
+
+    1. a ledger row per approved enrollment (unique per enrollment: a rerun finds it);
+    2. rows ``planned`` -> Prolific's bulk bonus set up (pays nothing) -> ``set_up``;
+    3. each ``set_up`` row is moved to ``paying`` by a conditional UPDATE committed before the
+       pay call (so only one caller ever calls pay for it), then ``paid`` when Prolific answers.
+    A row left ``paying`` is never paid again here: the researcher checks it on Prolific.
+    """
+    report = PayReport()
+    client = client_for(study)
+    if client is None:
+        raise ValueError(NO_TOKEN)
+    approved = (Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED, platform_status=prolific.APPROVED)
+                .exclude(verification=Enrollment.UNVERIFIED).select_related("cohort__study", "worker"))
+    for enrollment in approved:
+        if not BonusPayment.objects.filter(enrollment=enrollment).exists():
+            amount, seconds = planned_bonus(enrollment)
+            if amount > 0:
+                BonusPayment.objects.get_or_create(enrollment=enrollment,
+                                                   defaults={"amount": amount, "active_seconds": seconds})
+    with client:
+        for cohort in study.cohorts.exclude(platform_study_id=""):
+            planned = list(BonusPayment.objects.filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED)
+                           .select_related("enrollment__worker"))
+            if planned:
+                lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
+                try:
+                    bulk = client.set_up_bonuses(cohort.platform_study_id, lines)
+                except prolific.ProlificError as exc:
+                    audit(study, "prolific bonus set-up failed", str(exc), actor=actor)
+                    report.failed += [b.enrollment.worker.external_id for b in planned]
+                    continue
+                BonusPayment.objects.filter(pk__in=[b.pk for b in planned], state=BonusPayment.State.PLANNED).update(
+                    state=BonusPayment.State.SET_UP, prolific_bulk_id=str(bulk["id"]))
+                audit(study, "prolific bonus set up", f"bulk {bulk['id']}: {len(lines)} bonus(es)", actor=actor)
+        bulk_ids = (BonusPayment.objects.filter(enrollment__cohort__study=study, state=BonusPayment.State.SET_UP)
+                    .values_list("prolific_bulk_id", flat=True).distinct())
+        for bulk_id in list(bulk_ids):
+            rows = BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.SET_UP)
+            members = list(rows.select_related("enrollment__worker"))
+            # The claim: committed before the call, and only one caller's UPDATE matches.
+            if rows.update(state=BonusPayment.State.PAYING) != len(members) or not members:
+                continue
+            try:
+                client.pay_bonuses(bulk_id)
+            except prolific.ProlificUnreachable as exc:
+                audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}; check it on Prolific",
+                       actor=actor)
+                report.uncertain += [m.enrollment.worker.external_id for m in members]
+                continue
+            except prolific.ProlificError as exc:
+                if exc.status is not None and exc.status < 500:  # refused, so nothing was paid
+                    BonusPayment.objects.filter(prolific_bulk_id=bulk_id).update(state=BonusPayment.State.SET_UP)
+                    audit(study, "prolific bonus pay refused", f"bulk {bulk_id}: {exc}", actor=actor)
+                    report.failed += [m.enrollment.worker.external_id for m in members]
+                else:
+                    report.uncertain += [m.enrollment.worker.external_id for m in members]
+                    audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}", actor=actor)
+                continue
+            BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.PAYING).update(
+                state=BonusPayment.State.PAID, paid_at=timezone.now())
+            audit(study, "prolific bonus paid", f"bulk {bulk_id}: {len(members)} bonus(es)", actor=actor)
+            report.paid += [(m.enrollment.worker.external_id, m.amount) for m in members]
+    return report
+
+
+def bonus_rows(study: Study) -> list[dict]:
+    """Per approved or completed worker: base reward, bonus (planned/paid) and effective hourly rate."""
+    base = Decimal(reward_cents(study)) / 100
+    rows = []
+    for e in (Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED)
+              .select_related("worker", "cohort__task", "cohort__study").order_by("pk")):
+        ledger = BonusPayment.objects.filter(enrollment=e).first()
+        amount, seconds = (ledger.amount, ledger.active_seconds) if ledger else planned_bonus(e)
+        hours = seconds / 3600
+        rows.append({"worker": e.worker.external_id, "task": e.cohort.task.slug, "shots": e.cohort.shots,
+                     "prolific_status": e.platform_status, "active_minutes": round(seconds / 60, 1),
+                     "base": base, "bonus": amount, "bonus_state": ledger.state if ledger else "not planned",
+                     "hourly": (float(base + amount) / hours) if hours else math.nan})
+    return rows

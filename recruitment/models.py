@@ -1,0 +1,69 @@
+"""Prolific records: researchers' tokens, participant groups, places given back, the bonus ledger."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from tasks_data.models import Task
+
+
+class ProlificCredential(models.Model):
+    """A researcher's Prolific API token, encrypted at rest (recruitment.tokens.store_token)."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prolific_credential")
+    token_encrypted = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"Prolific token of {self.owner}"  # never the token
+
+
+class ParticipantGroup(models.Model):
+    """One Prolific participant group per task and token owner: who took any cohort of the task."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    prolific_id = models.CharField(max_length=64)
+
+    class Meta:
+        # (A group made with the environment's token has no owner; SQLite cannot make NULLs equal here.)
+        constraints = [models.UniqueConstraint(fields=["owner", "task"], name="participant_group_per_task")]
+
+
+class BonusPayment(models.Model):
+    """The never-pay-twice ledger: one row per enrollment, written before Prolific is called.
+
+    planned -> set_up (Prolific's bulk bonus id stored) -> paying (committed before the pay
+    call) -> paid. A row left in ``paying`` (a crash or a lost answer during the pay call) is
+    never paid again automatically: the researcher checks it on Prolific.
+    """
+
+    class State(models.TextChoices):
+        PLANNED = "planned"
+        SET_UP = "set_up"
+        PAYING = "paying"
+        PAID = "paid"
+
+    enrollment = models.OneToOneField("annotation.Enrollment", on_delete=models.PROTECT, related_name="bonus")
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    active_seconds = models.FloatField()
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PLANNED)
+    prolific_bulk_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+
+class ProlificPlaces(models.Model):
+    """How many places a cohort gave back to its Prolific study: the give-back is idempotent from our side.
+
+    Prolific's ``total_available_places`` is set to ``target + given_back`` (an absolute value, so a
+    repeat after a crash changes nothing) and only when ``given_back`` grows: Prolific never takes
+    places back, so neither does this row.
+    """
+
+    cohort = models.OneToOneField("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_places")
+    given_back = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0, help_text="The last total_available_places Prolific accepted.")
+    updated_at = models.DateTimeField(auto_now=True)

@@ -1,0 +1,78 @@
+"""The dashboard's Prolific page of a study: token, publish, sync, bonuses (the rules: this app's modules)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from annotation.access import actor, researcher_required, study_for
+from annotation.models import Study
+
+from . import bonuses, client, tokens
+from .publish import publish as publish_study
+from .publish import reward_cents
+from .sync import sync as sync_study
+
+
+def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> HttpResponse:
+    return render(request, "recruitment/study.html", status=status, context={
+        "study": study,
+        "cohorts": study.cohorts.select_related("task", "prolific_places").order_by("task__slug", "shots"),
+        "has_token": tokens.has_token(study), "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
+        "reward_cents": reward_cents(study), "bonuses": bonuses.bonus_rows(study), **extra})
+
+
+@researcher_required
+def study_prolific(request: HttpRequest, study_id: int) -> HttpResponse:
+    return _page(request, study_for(request, study_id))
+
+
+@researcher_required
+@require_POST
+def store_token(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        tokens.store_token(request.user, request.POST.get("token", ""))
+    except (ValueError, tokens.TokenKeyMissing) as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, notice="Your Prolific token is stored (encrypted); it will not be shown again.")
+
+
+@researcher_required
+@require_POST
+def publish(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    site = settings.PROLIFIC_SITE_URL or request.build_absolute_uri("/")
+    try:
+        lines = publish_study(study, site_url=site, draft=bool(request.POST.get("draft")), actor=actor(request))
+    except (ValueError, client.ProlificError) as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, notice=f"{len(lines)} cohort(s) on Prolific.")
+
+
+@researcher_required
+@require_POST
+def sync(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        report = sync_study(study, actor=actor(request))
+    except client.ProlificError as exc:
+        return _page(request, study, status=502, error=str(exc))
+    return _page(request, study, report=report, notice=(
+        f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
+        f"{len(report.verified)} verified, {len(report.attention)} for you to review."))
+
+
+@researcher_required
+@require_POST
+def pay(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for(request, study_id)
+    try:
+        report = bonuses.pay_bonuses(study, actor=actor(request))
+    except ValueError as exc:
+        return _page(request, study, status=400, error=str(exc))
+    return _page(request, study, pay_report=report, notice=(
+        f"Bonuses: {len(report.paid)} paid, {len(report.uncertain)} unknown (check on Prolific), "
+        f"{len(report.failed)} refused."))

@@ -1,0 +1,202 @@
+"""Building studies, joining workers and answering items in the protocol tests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+
+from django.test import Client
+
+from annotation import services
+from annotation.models import Cohort, Enrollment
+from tasks_data.models import Example
+from tasks_data.registry import AnswerKind
+
+_WORD = re.compile(r"\w+")
+
+
+def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, **options):
+    options.setdefault("name", "test study")
+    return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, **options)
+
+
+def cohort(study, task: str, shots: int) -> Cohort:
+    return study.cohorts.select_related("task", "study").get(task__slug=task, shots=shots)
+
+
+_NAMES: dict[str, str] = {}
+
+
+def pid_for(name: str) -> str:
+    """A valid Prolific PID (24 hexadecimal characters) standing for a test worker's name."""
+    if re.fullmatch(r"[0-9a-f]{24}", name):
+        return name
+    pid = hashlib.sha1(name.encode()).hexdigest()[:24]
+    _NAMES[pid] = name
+    return pid
+
+
+def name_of(worker_id: str) -> str:
+    """The test worker's name behind a PID made by ``pid_for`` (other ids unchanged)."""
+    return _NAMES.get(worker_id, worker_id)
+
+
+def prolific(pid: str) -> dict:
+    return {"PROLIFIC_PID": pid_for(pid), "STUDY_ID": "study-1", "SESSION_ID": f"session-{pid}"}
+
+
+def join(cohort_: Cohort, pid: str) -> Enrollment:
+    return services.join(token=cohort_.join_token, params=prolific(pid)).enrollment
+
+
+def _spans(context: str, strings) -> list[dict]:
+    """Non-overlapping occurrences of each string in the context, as API spans."""
+    taken: list[tuple[int, int]] = []
+    for text in strings:
+        text = text.strip()
+        start = 0
+        while text:
+            i = context.find(text, start)
+            if i < 0:
+                break
+            span = (i, i + len(text))
+            if all(span[1] <= s or span[0] >= e for s, e in taken):
+                taken.append(span)
+                break
+            start = i + 1
+    return [{"start": s, "end": e} for s, e in sorted(taken)]
+
+
+def _first_word(context: str) -> list[dict]:
+    match = _WORD.search(context)
+    return [{"start": match.start(), "end": match.end()}]
+
+
+def gold_answer(example: Example) -> list:
+    """The API answer giving the gold (as far as the context allows)."""
+    spec = example.task.spec
+    kind = spec.answer_kind
+    if kind is AnswerKind.LABEL:
+        return [example.gold[0]]
+    if kind is AnswerKind.SPANS:
+        return _spans(example.context, example.gold)
+    if kind is AnswerKind.SPAN_OR_NONE:
+        for alternative in example.gold:
+            spans = _spans(example.context, [alternative])
+            if spans:
+                return spans
+        return []
+    gold = set(example.gold)
+    for s, e in example.candidates:
+        if example.context[s:e] in gold:
+            return [{"start": s, "end": e}]
+    s, e = example.candidates[0]
+    return [{"start": s, "end": e}]
+
+
+def wrong_answer(example: Example) -> list:
+    """A valid answer that misses the gold (S1 0 wherever the data allows one)."""
+    spec = example.task.spec
+    kind = spec.answer_kind
+    if kind is AnswerKind.LABEL:
+        return [next(label for label in spec.labels if label != example.gold[0])]
+    if kind in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE):
+        return [] if example.gold else _first_word(example.context)
+    gold = set(example.gold)
+    for s, e in example.candidates:
+        if example.context[s:e] not in gold:
+            return [{"start": s, "end": e}]
+    s, e = example.candidates[0]
+    return [{"start": s, "end": e}]
+
+
+def texts_of(example: Example, answer: list) -> list[str]:
+    """The strings an API answer stands for (what S1 scores)."""
+    if example.task.spec.answer_kind is AnswerKind.LABEL:
+        return list(answer)
+    return [example.context[a["start"]:a["end"]] for a in answer]
+
+
+def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> services.WorkState:
+    """Answer every item through the services until the worker leaves the steps."""
+    while True:
+        state = services.current_item(enrollment_id=enrollment_id)
+        if state.item is None:
+            return state
+        services.submit_answer(enrollment_id=enrollment_id, example_id=state.item.pk, answer=choose(state.item))
+
+
+class WorkerClient:
+    """A worker's browser: joins through the link, then calls the worker API with the CSRF header."""
+
+    def __init__(self, cohort_: Cohort | None = None, pid: str | None = None, params: dict | None = None):
+        self.client = Client(enforce_csrf_checks=True)
+        self.join_response = None
+        if cohort_ is not None:
+            self.join_response = self.client.get(cohort_.join_path, params if params is not None else prolific(pid))
+
+    @property
+    def csrf(self) -> str:
+        cookie = self.client.cookies.get("csrftoken")
+        return cookie.value if cookie else ""
+
+    def current(self):
+        return self.client.get("/api/work/current/")
+
+    def answer(self, item: int, answer, **extra):
+        body = {"item": item, "answer": answer, **extra}
+        return self.send("post", "/api/work/answer/", body)
+
+    def send(self, method: str, path: str, body=None, *, csrf: bool = True, raw: str | None = None):
+        headers = {"HTTP_X_CSRFTOKEN": self.csrf} if csrf else {}
+        data = raw if raw is not None else json.dumps(body)
+        return getattr(self.client, method)(path, data=data, content_type="application/json", **headers)
+
+
+def trim_test_set(slug: str, keep: int) -> int:
+    """Keep the first ``keep`` test items of a task (inside the test's transaction); returns how many remain."""
+    Example.objects.filter(task__slug=slug, role=Example.Role.TEST, position__gte=keep).delete()
+    return Example.objects.filter(task__slug=slug, role=Example.Role.TEST).count()
+
+
+def keys_anywhere(data) -> set[str]:
+    """Every key of every object in a JSON document."""
+    if isinstance(data, dict):
+        return set(data) | {k for v in data.values() for k in keys_anywhere(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in keys_anywhere(v)}
+    return set()
+
+
+FORBIDDEN_KEYS = {"gold", "clues_id", "is_impossible", "answer", "answers", "s1"}
+
+
+def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), wrong_training: set[int] = frozenset()):
+    """A worker who joins and answers everything: gold except at the given 0-based positions."""
+    enrollment = join(cohort_, pid)
+    while True:
+        state = services.current_item(enrollment_id=enrollment.pk)
+        if state.item is None:
+            enrollment.refresh_from_db()
+            return enrollment
+        wrong = wrong_training if state.step == "training" else wrong_test
+        choose = wrong_answer if state.done in wrong else gold_answer
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
+
+
+def fake_model_rows(study):
+    """Model rows as ``results.cells.model_rows`` gives them, for laying out a table."""
+    return [{"method": "fine-tuning", "model": "BERT-base", "task": "sst2", "shots": 10, "mean": 61.24, "std": 2.5,
+             "n": 5, "splits": [1, 2, 3, 4, 5]}]
+
+
+def baseline_runs(task: str, shots: int, method: str, model: str, s1s) -> list:
+    """Completed baseline runs (one per split) with the given S1 (0-1): real rows for results.cells."""
+    from baselines.models import BaselineRun
+    from tasks_data.models import Task
+
+    task_row = Task.objects.get(slug=task)
+    return [BaselineRun.objects.create(task=task_row, method=method, model=model, shots=shots, split=i + 1, seed=0,
+                                       status=BaselineRun.Status.COMPLETED, s1=s1) for i, s1 in enumerate(s1s)]

@@ -1,0 +1,136 @@
+"""The crowd-provider registry: each platform's identity, completion and link, and a new platform as one
+registry entry (a provider class plus one line), taken all the way through the join link and the worker's
+last page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+import crowd
+from annotation.models import Enrollment, Worker
+from crowd import mturk, prolific
+from crowd.base import Completion, CrowdProvider, Identity, InvalidIdentity
+from tests.annotation.factories import answer_all, cohort, gold_answer, make_study
+
+REPO = Path(__file__).resolve().parents[2]
+PID = "5f3a" + "0" * 20
+
+
+class _Study:
+    worker_id_param, worker_id_pattern = "worker_id", ""
+
+
+def test_the_registry_holds_every_platform_and_names_the_known_ones_for_an_unknown_slug():
+    assert list(crowd.PROVIDERS) == ["prolific", "generic", "mturk", "local"]
+    assert crowd.choices()[0] == ("prolific", "Prolific")
+    with pytest.raises(KeyError, match="known: prolific, generic, mturk, local"):
+        crowd.get("myspace")
+    assert set(crowd.completion_origins()) == {"https://app.prolific.com", *mturk.SUBMIT_HOSTS}
+
+
+def test_prolific_reads_one_spelling_of_a_pid_and_sends_the_worker_back_with_the_code():
+    provider = crowd.get("prolific")
+    who = provider.identity({"PROLIFIC_PID": f" {PID.upper()} ", "STUDY_ID": "s", "SESSION_ID": "x" * 150},
+                            study=_Study())
+    assert who == Identity(PID, "x" * 100, {"STUDY_ID": "s", "SESSION_ID": "x" * 100})
+    with pytest.raises(InvalidIdentity, match="24 hexadecimal"):
+        provider.identity({"PROLIFIC_PID": "not-a-pid"}, study=_Study())
+    with pytest.raises(InvalidIdentity, match="needs the PROLIFIC_PID parameter from Prolific"):
+        provider.identity({}, study=_Study())
+    done = provider.completion("C0DE", data={})
+    assert done.redirect_url == prolific.COMPLETE_URL.format(code="C0DE") and done.return_to == "Prolific"
+
+
+def test_mturk_previews_enroll_nobody_and_the_code_is_posted_only_to_mturk_itself():
+    provider = crowd.get("mturk")
+    assert provider.identity({"assignmentId": mturk.PREVIEW}, study=_Study()) is None
+    who = provider.identity({"workerId": "a1b2", "assignmentId": "AS1", "turkSubmitTo": "https://www.mturk.com/"},
+                            study=_Study())
+    assert (who.external_id, who.session, who.data["turkSubmitTo"]) == ("A1B2", "AS1", "https://www.mturk.com")
+    with pytest.raises(InvalidIdentity, match="not Mechanical Turk's own address"):
+        provider.identity({"workerId": "A", "assignmentId": "B", "turkSubmitTo": "https://evil.example"},
+                          study=_Study())
+    posted = provider.completion("C0DE", data=who.data)
+    assert posted.post_url == "https://www.mturk.com/mturk/externalSubmit"
+    assert posted.post_fields == {"assignmentId": "AS1", "completion_code": "C0DE"}
+    # Stored before the allow-list existed: the code is shown, never posted anywhere.
+    assert provider.completion("C0DE", data={"turkSubmitTo": "https://evil.example"}).post_url is None
+
+
+def test_the_generic_link_checks_the_studys_pattern_and_lab_accounts_need_a_login():
+    provider = crowd.get("generic")
+
+    class Patterned(_Study):
+        worker_id_param, worker_id_pattern = "uid", r"[a-z]{3}\d{3}"
+
+    assert provider.identity({"uid": " abc123 "}, study=Patterned()).external_id == "abc123"
+    with pytest.raises(InvalidIdentity, match="does not have the form"):
+        provider.identity({"uid": "abc1234"}, study=Patterned())
+
+    class Broken(_Study):
+        worker_id_pattern = "(["
+
+    assert "not a valid regular expression" in provider.check_settings(Broken())["worker_id_pattern"][0]
+    assert provider.join_query(Patterned()) == "?uid={WORKER_ID}"
+    with pytest.raises(crowd.LoginRequired, match="log in"):
+        crowd.get("local").identity({}, study=_Study(), user=None)
+
+
+_PLATFORM_TEST = re.compile(r"""platform\s*[!=]=\s*["']|["'](prolific|mturk|generic|local)["']\s*[!=]=|Platform\.""")
+
+
+def test_no_code_or_template_outside_the_providers_compares_platform_names():
+    sources = [p for p in REPO.rglob("*.py") if not ({"crowd", "tests", "migrations", ".venv", "benchmarks"}
+                                                      & set(p.relative_to(REPO).parts))]
+    sources += list(REPO.rglob("templates/**/*.html"))
+    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in sources if ".venv" not in p.parts
+             for n, line in enumerate(p.read_text().splitlines(), 1) if _PLATFORM_TEST.search(line)]
+    assert found == []
+
+
+class Email(CrowdProvider):
+    """A platform that puts the worker's address in ?email= and wants the code shown: the whole of a new platform."""
+
+    slug, name = "email", "e-mail list"
+    finish_note = " (reply to the invitation with it)"
+
+    def identity(self, params: Mapping[str, str], *, study, user: Any = None) -> Identity:
+        return Identity(self.need(params, "email").lower())
+
+    def completion(self, code: str, *, data: Mapping[str, Any]) -> Completion:
+        return Completion(code, return_to=self.name)
+
+
+@pytest.fixture
+def email_platform(monkeypatch):
+    monkeypatch.setitem(crowd.PROVIDERS, Email.slug, Email())
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("clues", "email_platform")
+def test_a_new_platform_is_one_registry_entry_from_the_join_link_to_the_code(researcher):
+    from tests.annotation.factories import trim_test_set
+
+    trim_test_set("sst2", 2)
+    study = make_study(shots=[0], platform="email", created_by=researcher, completion_code="MAILDONE")
+    link = cohort(study, "sst2", 0)
+    client = Client()
+    assert client.get(link.join_path).status_code == 400  # the provider's own refusal: no email parameter
+    assert client.get(link.join_path, {"email": "Ada@Example.org"}).status_code == 302
+    worker = Worker.objects.get()
+    assert (worker.platform, worker.external_id) == ("email", "ada@example.org")
+    assert "you get your completion code (reply to the invitation with it)" in client.get("/work/").content.decode()
+    enrollment = Enrollment.objects.get(worker=worker)
+    answer_all(enrollment.pk, gold_answer)
+    page = client.get("/work/").content.decode()
+    assert "MAILDONE" in page and "Copy this code" in page
+    researcher_client = Client()
+    researcher_client.force_login(researcher)
+    detail = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "e-mail list" in detail

@@ -1,0 +1,397 @@
+"""The Prolific integration against a fake Prolific (a real HTTP server on 127.0.0.1), through the real HTTP surface."""
+
+from datetime import timedelta
+from decimal import Decimal
+from io import StringIO
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotation import selectors
+from annotation.models import AuditEvent, Enrollment, Worker
+from recruitment.bonuses import bonus_rows, pay_bonuses
+from recruitment.models import BonusPayment, ProlificCredential
+from recruitment.places import give_back_places
+from recruitment.publish import publish
+from recruitment.sync import sync
+from recruitment.tokens import TokenKeyMissing, store_token, token_for
+from results.cells import annotator_test_s1
+from tests.annotation.factories import (
+    WorkerClient,
+    cohort,
+    gold_answer,
+    make_study,
+    pid_for,
+    trim_test_set,
+    wrong_answer,
+)
+from tests.recruitment.fake_prolific import Refused
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+SITE = "https://clues.example"
+
+
+def published(fake, researcher, *, shots=(0,), **options):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=list(shots), launch=False, created_by=researcher, completion_code="CDONE",
+                       screenout_code="CSOUT", **options)
+    publish(study, site_url=SITE)
+    return study
+
+
+def arrive(fake, cohort_, name):
+    """A participant takes a place on Prolific and follows the study link."""
+    pid = pid_for(name)
+    sid = fake.start_submission(cohort_.platform_study_id, pid)
+    worker = WorkerClient(cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.platform_study_id,
+                                           "SESSION_ID": sid})
+    return worker, pid, sid
+
+
+def finish(worker, choose=gold_answer):
+    """Answer every item (the gold by default) through the worker API; returns the last state."""
+    from tasks_data.models import Example
+
+    while True:
+        state = worker.current().json()
+        if state.get("item") is None:
+            return state
+        example = Example.objects.get(pk=state["item"]["id"])
+        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
+
+
+def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):
+    study = published(fake, researcher, shots=(0, 10), pay_rate=Decimal("12"), expected_minutes=25)
+    assert len(fake.studies) == 2 and all(s["status"] == "ACTIVE" for s in fake.studies.values())
+    assert len(fake.groups) == 1, "one participant group per task"
+    (group_id,) = fake.groups
+    for c in study.cohorts.all():
+        body = fake.studies[c.platform_study_id]
+        url = urlsplit(body["external_study_url"])
+        assert f"{url.scheme}://{url.netloc}{url.path}" == SITE + c.join_path
+        assert parse_qs(url.query) == {"PROLIFIC_PID": ["{{%PROLIFIC_PID%}}"], "STUDY_ID": ["{{%STUDY_ID%}}"],
+                                       "SESSION_ID": ["{{%SESSION_ID%}}"]}
+        assert body["total_available_places"] == c.target
+        assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12 USD/h x 25 min, in cents
+        assert body["filters"] == [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}]
+        codes = {cc["code_type"]: cc for cc in body["completion_codes"]}
+        assert codes["COMPLETED"]["code"] == "CDONE" and codes["FIXED_SCREENOUT"]["code"] == "CSOUT"
+        assert {"action": "MANUALLY_REVIEW"} in codes["COMPLETED"]["actions"]
+        (screen_out,) = [a for a in codes["FIXED_SCREENOUT"]["actions"] if a["action"] == "FIXED_SCREEN_OUT_PAYMENT"]
+        # The training step's share of the reward (k of k + 3 test items), below the reward as Prolific asks.
+        assert screen_out["fixed_screen_out_reward"] == (385 if c.shots else 1)  # ceil(500 x 10 / 13)
+        assert 0 < screen_out["fixed_screen_out_reward"] < body["reward"] and screen_out["slots"] == c.target
+        for cc in codes.values():
+            assert {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group_id} in cc["actions"]
+        assert c.launched_at is not None
+    out = StringIO()
+    call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=out)
+    assert len(fake.studies) == 2, "re-running changes nothing for cohorts already published"
+    assert sorted(out.getvalue().split("\n")[:-1]) == sorted(
+        f"sst2 {c.shots} {c.platform_study_id}" for c in study.cohorts.all())
+
+
+def test_a_participant_of_one_cohort_cannot_even_take_another_cohort_of_the_task_on_prolific(fake, researcher):
+    study = published(fake, researcher, shots=(0, 10), workers_per_cohort=3)
+    c0, c10 = cohort(study, "sst2", 0), cohort(study, "sst2", 10)
+    worker, pid, sid = arrive(fake, c0, "twice")
+    finish(worker)
+    fake.submit(sid, "CDONE")  # the completion code's action adds them to the task's group
+    with pytest.raises(Refused, match="blocklisted"):
+        fake.start_submission(c10.platform_study_id, pid)
+
+
+def test_publishing_refuses_a_pay_currency_that_is_not_the_accounts(fake, researcher):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher, pay_currency="GBP")
+    with pytest.raises(ValueError, match="pays in GBP but the Prolific account pays in USD"):
+        publish(study, site_url=SITE)
+    assert fake.studies == {} and fake.groups == {}, "nothing created on Prolific"
+    fake.currency = "GBP"
+    publish(study, site_url=SITE)
+    (body,) = fake.studies.values()
+    assert body["currency_code"] == "GBP" and body["reward"] == 600  # 12 GBP/h x 30 min, in pence
+
+
+def test_publishing_needs_a_workspace_for_the_participant_group_and_says_so(fake, researcher, settings):
+    from django.core.management.base import CommandError
+
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher)
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    with pytest.raises(CommandError, match="PROLIFIC_WORKSPACE_ID"):
+        call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=StringIO())
+    assert fake.studies == {} and fake.groups == {}
+
+
+def test_publish_draft_leaves_studies_unpublished_and_cohorts_not_launched(fake, researcher):
+    trim_test_set("sst2", 3)
+    study = make_study(shots=[0], launch=False, created_by=researcher)
+    call_command("publish_prolific", study=study.pk, site_url=SITE, draft=True, stdout=StringIO())
+    assert [s["status"] for s in fake.studies.values()] == ["UNPUBLISHED"]
+    assert cohort(study, "sst2", 0).launched_at is None
+
+
+def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refused(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=5)
+    c = cohort(study, "sst2", 0)
+    worker, pid, sid = arrive(fake, c, "honest")
+    assert worker.join_response.status_code == 302
+    assert Enrollment.objects.get(worker__external_id=pid).verification == "verified"
+    assert AuditEvent.objects.filter(action="join", reason__contains="verified on Prolific").count() == 1
+
+    other_study = published(fake, researcher, shots=(0,))
+    foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).platform_study_id, pid_for("foreign"))
+    finished_sid = fake.start_submission(c.platform_study_id, pid_for("finished"))
+    fake.submit(finished_sid, "CDONE")
+    cases = {
+        "forged": (pid_for("forger"), "0123456789abcdef01234567"),
+        "someone else's submission": (pid_for("thief"), sid),
+        "foreign study": (pid_for("foreign"), foreign_sid),
+        "finished": (pid_for("finished"), finished_sid),
+        "not an id": (pid_for("pathy"), "..%2F..%2Fstudies"),
+    }
+    for name, (p, s) in cases.items():
+        page = Client().get(c.join_path, {"PROLIFIC_PID": p, "STUDY_ID": c.platform_study_id, "SESSION_ID": s})
+        assert page.status_code == 403, name
+        assert "return your submission" in page.content.decode(), name
+        assert not Worker.objects.filter(external_id=p).exists(), f"{name}: nothing stored for a refused join"
+
+
+def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researcher):
+    study = published(fake, researcher, shots=(0,))
+    c = cohort(study, "sst2", 0)
+    fake.down = True
+    worker, pid, sid = arrive(fake, c, "offline")
+    assert worker.join_response.status_code == 302
+    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    assert enrollment.verification == "unverified"
+    finish(worker)
+    enrollment.refresh_from_db()
+    assert enrollment.state == "completed"
+    assert enrollment.pk not in annotator_test_s1(study), "left out of every result until verified"
+    assert enrollment.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
+    assert enrollment not in selectors.completed_enrollments(study)
+    fake.down = False
+    fake.submit(sid, "CDONE")
+    report = sync(study)
+    assert enrollment.pk in annotator_test_s1(study)
+    assert report.verified == [pid]
+    enrollment.refresh_from_db()
+    assert enrollment.verification == "verified"
+    assert report.approved == [pid], "verified by the sync, completed with the right code: approved"
+
+
+def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
+    c = cohort(study, "sst2", 0)
+    _, p1, s1 = arrive(fake, c, "returner")
+    _, p2, s2 = arrive(fake, c, "sleeper")
+    with pytest.raises(Refused, match="no place"):
+        arrive(fake, c, "late")  # Prolific itself holds the cohort's places
+    forged = WorkerClient(c, params={"PROLIFIC_PID": pid_for("late"), "STUDY_ID": c.platform_study_id,
+                                     "SESSION_ID": fake.start_submission(c.platform_study_id, pid_for("late"),
+                                                                         force=True)})
+    assert forged.join_response.status_code == 409 and "full" in forged.join_response.content.decode()
+    fake.set_status(s1, "RETURNED")
+    fake.set_status(s2, "TIMED-OUT")
+    report = sync(study)
+    assert sorted(report.freed) == sorted([p1, p2])
+    states = dict(Enrollment.objects.values_list("worker__external_id", "state"))
+    assert states[p1] == "withdrawn" and states[p2] == "expired"
+    assert AuditEvent.objects.filter(enrollment__worker__external_id=p1, reason__contains="RETURNED").exists()
+    # Prolific gives a returned or timed-out submission's place back by itself: adding one would over-recruit.
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert not [call for call in fake.calls if call[0] == "PATCH"]
+    newcomer, _, _ = arrive(fake, c, "newcomer")
+    assert newcomer.join_response.status_code == 302
+
+
+def test_a_filtered_worker_gives_the_place_back_to_prolific_at_once_and_only_once(
+        fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(10,), workers_per_cohort=1, filter_floor=0.9)
+    c = cohort(study, "sst2", 10)
+    weak, p_weak, s_weak = arrive(fake, c, "weak")
+    with pytest.raises(Refused, match="no place"):
+        arrive(fake, c, "waiting")
+    with django_capture_on_commit_callbacks(execute=True):  # the commits of the worker's requests
+        state = finish(weak, wrong_answer)
+    assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
+    assert "CSOUT" in str(state), "the filtered worker is given the screen-out code"
+    # No sync ran: the give-back task was queued when the filtering committed (eager here).
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    patches = [call for call in fake.calls if call[0] == "PATCH"]
+    assert patches == [("PATCH", f"/api/v1/studies/{c.platform_study_id}/", {"total_available_places": 2})]
+    fake.submit(s_weak, "CSOUT")  # screened out on Prolific: paid the fixed reward, the place stays taken
+    assert fake.submissions[s_weak]["status"] == "SCREENED OUT"
+    for _ in range(2):
+        sync(study)
+        give_back_places(c.pk)
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 2, "never given back twice"
+    assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
+    newcomer, p_new, _ = arrive(fake, c, "newcomer")  # the place given back is taken on Prolific and here
+    assert newcomer.join_response.status_code == 302
+    assert AuditEvent.objects.filter(action="prolific places", reason__contains="1 given back").count() == 1
+
+
+def test_a_failed_give_back_is_made_by_the_sync(fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(10,), workers_per_cohort=1, filter_floor=0.9)
+    c = cohort(study, "sst2", 10)
+    weak, p_weak, _ = arrive(fake, c, "weak")
+    fake.fail_next = 10  # Prolific answers 503 while the worker is filtered: the request still succeeds
+    with django_capture_on_commit_callbacks(execute=True):
+        finish(weak, wrong_answer)
+    assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 1
+    fake.fail_next = 0
+    sync(study)
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+
+
+def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing_is_rejected(fake, researcher):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=5)
+    c = cohort(study, "sst2", 0)
+    good, p_good, s_good = arrive(fake, c, "good")
+    finish(good)
+    fake.submit(s_good, "CDONE")
+    wrong, p_wrong, s_wrong = arrive(fake, c, "wrongcode")
+    finish(wrong)
+    fake.submit(s_wrong, "CWRONG1")
+    _, p_idle, s_idle = arrive(fake, c, "unfinished")
+    fake.submit(s_idle, "CDONE")  # claims completion on Prolific without doing the work
+    stranger = fake.start_submission(c.platform_study_id, pid_for("stranger"))
+    fake.submit(stranger, "CDONE")
+    out = StringIO()
+    call_command("sync_prolific", study=study.pk, stdout=out)
+    assert fake.submissions[s_good]["status"] == "APPROVED"
+    for sid in (s_wrong, s_idle, stranger):
+        assert fake.submissions[sid]["status"] == "AWAITING REVIEW", "left to the researcher"
+    assert not [call for call in fake.calls if call[2] and call[2].get("action") == "REJECT"]
+    text = out.getvalue()
+    assert "approved 1" in text and "for the researcher 3" in text
+    assert "another code" in text and "not completed" in text and "no enrollment" in text
+
+
+def test_manual_review_approves_nothing(fake, researcher):
+    study = published(fake, researcher, shots=(0,), manual_review=True)
+    c = cohort(study, "sst2", 0)
+    worker, _, sid = arrive(fake, c, "done")
+    finish(worker)
+    fake.submit(sid, "CDONE")
+    report = sync(study)
+    assert report.approved == [] and fake.submissions[sid]["status"] == "AWAITING REVIEW"
+
+
+def _approved_worker(fake, study, name):
+    c = cohort(study, "sst2", 0)
+    worker, pid, sid = arrive(fake, c, name)
+    finish(worker)
+    fake.submit(sid, "CDONE")
+    # A slow worker: an hour of recorded active time (answers spread out; idle cap raised below).
+    enrolled_at = Enrollment.objects.get(worker__external_id=pid).enrolled_at
+    Enrollment.objects.filter(worker__external_id=pid).update(enrolled_at=enrolled_at - timedelta(hours=1))
+    return pid
+
+
+def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "slow")
+    sync(study)
+    out = StringIO()
+    call_command("pay_bonuses", study=study.pk, stdout=out)
+    ledger = BonusPayment.objects.get(enrollment__worker__external_id=pid)
+    assert ledger.state == "paid"
+    # About an hour at 12/h = 12.00, minus the base reward of 2.00.
+    assert Decimal("9.90") <= ledger.amount <= Decimal("10.10")
+    assert fake.paid_total(pid) == float(ledger.amount)
+    for _ in range(2):
+        call_command("pay_bonuses", study=study.pk, stdout=StringIO())
+    assert fake.paid_total(pid) == float(ledger.amount), "reruns pay nothing more"
+    row = next(r for r in bonus_rows(study) if r["worker"] == pid)
+    assert row["bonus_state"] == "paid" and 11.5 < row["hourly"] < 12.5
+
+
+def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "crash")
+    sync(study)
+    fake.crash_on_pay = True  # Prolific pays, then the answer is lost
+    report = pay_bonuses(study)
+    assert report.uncertain == [pid]
+    ledger = BonusPayment.objects.get(enrollment__worker__external_id=pid)
+    assert ledger.state == "paying"
+    paid_once = fake.paid_total(pid)
+    assert paid_once > 0
+    fake.crash_on_pay = False
+    for _ in range(2):
+        pay_bonuses(study)
+    assert fake.paid_total(pid) == paid_once, "a row whose pay outcome is unknown is never paid again"
+    assert len([c for c in fake.calls if c[1].endswith("/pay/")]) == 1
+
+
+def test_a_crash_between_ledger_write_and_pay_call_does_not_pay_twice(fake, researcher):
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
+                      idle_cap_seconds=7200)
+    pid = _approved_worker(fake, study, "between")
+    sync(study)
+    fake.down = True  # the set-up call fails: the ledger row stays planned, nothing paid
+    report = pay_bonuses(study)
+    assert report.failed == [pid] and BonusPayment.objects.get().state == "planned"
+    fake.down = False
+    pay_bonuses(study)
+    pay_bonuses(study)
+    assert BonusPayment.objects.get().state == "paid"
+    assert fake.paid_total(pid) == float(BonusPayment.objects.get().amount)
+
+
+def test_a_token_is_stored_only_encrypted_and_only_with_a_key(researcher, settings):
+
+    settings.PROLIFIC_TOKEN_KEY = ""
+    with pytest.raises(TokenKeyMissing, match="PROLIFIC_TOKEN_KEY"):
+        store_token(researcher, "secret-token-123")
+    assert not ProlificCredential.objects.exists()
+    settings.PROLIFIC_TOKEN_KEY = "a key from the environment"
+    store_token(researcher, "secret-token-123")
+    stored = ProlificCredential.objects.get(owner=researcher).token_encrypted
+    assert "secret-token-123" not in stored
+    study = make_study(shots=[0], created_by=researcher)
+    assert token_for(study) == "secret-token-123"
+
+
+def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
+        fake, researcher, django_capture_on_commit_callbacks):
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1, time_limit_minutes=5)
+    c = cohort(study, "sst2", 0)
+    _, pid, sid = arrive(fake, c, "slow")
+    Enrollment.objects.update(enrolled_at=Enrollment.objects.get().enrolled_at - timedelta(minutes=6))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("expire_enrollments", stdout=StringIO())
+    assert Enrollment.objects.get().state == "expired"
+    # Still ACTIVE on Prolific: Prolific times it out (or the worker returns it) and frees the place itself.
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 1
+    fake.submit(sid, "CDONE")  # ...but the worker submits anyway: that submission keeps its Prolific place
+    report = sync(study)
+    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"
+    sync(study)
+    assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
+
+
+def test_a_closed_cohort_gives_no_place_back(fake, researcher):
+    from django.utils import timezone
+
+    from annotation.models import Cohort
+
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=1)
+    c = cohort(study, "sst2", 0)
+    arrive(fake, c, "late-filtered")
+    Enrollment.objects.update(state="filtered")
+    Cohort.objects.filter(pk=c.pk).update(closed_at=timezone.now())
+    assert give_back_places(c.pk) is None
+    assert not [call for call in fake.calls if call[0] == "PATCH"]
+    Cohort.objects.filter(pk=c.pk).update(closed_at=None)
+    assert give_back_places(c.pk) == 2, "control: open, the place goes back"

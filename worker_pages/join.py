@@ -1,0 +1,60 @@
+"""The join link ``/join/<token>/`` (HTML): how a worker arrives from a recruitment platform."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+import crowd
+from annotation import services, session
+from annotation.protocol import JoinRefusal
+from clues_platform import ratelimit
+
+WORK_PATH = "/work/"  # the worker's pages (worker_pages.urls)
+# The HTTP status of each reason a join is refused (annotation.protocol.JoinRefusal).
+JOIN_STATUS = {
+    JoinRefusal.INVALID_LINK: 404,
+    JoinRefusal.BAD_PARAMETER: 400,
+    JoinRefusal.LOGIN_REQUIRED: 403,
+    JoinRefusal.NOT_ALLOWED: 403,
+    JoinRefusal.NOT_VERIFIED: 403,
+    JoinRefusal.NOT_OPEN: 403,
+    JoinRefusal.CLOSED: 403,
+    JoinRefusal.FULL: 409,
+}
+
+
+@never_cache
+@require_GET
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    """Enroll the worker (or take a returning one back), bind the session and send them to /work/.
+
+    A refusal (unknown link 404, missing parameter 400, closed 403, full or already exposed
+    to the task 409) renders a page saying why, with that status. A preview (the crowd provider says:
+    MTurk's ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) shows the task description and enrolls nobody.
+    More than JOIN_RATE_LIMIT requests from one address get 429 (clues_platform.ratelimit).
+    """
+    wait = ratelimit.join_limited(request)
+    if wait is not None:
+        response = render(request, "annotation/join_refused.html", status=429, context={
+            "message": f"too many attempts to join from your network; please try again in {wait} seconds"})
+        response["Retry-After"] = str(wait)
+        return response
+    try:
+        outcome = services.join(token=token, params=request.GET, user=request.user,
+                                bound_enrollment_id=session.bound_enrollment_id(request),
+                                seen_enrollment_ids=session.seen_enrollment_ids(request))
+    except services.JoinRefused as refused:
+        provider = crowd.PROVIDERS.get(refused.platform)
+        return render(request, "annotation/join_refused.html", status=JOIN_STATUS[refused.reason],
+                      context={"message": refused.message, "provider": provider})
+    if outcome.preview:
+        cohort = outcome.cohort
+        return render(request, "annotation/join_preview.html",
+                      {"spec": cohort.task.spec, "shots": cohort.shots, "study": cohort.study})
+    session.bind(request, outcome.enrollment)
+    get_token(request)  # the csrftoken cookie the worker API needs (X-CSRFToken header)
+    return redirect(WORK_PATH)

@@ -1,0 +1,445 @@
+"""The worker's pages: task description, training step with feedback, test step, completion.
+
+Server-rendered; htmx swaps ``#stage`` after each answer. The state always comes from
+``services.current_item`` and the stored answers, never from the browser: a reload, a
+second tab or the back button lands the worker where they are. Dataset text is only ever
+passed to templates as plain strings (autoescaped); offsets are Python string indices
+(code points), computed here and sent back unchanged by the page's script.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from annotation import services, session
+from annotation.answers import InvalidAnswer
+from annotation.models import Answer, Enrollment
+from annotation.protocol import State, WorkerPage, page_of_step, worker_page
+from annotation.session import bound_enrollment_id
+from tasks_data.models import Example
+from tasks_data.registry import AnswerKind, TaskSpec
+
+from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
+from .text import candidate_pieces, gold_offsets, marked_pieces, token_pieces
+
+PLACEHOLDER = "@placeholder"
+INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
+
+
+# ---------------------------------------------------------------- page state
+
+
+def _question(spec: TaskSpec, example: Example) -> list[dict]:
+    """The question as parts, with every @placeholder a blank; label aliases fixed ("contraction")."""
+    question = example.question
+    for wrong, right in spec.label_aliases.items():
+        question = re.sub(rf"\b{re.escape(wrong)}\b", right, question)
+    question = _labels_in_order(spec, question)
+    parts = []
+    for i, part in enumerate(question.split(PLACEHOLDER)):
+        if i:
+            parts.append({"blank": True})
+        if part:
+            parts.append({"text": part})
+    return parts
+
+
+def _labels_in_order(spec: TaskSpec, question: str) -> str:
+    """A question listing the labels ("entailment, contradiction, or neutral?") lists them in the order
+    of the buttons and number keys (the registry's order), so the worker reads one order everywhere."""
+    if len(spec.labels) < 2:
+        return question
+    one = "|".join(re.escape(label) for label in spec.labels)
+    listing = re.compile(rf"\b(?:{one})(?:,\s*(?:{one}))*,?\s+or\s+(?:{one})\b")
+    match = listing.search(question)
+    if not match or len(set(re.findall(one, match.group(0)))) != len(spec.labels):
+        return question
+    ordered = ", ".join(spec.labels[:-1]) + (", or " if len(spec.labels) > 2 else " or ") + spec.labels[-1]
+    return question[:match.start()] + ordered + question[match.end():]
+
+
+_NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"),
+              ("location", "locations"))
+
+
+def _ner_kind(spec: TaskSpec, example: Example) -> str:
+    """For NER items, the kind of name asked for ("people", "organizations", "locations"): shown as a badge."""
+    if spec.answer_kind is not AnswerKind.SPANS:
+        return ""
+    question = example.question.lower()
+    return next((kind for word, kind in _NER_KINDS if word in question), "")
+
+
+def _step_info(enrollment: Enrollment) -> dict:
+    cohort = enrollment.cohort
+    training = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING)) if cohort.shots else 0
+    test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    return {"training_items": training, "test_items": test, "shots": cohort.shots,
+            "repeats": cohort.task.spec.train_rows_per_shot}
+
+
+def _base_context(enrollment: Enrollment) -> dict:
+    spec = enrollment.cohort.task.spec
+    return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind.value, "study": enrollment.cohort.study}
+
+
+def _progress(step: str, done: int, total: int, shots: int, *, position: int | None = None) -> dict:
+    """Where the worker is in the step: ``position`` is the item shown (1-based), ``done`` the items answered."""
+    return {
+        "step": step,
+        "label": "Training" if step == Answer.Step.TRAINING else "Test",
+        "position": position if position is not None else min(done + 1, total),
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total) if total else 0,
+        "has_training": bool(shots),
+    }
+
+
+def _answer_summary(kind: AnswerKind, answer: Answer) -> str:
+    texts = _texts_display(answer.texts)
+    if texts:
+        return " · ".join(texts)
+    return "none in this text" if kind is AnswerKind.SPANS else "no answer"
+
+
+def _last_test_answer(enrollment: Enrollment) -> Answer | None:
+    return (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).select_related("example")
+            .order_by("-position").first())
+
+
+def _item_context(state: services.WorkState, *, revising: Answer | None = None) -> dict:
+    """An item to answer; with ``revising``, the worker's last test answer shown again to be changed."""
+    enrollment, item = state.enrollment, state.item
+    spec = enrollment.cohort.task.spec
+    kind = spec.answer_kind
+    ctx = _base_context(enrollment)
+    ctx.update(
+        view="item",
+        item=item,
+        step=state.step,
+        progress=_progress(state.step, state.done, state.total, enrollment.cohort.shots),
+        question=_question(spec, item),
+        ner_kind=_ner_kind(spec, item),
+        first_test_item=state.step == Answer.Step.TEST and state.done == 0 and revising is None,
+        revising=revising is not None,
+        form_action=reverse("work-revise" if revising is not None else "work-answer"),
+        initial_label="",
+        initial_spans="[]",
+        previous=None,
+    )
+    if revising is not None:
+        ctx["initial_label"] = revising.texts[0] if kind is AnswerKind.LABEL and revising.texts else ""
+        ctx["initial_spans"] = json.dumps(revising.spans or [])
+        ctx["initial_summary"] = _answer_summary(kind, revising)
+    elif state.step == Answer.Step.TEST and state.done > 0:
+        last = _last_test_answer(enrollment)
+        if last is not None:
+            ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(kind, last)}
+    if kind is AnswerKind.LABEL:
+        ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
+    elif kind is AnswerKind.ENTITY:
+        ctx["pieces"] = candidate_pieces(item)
+    else:
+        ctx["pieces"] = token_pieces(item.context, fine=kind is AnswerKind.SPAN_OR_NONE)
+        ctx["max_spans"] = 1 if kind.max_spans == 1 else 0
+    return ctx
+
+
+def _texts_display(texts) -> list[str]:
+    return [t for t in texts if t and t.strip()]
+
+
+def _diff_parts(mine: str, gold: str) -> tuple[list[dict], list[dict]]:
+    """Both strings cut into runs, each run marked ``diff`` where the two differ (for the feedback chips)."""
+    matcher = difflib.SequenceMatcher(None, mine, gold, autojunk=False)
+    left, right = [], []
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if a1 > a0:
+            left.append({"text": mine[a0:a1], "diff": op != "equal"})
+        if b1 > b0:
+            right.append({"text": gold[b0:b1], "diff": op != "equal"})
+    return left, right
+
+
+def _near_misses(mine: list[str], gold: list[str]) -> list[dict]:
+    """Each of the worker's wrong answers next to the closest correct one, with the differing characters."""
+    out = []
+    for text in mine:
+        if text in gold or not gold:
+            continue
+        closest = max(gold, key=lambda g: difflib.SequenceMatcher(None, text, g, autojunk=False).ratio())
+        if difflib.SequenceMatcher(None, text, closest, autojunk=False).ratio() < 0.5:
+            continue  # not the same answer at all: nothing to compare character by character
+        left, right = _diff_parts(text, closest)
+        out.append({"mine": left, "gold": right})
+    return out
+
+
+def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
+    example = answer.example
+    spec = enrollment.cohort.task.spec
+    kind = spec.answer_kind
+    ctx = _base_context(enrollment)
+    order_total = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING))
+    ctx.update(
+        view="feedback",
+        item=example,
+        answer=answer,
+        step=Answer.Step.TRAINING,
+        progress=_progress(Answer.Step.TRAINING, answer.position + 1, order_total, enrollment.cohort.shots,
+                           position=answer.position + 1),
+        question=_question(spec, example),
+        ner_kind=_ner_kind(spec, example),
+        mine_texts=_texts_display(answer.texts),
+        gold_texts=_texts_display(example.gold),
+        s1_percent=round(100 * answer.s1),
+        verdict="correct" if answer.s1 >= 0.999 else ("partly" if answer.s1 > 0 else "wrong"),
+        last_training_item=answer.position + 1 >= order_total,
+        next_state=enrollment.state,
+        gold_unproducible=example.gold_unproducible,  # the data's quirk: not counted against the worker
+    )
+    if kind is not AnswerKind.LABEL:
+        ctx["near_misses"] = _near_misses(ctx["mine_texts"], ctx["gold_texts"])
+    if kind is AnswerKind.LABEL:
+        ctx["labels"] = [{"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
+                         for i, label in enumerate(spec.labels)]
+    else:
+        mine = [(int(s), int(e)) for s, e in (answer.spans or [])]
+        ctx["pieces"] = marked_pieces(example.context, mine, gold_offsets(example, spec))
+        if kind is AnswerKind.ENTITY:
+            ctx["mine_fill"] = ctx["mine_texts"][0] if ctx["mine_texts"] else ""
+            ctx["gold_fill"] = " / ".join(ctx["gold_texts"])
+    return ctx
+
+
+def _last_training_answer(enrollment: Enrollment) -> Answer | None:
+    """The last training answer, while the test step has no answer yet."""
+    answers = Answer.objects.filter(enrollment=enrollment).select_related("example")
+    if answers.filter(step=Answer.Step.TEST).exists():
+        return None
+    return answers.filter(step=Answer.Step.TRAINING).order_by("-position").first()
+
+
+def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
+    """What the worker sees now: the page protocol.worker_page picks, filled in."""
+    read: list[Answer | None] = []  # the last training answer, once the decision asked for it
+
+    def last_training_answer() -> int | None:
+        read.append(_last_training_answer(enrollment))
+        return read[-1].pk if read[-1] is not None else None
+
+    page = worker_page(enrollment.state, shots=enrollment.cohort.shots,
+                       started=session.has_started(request, enrollment.pk),
+                       has_answers=lambda: Answer.objects.filter(enrollment=enrollment).exists(),
+                       last_training_answer=last_training_answer, feedback_seen=session.feedback_seen(request))
+    if page is WorkerPage.DESCRIPTION:
+        ctx = _base_context(enrollment)
+        ctx.update(view="description", info=_step_info(enrollment))
+        return ctx
+    if page is WorkerPage.FEEDBACK:
+        return _feedback_context(enrollment, read[-1])
+    state = services.current_item(enrollment_id=enrollment.pk)  # the time limit may have ended the enrollment meanwhile
+    enrollment = state.enrollment
+    page = page_of_step(state.step)
+    if page is WorkerPage.ITEM:
+        return _item_context(state)
+    ctx = _base_context(enrollment)
+    outcome = services.completion(enrollment=enrollment)
+    if page is WorkerPage.DONE:
+        ctx.update(view="done", completion=outcome)
+    elif page is WorkerPage.FILTERED:
+        ctx.update(view="filtered", completion=outcome)
+    else:
+        ctx.update(view="ended", reason=state.step)
+    return ctx
+
+
+def _enrollment(request: HttpRequest) -> Enrollment | None:
+    enrollment_id = bound_enrollment_id(request)
+    if enrollment_id is None:
+        return None
+    return (Enrollment.objects.select_related("cohort__study", "cohort__task", "cohort__training_set", "worker")
+            .filter(pk=enrollment_id).first())
+
+
+def _no_enrollment(request: HttpRequest) -> HttpResponse:
+    if request.htmx:  # the session ended under an open page: load the explanation as a whole page
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = "/work/"
+        return response
+    return render(request, "worker/no_enrollment.html", status=403)
+
+
+def _render_stage(request: HttpRequest, enrollment: Enrollment, *, status: int = 200, notice: str = "",
+                  error: str = "", context: dict | None = None) -> HttpResponse:
+    ctx = _stage_context(request, enrollment) if context is None else context
+    ctx.update(notice=notice, error=error,
+               instructions_open=request.COOKIES.get(INSTRUCTIONS_COOKIE, "open") != "closed")
+    template = "worker/_stage.html" if request.htmx else "worker/page.html"
+    response = render(request, template, ctx, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# ---------------------------------------------------------------- views
+
+
+@never_cache
+@require_GET
+def work(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    return _render_stage(request, enrollment)
+
+
+@require_POST
+def start(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    session.record_start(request, enrollment.pk)
+    if request.htmx:
+        return _render_stage(request, enrollment)
+    return redirect("work")
+
+
+def _raw_answer(spec: TaskSpec, post) -> list:
+    """The services' answer list from the form: a label, span offsets (JSON), or the empty set."""
+    kind = spec.answer_kind
+    if kind is AnswerKind.LABEL:
+        label = post.get("label", "")
+        return [label] if label else []
+    if post.get("none") == "1":
+        return []
+    try:
+        spans = json.loads(post.get("spans") or "[]")
+    except json.JSONDecodeError:
+        raise InvalidAnswer("the marked spans could not be read; please mark them again") from None
+    if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
+        raise InvalidAnswer("the marked spans could not be read; please mark them again")
+    if not spans:
+        raise InvalidAnswer("nothing is marked: mark the answer in the text, or choose the "
+                            + ("\u201cno answer\u201d" if kind.max_spans == 1 else "\u201cnone\u201d") + " button")
+    return [{"start": s, "end": e} for s, e in spans]
+
+
+def _refused(request: HttpRequest, enrollment: Enrollment, status: int, **message) -> HttpResponse:
+    """A refused answer shows the worker where they are now, with the reason.
+
+    A plain form POST gets the real status (409 / 400). An htmx request gets 200 and the status in
+    ``X-Answer-Status``: the page is a normal rendering of the current state (and browsers log every
+    4xx fetch as a console error, which would hide real script errors).
+    """
+    response = _render_stage(request, enrollment, status=200 if request.htmx else status, **message)
+    response["X-Answer-Status"] = str(status)
+    return response
+
+
+_CONFLICT_NOTICE = "That answer was not saved: this item had already been answered (answers are final). Here is " \
+                   "where you are now."
+
+
+@require_POST
+def answer(request: HttpRequest) -> HttpResponse:
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        example_id = int(request.POST.get("example_id", ""))
+    except ValueError:
+        return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
+    try:
+        raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=example_id, answer=raw)
+    except services.Conflict:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_CONFLICT_NOTICE)
+    except InvalidAnswer as exc:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 400, error=f"Not saved: {exc}.")
+    enrollment.refresh_from_db()
+    if not request.htmx:
+        return redirect("work")
+    response = _render_stage(request, enrollment)
+    if enrollment.state == State.COMPLETED:
+        # A full page load for the completion page: it may redirect or post to the platform.
+        response["HX-Redirect"] = request.build_absolute_uri("/work/")
+    return response
+
+
+@require_POST
+def next_item(request: HttpRequest) -> HttpResponse:
+    """Leave the feedback of a training answer (only an answer of this enrollment can be acknowledged)."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        answer_id = int(request.POST.get("answer_id", ""))
+    except ValueError:
+        answer_id = None
+    if answer_id and Answer.objects.filter(pk=answer_id, enrollment=enrollment).exists():
+        session.record_feedback_seen(request, answer_id)
+    if request.htmx:
+        return _render_stage(request, enrollment)
+    return redirect("work")
+
+
+# ---------------------------------------------------------------- changing the last test answer
+
+
+def _revise_context(enrollment: Enrollment) -> dict | None:
+    """The last test answer's item, to be answered again; None when no answer can be changed now."""
+    if enrollment.state != State.TESTING:
+        return None
+    last = _last_test_answer(enrollment)
+    if last is None:
+        return None
+    total = Example.objects.filter(task_id=enrollment.cohort.task_id, role=Example.Role.TEST).count()
+    state = services.WorkState(step=Answer.Step.TEST, done=last.position, total=total, item=last.example,
+                               enrollment=enrollment)
+    return _item_context(state, revising=last)
+
+
+_NOT_REVISABLE = "That answer can no longer be changed: only your last test answer can be changed, until you " \
+                 "submit the next one. Here is where you are now."
+
+
+def revise(request: HttpRequest) -> HttpResponse:
+    """GET: the last test answer's item, with that answer chosen; POST: store the changed answer."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    if request.method == "GET":
+        ctx = _revise_context(enrollment)
+        if ctx is None:
+            return _render_stage(request, enrollment, notice=_NOT_REVISABLE)
+        return _render_stage(request, enrollment, context=ctx)
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    try:
+        example_id = int(request.POST.get("example_id", ""))
+    except ValueError:
+        return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
+    try:
+        raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
+        answer = services.revise_last_test_answer(enrollment_id=enrollment.pk, example_id=example_id, answer=raw)
+    except services.Conflict:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_NOT_REVISABLE)
+    except InvalidAnswer as exc:
+        ctx = _revise_context(enrollment)
+        return _render_stage(request, enrollment, status=200 if request.htmx else 400, error=f"Not changed: {exc}.",
+                             context=ctx)
+    if not request.htmx:
+        return redirect("work")
+    return _render_stage(request, enrollment,
+                         notice=f"Your answer to test item {answer.position + 1} is changed. Here is the next item.")
