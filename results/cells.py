@@ -17,9 +17,10 @@ from annotation.selectors import cohort_key, in_results, study_cohorts
 from baselines.models import BaselineRun
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
+from tasks_data.stats import mean_std
 
 from .majority import majority_s1
-from .stats import mean_std, paired_gap
+from .stats import paired_gap
 from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
 
 
