@@ -1,6 +1,7 @@
 """The architecture is executable: `lint-imports` checks the contracts in pyproject.toml (issue 13.7).
 
-Layers results > baselines > annotation > tasks_data (a lower layer never imports a higher one),
+Layers results > annotation | baselines > tasks_data (a lower layer never imports a higher one, and
+annotation and baselines never import each other),
 and baselines.adapters (model code) imports no Django.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from results.cells import model_cells
+from baselines.selectors import model_cells
 from tasks_data.stats import STD_DDOF, mean_std
 
 ROOT = Path(__file__).resolve().parents[2]

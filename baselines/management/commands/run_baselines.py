@@ -9,6 +9,7 @@ from baselines import services
 from baselines.adapters import METHODS
 from baselines.adapters.reference import EmptyAdapter, MajorityAdapter
 from baselines.models import BaselineRun
+from baselines.selectors import model_cells
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 
@@ -118,8 +119,6 @@ class Command(BaseCommand):
                     self.stderr.write(self.style.ERROR(f"failed: {result}: {result.error.splitlines()[0]}"))
                 bar_runs.update(1)
         done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
-        from results.cells import model_cells  # the one cell computation (results sits above baselines)
-
         rows = model_cells(done.select_related("task"))
         self._print_table(rows)
         self.stdout.write(paper_comparison(rows))
