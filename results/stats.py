@@ -1,24 +1,12 @@
-"""The two statistics every paper table uses: mean ± sample std (ddof=1), and the paired bootstrap gap."""
+"""The paired bootstrap gap between humans and a model (mean ± sample std lives in ``tasks_data.stats``)."""
 
 from __future__ import annotations
-
-import statistics
-from collections.abc import Iterable
 
 import numpy as np
 from scipy.stats import bootstrap
 
-STD_DDOF = 1  # the tables' std is the sample standard deviation (across annotators, or across splits)
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
-
-
-def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
-    """(mean, sample std with ddof=1) of ``values``; std is None below 2 values, mean below 1."""
-    values = [float(v) for v in values]
-    if not values:
-        return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > STD_DDOF else None)
 
 
 def paired_gap(human: dict[str, float], model: dict[str, float], *, seed: int = 0) -> dict:

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from annotation.selectors import cohort_key
 from tasks_data.registry import TASKS, Category
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
-
-from .stats import STD_DDOF
+from tasks_data.stats import STD_DDOF
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"

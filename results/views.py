@@ -23,11 +23,11 @@ from annotation.models import Enrollment
 from api.views import ResearcherView
 from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
+from tasks_data.stats import STD_DDOF
 
 from . import agreement, cells, exports, formats
 from .presentation import chart
 from .serializers import ResultsSerializer
-from .stats import STD_DDOF
 from .table import NOTE, build_table
 
 log = logging.getLogger(__name__)

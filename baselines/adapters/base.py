@@ -82,6 +82,14 @@ class AdapterConfig:
     max_new_tokens: int | None = None  # icl generation
     bf16: bool = True  # bf16 autocast on CUDA (never on CPU)
     extra: dict = field(default_factory=dict)
+    # Where the model runs: a backend of ``backends.BACKENDS`` ("transformers" in this process, "openai" on
+    # an OpenAI-compatible server at ``server``), its HTTP settings, and where completed responses are kept.
+    backend: str = "transformers"
+    server: str = ""
+    concurrency: int = 8  # requests in flight at once
+    timeout: float = 120.0  # seconds to wait for one answer
+    max_retries: int = 5  # per request, on 429 / 5xx / a connection that could not be opened
+    store: Any = None  # a backends.ResponseStore; None = in memory
 
     _HYPER = (
         "lr", "epochs", "max_steps", "batch_size", "eval_batch_size", "warmup_ratio",
@@ -117,18 +125,39 @@ class AdapterResult:
     train_examples_per_second: float | None
     peak_gpu_memory_bytes: int | None
     notes: dict
+    usage: dict | None = None  # requests, tokens and seconds a server was asked for (backends.Tally)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
 class Adapter(abc.ABC):
-    """An adaptation method. Subclasses set ``method`` and implement ``applies_to`` and ``run``."""
+    """An adaptation method. Subclasses set ``method`` and implement ``applies_to`` and ``run``.
+
+    A method decides prompts, training and decoding; where its model runs is a backend
+    (``backends.BACKENDS``), chosen by ``AdapterConfig.backend`` among the method's ``backends``."""
 
     method: str = ""
     #: The method's default hyperparameters (``None`` fields of AdapterConfig fall back to
     #: these; each module documents where every value comes from).
     defaults: Mapping[str, Any] = {}
+    #: The backends the method can run on (the first is its default); () = it runs no model.
+    backends: tuple[str, ...] = ()
+    #: The model a run uses when none is named ("" = none: the researcher must name one).
+    default_model: str = ""
+    #: Packages the method imports beyond its backend's (checked before a sweep is planned).
+    requires: tuple[str, ...] = ()
+    #: The method can run with no training example (0 shots: the task description alone).
+    zero_shot: bool = False
+
+    @property
+    def needs_model(self) -> bool:
+        return bool(self.backends)
+
+    @staticmethod
+    def model_path(name: str) -> str | None:
+        """The checkpoint (or server model) a run's model name stands for; None = the method's default."""
+        return name or None
 
     def hyperparameters(self, config: AdapterConfig) -> dict[str, Any]:
         """The settings a run with ``config`` would use (defaults <- fields <- extra)."""

@@ -1,5 +1,7 @@
-"""``icl``: in-context learning with a local causal LM (CLUES paper, section 5.1c, where GPT-3
-was queried through its API; here any ``AutoModelForCausalLM`` checkpoint, no parameter update).
+"""``icl``: in-context learning (CLUES paper, section 5.1c, where GPT-3 was queried through its API),
+no parameter update. The method builds prompts and decodes answers; the model is a backend
+(``backends``): a local ``AutoModelForCausalLM`` checkpoint in process (``transformers``, the
+default), or any OpenAI-compatible server (``openai``).
 
 Prompt: the K training examples as demonstrations, in an order shuffled by the seed (the same
 order for every test item), then the query::
@@ -27,28 +29,39 @@ joined by ", "; the first alternative of an MRC answer; "none" for the empty set
   case-insensitive with flexible whitespace); spans not in the context are dropped (counted in
   ``notes["spans_not_in_context"]``), so predictions are always context substrings.
 
-Context window: the model's maximum positions (``max_position_embeddings`` / ``n_positions``),
-or ``max_length`` when given, minus room for the answer (the longest candidate continuation,
-or ``max_new_tokens`` when generating). Demonstrations that do not fit are dropped from the
-FRONT of the shuffled order (the ones nearest the query are kept); ``notes["demonstrations_used"]``
-gives, per test item, how many were used (the last that many of ``notes["demonstration_order"]``).
-If the query alone does not fit, its oldest tokens are cut (``notes["queries_truncated"]``).
+Context window: the backend's (in process: the model's maximum positions, or ``max_length`` when
+given), minus room for the answer (the longest candidate continuation, or ``max_new_tokens`` when
+generating). Demonstrations that do not fit are dropped from the FRONT of the shuffled order (the
+ones nearest the query are kept); ``notes["demonstrations_used"]`` gives, per test item, how many
+were used (the last that many of ``notes["demonstration_order"]``). If the query alone does not
+fit, its oldest tokens are cut (``notes["queries_truncated"]``). A backend that cannot count tokens
+(a server) gets every demonstration, and half as many each time the server answers that the
+prompt is too long (``notes["context_retries"]``).
+
+Over a server that cannot score continuations (no ``logprobs``/``echo`` on ``/v1/completions``), a
+label or candidate answer is generated instead and read as a worker's would be: a label of the
+task (case and aliases forgiven), a candidate entity's text; anything else is an unparseable reply,
+scored as the empty answer (``notes["unparseable_replies"]``). ``notes["scoring"]`` says which.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tasks_data.registry import AnswerKind, TaskSpec
 
+from .backends import ContextTooSmall, GenerationRequest, LoglikelihoodRequest, open_backend
 from .base import (
     Adapter,
     AdapterConfig,
+    AdapterError,
     AdapterExample,
     AdapterResult,
     Progress,
     candidate_texts,
+    normalize_label,
     parse_answer_text,
     render_answer,
     snap_to_context,
@@ -57,7 +70,7 @@ from .base import (
 DEFAULTS = {
     "max_length": None,  # context window; None = the model's maximum positions
     "max_new_tokens": 48,  # generation budget (SQuAD answers: <= 30 tokens; NER lists longer)
-    "eval_batch_size": 8,  # sequences per forward pass
+    "eval_batch_size": 8,  # sequences per forward pass (in process)
     "max_demonstrations": None,  # None = all training examples (CLUES: K = 10, 20 or 30)
 }
 
@@ -93,222 +106,164 @@ def fit_demonstrations(demo_lengths: Sequence[int], query_length: int, budget: i
     return n
 
 
+def parse_generated(task: TaskSpec, ex: AdapterExample, text: str, notes: dict) -> list[str]:
+    """A generated span answer -> the set of its spans found in the context (exact substrings); the
+    others are dropped and counted in ``notes["spans_not_in_context"]``."""
+    kind = task.answer_kind
+    parsed = parse_answer_text(text, AnswerKind.SPANS if kind is AnswerKind.SPANS else AnswerKind.SPAN_OR_NONE)
+    out = []
+    for span in parsed:
+        exact = snap_to_context(span, ex.context)
+        if exact is None:
+            notes["spans_not_in_context"] += 1
+        elif exact not in out:
+            out.append(exact)
+    if kind is not AnswerKind.SPANS:
+        out = out[:1]
+    return out
+
+
+def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
+    """A generated label or candidate read as a worker's choice: the label (case and aliases forgiven)
+    or the candidate text (exact, else case-insensitive); None when it is neither."""
+    if task.answer_kind is AnswerKind.LABEL:
+        return normalize_label(task, text)
+    text = text.strip().strip(".\"'").strip()
+    if text in options:
+        return text
+    folded = [o for o in options if o.lower() == text.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
 class ICLSession:
-    def __init__(self, task: TaskSpec, config: AdapterConfig, progress: Progress | None = None):
-        import torch
+    """The method over one backend: demonstrations, prompts within the backend's budget, decoding."""
 
-        from . import runtime as rt
-
+    def __init__(self, task: TaskSpec, config: AdapterConfig, progress: Progress | None = None, backend=None):
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "icl")
-        self.device = rt.resolve_device(config.device)
-        self.model_path = rt.resolve_model(config.model, None, "icl", "causal-LM checkpoint")
-        if progress:
-            progress("load", 0, 1)
-        rt.seed_everything(config.seed)
-        self.tokenizer = rt.load_tokenizer(self.model_path, "icl", "causal-LM checkpoint")
-        from transformers import AutoModelForCausalLM
-
-        dtype = torch.bfloat16 if self.device.type == "cuda" and config.bf16 else torch.float32
-        self.model = rt.load_pretrained(AutoModelForCausalLM, self.model_path, "icl",
-                                        "causal-LM checkpoint", dtype=dtype)
-        self.model.to(self.device).eval()
-        self.pad_id = rt.pad_token_id(self.tokenizer)
-        self.window = int(self.hp["max_length"] or self._model_window())
-        bos = self.tokenizer.bos_token_id
-        probe = self.tokenizer("a")["input_ids"]
-        # Prepend BOS only for tokenizers that add it themselves (Llama-style), not GPT-2.
-        self.prefix = [bos] if bos is not None and probe and probe[0] == bos else []
-        self._keep_ok = True
+        self.backend = backend or open_backend(config, method="icl", what="causal-LM checkpoint", progress=progress,
+                                               causal_lm=True, batch_size=int(self.hp["eval_batch_size"]),
+                                               max_length=self.hp["max_length"])
         if progress:
             progress("load", 1, 1)
 
-    def _model_window(self) -> int:
-        cfg = self.model.config
-        for name in ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length"):
-            value = getattr(cfg, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        tok_max = getattr(self.tokenizer, "model_max_length", None)
-        if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
-            return tok_max
-        return 2048
-
-    def ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def continuation_ids(self, option: str) -> list[int]:
-        """Tokens of " <option>" as they follow "Answer:" (tokenised together and split, so that
-        sentencepiece tokenizers do not add a spurious word-start piece)."""
-        head = self.ids("Answer:")
-        full = self.ids("Answer: " + option)
-        if full[: len(head)] == head and len(full) > len(head):
-            return full[len(head):]
-        return self.ids(" " + option)
-
-    def build_prompt(self, demo_ids: list[list[int]], query: AdapterExample, room: int):
-        """-> (prompt ids, demonstrations used, query truncated?)"""
-        q = self.ids(render_example(query, None))
-        budget = self.window - room - len(self.prefix)
-        n = fit_demonstrations([len(d) for d in demo_ids], len(q), budget)
-        truncated = False
-        if len(q) > budget:
-            q, truncated = q[-max(1, budget):], True
-        used = demo_ids[len(demo_ids) - n:] if n else []
-        prompt = list(self.prefix) + [t for d in used for t in d] + q
-        return prompt, n, truncated
-
-    # ------------------------------------------------------------------ scoring
-
-    def score_continuations(self, prompt: list[int], conts: list[list[int]]) -> list[float]:
-        """Summed log p(continuation | prompt) for each continuation."""
-        import torch
-
-        from . import runtime as rt
-
-        scores: list[float] = []
-        bs = int(self.hp["eval_batch_size"])
-        for i in range(0, len(conts), bs):
-            chunk = conts[i:i + bs]
-            n = max(len(c) for c in chunk)
-            seqs = [prompt + c for c in chunk]
-            width = max(len(s) for s in seqs)
-            ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-            attn = torch.zeros((len(seqs), width), dtype=torch.long)
-            for k, s in enumerate(seqs):  # left padding: continuations end at the same column
-                ids[k, width - len(s):] = torch.tensor(s)
-                attn[k, width - len(s):] = 1
-            ids, attn = ids.to(self.device), attn.to(self.device)
-            pos = (attn.cumsum(-1) - 1).clamp(min=0)
-            with torch.inference_mode(), rt.autocast(self.device, self.config.bf16):
-                logits = self._forward_last(ids, attn, pos, n + 1)
-            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # predicts last n tokens
-            for k, c in enumerate(chunk):
-                tgt = torch.tensor(c, device=logp.device)
-                rows = logp[k, n - len(c):]
-                scores.append(float(rows.gather(-1, tgt[:, None]).sum()))
-        return scores
-
-    def _forward_last(self, ids, attn, pos, keep: int):
-        if self._keep_ok:
-            try:
-                out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos,
-                                 logits_to_keep=keep, use_cache=False)
-                return out.logits[:, -keep:]
-            except TypeError:
-                self._keep_ok = False
-        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False)
-        return out.logits[:, -keep:]
-
-    # ------------------------------------------------------------------ generation
-
-    def generate(self, prompts: list[list[int]]) -> list[str]:
-        import torch
-        from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
-
-        from . import runtime as rt
-
-        tok = self.tokenizer
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((len(prompts), width), dtype=torch.long)
-        for k, p in enumerate(prompts):
-            ids[k, width - len(p):] = torch.tensor(p)
-            attn[k, width - len(p):] = 1
-
-        class NewlineStop(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                texts = tok.batch_decode(input_ids[:, width:], skip_special_tokens=True)
-                return torch.tensor(["\n" in t for t in texts], device=input_ids.device)
-
-        gen = GenerationConfig(max_new_tokens=int(self.hp["max_new_tokens"]), do_sample=False,
-                               num_beams=1, pad_token_id=self.pad_id,
-                               eos_token_id=tok.eos_token_id,
-                               bos_token_id=tok.bos_token_id)
-        with torch.inference_mode(), rt.autocast(self.device, self.config.bf16):
-            out = self.model.generate(input_ids=ids.to(self.device),
-                                      attention_mask=attn.to(self.device), generation_config=gen,
-                                      stopping_criteria=StoppingCriteriaList([NewlineStop()]))
-        texts = tok.batch_decode(out[:, width:], skip_special_tokens=True)
-        return [t.split("\n")[0] for t in texts]
-
-    # ------------------------------------------------------------------ run
-
-    def predict(self, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-                progress: Progress | None = None):
-        task, kind = self.task, self.task.answer_kind
+    def demonstrations(self, train: Sequence[AdapterExample]) -> list[AdapterExample]:
         demos = shuffled_demonstrations(train, self.config.seed)
         if self.hp["max_demonstrations"] is not None:  # keep the last m of the shuffled order
             m = max(0, int(self.hp["max_demonstrations"]))
             demos = demos[max(0, len(demos) - m):] if m else []
-        demo_ids = [self.ids(render_example(d, render_answer(task, d))) for d in demos]
+        return demos
+
+    def request(self, ex: AdapterExample, options: Sequence[str]):
+        """The query's request (a context of the query alone; the demonstrations are added by ``fit``)."""
+        query = (render_example(ex, None),)
+        if options and self.backend.scores_loglikelihood:
+            return LoglikelihoodRequest(query, tuple(" " + o for o in options))
+        return GenerationRequest(query, max_tokens=int(self.hp["max_new_tokens"]))
+
+    def fit(self, request, demo_texts: list[str], demo_lengths: list[int] | None):
+        """-> (request with the demonstrations that fit before its query, how many, query truncated?)"""
+        budget = self.backend.context_budget(request)
+        query = request.context[-1]
+        if budget is None or demo_lengths is None:
+            n, truncated = len(demo_texts), False
+        else:
+            (q,) = self.backend.count_tokens([query])
+            n, truncated = fit_demonstrations(demo_lengths, q, budget), q > budget
+        return replace(request, context=(*demo_texts[len(demo_texts) - n:], query)), n, truncated
+
+    def predict(self, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
+                progress: Progress | None = None):
+        task, kind = self.task, self.task.answer_kind
+        demos = self.demonstrations(train)
+        demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
+        demo_lengths = self.backend.count_tokens(demo_texts)
         notes = {"demonstration_order": [d.uid for d in demos], "demonstrations_used": [],
-                 "queries_truncated": 0, "spans_not_in_context": 0, "window": self.window}
+                 "queries_truncated": 0, "spans_not_in_context": 0}
+        options = [list(task.labels) if kind is AnswerKind.LABEL else (
+            candidate_texts(ex) if kind is AnswerKind.ENTITY else []) for ex in test]
+        requests, used = [], []
+        for ex, opts in zip(test, options, strict=True):
+            request, n, truncated = self.fit(self.request(ex, opts), demo_texts, demo_lengths)
+            requests.append(request)
+            used.append(n)
+            notes["queries_truncated"] += int(truncated)
+        done = _Counter(progress, len(test))
+        scored = [j for j, r in enumerate(requests) if isinstance(r, LoglikelihoodRequest)]
+        generated = [j for j, r in enumerate(requests) if isinstance(r, GenerationRequest)]
+        scores = self._answer(self.backend.loglikelihood, requests, scored, used, notes, done)
+        texts = self._answer(self.backend.generate_until, requests, generated, used, notes, done)
         preds: list = [None] * len(test)
-        pending: list[tuple[int, list[int]]] = []  # generation, batched
-
-        def flush():
-            if not pending:
-                return
-            texts = self.generate([p for _, p in pending])
-            for (j, _), text in zip(pending, texts, strict=True):
-                preds[j] = self._parse_generated(test[j], text, notes)
-            pending.clear()
-
-        for j, ex in enumerate(test):
-            options = list(task.labels) if kind is AnswerKind.LABEL else (
-                candidate_texts(ex) if kind is AnswerKind.ENTITY else [])
-            if options:
-                conts = [self.continuation_ids(o) for o in options]
-                prompt, n, trunc = self.build_prompt(demo_ids, ex, max(len(c) for c in conts))
-                scores = self.score_continuations(prompt, conts)
-                preds[j] = [options[max(range(len(options)), key=lambda k: (scores[k], -k))]]
+        for j in scored:
+            opts = options[j]
+            preds[j] = [opts[max(range(len(opts)), key=lambda k: (scores[j][k], -k))]]
+        for j in generated:
+            if options[j]:  # a label or candidate generated: read as a worker's choice
+                choice = pick_option(task, options[j], texts[j])
+                notes["unparseable_replies"] = notes.get("unparseable_replies", 0) + (choice is None)
+                preds[j] = [choice] if choice is not None else []
             else:
-                prompt, n, trunc = self.build_prompt(demo_ids, ex, int(self.hp["max_new_tokens"]))
-                pending.append((j, prompt))
-                if len(pending) >= int(self.hp["eval_batch_size"]):
-                    flush()
-            notes["demonstrations_used"].append(n)
-            notes["queries_truncated"] += int(trunc)
-            if progress:
-                progress("predict", j + 1, len(test))
-        flush()
+                preds[j] = parse_generated(task, test[j], texts[j], notes)
+        notes["demonstrations_used"] = used
         return preds, notes
 
-    def _parse_generated(self, ex: AdapterExample, text: str, notes: dict) -> list[str]:
-        kind = self.task.answer_kind
-        parsed = parse_answer_text(text, AnswerKind.SPANS if kind is AnswerKind.SPANS
-                                   else AnswerKind.SPAN_OR_NONE)
-        out = []
-        for span in parsed:
-            exact = snap_to_context(span, ex.context)
-            if exact is None:
-                notes["spans_not_in_context"] += 1
-            elif exact not in out:
-                out.append(exact)
-        if kind is not AnswerKind.SPANS:
-            out = out[:1]
-        return out
+    def _answer(self, ask, requests: list, indices: list[int], used: list[int], notes: dict, done) -> dict:
+        """``ask`` the backend for ``requests[indices]``; a request the server finds too long for the
+        model's window is asked again with half its demonstrations (completed ones are not sent again)."""
+        todo = [requests[j] for j in indices]
+        while todo:
+            try:
+                answers = ask(todo, done)
+            except ContextTooSmall as exc:
+                j = indices[exc.index]
+                if used[j] == 0:
+                    raise AdapterError(f"icl: test item {j + 1} alone does not fit the model's context window "
+                                       f"({exc})") from None
+                used[j] //= 2
+                demos, query = todo[exc.index].context[:-1], todo[exc.index].context[-1]
+                todo[exc.index] = replace(todo[exc.index], context=(*demos[len(demos) - used[j]:], query))
+                notes["context_retries"] = notes.get("context_retries", 0) + 1
+                continue
+            return dict(zip(indices, answers, strict=True))
+        return {}
+
+
+class _Counter:
+    """``progress("predict", done, total)`` after each answered request."""
+
+    def __init__(self, progress: Progress | None, total: int):
+        self.progress, self.total, self.n = progress, total, 0
+
+    def __call__(self):
+        self.n += 1
+        if self.progress:
+            self.progress("predict", self.n, self.total)
 
 
 class ICLAdapter(Adapter):
     method = "icl"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
+    backends = ("transformers",)
+    zero_shot = True
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
-        from . import runtime as rt
+        import time
 
         self.check_applies(task)
         session = ICLSession(task, config, progress)
-        rt.reset_peak_memory(session.device)
-        with rt.Stopwatch(session.device) as sw:
+        with session.backend as backend:
+            start = time.perf_counter()
             predictions, notes = session.predict(train, test, progress)
-        notes.update(seed=config.seed, model=session.model_path, hyperparameters=session.hp,
-                     prompt_format=PROMPT_FORMAT,
-                     scoring="summed log-likelihood of ' <option>'" if task.answer_kind in (
-                         AnswerKind.LABEL, AnswerKind.ENTITY) else "greedy generation to newline")
-        return AdapterResult(
-            predictions=predictions, device=str(session.device), train_seconds=0.0,
-            predict_seconds=sw.seconds, train_examples_per_second=None,
-            peak_gpu_memory_bytes=rt.peak_memory(session.device), notes=notes)
+            seconds = time.perf_counter() - start
+            generated = task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY) and not backend.scores_loglikelihood
+            notes.update(backend.notes())
+            notes.update(seed=config.seed, model=backend.model_name, hyperparameters=session.hp,
+                         prompt_format=PROMPT_FORMAT,
+                         scoring=("summed log-likelihood of ' <option>'" if task.answer_kind in (
+                             AnswerKind.LABEL, AnswerKind.ENTITY) and not generated else
+                             "greedy generation to newline" + (", read as a worker's choice" if generated else "")))
+            return AdapterResult(
+                predictions=predictions, device=backend.device, train_seconds=0.0, predict_seconds=seconds,
+                train_examples_per_second=None, peak_gpu_memory_bytes=backend.peak_memory_bytes(), notes=notes,
+                usage=backend.tally.as_dict() if not backend.in_process else None)

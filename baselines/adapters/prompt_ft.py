@@ -102,18 +102,14 @@ class PromptSession:
 
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "pt")
-        self.device = rt.resolve_device(config.device)
-        self.model_path = rt.resolve_model(config.model, None, "pt", "masked-LM checkpoint")
-        if progress:
-            progress("load", 0, 1)
-        rt.seed_everything(config.seed)
-        self.tokenizer = rt.load_tokenizer(self.model_path, "pt", "masked-LM checkpoint")
+        self.backend = rt.in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
+        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
+            self.backend.tokenizer
         if self.tokenizer.mask_token_id is None:
             raise AdapterError(f"pt: the tokenizer at {self.model_path} has no mask token")
         from transformers import AutoModelForMaskedLM
 
-        self.model = rt.load_pretrained(AutoModelForMaskedLM, self.model_path, "pt",
-                                        "masked-LM checkpoint")
+        self.model = self.backend.load_model(AutoModelForMaskedLM)
         self.model.to(self.device)
         self.labels = list(task.labels)
         self.verbalizer = dict(task.prompt.verbalizer)
@@ -204,6 +200,7 @@ class PromptSession:
 class PromptFTAdapter(Adapter):
     method = "pt"
     defaults = DEFAULTS
+    backends = ("transformers",)  # trains the model: in this process; no default model (a masked LM is named)
 
     def applies_to(self, task: TaskSpec) -> str | None:
         if task.prompt is not None and task.prompt.applies:

@@ -68,16 +68,13 @@ class S2SSession:
         self.hp = config.resolve(DEFAULTS, "s2s")
         if int(self.hp["max_target_length"]) < 1:
             raise AdapterError("s2s: max_target_length must be positive")
-        self.device = rt.resolve_device(config.device)
-        self.model_path = rt.resolve_model(config.model, None, "s2s", "seq2seq (T5-style) checkpoint")
-        if progress:
-            progress("load", 0, 1)
-        rt.seed_everything(config.seed)
-        self.tokenizer = rt.load_tokenizer(self.model_path, "s2s", "seq2seq checkpoint")
+        self.backend = rt.in_process_backend(config, method="s2s", what="seq2seq (T5-style) checkpoint",
+                                             progress=progress)
+        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
+            self.backend.tokenizer
         from transformers import AutoModelForSeq2SeqLM
 
-        self.model = rt.load_pretrained(AutoModelForSeq2SeqLM, self.model_path, "s2s",
-                                        "seq2seq (T5-style) checkpoint")
+        self.model = self.backend.load_model(AutoModelForSeq2SeqLM)
         self.model.to(self.device)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.max_length = int(self.hp["max_length"])
@@ -158,6 +155,7 @@ class S2SSession:
 class Seq2SeqAdapter(Adapter):
     method = "s2s"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
+    backends = ("transformers",)  # trains the model: in this process; no default model (a T5 is named)
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:

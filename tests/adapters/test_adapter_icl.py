@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from baselines.adapters import METHODS, AdapterConfig, AdapterExample
+from baselines.adapters.backends import LoglikelihoodRequest
 from baselines.adapters.base import render_answer
-from baselines.adapters.icl import ICLSession, fit_demonstrations, render_example
+from baselines.adapters.icl import ICLSession, fit_demonstrations, parse_generated, render_example
 from tests.adapters.adapter_helpers import assert_substrings, assert_well_formed, task_and_data
 
 
@@ -31,26 +32,29 @@ def test_icl_runs_every_kind(gpt2_path, kind):
 
 def test_icl_generated_spans_are_context_substrings(gpt2_path):
     task, data = task_and_data("spans")
-    session = ICLSession(task, AdapterConfig(model=gpt2_path, device="cpu"))
     notes = {"spans_not_in_context": 0}
     ex = AdapterExample(uid="x", context="John Smith met Mary Jones in Paris .",
                         question="q", answers=())
-    pred = session._parse_generated(ex, "john smith, Mary  Jones, Napoleon, none", notes)
+    pred = parse_generated(task, ex, "john smith, Mary  Jones, Napoleon, none", notes)
     assert pred == ["John Smith", "Mary Jones"] and notes["spans_not_in_context"] == 1
-    assert session._parse_generated(ex, " none", notes) == []
+    assert parse_generated(task, ex, " none", notes) == []
 
 
 def test_icl_drops_demonstrations_from_the_front(gpt2_path):
     task, data = task_and_data("span_or_none")
     cfg = AdapterConfig(model=gpt2_path, device="cpu", max_length=200, max_new_tokens=8)
     session = ICLSession(task, cfg)
-    demos = data  # already in some order; build_prompt keeps the END of the list
-    demo_ids = [session.ids(render_example(d, render_answer(task, d))) for d in demos]
+    backend = session.backend
+    demos = data  # already in some order; fit keeps the END of the list
+    demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
     query = data[0]
-    prompt, used, truncated = session.build_prompt(demo_ids, query, room=8)
+    request, used, truncated = session.fit(session.request(query, []), demo_texts,
+                                           backend.count_tokens(demo_texts))
+    assert request.max_tokens == 8 and backend.context_budget(request) == 200 - 8
     assert 0 < used < len(demos) and not truncated
+    prompt = backend.prompt_ids(request.context, backend.context_budget(request))
     assert len(prompt) <= 200 - 8
-    text = session.tokenizer.decode(prompt)
+    text = backend.tokenizer.decode(prompt)
     kept, dropped = demos[len(demos) - used:], demos[: len(demos) - used]
     for d in kept:
         assert d.context in text
@@ -81,14 +85,16 @@ def test_icl_label_scores_are_log_likelihoods(gpt2_path):
 
     task, data = task_and_data("label")
     session = ICLSession(task, AdapterConfig(model=gpt2_path, device="cpu"))
-    prompt = session.ids(render_example(data[0], None))
-    conts = [session.continuation_ids(o) for o in ("positive", "negative", "a b c")]
-    assert conts[0] == session.ids(" positive")
-    scores = session.score_continuations(prompt, conts)
+    backend = session.backend
+    query = render_example(data[0], None)
+    prompt = backend.ids(query)
+    conts = [backend.continuation_ids((query,), " " + o) for o in ("positive", "negative", "a b c")]
+    assert conts[0] == backend.ids(" positive")
+    (scores,) = backend.loglikelihood([LoglikelihoodRequest((query,), (" positive", " negative", " a b c"))])
     for cont, score in zip(conts, scores, strict=True):
         ids = torch.tensor([prompt + cont])
         with torch.no_grad():
-            logp = torch.log_softmax(session.model(ids).logits[0].float(), dim=-1)
+            logp = torch.log_softmax(backend.lm(ids).logits[0].float(), dim=-1)
         manual = sum(float(logp[len(prompt) - 1 + k, t]) for k, t in enumerate(cont))
         assert score == pytest.approx(manual, abs=1e-4)
 

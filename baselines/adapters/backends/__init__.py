@@ -1,0 +1,39 @@
+"""Model backends, one registry entry each (``BACKENDS``): where a method's model runs.
+
+``transformers``: a local checkpoint in this process (the methods that train need it);
+``openai``: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp, Ollama,
+hosted APIs). ``open_backend(config, ...)`` opens the one ``config.backend`` names. Importing this
+package imports neither torch nor httpx: each backend imports what it needs when it is opened.
+"""
+
+from __future__ import annotations
+
+from ..base import AdapterConfig, AdapterError
+from .base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    ContextTooSmall,
+    GenerationRequest,
+    LoglikelihoodRequest,
+    MemoryStore,
+    ResponseStore,
+    Tally,
+)
+from .transformers import TransformersBackend
+
+BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend,)}
+
+
+def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
+    """The backend ``config.backend`` names, opened for ``method``. ``options`` are the in-process
+    backend's (what to load and how); a server's backend takes what it needs from ``config``."""
+    cls = BACKENDS.get(config.backend)
+    if cls is None:
+        raise AdapterError(f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS)}")
+    return cls(config, method=method, **options)
+
+
+__all__ = ["BACKENDS", "Backend", "BackendError", "ChatRequest", "ContextTooSmall", "GenerationRequest",
+           "LoglikelihoodRequest", "MemoryStore", "ResponseStore", "Tally", "TransformersBackend",
+           "open_backend"]
