@@ -139,7 +139,8 @@ class Server:
              "--backlog", "2048", "--log-level", "warning"],
             cwd=REPO, env=self.env(), start_new_session=True, stdout=log, stderr=log,
         )
-        deadline = time.monotonic() + 30
+        # A loaded machine can take over a minute to import Django in five workers.
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.base_url}/", timeout=2).status_code == 200:
@@ -147,7 +148,8 @@ class Server:
             except httpx.HTTPError:
                 pass
             time.sleep(0.3)
-        raise SystemExit("gunicorn did not start within 30 s")
+        self.stop()  # else gunicorn keeps the port and the next run talks to a stale server
+        raise SystemExit("gunicorn did not start within 180 s")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
