@@ -307,6 +307,9 @@ PROLIFIC_SITE_URL = os.environ.get("PROLIFIC_SITE_URL", "")  # this platform's p
 PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "10"))
 PROLIFIC_RETRIES = int(os.environ.get("PROLIFIC_RETRIES", "2"))
 PROLIFIC_BACKOFF = float(os.environ.get("PROLIFIC_BACKOFF", "0.5"))
+# A join admitted while Prolific could not be asked ("unverified") that the sync cannot match to its own
+# submission expires after this many minutes, not after the study's whole time limit.
+PROLIFIC_UNVERIFIED_GRACE_MINUTES = int(os.environ.get("PROLIFIC_UNVERIFIED_GRACE_MINUTES", "15"))
 PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},

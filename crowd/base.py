@@ -66,6 +66,9 @@ class CrowdProvider:
     preview_note: ClassVar[str] = ""  # on the preview page, where the platform shows one before accepting
     #: Workers are accounts of this site (the join link needs a logged-in user): no id in the link.
     uses_accounts: ClassVar[bool] = False
+    #: The platform cannot vouch for a returning worker's session: the description page shows a resume code
+    #: with which a worker who lost their browser comes back (annotation.services.joining).
+    offers_resume_code: ClassVar[bool] = False
     #: The URL name of the provider's own page for a study on the dashboard, if it has one.
     study_page: ClassVar[str] = ""
     #: Where a finished worker's browser may post or be sent (the Content-Security-Policy's form-action).

@@ -25,6 +25,7 @@ def check_pattern(pattern: str) -> str:
 class GenericLink(CrowdProvider):
     slug = "generic"
     name = "generic link"
+    offers_resume_code = True
 
     def identity(self, params: Mapping[str, str], *, study: StudySettings, user: Any = None) -> Identity:
         param = study.worker_id_param

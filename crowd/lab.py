@@ -11,6 +11,7 @@ from .base import CrowdProvider, Identity, LoginRequired, StudySettings
 class LabAccounts(CrowdProvider):
     slug = "local"
     name = "local accounts (lab)"
+    offers_resume_code = True
     refusal_help = "Please ask the researcher who invited you."
     uses_accounts = True
 

@@ -14,7 +14,8 @@ relies on:
   await review); a submission is approved only from AWAITING REVIEW;
 - the bonus pay call is NOT idempotent (paying a bulk bonus twice pays twice), as documented.
 Switches: ``down`` (connections are dropped without an answer), ``crash_on_pay`` (the pay is
-recorded, then the connection drops: the client never learns it was paid), ``fail_next``.
+recorded, then the connection drops: the client never learns it was paid), ``fail_next`` (with
+``fail_status``: 400, 401 for a revoked token, 403, 500, 503...).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class FakeProlific:
         self.calls: list[tuple[str, str, dict | None]] = []
         self.down = False
         self.crash_on_pay = False
-        self.fail_next = 0  # answer 503 to this many requests (recorded in calls), then work again
+        self.fail_next = 0  # answer ``fail_status`` to this many requests (recorded in calls), then work again
+        self.fail_status = 503
         self.page_size = 2
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -75,7 +77,7 @@ class FakeProlific:
                     fake.calls.append((method, self.path, body))
                     if fake.fail_next > 0:
                         fake.fail_next -= 1
-                        status, payload = 503, _error(503, "Service unavailable")
+                        status, payload = fake.fail_status, _error(fake.fail_status, "Refused by the fake")
                     else:
                         status, payload = fake.route(method, self.path, body)
                 if status is None:  # crash after the work was done
