@@ -295,6 +295,10 @@ LOGGING = {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
+        # The HTTP client's own records are redacted where they are made (Prolific ids in request lines),
+        # so that no handler, at any level, ever sees them: a logger's filter applies to its own records only.
+        **{name: {"filters": ["redact"]} for name in ("httpx", "httpcore.connection", "httpcore.http11",
+                                                       "httpcore.proxy")},
     },
 }
 
