@@ -40,8 +40,8 @@ def compile_pattern(pattern: str):
         return re2.compile(pattern, _options())
     except re2.error as exc:
         detail = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"not a valid regular expression: {detail} (RE2 syntax, matched in linear time: no backreferences "
-                         "or lookarounds)") from None
+        raise ValueError(f"not a valid regular expression: {detail} (RE2 syntax, matched in linear time: "
+                         "no backreferences or lookarounds)") from None
 
 
 def check_pattern(pattern: str) -> str:

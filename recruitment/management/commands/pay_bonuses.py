@@ -39,5 +39,5 @@ class Command(StudyCommand):
         states = money_states(study)
         self.stdout.write(f"ledger: {states.paid} paid, {states.unknown_count} unknown, "
                           f"{states.planned + states.set_up} to pay")
-        for bulk, pids, how in states.unknown:
+        for _bulk, pids, how in states.unknown:
             self.stdout.write(f"UNKNOWN {', '.join(pids)}: the pay call got no answer; {how}")
