@@ -61,6 +61,8 @@ class CrowdProvider:
     slug: ClassVar[str] = ""
     name: ClassVar[str] = ""
     refusal_help: ClassVar[str] = "If you came from a recruitment platform, please go back there."
+    #: On the "not allowed" refusal page: how a worker who started in another browser gets back to their work.
+    way_back_help: ClassVar[str] = "If you started this study in another browser, please go back to it."
     finish_note: ClassVar[str] = ""  # after "you get your completion code"
     screenout_note: ClassVar[str] = ""  # after "you get the screen-out payment for your time"
     preview_note: ClassVar[str] = ""  # on the preview page, where the platform shows one before accepting

@@ -54,6 +54,8 @@ class GenericLink(CrowdProvider):
     slug = "generic"
     name = "generic link"
     offers_resume_code = True
+    way_back_help = ("If you already started this study in another browser, type the resume code shown on the "
+                     "study's first page below to continue where you stopped.")
 
     def identity(self, params: Mapping[str, str], *, study: StudySettings, user: Any = None) -> Identity:
         param = study.worker_id_param

@@ -17,8 +17,7 @@ from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, first_state,
 # One answer for "already took part" and "not allowed", so the join page never tells whether a
 # given worker id has taken part before.
 NOT_ALLOWED = ("you cannot take part in this study with this link: it needs people who have not worked on "
-               "this task before, and each person takes part once, from one browser. If you started this "
-               "study in another browser, please go back to it")
+               "this task before, and each person takes part once")
 NOT_OPEN = "this study is not open yet; please try again later"
 FULL = "this study is full: all places have been taken"
 ENDED = "this study has ended and no longer takes participants"
