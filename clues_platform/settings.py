@@ -268,7 +268,10 @@ CONTENT_SECURITY_POLICY = {
 # Production hardening; `DEBUG=0 manage.py check --deploy` passes with these.
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # X-Forwarded-Proto says "https" only when a trusted reverse proxy set it: from any client it would be a lie
+    # that turns off the HTTPS redirect and marks a plain-HTTP request secure.
+    if TRUSTED_PROXY_HOPS > 0:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
