@@ -317,6 +317,8 @@ PROLIFIC_BACKOFF = float(os.environ.get("PROLIFIC_BACKOFF", "0.5"))
 # A join admitted while Prolific could not be asked ("unverified") that the sync cannot match to its own
 # submission expires after this many minutes, not after the study's whole time limit.
 PROLIFIC_UNVERIFIED_GRACE_MINUTES = int(os.environ.get("PROLIFIC_UNVERIFIED_GRACE_MINUTES", "15"))
+# A webhook event older (or newer) than this, by its X-Prolific-Request-Timestamp, is refused as a replay.
+PROLIFIC_WEBHOOK_WINDOW_SECONDS = int(os.environ.get("PROLIFIC_WEBHOOK_WINDOW_SECONDS", "300"))
 PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},

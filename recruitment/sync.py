@@ -126,14 +126,15 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
             enrollments = {e.worker.external_id: e for e in Enrollment.objects.filter(cohort=cohort)
                            .exclude(verification=SUPERSEDED).select_related("worker")}
             for sub in client.study_submissions(cohort.platform_study_id):
-                _reconcile(client, study, cohort, sub, enrollments, report, actor)
+                reconcile_submission(client, study, cohort, sub, enrollments, report, actor)
             report.expired += _expire_unmatched(cohort, actor)
             # The safety net of the give-back queued when a place is freed (``place_freed``).
             report.places[cohort.platform_study_id] = give_back_places(cohort.pk, actor=actor)
     return report
 
 
-def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
+def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
+    """One submission as Prolific lists it (the sync) or reports it (a webhook): idempotent, whoever calls."""
     sub_id, status = str(sub.get("id", "")), sub.get("status", "")
     pid = str(sub.get("participant_id") or "").lower()  # the list's field name (get-study-submissions)
     enrollment = enrollments.get(pid)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from annotation.access import actor, researcher_required, study_for
 from annotation.models import Study
 
-from . import bonuses, client, tokens
+from . import bonuses, client, tokens, webhooks
 from .publish import publish as publish_study
 from .publish import reward_cents
 from .sync import awaiting_review
@@ -81,3 +82,13 @@ def pay(request: HttpRequest, study_id: int) -> HttpResponse:
     return _page(request, study, pay_report=report, notice=(
         f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; "
         f"{states.unknown_count} unknown (see below how to settle)."))
+
+
+@csrf_exempt  # Prolific signs its events (X-Prolific-Request-Signature): no cookie, no CSRF token
+@require_POST
+def prolific_hook(request: HttpRequest) -> HttpResponse:
+    """Prolific's webhook target: verify, de-duplicate, act (``recruitment.webhooks``)."""
+    outcome = webhooks.receive(request.body, signature=request.headers.get("X-Prolific-Request-Signature", ""),
+                               timestamp=request.headers.get("X-Prolific-Request-Timestamp", ""),
+                               event_id=request.headers.get("X-Event-ID", ""))
+    return HttpResponse(outcome.detail, status=outcome.status, content_type="text/plain")
