@@ -139,6 +139,11 @@ def answered_after(enrollment_id: int, moment) -> bool:
     return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__gt=moment).exists()
 
 
+def answered_before(enrollment_id: int, moment) -> int:
+    """Checks the worker answered before ``moment``: an item's place among what the worker saw counts them."""
+    return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__lt=moment).count()
+
+
 def as_item(check: AttentionCheck, task: Task) -> Example:
     """The check as the item a worker sees (an unsaved Example: the worker pages and API render it as any)."""
     return Example(pk=check.item_id, task=task, role=Example.Role.TEST, clues_id="", context=check.context,

@@ -56,6 +56,15 @@ class ProlificUnreachable(ProlificError):
     """No answer: a network error or a timeout. For a non-idempotent call the outcome is unknown."""
 
 
+# An id in a request path, as error messages show it: messages reach the audit log, the dashboard and the logs,
+# and a submission id is the participant's SESSION_ID.
+_PATH_ID = re.compile(r"(?<=/)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{8,64}(?=/)")
+
+
+def _shown(path: str) -> str:
+    return _PATH_ID.sub("{id}", path)
+
+
 def _id(value: str) -> str:
     if not SAFE_ID.match(str(value)):
         raise ProlificError(f"not a Prolific id: {str(value)[:40]!r}")
@@ -93,14 +102,14 @@ class ProlificClient:
                 response = self._http.request(method, path, json=json)
             except httpx.HTTPError as exc:  # connection refused, reset, timeout...
                 if last:
-                    raise ProlificUnreachable(f"Prolific could not be reached ({method} {path}: "
+                    raise ProlificUnreachable(f"Prolific could not be reached ({method} {_shown(path)}: "
                                               f"{type(exc).__name__})") from None
             else:
                 if response.status_code < 400:
                     payload = response.json() if response.content else {}
                     return (payload, response.headers) if with_headers else payload
                 if last or not (response.status_code == 429 or response.status_code >= 500):
-                    raise ProlificError(f"Prolific answered {response.status_code} to {method} {path}: "
+                    raise ProlificError(f"Prolific answered {response.status_code} to {method} {_shown(path)}: "
                                         f"{response.text[:300]}", response.status_code)
             time.sleep(self.backoff * (2 ** attempt))
         raise AssertionError("unreachable")

@@ -100,6 +100,13 @@ def _changeable(enrollment: Enrollment, last: Answer) -> bool:
                                                                                            last.answered_at))
 
 
+def _shown_position(enrollment: Enrollment, answer: Answer) -> int:
+    """The 0-based place of a test answer among the items the worker saw (attention checks included)."""
+    if not enrollment.cohort.study.has_attention_checks:
+        return answer.position
+    return answer.position + attention.answered_before(enrollment.pk, answer.answered_at)
+
+
 def _base_context(enrollment: Enrollment) -> dict:
     spec = enrollment.cohort.task.spec
     return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind.value, "study": enrollment.cohort.study}
@@ -157,7 +164,8 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
     elif state.step == Answer.Step.TEST and state.done > 0:
         last = _last_test_answer(enrollment)
         if last is not None and _changeable(enrollment, last):
-            ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(kind, last)}
+            ctx["previous"] = {"position": _shown_position(enrollment, last) + 1,
+                               "summary": _answer_summary(kind, last)}
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
     elif kind is AnswerKind.ENTITY:
@@ -419,8 +427,8 @@ def _revise_context(enrollment: Enrollment) -> dict | None:
     if last is None or not _changeable(enrollment, last):
         return None
     total = _test_total(enrollment)
-    state = services.WorkState(step=Answer.Step.TEST, done=last.position, total=total, item=last.example,
-                               enrollment=enrollment)
+    state = services.WorkState(step=Answer.Step.TEST, done=_shown_position(enrollment, last), total=total,
+                               item=last.example, enrollment=enrollment)
     return _item_context(state, revising=last)
 
 
@@ -457,4 +465,5 @@ def revise(request: HttpRequest) -> HttpResponse:
     if not request.htmx:
         return redirect("work")
     return _render_stage(request, enrollment,
-                         notice=f"Your answer to test item {answer.position + 1} is changed. Here is the next item.")
+                         notice=f"Your answer to test item {_shown_position(enrollment, answer) + 1} is changed. "
+                                "Here is the next item.")

@@ -52,3 +52,19 @@ def test_the_answer_before_a_check_cannot_be_changed_once_the_check_is_answered(
     api = worker.send("post", "/api/work/revise/", {"item": first["id"], "answer": ["negative"]})
     assert api.status_code == 409
     assert Answer.objects.get(example_id=first["id"]).texts == [example.gold[0]], "the answer is unchanged"
+
+
+def test_after_a_check_the_previous_item_is_numbered_as_the_worker_saw_it(worker):
+    for _ in range(2):  # item 1, then the check (item 2 as the worker sees it)
+        item = worker.current().json()["item"]
+        check_id = AttentionCheck.objects.get().item_id
+        answer = ["negative"] if item["id"] == check_id else gold_answer(
+            Example.objects.select_related("task").get(pk=item["id"]))
+        assert worker.answer(item["id"], answer).status_code == 201
+    third = worker.current().json()["item"]  # test item 2, the worker's item 3
+    assert worker.answer(third["id"], gold_answer(Example.objects.select_related("task").get(pk=third["id"]))) \
+        .status_code == 201
+    page = worker.client.get("/work/").content.decode()
+    assert "Your answer to item 3:" in page and "item <strong>4</strong> of 5" in page
+    revising = worker.client.get("/work/revise/").content.decode()
+    assert "Changing your answer to test item 3." in revising
