@@ -128,6 +128,22 @@ def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, 
     return due, sum(c.answered for c in checks), len(checks)
 
 
+def count(study_id: int, task_id) -> int:
+    """How many checks the workers of a study's task see (the totals a worker is shown include them)."""
+    return AttentionCheck.objects.filter(study_id=study_id, task_id=task_id).count()
+
+
+def answered_after(enrollment_id: int, moment) -> bool:
+    """Whether the worker answered a check after ``moment`` (their last test answer): that answer is then
+    no longer the last thing they answered, so it can no longer be changed, as after any item."""
+    return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__gt=moment).exists()
+
+
+def answered_before(enrollment_id: int, moment) -> int:
+    """Checks the worker answered before ``moment``: an item's place among what the worker saw counts them."""
+    return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__lt=moment).count()
+
+
 def as_item(check: AttentionCheck, task: Task) -> Example:
     """The check as the item a worker sees (an unsaved Example: the worker pages and API render it as any)."""
     return Example(pk=check.item_id, task=task, role=Example.Role.TEST, clues_id="", context=check.context,

@@ -11,8 +11,10 @@ from django.dispatch import Signal
 #: audited in the open transaction. ``send(sender=Enrollment, enrollment=...)``.
 place_freed = Signal()
 
-#: A worker is about to join a cohort: ``send(sender=Cohort, cohort=..., identity=crowd.Identity)``, before
-#: any lock is taken. A receiver may refuse the join by raising ``protocol.JoinRefused``, or return how the
-#: platform vouched for it: "verified", "unverified" (the platform could not be asked; the enrollment stays
-#: out of every result until verified) or "" (not checked).
+#: A worker is about to join a cohort: ``send(sender=Cohort, cohort=..., identity=crowd.Identity,
+#: returning=bool)``, before any lock is taken (``returning``: the worker already has an enrollment in the
+#: cohort and comes back from another browser; only a "verified" answer lets them back in). A receiver may
+#: refuse the join by raising ``protocol.JoinRefused``, or return how the platform vouched for it:
+#: "verified", "unverified" (the platform could not be asked; the enrollment stays out of every result until
+#: verified) or "" (not checked).
 verify_join = Signal()

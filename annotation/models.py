@@ -239,14 +239,20 @@ class Enrollment(models.Model):
     platform_data = models.JSONField(default=dict, blank=True)
     # "" (not checked), "verified" or "unverified": the crowd platform could not be asked at join, so the
     # enrollment stays out of every result until the platform's sync verifies it (annotation.events.verify_join).
-    VERIFIED, UNVERIFIED = "verified", "unverified"
+    # "superseded": an unverified enrollment withdrawn when the genuine holder of the same platform id
+    # arrived with a session the platform confirmed; it is kept for the audit and no longer counts for rule 1.
+    VERIFIED, UNVERIFIED, SUPERSEDED = "verified", "unverified", "superseded"
     verification = models.CharField(max_length=10, blank=True, default="")
+    # Shown on the description page to workers whose platform cannot vouch for them again (generic link,
+    # lab accounts): with it, a worker who lost their browser opens the join link again and continues.
+    resume_code = models.CharField(max_length=16, blank=True, default="", editable=False)
     platform_status = models.CharField(max_length=20, blank=True,
                                        help_text="Last status of the submission seen on the crowd platform.")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]
-        constraints = [models.UniqueConstraint(fields=["worker", "task"], name="enrollment_one_cohort_per_task")]
+        constraints = [models.UniqueConstraint(fields=["worker", "task"], name="enrollment_one_cohort_per_task",
+                                               condition=~models.Q(verification="superseded"))]
 
     def __str__(self):
         return f"{self.worker} in {self.cohort}"

@@ -12,7 +12,10 @@ The rules (code and tests cite them by number):
 3. Training step (k > 0 shots): the k training examples one at a time; the gold answer and the
    item's S1 are revealed after each answer; answers are final (stored once, never changed).
 4. Filtering: after the training step the study's rule decides (``filtering_decision``: training
-   S1 below the floor, or below a fraction of the mean of the cohort's other workers); a
+   S1 below the floor, or below a fraction of the mean of the cohort's other workers: the
+   comparison set is the cohort's other workers who finished training, verified by the crowd
+   platform, and not filtered, withdrawn or expired, so that neither forged joins nor filtered
+   workers lower the bar for the next one, ``services.filtering.comparison_set``); a
    researcher may filter by hand until the first test answer (``can_filter``) and reinstate a
    filtered worker while the cohort has room (``can_reinstate``, rule 2).
 5. Test step: the test items one at a time, in the study's order, no feedback; answers are final;
@@ -59,6 +62,9 @@ ALLOWED: dict[str | None, set[str]] = {
 
 # Enrollments that hold one of the cohort's slots (rule 2); the others freed theirs.
 HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+# Never in the filtering comparison set (rule 4): a filtered worker would lower the bar for the next one,
+# and a worker who quit (or a sybil who was withdrawn) says nothing about the items.
+COMPARISON_EXCLUDES = frozenset({State.FILTERED, State.WITHDRAWN, State.EXPIRED})
 # Enrollments in a step (their worker is expected to come back and answer).
 ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 # The worker-facing step of each state (the worker API's "step").
@@ -105,8 +111,9 @@ def first_state(shots: int) -> str:
 def filtering_decision(own: float, others: list[float], *, floor: float | None, fraction: float | None) -> str:
     """Why the study's rule filters a worker after training (a reason for the audit log), or "" to pass.
 
-    ``own`` is the worker's training S1 (0-1); ``others`` the training S1 of the cohort's other
-    workers who finished training. The fraction rule needs at least two others.
+    ``own`` is the worker's training S1 (0-1); ``others`` the training S1 of the comparison set:
+    the cohort's other workers who finished training, verified, and not filtered, withdrawn or
+    expired (rule 4). The fraction rule needs at least two others.
     """
     if floor is not None and own < floor:
         return f"training S1 {own:.3f} is below the floor {floor:.3f}"

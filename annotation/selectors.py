@@ -34,13 +34,14 @@ from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, S
 from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, active_seconds, at_or_below_chance, pay
 
 RESULT_STATES = (State.COMPLETED,)
-UNVERIFIED = Enrollment.UNVERIFIED
+UNVERIFIED, SUPERSEDED = Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
 
 
 def in_results(prefix: str = "") -> Q:
     """The enrollments every result counts (one place): completed, and not admitted unverified
     while Prolific was unreachable (until the sync verifies them). ``prefix`` e.g. "enrollment__"."""
-    return Q(**{f"{prefix}state__in": RESULT_STATES}) & ~Q(**{f"{prefix}verification": UNVERIFIED})
+    return (Q(**{f"{prefix}state__in": RESULT_STATES})
+            & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)}))
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
@@ -251,9 +252,13 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     return rows
 
 
-def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None) -> list[dict]:
-    """Every enrollment of a study (optionally of one cohort / in one state), see ``cohort_enrollments``."""
+def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None,
+                      results_only: bool = False) -> list[dict]:
+    """Every enrollment of a study (optionally of one cohort / in one state, or only those every result
+    counts, ``in_results``), see ``cohort_enrollments``."""
     qs = Enrollment.objects.filter(cohort__study=study).select_related("worker", "cohort__task", "cohort__study")
+    if results_only:
+        qs = qs.filter(in_results())
     if cohort is not None:
         qs = qs.filter(cohort=cohort)
     if state:
@@ -298,7 +303,8 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
     """
     rows = study_enrollments(study)
     if not include_all:
-        rows = [r for r in rows if r["state"] in RESULT_STATES and r["enrollment"].verification != UNVERIFIED]
+        rows = [r for r in rows if r["state"] in RESULT_STATES
+                and r["enrollment"].verification not in (UNVERIFIED, SUPERSEDED)]
     out = []
     for r in rows:
         out.append({

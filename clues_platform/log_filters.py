@@ -20,12 +20,25 @@ _PARAMS = re.compile(
 )
 
 
+# Prolific API paths carry submission (SESSION_ID), study, group and bonus ids: the HTTP client's own request
+# lines ("HTTP Request: GET .../submissions/<id>/") and the client's error messages quote them.
+_PROLIFIC_PATH = re.compile(r"(\b(?:submissions|studies|bulk-bonus-payments|participant-groups)/)"
+                            r"(?!bonus-payments/)[A-Za-z0-9_.%~-]{4,}")
+
+
+# Prolific's ids (participants, submissions, studies) are 24 hexadecimal characters, wherever they appear
+# (an error message of Prolific's may quote a participant id).
+_PROLIFIC_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{24}(?![0-9A-Za-z])")
+
+
 # PostgreSQL's error details quote the row's values: "Key (platform, external_id)=(prolific, 5f3...)".
 _ROW_VALUES = re.compile(r"(Key \([^)]*\)=\(|Failing row contains \()[^\n]*?\)(?=[ .]|$)", re.MULTILINE)
 
 
 def redact(text: str) -> str:
     text = _JOIN.sub(rf"\g<1>{REDACTED}", text)
+    text = _PROLIFIC_PATH.sub(rf"\g<1>{REDACTED}", text)
+    text = _PROLIFIC_ID.sub(REDACTED, text)
     text = _ROW_VALUES.sub(rf"\g<1>{REDACTED})", text)
     return _PARAMS.sub(rf"\g<1>\g<2>{REDACTED}", text)
 

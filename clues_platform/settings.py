@@ -268,7 +268,10 @@ CONTENT_SECURITY_POLICY = {
 # Production hardening; `DEBUG=0 manage.py check --deploy` passes with these.
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # X-Forwarded-Proto says "https" only when a trusted reverse proxy set it: from any client it would be a lie
+    # that turns off the HTTPS redirect and marks a plain-HTTP request secure.
+    if TRUSTED_PROXY_HOPS > 0:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
@@ -295,6 +298,10 @@ LOGGING = {
         "django": {"handlers": [], "level": LOG_LEVEL, "propagate": True},
         "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
+        # The HTTP client's own records are redacted where they are made (Prolific ids in request lines),
+        # so that no handler, at any level, ever sees them: a logger's filter applies to its own records only.
+        **{name: {"filters": ["redact"]} for name in ("httpx", "httpcore.connection", "httpcore.http11",
+                                                       "httpcore.proxy")},
     },
 }
 
@@ -307,6 +314,11 @@ PROLIFIC_SITE_URL = os.environ.get("PROLIFIC_SITE_URL", "")  # this platform's p
 PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "10"))
 PROLIFIC_RETRIES = int(os.environ.get("PROLIFIC_RETRIES", "2"))
 PROLIFIC_BACKOFF = float(os.environ.get("PROLIFIC_BACKOFF", "0.5"))
+# A join admitted while Prolific could not be asked ("unverified") that the sync cannot match to its own
+# submission expires after this many minutes, not after the study's whole time limit.
+PROLIFIC_UNVERIFIED_GRACE_MINUTES = int(os.environ.get("PROLIFIC_UNVERIFIED_GRACE_MINUTES", "15"))
+# A webhook event older (or newer) than this, by its X-Prolific-Request-Timestamp, is refused as a replay.
+PROLIFIC_WEBHOOK_WINDOW_SECONDS = int(os.environ.get("PROLIFIC_WEBHOOK_WINDOW_SECONDS", "300"))
 PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE = {
     "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},

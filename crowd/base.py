@@ -61,11 +61,16 @@ class CrowdProvider:
     slug: ClassVar[str] = ""
     name: ClassVar[str] = ""
     refusal_help: ClassVar[str] = "If you came from a recruitment platform, please go back there."
+    #: On the "not allowed" refusal page: how a worker who started in another browser gets back to their work.
+    way_back_help: ClassVar[str] = "If you started this study in another browser, please go back to it."
     finish_note: ClassVar[str] = ""  # after "you get your completion code"
     screenout_note: ClassVar[str] = ""  # after "you get the screen-out payment for your time"
     preview_note: ClassVar[str] = ""  # on the preview page, where the platform shows one before accepting
     #: Workers are accounts of this site (the join link needs a logged-in user): no id in the link.
     uses_accounts: ClassVar[bool] = False
+    #: The platform cannot vouch for a returning worker's session: the description page shows a resume code
+    #: with which a worker who lost their browser comes back (annotation.services.joining).
+    offers_resume_code: ClassVar[bool] = False
     #: The URL name of the provider's own page for a study on the dashboard, if it has one.
     study_page: ClassVar[str] = ""
     #: Where a finished worker's browser may post or be sent (the Content-Security-Policy's form-action).

@@ -40,6 +40,8 @@ class MechanicalTurk(CrowdProvider):
     slug = "mturk"
     name = "Mechanical Turk (legacy)"
     refusal_help = "On Mechanical Turk, please return the HIT."
+    way_back_help = ("If you already started this HIT in another browser, open it again from the same accepted "
+                     "assignment on Mechanical Turk: you continue where you stopped.")
     completion_origins = SUBMIT_HOSTS
     preview_note = "Accept the HIT to start."
 

@@ -32,6 +32,10 @@ class Prolific(CrowdProvider):
     name = "Prolific"
     refusal_help = ("On Prolific, please return your submission (the \u201cReturn\u201d button on the study's "
                     "page), so that it does not count against you.")
+    way_back_help = ("If you already started this study in another browser: open it again from the study's page "
+                     "on Prolific in this browser. Once Prolific confirms that the submission is yours and still "
+                     "active, you continue where you stopped (or get your completion code again if you finished). "
+                     "Do not return your submission in that case.")
     finish_note = " and are sent back to Prolific"
     screenout_note = " and a code to submit on Prolific"
     study_page = "dashboard-prolific"

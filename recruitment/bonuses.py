@@ -104,6 +104,57 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
     return report
 
 
+UNKNOWN = "unknown"
+# A row left ``paying`` is a pay call whose outcome nobody knows (interrupted, no answer): shown as such.
+STATE_SHOWN = {BonusPayment.State.PAYING: UNKNOWN}
+SETTLE_HOW = ("check bulk bonus payment {bulk} on Prolific (your workspace's payments), then run "
+              "`manage.py pay_bonuses --study {study} --settle {bulk} --paid` if Prolific paid it, or "
+              "`--not-paid` if it did not (it is then paid by the next run); it is never paid again by itself")
+
+
+@dataclass
+class MoneyStates:
+    """The ledger's bonuses by state; ``unknown`` lists (bulk id, participant ids, how to settle)."""
+
+    planned: int = 0
+    set_up: int = 0
+    paid: int = 0
+    unknown: list[tuple[str, list[str], str]] = field(default_factory=list)
+
+    @property
+    def unknown_count(self) -> int:
+        return sum(len(pids) for _, pids, _ in self.unknown)
+
+
+def money_states(study: Study) -> MoneyStates:
+    states = MoneyStates()
+    unknown: dict[str, list[str]] = {}
+    for state, bulk, pid in (BonusPayment.objects.filter(enrollment__cohort__study=study)
+                             .values_list("state", "prolific_bulk_id", "enrollment__worker__external_id")):
+        if state == BonusPayment.State.PAYING:
+            unknown.setdefault(bulk, []).append(pid)
+        elif state in (BonusPayment.State.PLANNED, BonusPayment.State.SET_UP, BonusPayment.State.PAID):
+            setattr(states, state, getattr(states, state) + 1)
+    states.unknown = [(bulk, pids, SETTLE_HOW.format(bulk=bulk, study=study.pk)) for bulk, pids in unknown.items()]
+    return states
+
+
+def settle(study: Study, *, bulk_id: str, paid: bool, actor: str = "system") -> int:
+    """The researcher checked an unknown pay call on Prolific: mark its rows paid, or back to set up (the
+    next run pays them). Only rows of this study in ``paying``; returns how many. Audited."""
+    rows = BonusPayment.objects.filter(enrollment__cohort__study=study, prolific_bulk_id=bulk_id,
+                                       state=BonusPayment.State.PAYING)
+    if paid:
+        count = rows.update(state=BonusPayment.State.PAID, paid_at=timezone.now())
+    else:
+        count = rows.update(state=BonusPayment.State.SET_UP)
+    if not count:
+        raise ValueError(f"no bonus of this study has an unknown outcome in bulk payment {bulk_id[:64]!r}")
+    audit(study, "prolific bonus settled", f"bulk {bulk_id}: {count} bonus(es) "
+          + ("paid on Prolific" if paid else "not paid on Prolific: to pay again"), actor=actor)
+    return count
+
+
 def bonus_rows(study: Study) -> list[dict]:
     """Per approved or completed worker: base reward, bonus (planned/paid) and effective hourly rate."""
     base = Decimal(reward_cents(study)) / 100
@@ -115,6 +166,8 @@ def bonus_rows(study: Study) -> list[dict]:
         hours = seconds / 3600
         rows.append({"worker": e.worker.external_id, "task": e.cohort.task.slug, "shots": e.cohort.shots,
                      "prolific_status": e.platform_status, "active_minutes": round(seconds / 60, 1),
-                     "base": base, "bonus": amount, "bonus_state": ledger.state if ledger else "not planned",
+                     "base": base, "bonus": amount,
+                     "bonus_state": STATE_SHOWN.get(ledger.state, ledger.state) if ledger else "not planned",
+                     "bulk": ledger.prolific_bulk_id if ledger else "",
                      "hourly": (float(base + amount) / hours) if hours else math.nan})
     return rows

@@ -35,6 +35,8 @@ FREES_PROLIFIC_PLACE = frozenset({RETURNED, TIMED_OUT, REJECTED})
 CODE_COMPLETED, CODE_FIXED_SCREENOUT = "COMPLETED", "FIXED_SCREENOUT"
 MANUALLY_REVIEW, ADD_TO_PARTICIPANT_GROUP = "MANUALLY_REVIEW", "ADD_TO_PARTICIPANT_GROUP"
 FIXED_SCREEN_OUT_PAYMENT = "FIXED_SCREEN_OUT_PAYMENT"
+# Webhooks: https://docs.prolific.com/api-reference/webhooks/subscribing (event types follow noun.verb).
+SUBMISSION_STATUS_CHANGE = "submission.status.change"
 # Filter ids (a study's ``filters``): https://docs.prolific.com/api-reference/participant-groups
 PARTICIPANT_GROUP_BLOCKLIST = "participant_group_blocklist"
 # Prolific ids (studies, submissions, participants, groups) are 24 hexadecimal characters; a
@@ -52,6 +54,15 @@ class ProlificError(Exception):
 
 class ProlificUnreachable(ProlificError):
     """No answer: a network error or a timeout. For a non-idempotent call the outcome is unknown."""
+
+
+# An id in a request path, as error messages show it: messages reach the audit log, the dashboard and the logs,
+# and a submission id is the participant's SESSION_ID.
+_PATH_ID = re.compile(r"(?<=/)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{8,64}(?=/)")
+
+
+def _shown(path: str) -> str:
+    return _PATH_ID.sub("{id}", path)
 
 
 def _id(value: str) -> str:
@@ -82,7 +93,8 @@ class ProlificClient:
 
     # ------------------------------------------------------------ transport
 
-    def _request(self, method: str, path: str, *, json: dict | None = None, idempotent: bool = False):
+    def _request(self, method: str, path: str, *, json: dict | None = None, idempotent: bool = False,
+                 with_headers: bool = False):
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
             last = attempt == attempts - 1
@@ -90,13 +102,14 @@ class ProlificClient:
                 response = self._http.request(method, path, json=json)
             except httpx.HTTPError as exc:  # connection refused, reset, timeout...
                 if last:
-                    raise ProlificUnreachable(f"Prolific could not be reached ({method} {path}: "
+                    raise ProlificUnreachable(f"Prolific could not be reached ({method} {_shown(path)}: "
                                               f"{type(exc).__name__})") from None
             else:
                 if response.status_code < 400:
-                    return response.json() if response.content else {}
+                    payload = response.json() if response.content else {}
+                    return (payload, response.headers) if with_headers else payload
                 if last or not (response.status_code == 429 or response.status_code >= 500):
-                    raise ProlificError(f"Prolific answered {response.status_code} to {method} {path}: "
+                    raise ProlificError(f"Prolific answered {response.status_code} to {method} {_shown(path)}: "
                                         f"{response.text[:300]}", response.status_code)
             time.sleep(self.backoff * (2 ** attempt))
         raise AssertionError("unreachable")
@@ -208,3 +221,29 @@ class ProlificClient:
         idempotent**: never retried. https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments
         """
         return self._request("POST", f"bulk-bonus-payments/{_id(bulk_id)}/pay/")
+
+    # ------------------------------------------------------------ webhooks
+
+    def create_hook_secret(self, workspace_id: str) -> dict:
+        """``POST hooks/secrets/`` ``{"workspace_id"}``: the workspace's one active secret (it replaces the last),
+        in the answer's ``value``. https://docs.prolific.com/api-reference/webhooks/subscribing
+        ("Creating a secret") and .../webhooks/create-secret.
+        """
+        return self._request("POST", "hooks/secrets/", json={"workspace_id": _id(workspace_id)})
+
+    def create_hook_subscription(self, *, event_type: str, target_url: str, workspace_id: str) -> tuple[dict, str]:
+        """``POST hooks/subscriptions/`` ``{"workspace_id", "event_type", "target_url"}`` (an https URL): the
+        subscription (``id``) and the ``X-Hook-Secret`` header to confirm it with.
+        https://docs.prolific.com/api-reference/webhooks/create-subscription
+        """
+        body, headers = self._request("POST", "hooks/subscriptions/", with_headers=True, json={
+            "workspace_id": _id(workspace_id), "event_type": event_type, "target_url": target_url})
+        if isinstance(body.get("results"), list) and body["results"]:
+            body = body["results"][0]
+        return body, headers.get("X-Hook-Secret", "")
+
+    def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
+        """``POST hooks/subscriptions/{id}/`` ``{"secret": <X-Hook-Secret>}``: confirms the intention to subscribe.
+        https://docs.prolific.com/api-reference/webhooks/confirm-subscription
+        """
+        return self._request("POST", f"hooks/subscriptions/{_id(subscription_id)}/", json={"secret": hook_secret})

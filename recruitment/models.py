@@ -67,3 +67,31 @@ class ProlificPlaces(models.Model):
     given_back = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0, help_text="The last total_available_places Prolific accepted.")
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class WebhookSubscription(models.Model):
+    """This platform's subscription to Prolific's submission status changes in a workspace (``recruitment.webhooks``).
+
+    The workspace's secret signs every event; it is kept encrypted (``tokens.seal``) and never shown.
+    """
+
+    workspace_id = models.CharField(max_length=64)
+    target_url = models.URLField(max_length=500)
+    subscription_id = models.CharField(max_length=64)
+    secret_encrypted = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace_id", "target_url"], name="webhook_per_workspace")]
+
+    def __str__(self):
+        return f"Prolific webhook of workspace {self.workspace_id}"  # never the secret
+
+
+class WebhookEvent(models.Model):
+    """An event received from Prolific, by its ``X-Event-ID``: a redelivery is acknowledged and not acted on twice."""
+
+    event_id = models.CharField(max_length=100, unique=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    event_type = models.CharField(max_length=50)
+    status = models.CharField(max_length=20, blank=True)

@@ -12,6 +12,7 @@ from tasks_data.registry import TASKS
 from tasks_data.selectors import test_examples
 
 from . import client as prolific
+from . import webhooks
 from .audit import audit
 from .models import ParticipantGroup, ProlificPlaces
 from .places import places_for
@@ -123,4 +124,7 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
                 if cohort.launched_at is None and not draft:
                     Cohort.objects.filter(pk=cohort.pk).update(launched_at=timezone.now())
             lines.append((cohort.task.slug, cohort.shots, cohort.platform_study_id))
+        if not draft:
+            # Submission status changes acted on at once (the sync remains the safety net); never fails the publish.
+            webhooks.subscribe(client, study, site_url=site_url, actor=actor)
     return lines

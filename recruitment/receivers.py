@@ -8,9 +8,9 @@ from . import sync, tasks
 from .tokens import on_prolific
 
 
-def verify_join(sender, *, cohort, identity, **kwargs) -> str:
+def verify_join(sender, *, cohort, identity, returning: bool = False, **kwargs) -> str:
     """A join to a cohort published on Prolific is checked against Prolific (``sync.verify_join``)."""
-    return sync.verify_join(cohort, identity.external_id, identity.data)
+    return sync.verify_join(cohort, identity.external_id, identity.data, returning=returning)
 
 
 def give_back_place(sender, *, enrollment, **kwargs) -> None:

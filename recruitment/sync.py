@@ -9,27 +9,39 @@ study's code, and lists everything else for the researcher.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from annotation.models import Cohort, Enrollment, Study
-from annotation.protocol import JoinRefusal, JoinRefused, State, transition
+from annotation.protocol import ACTIVE_STATES, JoinRefusal, JoinRefused, State, transition
 
 from . import client as prolific
 from .audit import audit
 from .places import give_back_places
 from .tokens import client_for, on_prolific
 
-VERIFIED, UNVERIFIED = Enrollment.VERIFIED, Enrollment.UNVERIFIED
+VERIFIED, UNVERIFIED, SUPERSEDED = Enrollment.VERIFIED, Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
 
 
-def verify_join(cohort: Cohort, pid: str, data: dict) -> str:
-    """Check a Prolific join against Prolific: "" (not checked), "verified" or "unverified" (unreachable).
+REFUSED = ("Prolific does not know this submission for this study; please open the study from Prolific "
+           "again (the link must carry your own SESSION_ID)")
+CANNOT_CHECK = ("this study cannot check your Prolific session right now (Prolific refused the study's request); "
+                "please do not start it: return to Prolific and try again later, or message the researcher "
+                "through Prolific")
 
-    Raises JoinRefused (403) when the submission does not exist, is another participant's or
-    another study's, or is not RESERVED/ACTIVE.
+
+def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False) -> str:
+    """Check a Prolific join against Prolific: "" (not checked), "verified" or "unverified".
+
+    Fails closed: "unverified" only when Prolific could not be asked (a network failure or a
+    timeout, or a 5xx after the client's retries); any other answer refuses the join
+    (JoinRefused): a 404 or a submission that is another participant's or another study's, one
+    no longer RESERVED/ACTIVE, and a 400/401/403/429 (a revoked token admits nobody).
+    ``returning``: the participant already has an enrollment and comes back from another browser.
     """
-
     study = cohort.study
     if not on_prolific(study) or not cohort.platform_study_id:
         return ""
@@ -37,24 +49,26 @@ def verify_join(cohort: Cohort, pid: str, data: dict) -> str:
     if client is None:
         return ""
     session_id = data.get("SESSION_ID", "")
-    refused = ("Prolific does not know this submission for this study; please open the study from Prolific "
-               "again (the link must carry your own SESSION_ID)")
     if not prolific.SAFE_ID.match(session_id):
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform)
+        raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform)
     try:
         with client:
             submission = client.get_submission(session_id)
-    except prolific.ProlificUnreachable as exc:
-        audit(study, "prolific verify unreachable", f"{pid}: {exc}")
+    except prolific.ProlificUnreachable:
+        audit(study, "prolific verify unreachable", "Prolific could not be reached; admitted unverified"
+              if not returning else "Prolific could not be reached; a returning participant was asked to retry")
         return UNVERIFIED
     except prolific.ProlificError as exc:
         if exc.status == 404:
-            raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform) from None
-        audit(study, "prolific verify failed", f"{pid}: {exc}")
-        return UNVERIFIED
+            raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform) from None
+        if exc.status is not None and exc.status >= 500:  # after the client's retries: Prolific is down
+            audit(study, "prolific verify unreachable", f"Prolific answered {exc.status}; admitted unverified")
+            return UNVERIFIED
+        audit(study, "prolific verify refused", f"Prolific answered {exc.status}: the join was refused")
+        raise JoinRefused(JoinRefusal.NOT_VERIFIED, CANNOT_CHECK, study.platform) from None
     participant = str(submission.get("participant") or "").lower()  # the single submission's field name
     if participant != pid or submission.get("study_id") != cohort.platform_study_id:
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, refused, study.platform)
+        raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
         raise JoinRefused(JoinRefusal.NOT_VERIFIED, "your Prolific submission for this study is no longer active "
                                f"({str(submission.get('status'))[:30].lower()})", study.platform)
@@ -68,6 +82,34 @@ class SyncReport:
     verified: list[str] = field(default_factory=list)
     attention: list[tuple[str, str, str]] = field(default_factory=list)  # (submission, participant, reason)
     places: dict[str, int] = field(default_factory=dict)
+    expired: list[str] = field(default_factory=list)  # unverified joins Prolific never confirmed, past the grace
+
+    @property
+    def filtered_with_completion_code(self) -> int:
+        return sum(1 for *_, reason in self.attention if reason.startswith(FILTERED_SENT_COMPLETION))
+
+
+FILTERED_SENT_COMPLETION = "filtered after training, but sent the completion code"
+
+
+def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:
+    """Expire the cohort's unverified enrollments that this sync could not match to their own submission,
+    once PROLIFIC_UNVERIFIED_GRACE_MINUTES have passed since they joined (not the study's whole time limit):
+    a join with a forged session holds a place only that long."""
+    cutoff = timezone.now() - timedelta(minutes=settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES)
+    expired = []
+    candidates = Enrollment.objects.filter(cohort=cohort, verification=UNVERIFIED, state__in=ACTIVE_STATES,
+                                           enrolled_at__lt=cutoff)
+    for pk in candidates.values_list("pk", flat=True):
+        with transaction.atomic():
+            enrollment = Enrollment.objects.select_for_update().select_related("cohort__study", "worker").get(pk=pk)
+            if enrollment.verification != UNVERIFIED or enrollment.state not in ACTIVE_STATES:
+                continue
+            transition(enrollment, State.EXPIRED, actor=actor, action="expire unverified",
+                       reason=f"Prolific never confirmed this join's session within "
+                              f"{settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES} minutes")
+            expired.append(enrollment.worker.external_id)
+    return expired
 
 
 _FREES = {prolific.RETURNED: State.WITHDRAWN, prolific.REJECTED: State.WITHDRAWN, prolific.TIMED_OUT: State.EXPIRED}
@@ -81,16 +123,18 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
         return report
     with client:
         for cohort in study.cohorts.exclude(platform_study_id="").select_related("task"):
-            enrollments = {e.worker.external_id: e for e in
-                           Enrollment.objects.filter(cohort=cohort).select_related("worker")}
+            enrollments = {e.worker.external_id: e for e in Enrollment.objects.filter(cohort=cohort)
+                           .exclude(verification=SUPERSEDED).select_related("worker")}
             for sub in client.study_submissions(cohort.platform_study_id):
-                _reconcile(client, study, cohort, sub, enrollments, report, actor)
+                reconcile_submission(client, study, cohort, sub, enrollments, report, actor)
+            report.expired += _expire_unmatched(cohort, actor)
             # The safety net of the give-back queued when a place is freed (``place_freed``).
             report.places[cohort.platform_study_id] = give_back_places(cohort.pk, actor=actor)
     return report
 
 
-def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
+def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
+    """One submission as Prolific lists it (the sync) or reports it (a webhook): idempotent, whoever calls."""
     sub_id, status = str(sub.get("id", "")), sub.get("status", "")
     pid = str(sub.get("participant_id") or "").lower()  # the list's field name (get-study-submissions)
     enrollment = enrollments.get(pid)
@@ -99,7 +143,8 @@ def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: Sync
             report.attention.append((sub_id, pid, "no enrollment here for this participant"))
         return
     with transaction.atomic():
-        enrollment = Enrollment.objects.select_for_update().select_related("cohort__study").get(pk=enrollment.pk)
+        enrollment = (Enrollment.objects.select_for_update(of=("self",)).select_related("cohort__study", "worker")
+                      .get(pk=enrollment.pk))
         if enrollment.verification == UNVERIFIED and sub_id == enrollment.platform_session:
             enrollment.verification = VERIFIED
             enrollment.save(update_fields=["verification"])
@@ -113,12 +158,24 @@ def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: Sync
                        reason=f"Prolific status {status}: the place is free again")
             report.freed.append(pid)
             return
-    if status != prolific.AWAITING_REVIEW:
-        return
-    code = str(sub.get("study_code") or "")
+    if status == prolific.AWAITING_REVIEW:
+        _review(client, study, enrollment, sub, report, actor)
+
+
+def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str) -> None:
+    """A submission awaiting review ends approved or listed for the researcher, never silently left."""
+    sub_id, code = str(sub.get("id", "")), str(sub.get("study_code") or "")
+    pid = enrollment.worker.external_id
     if enrollment.state == State.FILTERED:
-        return  # paid by Prolific's screen-out handling
-    if enrollment.state != State.COMPLETED:
+        # The screen-out code makes the submission SCREENED OUT (paid by Prolific); any other code leaves it
+        # awaiting review: never approved automatically, always listed.
+        if code == study.completion_code:
+            report.attention.append((sub_id, pid, f"{FILTERED_SENT_COMPLETION} (not the screen-out code): "
+                                                  "approve it, or ask them to return it"))
+        else:
+            report.attention.append((sub_id, pid, "filtered after training; the submission carries another code "
+                                                  "than the screen-out code"))
+    elif enrollment.state != State.COMPLETED:
         report.attention.append((sub_id, pid, f"the enrollment is {enrollment.state}, not completed"))
     elif code != study.completion_code:
         report.attention.append((sub_id, pid, "the submission carries another code than the study's"))
@@ -136,3 +193,11 @@ def _reconcile(client, study, cohort, sub: dict, enrollments: dict, report: Sync
         Enrollment.objects.filter(pk=enrollment.pk).update(platform_status=prolific.APPROVED)
         audit(study, "prolific approve", f"submission {sub_id}", enrollment, actor)
         report.approved.append(pid)
+
+
+def awaiting_review(study: Study) -> dict[str, int]:
+    """What the last sync saw waiting on Prolific for the researcher: submissions awaiting review
+    (``total``; the sync approves the rest), and how many of them are filtered workers' (``filtered``)."""
+    waiting = Enrollment.objects.filter(cohort__study=study, platform_status=prolific.AWAITING_REVIEW).exclude(
+        verification=SUPERSEDED)
+    return {"total": waiting.count(), "filtered": waiting.filter(state=State.FILTERED).count()}

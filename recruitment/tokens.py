@@ -33,6 +33,26 @@ def _fernet():
     return Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
 
 
+def _sealer():
+    """Fernet keyed by PROLIFIC_TOKEN_KEY, or by SECRET_KEY when that is not set (a webhook secret must be
+    readable to verify events; it only lets someone sign events that are checked with Prolific anyway)."""
+    from cryptography.fernet import Fernet
+
+    secret = getattr(settings, "PROLIFIC_TOKEN_KEY", "") or "webhook:" + settings.SECRET_KEY
+    return Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
+
+
+def seal(value: str) -> str:
+    return _sealer().encrypt(value.encode()).decode()
+
+
+def unseal(value: str) -> str | None:
+    try:
+        return _sealer().decrypt(value.encode()).decode()
+    except Exception:  # the key changed: that subscription's events can no longer be verified
+        return None
+
+
 def store_token(user, token: str) -> None:
     """Keep a researcher's Prolific token, encrypted; refuses without PROLIFIC_TOKEN_KEY."""
     token = (token or "").strip()

@@ -5,6 +5,7 @@ from django.urls import path
 from . import views
 
 urlpatterns = [
+    path("prolific/hooks/", views.prolific_hook, name="prolific-hook"),
     path("dashboard/studies/<int:study_id>/prolific/", views.study_prolific, name="dashboard-prolific"),
     *[path(f"dashboard/studies/<int:study_id>/prolific/{name}/", getattr(views, view),
            name=f"dashboard-prolific-{name}")

@@ -8,7 +8,7 @@ from itertools import combinations
 
 import numpy as np
 
-from annotation.models import Answer, Enrollment, Study
+from annotation.models import Answer, Study
 from annotation.selectors import in_results, study_cohorts, study_enrollments
 from tasks_data.registry import AnswerKind
 from tasks_data.s1 import instance_s1
@@ -97,7 +97,7 @@ def learning_curves(study: Study) -> list[dict]:
     is left out of the training S1 that filters workers, though not out of ``running_s1``).
     """
     rows = []
-    for r in study_enrollments(study, state=Enrollment.State.COMPLETED):
+    for r in study_enrollments(study, results_only=True):
         total = 0.0
         for position, (s1, quirk) in enumerate(zip(r["learning_curve"], r["learning_curve_unproducible"],
                                                    strict=True)):

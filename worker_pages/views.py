@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import services, session
+from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
 from annotation.models import Answer, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
@@ -80,9 +80,31 @@ def _ner_kind(spec: TaskSpec, example: Example) -> str:
 def _step_info(enrollment: Enrollment) -> dict:
     cohort = enrollment.cohort
     training = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING)) if cohort.shots else 0
-    test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    test = _test_total(enrollment)
     return {"training_items": training, "test_items": test, "shots": cohort.shots,
             "repeats": cohort.task.spec.train_rows_per_shot}
+
+
+def _test_total(enrollment: Enrollment) -> int:
+    """The test items the worker sees: the test set and the study's attention checks (shown as items)."""
+    cohort = enrollment.cohort
+    total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    if cohort.study.has_attention_checks:
+        total += attention.count(cohort.study_id, cohort.task_id)
+    return total
+
+
+def _changeable(enrollment: Enrollment, last: Answer) -> bool:
+    """The last test answer can be changed until the worker answers anything else, an attention check included."""
+    return not (enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk,
+                                                                                           last.answered_at))
+
+
+def _shown_position(enrollment: Enrollment, answer: Answer) -> int:
+    """The 0-based place of a test answer among the items the worker saw (attention checks included)."""
+    if not enrollment.cohort.study.has_attention_checks:
+        return answer.position
+    return answer.position + attention.answered_before(enrollment.pk, answer.answered_at)
 
 
 def _base_context(enrollment: Enrollment) -> dict:
@@ -141,8 +163,9 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
         ctx["initial_summary"] = _answer_summary(kind, revising)
     elif state.step == Answer.Step.TEST and state.done > 0:
         last = _last_test_answer(enrollment)
-        if last is not None:
-            ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(kind, last)}
+        if last is not None and _changeable(enrollment, last):
+            ctx["previous"] = {"position": _shown_position(enrollment, last) + 1,
+                               "summary": _answer_summary(kind, last)}
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
     elif kind is AnswerKind.ENTITY:
@@ -401,11 +424,11 @@ def _revise_context(enrollment: Enrollment) -> dict | None:
     if enrollment.state != State.TESTING:
         return None
     last = _last_test_answer(enrollment)
-    if last is None:
+    if last is None or not _changeable(enrollment, last):
         return None
-    total = Example.objects.filter(task_id=enrollment.cohort.task_id, role=Example.Role.TEST).count()
-    state = services.WorkState(step=Answer.Step.TEST, done=last.position, total=total, item=last.example,
-                               enrollment=enrollment)
+    total = _test_total(enrollment)
+    state = services.WorkState(step=Answer.Step.TEST, done=_shown_position(enrollment, last), total=total,
+                               item=last.example, enrollment=enrollment)
     return _item_context(state, revising=last)
 
 
@@ -442,4 +465,5 @@ def revise(request: HttpRequest) -> HttpResponse:
     if not request.htmx:
         return redirect("work")
     return _render_stage(request, enrollment,
-                         notice=f"Your answer to test item {answer.position + 1} is changed. Here is the next item.")
+                         notice=f"Your answer to test item {_shown_position(enrollment, answer) + 1} is changed. "
+                                "Here is the next item.")

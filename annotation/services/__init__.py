@@ -20,7 +20,7 @@ from .answering import SubmitResult, WorkState, current_item, item_order, revise
 from .completion import completion
 from .errors import Conflict
 from .filtering import expire_stale, filter_enrollment, reinstate_enrollment, withdraw
-from .joining import NOT_ALLOWED, JoinOutcome, join
+from .joining import NOT_ALLOWED, RESUME_PARAM, JoinOutcome, join
 from .studies import close_cohort, close_study, create_study, data_errors, launch_cohorts, reopen_cohort
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     # studies and cohorts
     "create_study", "data_errors", "launch_cohorts", "close_cohort", "reopen_cohort", "close_study",
     # workers
-    "join", "JoinOutcome", "NOT_ALLOWED", "current_item", "WorkState", "item_order", "submit_answer",
+    "join", "JoinOutcome", "NOT_ALLOWED", "RESUME_PARAM", "current_item", "WorkState", "item_order", "submit_answer",
     "SubmitResult", "revise_last_test_answer", "completion",
     # researchers' actions and the clock
     "filter_enrollment", "reinstate_enrollment", "withdraw", "expire_stale",

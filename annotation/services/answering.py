@@ -217,7 +217,9 @@ def revise_last_test_answer(*, enrollment_id: int, example_id: int, answer) -> A
             raise Conflict("answers can be changed only during the test step: this answer is final")
         last = (Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
                 .select_related("example").order_by("-position").first())
-        if last is None or not isinstance(example_id, int) or last.example_id != example_id:
+        if last is None or not isinstance(example_id, int) or last.example_id != example_id or (
+                enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk,
+                                                                                          last.answered_at)):
             raise Conflict("only your last test answer can be changed, until you submit the next one")
         spec = enrollment.cohort.task.spec
         valid = validate_answer(spec, last.example, answer)

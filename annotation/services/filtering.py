@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from ..models import Answer, Cohort, Enrollment
 from ..protocol import (
+    COMPARISON_EXCLUDES,
     HOLDS_SLOT,
     State,
     filter_refusal,
@@ -62,11 +63,7 @@ def finish_training(enrollment: Enrollment, now: datetime) -> None:
     if own is None:  # every item unproducible (not in the official data): all of them count
         own = answers.aggregate(s=Avg("s1"))["s"]
     enrollment.training_s1, enrollment.training_finished_at = own, now
-    # The others who finished training in the same cohort (same study, task and shots).
-    # Withdrawn, expired or returned workers are not compared with (sybils that quit cannot lower the bar).
-    others = list(Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
-                  .exclude(state__in=(State.WITHDRAWN, State.EXPIRED))
-                  .exclude(pk=enrollment.pk).values_list("training_s1", flat=True))
+    others = list(comparison_set(enrollment).values_list("training_s1", flat=True))
     reason = filtering_decision(own, others, floor=study.filter_floor, fraction=study.filter_fraction)
     fields = ("training_s1", "training_finished_at", "current_served_at")
     if reason:
@@ -74,6 +71,20 @@ def finish_training(enrollment: Enrollment, now: datetime) -> None:
     else:
         transition(enrollment, State.TESTING, actor="system", action="pass training",
                    reason=f"training S1 {own:.3f}", update_fields=fields)
+
+
+def comparison_set(enrollment: Enrollment):
+    """The workers a finished training is compared with (rule 4, ``protocol.filtering_decision``).
+
+    The cohort's other workers who finished training, verified (or not checked) by the crowd
+    platform, and not filtered, withdrawn or expired: joins the platform never confirmed could
+    lower the bar with forged zeros, and a filtered worker in the mean would let each filtering
+    lower the bar for the next worker.
+    """
+    return (Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
+            .exclude(state__in=COMPARISON_EXCLUDES)
+            .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
+            .exclude(pk=enrollment.pk))
 
 
 def require_reason(reason: str) -> str:

@@ -11,14 +11,13 @@ from django.db import IntegrityError, transaction
 import crowd
 
 from .. import events
-from ..models import Cohort, Enrollment, Study, Worker
-from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, first_state, transition
+from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
+from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, first_state, transition
 
 # One answer for "already took part" and "not allowed", so the join page never tells whether a
 # given worker id has taken part before.
 NOT_ALLOWED = ("you cannot take part in this study with this link: it needs people who have not worked on "
-               "this task before, and each person takes part once, from one browser. If you started this "
-               "study in another browser, please go back to it")
+               "this task before, and each person takes part once")
 NOT_OPEN = "this study is not open yet; please try again later"
 FULL = "this study is full: all places have been taken"
 ENDED = "this study has ended and no longer takes participants"
@@ -29,6 +28,7 @@ class JoinOutcome:
     cohort: Cohort
     enrollment: Enrollment | None  # None for a preview (MTurk shows the HIT before it is accepted)
     created: bool = False
+    rebound: bool = False  # a returning worker bound to their enrollment in a new browser
 
     @property
     def preview(self) -> bool:
@@ -58,14 +58,59 @@ def check_accepting(cohort: Cohort) -> None:
         raise JoinRefused(JoinRefusal.NOT_OPEN, NOT_OPEN, platform)
 
 
-def verification_of(cohort: Cohort, who: crowd.Identity) -> str:
+def verification_of(cohort: Cohort, who: crowd.Identity, *, returning: bool = False) -> str:
     """How the crowd platform vouches for the join (``events.verify_join``); its receivers may refuse it."""
-    answers = [answer for _receiver, answer in events.verify_join.send(sender=Cohort, cohort=cohort, identity=who)
-               if answer]
+    answers = [answer for _receiver, answer in events.verify_join.send(sender=Cohort, cohort=cohort, identity=who,
+                                                                        returning=returning) if answer]
     # Any receiver's doubt wins: an enrollment some platform check could not confirm stays unverified.
     if Enrollment.UNVERIFIED in answers:
         return Enrollment.UNVERIFIED
     return answers[0] if answers else ""
+
+
+RESUME_PARAM = "resume_code"
+RESUME_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I to misread
+CANNOT_CONFIRM_NOW = ("we could not confirm with {platform} that this is your session just now; please open the "
+                      "study from {platform} again in a few minutes")
+
+
+def new_resume_code() -> str:
+    return "".join(secrets.choice(RESUME_ALPHABET) for _ in range(10))  # 50 random bits, rate-limited joins
+
+
+def _resume_code_matches(existing: Enrollment, params: Mapping[str, str]) -> bool:
+    given = str(params.get(RESUME_PARAM) or "").strip().upper().replace(" ", "").replace("-", "")
+    return bool(existing.resume_code and given) and secrets.compare_digest(given, existing.resume_code)
+
+
+def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params: Mapping[str, str]) -> str:
+    """How a worker with an enrollment comes back from a browser not bound to it: "rebind", "supersede"
+    or "" (refused).
+
+    - a resume code (generic link, lab accounts) shown on the enrollment's description page: rebind;
+    - a platform that vouches for sessions (Prolific): the join is checked with the platform as a
+      returning one; confirmed as this worker's own active session, it is rebound when it is the
+      enrollment's session, and when the enrollment was admitted unverified under another session
+      (someone who knew the platform id while the platform could not be asked), that enrollment is
+      withdrawn and the genuine worker takes its place.
+    """
+    study = cohort.study
+    if _resume_code_matches(existing, params):
+        return "rebind"
+    if not who.session:
+        return ""
+    verification = verification_of(cohort, who, returning=True)  # may raise JoinRefused
+    if verification == Enrollment.VERIFIED:
+        if who.session == existing.platform_session:
+            return "rebind"
+        if existing.verification == Enrollment.UNVERIFIED:
+            return "supersede"
+        return ""
+    if verification == Enrollment.UNVERIFIED:
+        raise JoinRefused(JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name),
+                          study.platform)
+    # A platform that vouches for nothing (MTurk): its own session (the assignment) is the worker's.
+    return "rebind" if who.session == existing.platform_session else ""
 
 
 def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_id: int | None = None,
@@ -87,24 +132,35 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
 
     refused = NOT_ALLOWED
     worker = Worker.objects.filter(platform=study.platform, external_id=external_id).first()
-    existing = (Enrollment.objects.filter(worker=worker, task=cohort.task).select_related("cohort").first()
-                if worker else None)
+    existing = (Enrollment.objects.filter(worker=worker, task=cohort.task).exclude(verification=Enrollment.SUPERSEDED)
+                .select_related("cohort").first() if worker else None)
     # A browser bound to an enrollment on this task cannot come back under another id.
     seen = {*seen_enrollment_ids, *([bound_enrollment_id] if bound_enrollment_id else [])}
     if seen and Enrollment.objects.filter(pk__in=seen, task=cohort.task).exclude(
             worker__platform=study.platform, worker__external_id=external_id).exists():
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+    supersede = None
     if existing is not None:
-        # A returning worker: the same browser session, the platform's same session/assignment, or the
-        # same logged-in account.
-        same_browser = bound_enrollment_id == existing.pk or existing.pk in seen
-        same_platform_session = bool(session) and session == existing.platform_session
-        if existing.cohort_id != cohort.pk or not (
-                same_browser or same_platform_session or study.provider.uses_accounts):
+        # A returning worker: the same browser session or the same logged-in account; from another browser,
+        # the way back (``_way_back``).
+        if existing.cohort_id != cohort.pk:
             raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
-        return JoinOutcome(cohort, existing)
-    check_accepting(cohort)
-    verification = verification_of(cohort, who)  # before any lock: it may call the platform
+        if bound_enrollment_id == existing.pk or existing.pk in seen or study.provider.uses_accounts:
+            return JoinOutcome(cohort, existing)
+        way = _way_back(existing, cohort, who, params)
+        if way == "rebind":
+            AuditEvent.objects.create(study=study, enrollment=existing, actor="worker", action="rebind",
+                                      reason="came back from another browser; "
+                                      + ("resume code" if _resume_code_matches(existing, params)
+                                         else f"session confirmed by {study.provider.name}"))
+            return JoinOutcome(cohort, existing, rebound=True)
+        if way != "supersede":
+            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+        check_accepting(cohort)
+        supersede, verification = existing, Enrollment.VERIFIED
+    else:
+        check_accepting(cohort)
+        verification = verification_of(cohort, who)  # before any lock: it may call the platform
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
@@ -113,12 +169,16 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
         )
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
-        taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
+        if supersede is not None:
+            _supersede(supersede.pk, study)
+        taken = (Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT)
+                 .exclude(verification=Enrollment.SUPERSEDED).count())
         if taken >= cohort.target:
             raise JoinRefused(JoinRefusal.FULL, FULL, study.platform)
         enrollment = Enrollment(
             cohort=cohort, worker=worker, task=cohort.task, order_seed=secrets.randbits(62),
             platform_session=session, platform_data=who.data, verification=verification,
+            resume_code=new_resume_code() if study.provider.offers_resume_code else "",
         )
         try:
             transition(enrollment, first_state(cohort.shots),
@@ -129,3 +189,20 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
             # is needed: the refusal leaves the transaction, which rolls everything back.
             raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform) from None
     return JoinOutcome(cohort, enrollment, created=True)
+
+
+def _supersede(enrollment_id: int, study: Study) -> None:
+    """Withdraw an unverified enrollment whose platform id's genuine holder arrived (under the cohort lock)."""
+    squatter = Enrollment.objects.select_for_update().get(pk=enrollment_id)
+    if squatter.verification != Enrollment.UNVERIFIED:
+        raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
+    squatter.verification = Enrollment.SUPERSEDED
+    reason = (f"admitted unverified under another session; {study.provider.name} confirmed the same id's "
+              "own session, which takes its place")
+    if squatter.state in (State.TRAINING, State.TESTING):
+        transition(squatter, State.WITHDRAWN, actor="system", action="withdraw unverified", reason=reason,
+                   update_fields=("verification",))
+    else:
+        squatter.save(update_fields=["verification"])
+        AuditEvent.objects.create(study=study, enrollment=squatter, actor="system", action="withdraw unverified",
+                                  from_state=squatter.state, to_state=squatter.state, reason=reason)

@@ -13,8 +13,11 @@ relies on:
 - submitting a code runs its actions (add to the group, screen out with the fixed reward, or
   await review); a submission is approved only from AWAITING REVIEW;
 - the bonus pay call is NOT idempotent (paying a bulk bonus twice pays twice), as documented.
+Webhooks: a workspace secret, subscriptions confirmed with the X-Hook-Secret header, and
+``event()`` building the signed request Prolific sends (a test may forge its secret, time or status).
 Switches: ``down`` (connections are dropped without an answer), ``crash_on_pay`` (the pay is
-recorded, then the connection drops: the client never learns it was paid), ``fail_next``.
+recorded, then the connection drops: the client never learns it was paid), ``fail_next`` (with
+``fail_status``: 400, 401 for a revoked token, 403, 500, 503...).
 """
 
 from __future__ import annotations
@@ -52,8 +55,12 @@ class FakeProlific:
         self.calls: list[tuple[str, str, dict | None]] = []
         self.down = False
         self.crash_on_pay = False
-        self.fail_next = 0  # answer 503 to this many requests (recorded in calls), then work again
+        self.fail_next = 0  # answer ``fail_status`` to this many requests (recorded in calls), then work again
+        self.fail_status = 503
         self.page_size = 2
+        self.hook_secrets: dict[str, str] = {}  # workspace -> its one active secret
+        self.subscriptions: dict[str, dict] = {}
+        self._event_ids = itertools.count(1)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         fake = self
@@ -75,18 +82,23 @@ class FakeProlific:
                     fake.calls.append((method, self.path, body))
                     if fake.fail_next > 0:
                         fake.fail_next -= 1
-                        status, payload = 503, _error(503, "Service unavailable")
+                        status, payload = fake.fail_status, _error(fake.fail_status, "Refused by the fake")
                     else:
                         status, payload = fake.route(method, self.path, body)
                 if status is None:  # crash after the work was done
                     self.close_connection = True
                     self.connection.close()
                     return
-                self._send(status, payload)
+                headers = {}
+                if isinstance(payload, tuple):  # (payload, extra headers)
+                    payload, headers = payload
+                self._send(status, payload, headers)
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, headers=None):
                 data = json.dumps(payload).encode() if payload is not None else b""
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -163,6 +175,26 @@ class FakeProlific:
     def set_status(self, sid: str, status: str):
         self.submissions[sid]["status"] = status
 
+    def event(self, sid: str, *, status: str | None = None, secret: str | None = None, timestamp: int | None = None,
+              event_id: str | None = None) -> tuple[bytes, dict]:
+        """The ``submission.status.change`` request Prolific sends to a confirmed subscription: (body, headers as
+        the Django test client takes them). ``secret``, ``timestamp`` and ``status`` let a test forge it."""
+        import base64
+        import hashlib
+        import hmac
+        import time
+
+        (workspace,) = {s["workspace_id"] for s in self.subscriptions.values() if s["is_enabled"]
+                        and s["event_type"] == "submission.status.change"}
+        sub = self.submissions[sid]
+        body = json.dumps({"resource_id": sid, "event_type": "submission.status.change",
+                           "participant_id": sub["participant"], "status": status or sub["status"]}).encode()
+        stamp = str(int(time.time()) if timestamp is None else timestamp)
+        key = (secret if secret is not None else self.hook_secrets[workspace]).encode()
+        signature = base64.b64encode(hmac.new(key, stamp.encode() + body, hashlib.sha256).digest()).decode()
+        return body, {"HTTP_X_PROLIFIC_REQUEST_SIGNATURE": signature, "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": stamp,
+                      "HTTP_X_EVENT_ID": event_id or f"evt-{next(self._event_ids)}"}
+
     def paid_total(self, pid: str) -> float:
         return round(sum(p["amount"] for p in self.payments if p["participant"] == pid and not p.get("screen_out")), 2)
 
@@ -226,6 +258,30 @@ class FakeProlific:
                                 "participants": set()}
             return 201, {"id": gid, "name": body["name"], "workspace_id": body.get("workspace_id"),
                          "participant_count": 0, "is_deleted": False}
+        if method == "POST" and path == "hooks/secrets/":
+            workspace = (body or {}).get("workspace_id")
+            if not workspace:
+                return 400, _error(400, {"workspace_id": ["This field is required."]})
+            self.hook_secrets[workspace] = secret = f"hook-secret-{self.new_id()}"
+            return 201, {"id": self.new_id(), "value": secret, "workspace_id": workspace}
+        if method == "POST" and path == "hooks/subscriptions/":
+            body = body or {}
+            if body.get("workspace_id") not in self.hook_secrets:
+                return 400, _error(400, "create a secret for the workspace first")
+            if not str(body.get("target_url", "")).startswith("https://") or not body.get("event_type"):
+                return 400, _error(400, "target_url must use https:// and event_type is required")
+            hid = self.new_id()
+            self.subscriptions[hid] = {**body, "id": hid, "is_enabled": False, "confirm": f"confirm-{hid}"}
+            row = {k: v for k, v in self.subscriptions[hid].items() if k != "confirm"}
+            return 201, ({"results": [row]}, {"X-Hook-Secret": f"confirm-{hid}"})
+        if m := re.fullmatch(r"hooks/subscriptions/(\w+)/", path):
+            sub = self.subscriptions.get(m[1])
+            if sub is None or method != "POST":
+                return 404, _error(404, "Not found.")
+            if (body or {}).get("secret") != sub["confirm"]:
+                return 400, _error(400, "the secret does not match the X-Hook-Secret header")
+            sub["is_enabled"] = True
+            return 200, {k: v for k, v in sub.items() if k != "confirm"}
         if m := re.fullmatch(r"bulk-bonus-payments/(\w+)/pay/", path):
             bulk = self.bulks.get(m[1])
             if bulk is None:

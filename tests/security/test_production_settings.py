@@ -69,3 +69,32 @@ def test_the_repository_holds_no_production_secret():
     settings_py = (REPO / "clues_platform" / "settings.py").read_text()
     assert settings_py.count('SECRET_KEY = "') == 1 and "dev-only-insecure-key" in settings_py
     assert "if not DEBUG:\n        raise ImproperlyConfigured" in settings_py
+
+
+PROXY_PROBE = """
+import json, django
+django.setup()
+from django.test import Client
+from django.test.utils import setup_test_environment
+setup_test_environment()
+claimed = Client().get("/api/schema/", HTTP_X_FORWARDED_PROTO="https")
+print(json.dumps([claimed.status_code, claimed.get("Location", "")]))
+"""
+
+
+def _proxy_probe(hops: str) -> list:
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS",
+                                                            "SECURE_SSL_REDIRECT", "TRUSTED_PROXY_HOPS")}
+    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="testserver",
+               DJANGO_SETTINGS_MODULE="clues_platform.settings", TRUSTED_PROXY_HOPS=hops)
+    result = subprocess.run([sys.executable, "-c", PROXY_PROBE], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_x_forwarded_proto_is_trusted_only_behind_a_declared_proxy():
+    status, location = _proxy_probe("0")
+    assert status == 301 and location.startswith("https://"), "a client's own header does not make HTTP secure"
+    status, _ = _proxy_probe("1")
+    assert status != 301, "control: behind a trusted proxy its header says the request came over HTTPS"
