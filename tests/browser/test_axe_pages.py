@@ -40,7 +40,8 @@ def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_d
         if name == "cohort" and size == "desktop":
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
             box = page.locator("table.enrollments").evaluate(
-                "t => { const s = t.closest('.table-scroll') || t.parentElement; return [s.scrollWidth, s.clientWidth]; }")
+                "t => { const s = t.closest('.table-scroll') || t.parentElement;"
+                " return [s.scrollWidth, s.clientWidth]; }")
             assert box[0] <= box[1], f"the workers table scrolls sideways at 1366 px: {box}"
     found = {name: v for name, v in found.items() if v}
     assert not found, json.dumps(found, indent=1)

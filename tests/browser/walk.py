@@ -25,7 +25,8 @@ def on_screen(page, selector: str, *, nth: int = 0) -> bool:
     return page.evaluate(
         """([sel, nth]) => { const el = document.querySelectorAll(sel)[nth]; if (!el) return false;
                     const r = el.getBoundingClientRect();
-                    if (r.width === 0 || r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) return false;
+                    if (r.width === 0 || r.top < 0 || r.left < 0) return false;
+                    if (r.bottom > innerHeight || r.right > innerWidth) return false;
                     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
                     return !!hit && (hit === el || el.contains(hit)); }""", [selector, nth])
 
@@ -160,8 +161,9 @@ def _path(start: int, goal: int, n: int, rects, stops, keys: str, shift: bool = 
 
 def span_keys(page, ranges: list[tuple[int, int]], keys: str) -> list[str]:
     """The key presses, from the item's heading focused, that mark ``ranges`` (token index pairs) and submit."""
-    rects = page.eval_on_selector_all(".tokens .tok", "els => els.map(e => { const r = e.getBoundingClientRect();"
-                                                      " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width}; })")
+    rects = page.eval_on_selector_all(
+        ".tokens .tok", "els => els.map(e => { const r = e.getBoundingClientRect();"
+                        " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width}; })")
     words = page.eval_on_selector_all(".tokens .tok", "els => els.map(e => e.textContent)")
     stops = jump_stops(words)
     n = len(rects)
