@@ -140,8 +140,8 @@
       if (touchBox) {
         var open = st.touchAnchor !== null;
         $(touchBox, "[data-touch-text]").textContent = open
-          ? "Marked " + quoted(textOf(st.touchAnchor, st.touchAnchor)) + ". Longer? Tap its last word."
-          : (st.marks.length ? "Tap a marked word to remove it." : "Tap a word to mark it.");
+          ? "Longer? Tap its last word."
+          : (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it.");
         $(touchBox, '[data-role="touch-done"]').hidden = !open;
       }
       root.classList.toggle("touch-waiting", st.touchAnchor !== null);

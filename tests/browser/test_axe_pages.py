@@ -21,6 +21,7 @@ def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_d
     user = _researcher()
     study, ten, guesser, quiet = _busy_study(user)
     page = pages.new(viewport=WIDTHS[size])
+    page.context.set_default_timeout(30_000)
     page.goto("/accounts/login/")
     found = {"login": walk.axe(page)}
     _log_in(page, "/dashboard/")

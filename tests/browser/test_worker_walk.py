@@ -72,6 +72,7 @@ class Walk:
         self.phone = width == "phone"
         touch = {"has_touch": True, "is_mobile": True} if self.phone else {}
         self.page = pages.new(viewport=PHONE if self.phone else LAPTOP, **touch)
+        self.page.context.set_default_timeout(30_000)  # a shared 2-core machine: a slow load is not a failure here
         self.loads = []  # per item load: {"submit", "controls", "text"}
         self.verdicts = []  # per feedback: in view?
         self.undone = []  # items whose marks did not come out as tapped
