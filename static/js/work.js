@@ -21,6 +21,8 @@
   function say(root, text) {
     var status = $(root, "[data-status]");
     if (status) { status.textContent = text; }
+    var row = $(root, "[data-touch-text]");
+    if (row && text) { row.textContent = text; }
   }
 
   /* ------------------------------------------------------------ spans (NER, SQuAD) */
@@ -139,9 +141,11 @@
       none.title = st.marks.length ? "Remove your marks first" : "";
       if (touchBox) {
         var open = st.touchAnchor !== null;
+        // On a touch screen this row also says what the status line says (hidden there, still announced).
+        var said = $(root, "[data-status]").textContent;
         $(touchBox, "[data-touch-text]").textContent = open
-          ? "Longer? Tap its last word."
-          : (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it.");
+          ? quoted(textOf(st.touchAnchor, st.touchAnchor)) + " marked. Longer? Tap its last word."
+          : (said || (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it."));
         $(touchBox, '[data-role="touch-done"]').hidden = !open;
       }
       root.classList.toggle("touch-waiting", st.touchAnchor !== null);
