@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 
 import pytest
@@ -153,7 +154,7 @@ class Walk:
         old = example.pk
         if kind == "label":
             if self.phone:
-                page.locator(".label-btn", has_text=example.gold[0]).first.tap()
+                page.locator(".label-btn").filter(has_text=re.compile(rf"\b{re.escape(example.gold[0])}$")).first.tap()
                 page.locator('[data-role="submit"]').tap()
                 self.taps.append(2)
                 self.taps_before.append(2)
@@ -164,7 +165,8 @@ class Walk:
                 self.keys_before.append(len(keys))
         elif kind == "entity":
             if self.phone:
-                page.locator(".cand", has_text=example.gold[0]).first.tap()
+                exact = re.compile(rf"^{re.escape(example.gold[0])}$")  # "Catherine", not "Catherine's Wedding"
+                page.locator(".cand").filter(has_text=exact).first.tap()
                 page.locator('[data-role="submit"]').tap()
                 self.taps.append(2)
                 self.taps_before.append(2)
