@@ -244,6 +244,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No deep links: Swagger puts them inside each operation's toggle button (a link in a button, which
+    # screen readers cannot reach); the page is in English and themed (templates/api_docs.html).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
 }
 
 # Content-Security-Policy (django-csp), in development too, so that a page that needs more fails in the tests.

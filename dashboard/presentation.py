@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def sparkline(values: list[float], width: int = 120, height: int = 28) -> dict | None:
     """A learning curve as SVG parts: one bar per training item (its S1) and the running mean."""
@@ -32,3 +34,22 @@ def duration(seconds: float) -> str:
         return f"{minutes} min {seconds:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def audit_reason(reason: str) -> str:
+    """An audit row's reason as a researcher reads it: a changed test answer (stored as JSON, so that nothing
+    of it is lost) becomes "Test item 12: “Paris” → “Lyon”"; any other reason is shown as written."""
+    if not reason.startswith("{"):
+        return reason
+    try:
+        data = json.loads(reason)
+        before, after = data["before"]["texts"], data["after"]["texts"]
+        position = int(data["position"]) + 1
+    except (ValueError, KeyError, TypeError):
+        return reason
+
+    def answer(texts) -> str:
+        shown = [t for t in texts if str(t).strip()]
+        return ", ".join(f"\u201c{t}\u201d" for t in shown) if shown else "no answer"
+
+    return f"Test item {position}: {answer(before)} \u2192 {answer(after)}"

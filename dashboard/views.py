@@ -251,7 +251,11 @@ def _cohort_events(cohort: Cohort):
     label = f"{cohort.task.slug} {cohort.shots}-shot"
     own = Q(enrollment__isnull=True, action__in=("close cohort", "reopen cohort")) & (
         Q(reason=label) | Q(reason__startswith=f"{label}: "))
-    return selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own).order_by("-at", "-id")[:30]
+    events = list(selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own)
+                  .order_by("-at", "-id")[:30])
+    for ev in events:
+        ev.reason_text = presentation.audit_reason(ev.reason or "")
+    return events
 
 
 def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,

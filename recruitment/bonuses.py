@@ -164,7 +164,8 @@ def bonus_rows(study: Study) -> list[dict]:
         ledger = BonusPayment.objects.filter(enrollment=e).first()
         amount, seconds = (ledger.amount, ledger.active_seconds) if ledger else planned_bonus(e)
         hours = seconds / 3600
-        rows.append({"worker": e.worker.external_id, "task": e.cohort.task.slug, "shots": e.cohort.shots,
+        rows.append({"worker": e.worker.external_id, "task": e.cohort.task.slug, "task_name": e.cohort.task.spec.name,
+                     "shots": e.cohort.shots,
                      "prolific_status": e.platform_status, "active_minutes": round(seconds / 60, 1),
                      "base": base, "bonus": amount,
                      "bonus_state": STATE_SHOWN.get(ledger.state, ledger.state) if ledger else "not planned",

@@ -120,6 +120,10 @@ class TaskSpec:
     # the item being served to the answer, is too fast to have read the item. Set per task from
     # what must be read: a value well under a careful reader's time, so that only skimming shows.
     min_answer_seconds: float = 2.0
+    # What a careful worker typically spends on one item: the official test items' mean length in words read
+    # at 250 words a minute, plus the time to answer (a click for labels, marking for spans). The description
+    # page multiplies it by the items to say how long the study takes and what it pays.
+    seconds_per_item: float = 15.0
 
     @property
     def test_filename(self) -> str:
@@ -154,6 +158,7 @@ TASKS: dict[str, TaskSpec] = {
             prompt=PromptMethod(verbalizer={"negative": "terrible", "positive": "great"}, max_length=128),
             paper_ft_bert_base={10: (46.2, 5.6), 20: (54.0, 2.8), 30: (53.6, 5.5)},
             min_answer_seconds=1.5,  # one sentence, often a few words, and one click
+            seconds_per_item=8.0,  # 12 words: 3 s to read, a choice and Enter
         ),
         TaskSpec(
             slug="mnli",
@@ -171,6 +176,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="MNLI",
             clues_prefix="mnli",
             min_answer_seconds=3.0,  # two sentences to read and compare
+            seconds_per_item=15.0,  # 34 words: 8 s to read and compare, then a choice
             context_is_pair=True,
             extra_fields=("genre",),
             prompt=PromptMethod(verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
@@ -186,6 +192,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="CoNLL2003",
             clues_prefix="conll",
             min_answer_seconds=2.0,  # one sentence, scanned for one kind of name, "none" is one click
+            seconds_per_item=15.0,  # 25 words: 6 s to read, then marking each name of one kind
             train_rows_per_shot=3,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (51.3, 0.0), 20: (51.3, 0.0), 30: (51.3, 0.0)},
@@ -199,6 +206,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="WikiANN_EN",
             clues_prefix="wikiann",
             min_answer_seconds=1.5,  # short fragments
+            seconds_per_item=10.0,  # 16 words: 4 s to read, then marking
             train_rows_per_shot=3,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (62.8, 0.0), 20: (62.8, 0.0), 30: (62.8, 0.0)},
@@ -216,6 +224,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="SQuAD-v2",
             clues_prefix="squad-v2",
             min_answer_seconds=5.0,  # a paragraph and a question: no answer can be found or ruled out faster
+            seconds_per_item=45.0,  # 138 words: 33 s to read, then finding and marking the answer
             extra_fields=("is_impossible",),
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (46.0, 2.4), 20: (34.9, 9.0), 30: (32.6, 5.8)},
@@ -232,6 +241,7 @@ TASKS: dict[str, TaskSpec] = {
             clues_folder="ReCoRD",
             clues_prefix="record",
             min_answer_seconds=5.0,  # a news article and a cloze sentence
+            seconds_per_item=60.0,  # 197 words: 47 s to read, then choosing the name
             extra_fields=("entities",),
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (10.3, 1.8), 20: (11.7, 2.4), 30: (13.1, 3.3)},

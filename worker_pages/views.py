@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
 from annotation.models import Answer, Enrollment
-from annotation.protocol import State, WorkerPage, page_of_step, worker_page
+from annotation.protocol import State, WorkerPage, page_of_step, pay, worker_page
 from annotation.session import bound_enrollment_id
 from tasks_data.models import Example
 from tasks_data.registry import AnswerKind, TaskSpec
@@ -81,8 +81,20 @@ def _step_info(enrollment: Enrollment) -> dict:
     cohort = enrollment.cohort
     training = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING)) if cohort.shots else 0
     test = _test_total(enrollment)
+    spec, study = cohort.task.spec, cohort.study
+    seconds = (training + test) * spec.seconds_per_item
     return {"training_items": training, "test_items": test, "shots": cohort.shots,
-            "repeats": cohort.task.spec.train_rows_per_shot}
+            "repeats": spec.train_rows_per_shot, "seconds_per_item": round(spec.seconds_per_item),
+            "duration": _duration(seconds), "test_duration": _duration(test * spec.seconds_per_item),
+            "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate), "rate": study.pay_rate,
+            "currency": study.pay_currency, "idle_minutes": max(1, round(study.idle_cap_seconds / 60))}
+
+
+def _duration(seconds: float) -> str:
+    """A duration as a worker reads it: "2 h 35 min", "40 min" (rounded up to 5 minutes)."""
+    minutes = max(5, -(-int(seconds) // 300) * 5)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours and minutes else (f"{hours} h" if hours else f"{minutes} min")
 
 
 def _test_total(enrollment: Enrollment) -> int:

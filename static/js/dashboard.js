@@ -32,4 +32,22 @@
     var button = e.target.closest ? e.target.closest("[data-copy]") : null;
     if (button) { copy(button); }
   });
+  // A table wider than its box scrolls inside it: the box takes the focus (so the keyboard can scroll it) and is
+  // named after its table's caption or the heading before it.
+  function scrollableTables(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll(".table-scroll"), function (box) {
+      if (box.scrollWidth <= box.clientWidth + 1) { box.removeAttribute("tabindex"); return; }
+      box.tabIndex = 0;
+      box.setAttribute("role", "region");
+      var caption = box.querySelector("caption");
+      var heading = box.previousElementSibling;
+      while (heading && !/^H[1-6]$/.test(heading.tagName)) { heading = heading.previousElementSibling; }
+      var name = caption ? caption.textContent : (heading ? heading.textContent : "Table");
+      box.setAttribute("aria-label", name.trim() + " (scrolls sideways)");
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { scrollableTables(document); });
+  if (document.readyState !== "loading") { scrollableTables(document); }
+  window.addEventListener("resize", function () { scrollableTables(document); });
+  document.addEventListener("htmx:load", function (e) { scrollableTables(e.detail.elt.ownerDocument || document); });
 })();

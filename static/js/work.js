@@ -21,6 +21,8 @@
   function say(root, text) {
     var status = $(root, "[data-status]");
     if (status) { status.textContent = text; }
+    var row = $(root, "[data-touch-text]");
+    if (row && text) { row.textContent = text; }
   }
 
   /* ------------------------------------------------------------ spans (NER, SQuAD) */
@@ -137,7 +139,15 @@
         submit.textContent = st.marks.length ? "Submit " + st.marks.length + " marked" : "Submit";
       }
       none.title = st.marks.length ? "Remove your marks first" : "";
-      if (touchBox) { touchBox.hidden = st.touchAnchor === null; }
+      if (touchBox) {
+        var open = st.touchAnchor !== null;
+        // On a touch screen this row also says what the status line says (hidden there, still announced).
+        var said = $(root, "[data-status]").textContent;
+        $(touchBox, "[data-touch-text]").textContent = open
+          ? quoted(textOf(st.touchAnchor, st.touchAnchor)) + " marked. Longer? Tap its last word."
+          : (said || (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it."));
+        $(touchBox, '[data-role="touch-done"]').hidden = !open;
+      }
       root.classList.toggle("touch-waiting", st.touchAnchor !== null);
     }
 
@@ -160,33 +170,45 @@
       render();
     }
 
-    // Touch has no shift key: the first tap waits (shown, with Cancel), the second tap ends the span there.
+    // Touch has no shift key. A tap marks its word at once (a one-word name is one tap) and keeps it open: a tap on
+    // another word ends the mark there; "Done" (or marking anything else, or Submit) keeps it one word; a tap on a
+    // marked word removes its mark. The bar's row for this is always there on a touch screen, so nothing new
+    // appears under the finger of the tap in progress (its click lands where the tap did); clicks on the row that
+    // follow a tap on a word at once are that tap's, and are ignored.
     function tap(i) {
-      if (st.touchAnchor === null) {
-        var existing = markOf(i);
-        if (existing) { removeMark(existing); return; }
-        st.touchAnchor = i;
-        $(root, "[data-touch-text]").textContent = "Starts at " + quoted(textOf(i, i)) +
-          ": now tap the last word (or the same word again).";
-        say(root, "");
+      var existing = markOf(i);
+      if (st.touchAnchor !== null && st.touchAnchor !== i && !existing) {
+        var a = st.touchAnchor;
+        var open = markOf(a);
+        var mark = addMark(a, i, open && open[0] === a && open[1] === a ? open : null);
+        if (mark) { st.touchAnchor = null; st.anchor = Math.min(a, i); st.lastMark = mark; }
         render();
         return;
       }
-      var a = st.touchAnchor;
       st.touchAnchor = null;
-      var mark = addMark(a, i, null);
-      st.anchor = mark ? Math.min(a, i) : null;
-      st.lastMark = mark;
+      if (existing) { removeMark(existing); return; }
+      var made = addMark(i, i, null);
+      st.touchAnchor = made ? i : null;
+      st.anchor = made ? i : null;
+      st.lastMark = made;
       render();
     }
+    var lastTapAt = 0;
     if (touchBox) {
-      $(touchBox, '[data-role="just-one"]').addEventListener("click", function () {
-        if (st.touchAnchor !== null) { tap(st.touchAnchor); }
-      });
-      $(touchBox, '[data-role="cancel-pending"]').addEventListener("click", function () {
-        st.touchAnchor = null;
-        say(root, "Cancelled: nothing new is marked.");
-        render();
+      // A click counts on "Done" only when the press began there (or comes from the keyboard): the click that
+      // follows a tap on a word is that word's.
+      var doneButton = $(touchBox, '[data-role="touch-done"]');
+      var pressedDone = false;
+      doneButton.addEventListener("pointerdown", function () { pressedDone = true; });
+      doneButton.addEventListener("click", function (e) {
+        var own = pressedDone || e.detail === 0;
+        pressedDone = false;
+        if (!own || Date.now() - lastTapAt < 60) { e.preventDefault(); return; }
+        if (st.touchAnchor !== null) {
+          say(root, "Kept " + quoted(textOf(st.touchAnchor, st.touchAnchor)) + " as one word.");
+          st.touchAnchor = null;
+          render();
+        }
       });
     }
 
@@ -223,10 +245,12 @@
       st.pending = null;
       if (end !== drag.start && !drag.shift) {
         st.touchAnchor = null;
+        lastTapAt = drag.touch ? Date.now() : lastTapAt;
         var mark = addMark(drag.start, end, null);
         st.anchor = mark ? drag.start : null;
         st.lastMark = mark;
       } else if (drag.touch) {
+        lastTapAt = Date.now();
         tap(end);
       } else {
         click(end, drag.shift);
@@ -256,10 +280,29 @@
       return best ? best.i : st.cursor;
     }
 
+    // Names start with a capital (or a digit), and so do sentences: Ctrl+arrow (or [ and ]) jumps between those
+    // words, so that an expert reaches a name in a few keys instead of one key per word.
+    var stops = toks.map(function (t, i) {
+      var w = t.textContent, first = w.charAt(0), prev = i ? toks[i - 1].textContent : ".";
+      var sentence = prev === "." || prev === "!" || prev === "?";
+      return !!first && (/[0-9]/.test(first) || (first !== first.toLowerCase()) ||
+        (sentence && first.toLowerCase() !== first.toUpperCase()));
+    });
+    function nextStop(from, dir) {
+      for (var i = from + dir; i >= 0 && i < toks.length; i += dir) { if (stops[i]) { return i; } }
+      return from;
+    }
+
     box.addEventListener("keydown", function (e) {
-      if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+      if (e.altKey || e.metaKey) { return; }
       var to = null;
-      if (e.key === "ArrowRight") { to = Math.min(st.cursor + 1, toks.length - 1); }
+      var jump = (e.ctrlKey && (e.key === "ArrowRight" || e.key === "ArrowLeft")) ||
+        (!e.ctrlKey && (e.key === "]" || e.key === "[" || e.key === "}" || e.key === "{"));
+      if (jump) {
+        to = nextStop(st.cursor, e.key === "ArrowRight" || e.key === "]" || e.key === "}" ? 1 : -1);
+      } else if (e.ctrlKey) {
+        return;
+      } else if (e.key === "ArrowRight") { to = Math.min(st.cursor + 1, toks.length - 1); }
       else if (e.key === "ArrowLeft") { to = Math.max(st.cursor - 1, 0); }
       else if (e.key === "ArrowDown") { to = lineMove(1); }
       else if (e.key === "ArrowUp") { to = lineMove(-1); }
@@ -267,7 +310,7 @@
       else if (e.key === "End") { to = toks.length - 1; }
       if (to !== null) {
         e.preventDefault();
-        if (e.shiftKey) {
+        if (e.shiftKey || e.key === "}" || e.key === "{") {
           if (st.selAnchor === null) { st.selAnchor = st.cursor; }
           st.cursor = to;
           st.pending = [st.selAnchor, st.cursor];
@@ -375,14 +418,57 @@
     }
     root.addEventListener("click", function (e) {
       var cand = e.target.closest(".cand");
-      if (cand) { choose(cand, e.detail === 0); }
+      if (cand) { rove(cand); choose(cand, e.detail === 0); }
+    });
+
+    // Keys: the article is one stop of the Tab order (the chosen name, else the first); arrows go from name to
+    // name (each name once, in the order they first appear), typing a name's first letters goes to it, and
+    // Enter chooses. So an expert needs Tab, a letter or two, Enter and Enter, not a Tab per candidate.
+    var names = [];
+    var firstOf = {};
+    cands.forEach(function (c) {
+      var t = c.textContent;
+      if (!Object.prototype.hasOwnProperty.call(firstOf, t)) { firstOf[t] = c; names.push(t); }
+    });
+    function rove(cand) {
+      cands.forEach(function (c) { c.tabIndex = c === cand ? 0 : -1; });
+    }
+    function goTo(index) {
+      var c = firstOf[names[(index + names.length) % names.length]];
+      rove(c);
+      c.focus();
+    }
+    if (cands.length) { rove(cands[0]); }
+    var typed = "";
+    var typedAt = 0;
+    root.addEventListener("keydown", function (e) {
+      var cand = e.target.closest ? e.target.closest(".cand") : null;
+      if (!cand || e.altKey || e.ctrlKey || e.metaKey || !names.length) { return; }
+      var here = names.indexOf(cand.textContent);
+      if (e.key === "ArrowRight" || e.key === "ArrowDown") { e.preventDefault(); goTo(here + 1); }
+      else if (e.key === "ArrowLeft" || e.key === "ArrowUp") { e.preventDefault(); goTo(here - 1); }
+      else if (e.key === "Home") { e.preventDefault(); goTo(0); }
+      else if (e.key === "End") { e.preventDefault(); goTo(names.length - 1); }
+      else if (e.key.length === 1 && e.key !== " ") {
+        e.preventDefault();
+        e.stopPropagation();
+        var now = Date.now();
+        typed = now - typedAt > 1000 ? e.key.toLowerCase() : typed + e.key.toLowerCase();
+        typedAt = now;
+        var from = typed.length === 1 ? here + 1 : here;
+        for (var k = 0; k < names.length; k++) {
+          var at = (from + k) % names.length;
+          if (names[at].toLowerCase().indexOf(typed) === 0) { goTo(at); return; }
+        }
+        say(root, "No name starts with " + quoted(typed) + ".");
+      }
     });
     try {
       var initial = JSON.parse(root.getAttribute("data-initial") || "[]")[0];
       var found = initial && cands.filter(function (c) {
         return num(c, "data-s") === initial[0] && num(c, "data-e") === initial[1];
       })[0];
-      if (found) { choose(found, false); }
+      if (found) { rove(found); choose(found, false); }
     } catch (err) { /* nothing chosen yet */ }
   }
 
@@ -444,6 +530,12 @@
       spans.chooseNone();
       return;
     }
+    var next = $(stage, '[data-role="next"]');
+    if (next && e.key === "Enter" && !isControl(e.target)) {
+      e.preventDefault();
+      next.click();
+      return;
+    }
     var undo = $(stage, '[data-role="undo"]');
     if (undo && (e.key === "u" || e.key === "U") && !e.shiftKey && !isControl(e.target)) {
       e.preventDefault();
@@ -458,15 +550,18 @@
 
   /* ------------------------------------------------------------ common */
 
-  // The instructions stay as the worker left them (open or closed) on every item and feedback page:
-  // a cookie, so that the server renders them that way (no flash after each swap).
-  document.addEventListener("toggle", function (e) {
-    var details = e.target;
-    if (!details || !details.matches || !details.matches("details[data-remember]")) { return; }
-    if (details.dataset.auto) { delete details.dataset.auto; return; } // closed by the page, not the worker
-    document.cookie = "clues_instructions=" + (details.open ? "open" : "closed") +
-      "; path=/; max-age=31536000; SameSite=Lax";
-  }, true);
+  // The instructions stay as the worker left them (open or closed) on every item and feedback page: a cookie, so
+  // that the server renders them that way (no flash after each swap). Only the worker's own toggle (a click or a
+  // key on the summary) writes it: "toggle" events also come when the page opens or closes them.
+  document.addEventListener("click", function (e) {
+    var summary = e.target.closest ? e.target.closest("details[data-remember] > summary") : null;
+    if (!summary) { return; }
+    var details = summary.parentNode;
+    setTimeout(function () {
+      document.cookie = "clues_instructions=" + (details.open ? "open" : "closed") +
+        "; path=/; max-age=31536000; SameSite=Lax";
+    }, 0);
+  });
 
   function copy(button) {
     var target = document.querySelector(button.getAttribute("data-copy"));
@@ -499,7 +594,7 @@
     });
     // Until the worker chooses, instructions start open, except on a phone where they would hide the text.
     if (document.cookie.indexOf("clues_instructions=") < 0 && window.matchMedia("(max-width: 640px)").matches) {
-      $$(scope, "details[data-remember][open]").forEach(function (d) { d.dataset.auto = "1"; d.open = false; });
+      $$(scope, "details[data-remember][open]").forEach(function (d) { d.open = false; });
     }
     $$(scope, "[data-percent]").forEach(function (bar) {
       bar.style.width = Math.max(0, Math.min(100, parseInt(bar.getAttribute("data-percent"), 10) || 0)) + "%";
@@ -548,10 +643,21 @@
     if (!stage || !e.detail.elt || e.detail.elt.id !== "stage") { return; }
     var active = document.activeElement;
     if (active && active !== document.body && stage.contains(active)) { return; } // already working here
-    var target = $(stage, "[autofocus]") || $(stage, "h1[tabindex]");
-    if (target) { target.focus({ preventScroll: true }); }
+    focusStage(stage);
     window.scrollTo({ top: 0 });
   });
+  // The page's first control of interest gets the focus without scrolling (an autofocus attribute would scroll
+  // the feedback's verdict out of view to reach the Next button): Enter then acts on it.
+  function focusStage(stage) {
+    var target = $(stage, "[data-autofocus]") || $(stage, "h1[tabindex]");
+    if (target) { target.focus({ preventScroll: true }); }
+  }
+  function firstLoad() {
+    init(document);
+    var stage = document.getElementById("stage");
+    var active = document.activeElement;
+    if (stage && (!active || active === document.body)) { focusStage(stage); }
+  }
   document.addEventListener("htmx:load", function (e) { init(e.detail.elt); });
   // A key or a click may reach a freshly swapped widget before htmx:load: set it up first (capture phase).
   ["pointerdown", "keydown", "focusin", "click"].forEach(function (type) {
@@ -560,8 +666,7 @@
       if (widget && !widget.dataset.ready && widget.parentNode) { init(widget.parentNode); }
     }, true);
   });
-  document.addEventListener("DOMContentLoaded", function () { init(document); });
-  if (document.readyState !== "loading") { init(document); }
+  if (document.readyState !== "loading") { firstLoad(); } else { document.addEventListener("DOMContentLoaded", firstLoad); }
 
   // A page restored from the back-forward cache may show a stale item: fetch the current one.
   window.addEventListener("pageshow", function (e) {

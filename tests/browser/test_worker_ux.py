@@ -4,7 +4,8 @@
   (keyboard "U") until the next is submitted, audited with both values;
 * the action bar (answer, "No answer", Submit) stays on screen: measured on every SQuADv2 test item
   of the official data at 1366x800 and 390x844;
-* touch: the second tap ends the span (pending state shown, Cancel), a drag marks too;
+* touch: one tap marks a word, the next tap on another word ends the mark there (Done keeps one word), a tap
+  on a mark removes it, nothing appears under the finger; a drag marks too;
 * "N" for "none" / "no answer", shown on the button; instructions remembered open or closed;
 * exact match explained (differing characters highlighted; punctuation wide enough to hit);
 * MNLI lists its labels in one order; entity types keep one colour on badge and marks.
@@ -175,7 +176,7 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
         wait_view(page, "item")
 
 
-def test_touch_second_tap_extends_with_pending_state_cancel_and_drag(pages, shoot, demo_data):
+def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(pages, shoot, demo_data):
     study = make_study(tasks=("conll03",), shots=(0,))
     cohort = cohort_of(study, "conll03", 0)
     page = pages.new(viewport=PHONE, has_touch=True, is_mobile=True)
@@ -185,27 +186,31 @@ def test_touch_second_tap_extends_with_pending_state_cancel_and_drag(pages, shoo
     assert "clues_instructions" not in page.evaluate("document.cookie")
     example, first, last = _multiword_item(page, enrollment)
     expect(page.locator(".hint-touch")).to_be_visible()
+    row = page.locator("[data-touch-pending]")
+    expect(row).to_be_visible()  # the row is there before any tap: a tap never makes the bar grow
+    bar_before = page.locator(".action-bar").bounding_box()
     tok(page, first).tap()
-    expect(page.locator("[data-touch-pending]")).to_be_visible()
+    assert chips(page) == [page.locator(".tok").nth(first).inner_text()]  # one tap marks its word at once
     expect(tok(page, first)).to_have_class(re.compile(r"\banchor\b"))
-    assert chips(page) == []
+    expect(page.locator('[data-role="touch-done"]')).to_be_visible()
+    assert page.locator(".action-bar").bounding_box() == bar_before  # the same place and size: nothing moved
     shoot(page, "19-touch-pending", phone=False)
     tok(page, last).tap()
-    expect(page.locator("[data-touch-pending]")).to_be_hidden()
+    expect(page.locator('[data-role="touch-done"]')).to_be_hidden()
     assert chips(page) == [example.gold[0]]  # one mark from the first to the last word, not two one-word marks
 
-    # A pending first tap can be cancelled; a word tapped twice is a one-word mark; a tap on a mark removes it.
-    other = next(i for i in range(page.locator(".tok").count()) if i < first or i > last)
-    tok(page, other).tap()
-    page.get_by_role("button", name="Cancel").tap()
-    expect(page.locator("[data-touch-pending]")).to_be_hidden()
-    assert chips(page) == [example.gold[0]]
-    tok(page, other).tap()
-    tok(page, other).tap()
+    # "Done" keeps a one-word mark; the next tap then starts a new mark; a tap on a mark removes it.
+    others = [i for i in range(page.locator(".tok").count()) if i < first - 1 or i > last + 1]
+    one, two = others[0], others[-1]
+    tok(page, one).tap()
+    page.locator('[data-role="touch-done"]').tap()
+    tok(page, two).tap()
+    assert len(chips(page)) == 3
+    tok(page, two).tap()  # a tap on the mark just made removes it (no self-extension)
     assert len(chips(page)) == 2
-    tok(page, other).tap()
+    tok(page, one).tap()
     assert chips(page) == [example.gold[0]]
-    tok(page, first).tap()  # a tap on a marked word removes the mark
+    tok(page, first).tap()  # a tap on a marked word removes the whole mark
     assert chips(page) == []
 
     tok(page, last).tap()  # the last word first works too
@@ -225,7 +230,7 @@ def test_touch_second_tap_extends_with_pending_state_cancel_and_drag(pages, shoo
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
         cdp.detach()
         expect(page.locator("[data-chips] li span")).to_have_text([example.gold[0]])
-        expect(page.locator("[data-touch-pending]")).to_be_hidden()
+        expect(page.locator('[data-role="touch-done"]')).to_be_hidden()
     else:
         tok(page, first).tap()
         tok(page, last).tap()

@@ -25,7 +25,8 @@ def test_publish_sync_and_pay_from_the_dashboard(fake, researcher, other_researc
     assert len(fake.studies) == 2
     for prolific_id in fake.studies:
         assert prolific_id in html
-    assert "<th>Places on Prolific</th>" in html and "<td>3</td><td>0</td>" in html  # 3 workers, none given back
+    assert '<th scope="col">Places on Prolific</th>' in html
+    assert "<td>3</td><td>0</td>" in html  # 3 workers, none given back
     assert "Synced" in rita.post(f"/dashboard/studies/{study.pk}/prolific/sync/").content.decode()
     assert "Bonuses:" in rita.post(f"/dashboard/studies/{study.pk}/prolific/pay/").content.decode()
     oscar = login(other_researcher, "pw-oscar-123")

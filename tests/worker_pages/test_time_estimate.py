@@ -1,0 +1,33 @@
+"""The description page says how long the study takes and what that pays: the items times the task's typical
+seconds per item (task registry), at the study's rate; and how breaks count (the idle cap)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from tasks_data.registry import TASKS
+from tests.worker_pages.factories import bind, cohort_of, enroll, make_study
+from worker_pages.views import _duration
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(10, "5 min"), (301, "10 min"), (3600, "1 h"), (9300, "2 h 35 min")])
+def test_durations_round_up_to_five_minutes(seconds, shown):
+    assert _duration(seconds) == shown
+
+
+def test_every_task_has_a_plausible_time_per_item():
+    for spec in TASKS.values():
+        assert spec.min_answer_seconds < spec.seconds_per_item <= 120, spec.slug
+
+
+def test_the_description_gives_time_and_pay_from_the_registry_and_the_rate(demo_data):
+    study = make_study(tasks=("conll03",), shots=(10,), pay_rate=10, idle_cap_seconds=240)
+    enrollment = enroll(cohort_of(study, "conll03", 10))
+    html = bind(Client(), enrollment, started=False).get("/work/").content.decode()
+    per_item = TASKS["conll03"].seconds_per_item  # 30 training rows and the demo's 12 test items
+    assert per_item == 15
+    assert "Test: 12 items</strong> (about 5 min)" in html  # 12 x 15 s = 3 min, rounded up to 5
+    assert "Time: about 15 min in all</strong> (about 15 seconds an item)" in html  # 42 x 15 s = 10.5 min
+    assert "pays about 1.75 USD at 10.00 USD an hour" in html  # 630 s at 10/h
+    assert "counts up to 4 minutes" in html
