@@ -20,9 +20,10 @@ from .base import (
     ResponseStore,
     Tally,
 )
+from .openai import OpenAIBackend
 from .transformers import TransformersBackend
 
-BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend,)}
+BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend, OpenAIBackend)}
 
 
 def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
@@ -35,5 +36,5 @@ def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
 
 
 __all__ = ["BACKENDS", "Backend", "BackendError", "ChatRequest", "ContextTooSmall", "GenerationRequest",
-           "LoglikelihoodRequest", "MemoryStore", "ResponseStore", "Tally", "TransformersBackend",
+           "LoglikelihoodRequest", "MemoryStore", "OpenAIBackend", "ResponseStore", "Tally", "TransformersBackend",
            "open_backend"]
