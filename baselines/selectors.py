@@ -36,12 +36,12 @@ def row_key(run: BaselineRun) -> tuple[str, str, str, str, int]:
 
 
 def row_label(method: str, model: str, server: str = "") -> str:
-    """"Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)": the model's last path part, how, and where."""
-    name = model.rstrip("/").rsplit("/", 1)[-1] if model else method
-    how = METHOD_WORDS.get(method, method) if model else ""
-    where = urlsplit(server).netloc if server else ""
-    extra = ", ".join(p for p in (how, where) if p)
-    return f"{name} ({extra})" if extra else name
+    """A model row's name in the tables. A model on a server: "Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)",
+    its name, how it answered and where (the same name on two servers is two rows); in process: "ft MODEL"."""
+    if not server:
+        return f"{method} {model}".strip()
+    name = model.rstrip("/").rsplit("/", 1)[-1] or method
+    return f"{name} ({METHOD_WORDS.get(method, method)}, {urlsplit(server).netloc})"
 
 
 def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:

@@ -59,10 +59,18 @@ _TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 def normalise_base_url(url: str) -> str:
-    """``http://host:8000/v1`` (no trailing slash): what a run records as its server."""
+    """``http://host:8000/v1`` (no trailing slash): what a run records, lists and shows as its server. A URL
+    carrying credentials (``user:pass@``, a query string) is refused: the key goes in OPENAI_API_KEY, never
+    into something stored or shown."""
+    from urllib.parse import urlsplit
+
     url = (url or "").strip().rstrip("/")
     if not re.match(r"https?://[^/\s]+", url):
-        raise BackendError(f"not a server base URL: {url[:120]!r} (expected e.g. http://127.0.0.1:8000/v1)")
+        raise BackendError("not a server base URL (expected e.g. http://127.0.0.1:8000/v1)")
+    parts = urlsplit(url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise BackendError("the server's base URL may not carry credentials or a query string (user:password@, "
+                           "?key=...): give the key in OPENAI_API_KEY")
     return url
 
 
