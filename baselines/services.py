@@ -60,22 +60,8 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
     ``server``: the base URL of an OpenAI-compatible server; the methods that can run over one
     (``"openai" in backends``) do, the others run in process. ``seeds``: several seeds (sampling)."""
     tasks = list(tasks or TASKS)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
-    per_method = models_by_method(methods, models)
+    per_method, server = _checked_sweep(tasks, methods, models, server)
     seeds = list(seeds or [seed])
-    if server:
-        from baselines.adapters.backends.openai import normalise_base_url
-
-        server = normalise_base_url(server)
-    needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]
-    if needs_server and not server:
-        raise ValueError(f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
-                         "with --api-base (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1")
-    bad_tasks = [t for t in tasks if t not in TASKS]
-    if bad_tasks:
-        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
     missing = [t for t in tasks if t not in task_rows]
     if missing:
@@ -83,22 +69,19 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
     files = set(TrainingSet.objects.filter(task__slug__in=tasks).values_list("task__slug", "shots", "split"))
     runs, skipped = [], []
     for slug in tasks:
-        spec = TASKS[slug]
         for method in methods:
-            reason = METHODS[method]().applies_to(spec)
+            adapter = METHODS[method]()
+            reason = adapter.applies_to(TASKS[slug])
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
-            adapter = METHODS[method]()
             over_server = bool(server) and SERVER_BACKEND in adapter.backends
             names = list(per_method[method] or [adapter.default_model]) if adapter.needs_model else [""]
             if adapter.needs_model and not all(names):
                 raise ValueError(f"method {method!r} has no default model here: name one with --models "
                                  + ("(the model's name as the server lists it)" if over_server else
                                     "(a local checkpoint folder)"))
-            run_config = dict(config or {})
-            if over_server:
-                run_config["backend"] = SERVER_BACKEND
+            run_config = {**(config or {}), **({"backend": SERVER_BACKEND} if over_server else {})}
             for name in names:
                 for k in shots:
                     if k == 0 and not adapter.zero_shot:
@@ -108,18 +91,39 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
                         if k and (slug, k, s) not in files:
                             skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
                             continue
-                        for one_seed in seeds:
-                            run, created = BaselineRun.objects.get_or_create(
-                                task=task_rows[slug], method=method, model=name, shots=k, split=s, seed=one_seed,
-                                server=server if over_server else "", defaults={"config": run_config},
-                            )
-                            if not created and run.status != BaselineRun.Status.COMPLETED \
-                                    and run.config != run_config:  # a run to retry takes this sweep's settings
-                                BaselineRun.objects.filter(pk=run.pk).exclude(
-                                    status=BaselineRun.Status.COMPLETED).update(config=run_config)
-                                run.config = run_config
-                            runs.append(run)
+                        runs += [_run_row(task_rows[slug], method, name, server if over_server else "", k, s,
+                                          one_seed, run_config) for one_seed in seeds]
     return runs, skipped
+
+
+def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[str] | None], str]:
+    """The sweep's names checked: -> (models per method, the server's normalised base URL or "")."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    bad_tasks = [t for t in tasks if t not in TASKS]
+    if bad_tasks:
+        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+    if server:
+        from baselines.adapters.backends.openai import normalise_base_url
+
+        server = normalise_base_url(server)
+    needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]
+    if needs_server and not server:
+        raise ValueError(f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
+                         "with --api-base (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1")
+    return models_by_method(methods, models), server
+
+
+def _run_row(task: Task, method: str, model: str, server: str, shots: int, split: int, seed: int,
+             config: dict) -> BaselineRun:
+    run, created = BaselineRun.objects.get_or_create(task=task, method=method, model=model, server=server,
+                                                     shots=shots, split=split, seed=seed, defaults={"config": config})
+    if not created and run.status != BaselineRun.Status.COMPLETED and run.config != config:
+        # a run to retry takes this sweep's settings (concurrency, timeout, --set); its identity is unchanged
+        BaselineRun.objects.filter(pk=run.pk).exclude(status=BaselineRun.Status.COMPLETED).update(config=config)
+        run.config = config
+    return run
 
 
 def to_adapter_example(example: Example) -> AdapterExample:

@@ -65,7 +65,8 @@ def how_to_answer(task: TaskSpec) -> str:
     if kind is AnswerKind.SPAN_OR_NONE:
         return ("Reply with the answer copied exactly from the text (only the words of the answer), or "
                 "\"no answer\" if the text does not contain it. Nothing else.")
-    return "Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. Nothing else."
+    return ("Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. "
+            "Nothing else.")
 
 
 def description_text(task: TaskSpec, *, training_items: int, test_items: int) -> str:
@@ -116,44 +117,51 @@ def feedback_text(task: TaskSpec, ex: AdapterExample, answer: list[str]) -> tupl
 
 
 _PREFIX = re.compile(r"^\s*(?:your\s+)?answer\s*:\s*", re.IGNORECASE)
+_NONE_WORDS = {"none", "no answer", "none in this text", "no name", "nothing"}
 
 
 def read_reply(task: TaskSpec, ex: AdapterExample, reply: str) -> list[str] | None:
     """A reply read as a worker's answer is validated; None when it reads as no valid answer."""
-    kind = task.answer_kind
     text = _PREFIX.sub("", reply.strip()).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return None
-    if kind is AnswerKind.LABEL:
+    if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY):
         for candidate in (text, lines[0]):
-            label = normalize_label(task, candidate)
-            if label is not None:
-                return [label]
+            choice = _choice(task, ex, candidate)
+            if choice is not None:
+                return [choice]
         return None
-    if kind is AnswerKind.ENTITY:
-        names = candidate_texts(ex)
-        for candidate in (text, lines[0]):
-            c = candidate.strip().strip(".\"'").strip()
-            if c in names:
-                return [c]
-            folded = [n for n in names if n.lower() == c.lower()]
-            if len(folded) == 1:
-                return folded
-        return None
-    none_words = {"none", "no answer", "none in this text", "no name", "nothing"}
-    if text.lower().strip(" .") in none_words:
+    return _spans(task, ex, text, lines)
+
+
+def _choice(task: TaskSpec, ex: AdapterExample, text: str) -> str | None:
+    """A label of the task (case and aliases forgiven), or one of the item's candidate names."""
+    if task.answer_kind is AnswerKind.LABEL:
+        return normalize_label(task, text)
+    names = candidate_texts(ex)
+    c = text.strip().strip(".\"'").strip()
+    if c in names:
+        return c
+    folded = [n for n in names if n.lower() == c.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _spans(task: TaskSpec, ex: AdapterExample, text: str, lines: list[str]) -> list[str] | None:
+    """Spans of the context (a worker can mark nothing else), at most as many as the task takes."""
+    if text.lower().strip(" .") in _NONE_WORDS:
         return []
     parts = [p.strip() for line in lines for p in line.split("|")]
-    parts = [p for p in parts if p and p.lower().strip(" .") not in none_words]
     spans: list[str] = []
     for part in parts:
+        if not part or part.lower().strip(" .") in _NONE_WORDS:
+            continue
         exact = snap_to_context(part, ex.context)
-        if exact is None:  # a worker can only mark text of the context
+        if exact is None:
             return None
         if exact not in spans:
             spans.append(exact)
-    if kind.max_spans is not None and len(spans) > kind.max_spans:
+    if task.answer_kind.max_spans is not None and len(spans) > task.answer_kind.max_spans:
         return None
     return spans
 

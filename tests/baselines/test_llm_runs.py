@@ -18,7 +18,18 @@ from baselines.selectors import model_cells
 from tasks_data.models import Example
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker, demo_path):
+    """The bundled demo data, imported once for the module (each test rolls back its own changes)."""
+    from tasks_data.importer import import_release
+    from tasks_data.management.commands.import_clues import DEMO_SOURCE
+    from tests.conftest import imported_for_module
+
+    with imported_for_module(django_db_blocker, lambda: import_release(demo_path, source=DEMO_SOURCE)) as report:
+        yield report
 
 
 @pytest.fixture
@@ -44,7 +55,7 @@ def sweep(fake, *extra, methods=("worker",), model="tiny-model"):
                        "--shots", "10", "--splits", "1", *extra)
 
 
-def test_worker_and_icl_through_run_baselines(demo_data, fake, caplog):
+def test_worker_and_icl_through_run_baselines(fake, caplog):
     caplog.set_level(logging.DEBUG)
     n_test = Example.objects.filter(task__slug="sst2", role="test").count()
     out, err = sweep(fake, methods=("worker", "icl"))
@@ -67,7 +78,7 @@ def test_worker_and_icl_through_run_baselines(demo_data, fake, caplog):
         assert TOKEN not in text and "SECRET" not in text
 
 
-def test_a_failed_run_restarted_pays_for_nothing_twice(demo_data, fake):
+def test_a_failed_run_restarted_pays_for_nothing_twice(fake):
     fake.fail_after = 6  # the server goes away after 6 answers
     with pytest.raises(CommandError, match="1 of 1 run"):
         sweep(fake, "--max-retries", "1")
@@ -88,7 +99,7 @@ def test_a_failed_run_restarted_pays_for_nothing_twice(demo_data, fake):
     assert "1 already completed, 0 to run" in out and len(fake.calls) == sent + 1  # only GET /models
 
 
-def test_a_retried_request_is_counted_once(demo_data, fake):
+def test_a_retried_request_is_counted_once(fake):
     fake.faults = ["429", "500", "drop"]
     fake.retry_after = "0"
     sweep(fake)
@@ -99,7 +110,7 @@ def test_a_retried_request_is_counted_once(demo_data, fake):
     assert run.notes["unanswered_sends"] == 1
 
 
-def test_same_model_on_two_servers_never_collides(demo_data, fake, monkeypatch):
+def test_same_model_on_two_servers_never_collides(fake, monkeypatch):
     with FakeOpenAI() as other:
         other.reply = lambda body: "negative"
         sweep(fake)
@@ -112,7 +123,7 @@ def test_same_model_on_two_servers_never_collides(demo_data, fake, monkeypatch):
 
 
 @pytest.mark.parametrize("problem", ["unknown model", "wrong key", "unreachable", "credentials in url"])
-def test_bad_server_input_is_a_clear_error_and_stores_nothing(demo_data, fake, monkeypatch, problem):
+def test_bad_server_input_is_a_clear_error_and_stores_nothing(fake, monkeypatch, problem):
     model, base = "tiny-model", fake.base_url
     if problem == "unknown model":
         model = "qwen-72b"
@@ -131,19 +142,19 @@ def test_bad_server_input_is_a_clear_error_and_stores_nothing(demo_data, fake, m
     assert not BaselineRun.objects.exists() and not BaselineResponse.objects.exists()
 
 
-def test_worker_needs_a_server(demo_data, monkeypatch):
+def test_worker_needs_a_server(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(CommandError, match="--api-base"):
         run_command("--tasks", "sst2", "--methods", "worker", "--models", "m", "--shots", "10")
 
 
-def test_api_base_from_the_environment(demo_data, fake, monkeypatch):
+def test_api_base_from_the_environment(fake, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/")
     run_command("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--shots", "10", "--splits", "1")
     assert BaselineRun.objects.get().server == fake.base_url
 
 
-def test_context_window_too_small_says_how_many_fit(demo_data, fake):
+def test_context_window_too_small_says_how_many_fit(fake):
     fake.window = 400
     with pytest.raises(CommandError):
         sweep(fake)
@@ -152,7 +163,7 @@ def test_context_window_too_small_says_how_many_fit(demo_data, fake):
     assert "training item(s) fit" in run.error and run.s1 is None
 
 
-def test_zero_shots_and_several_seeds_form_one_row(demo_data, fake):
+def test_zero_shots_and_several_seeds_form_one_row(fake):
     run_command("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", fake.base_url,
                 "--shots", "0", "--splits", "1", "2", "--seed", "1", "2", "--set", "temperature=0.7")
     runs = BaselineRun.objects.all()
@@ -163,7 +174,7 @@ def test_zero_shots_and_several_seeds_form_one_row(demo_data, fake):
     assert row["n"] == 2 and row["seeds"] == [1, 2] and row["shots"] == 0
 
 
-def test_models_per_method(demo_data, fake):
+def test_models_per_method(fake):
     fake.models = ["tiny-model", "other-model"]
     run_command("--tasks", "sst2", "--methods", "worker", "icl", "--models", "worker=tiny-model", "icl=other-model",
                 "--api-base", fake.base_url, "--shots", "10", "--splits", "1")
@@ -176,7 +187,7 @@ def test_models_per_method(demo_data, fake):
         run_command("--tasks", "sst2", "--methods", "worker", "--models", "ft=x", "--api-base", fake.base_url)
 
 
-def test_export_baselines_and_the_api(demo_data, fake, researcher, plain_user, caplog):
+def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     sweep(fake)
     run = BaselineRun.objects.get()
     out = io.StringIO()

@@ -177,44 +177,11 @@ class OpenAIBackend(Backend):
 
     def _send(self, method: str, path: str, body: dict | None = None) -> dict:
         """One request, retried on 429 / 5xx / a failed connection; -> the JSON answer. Tallied."""
-        httpx = self._httpx
         attempt = 0
         while True:
-            wait_s: float | None = None
-            try:
-                response = self._http.request(method, path, json=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                problem = f"cannot connect ({type(exc).__name__})"
-            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
-                problem = f"no answer within {self.config.timeout:g} s ({type(exc).__name__})"
-                self._unknown_outcome()
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                problem = f"the connection dropped before an answer ({type(exc).__name__})"
-                self._unknown_outcome()
-            else:
-                self.tally.add(requests=1)
-                status = response.status_code
-                if status < 300:
-                    try:
-                        data = response.json()
-                    except ValueError:
-                        raise BackendError(f"{self.server}{'/' + path}: the answer is not JSON "
-                                           f"({response.text[:120]!r})") from None
-                    return data
-                text = _error_text(response)
-                if status in (401, 403):
-                    raise BackendError(f"{self.server} refused the key ({status}: {text[:160]}): set "
-                                       f"{KEY_VARIABLE} to a key this server accepts")
-                window = context_too_small(status, text)
-                if window is not None:
-                    raise ContextTooSmall(f"{self.server}: the request does not fit the model's context window "
-                                          f"({text[:200]})", window=window[0], requested=window[1])
-                if status == 404 and body and "model" in text.lower():
-                    raise BackendError(f"{self.server} does not serve the model {self.model_name!r} ({text[:160]})")
-                if status not in _TRANSIENT:
-                    raise BackendError(f"{self.server}/{path}: {status} {text}", )
-                problem = f"{status} {text[:120]}"
-                wait_s = retry_after_seconds(response.headers.get("retry-after"))
+            data, problem, wait_s = self._attempt(method, path, body)
+            if data is not None:
+                return data
             if attempt >= self.max_retries:
                 raise BackendError(f"{self.server}/{path}: {problem}, after {attempt + 1} attempt(s)")
             pause = min(self.max_backoff, self.backoff * 2 ** attempt)
@@ -226,6 +193,45 @@ class OpenAIBackend(Backend):
             attempt += 1
             self.tally.add(retries=1)
             time.sleep(pause)
+
+    def _attempt(self, method: str, path: str, body: dict | None) -> tuple[dict | None, str, float | None]:
+        """One try: (the JSON answer, "", None), or (None, what went wrong, the server's Retry-After) when it may
+        be tried again; raises when it may not (a refused key, an unknown model, a request too long...)."""
+        httpx = self._httpx
+        try:
+            response = self._http.request(method, path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return None, f"cannot connect ({type(exc).__name__})", None
+        except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
+            self._unknown_outcome()
+            return None, f"no answer within {self.config.timeout:g} s ({type(exc).__name__})", None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            self._unknown_outcome()
+            return None, f"the connection dropped before an answer ({type(exc).__name__})", None
+        self.tally.add(requests=1)
+        status = response.status_code
+        if status < 300:
+            try:
+                return response.json(), "", None
+            except ValueError:
+                raise BackendError(f"{self.server}/{path}: the answer is not JSON ({response.text[:120]!r})") from None
+        text = _error_text(response)
+        self._refuse(status, text, path, body)
+        return None, f"{status} {text[:120]}", retry_after_seconds(response.headers.get("retry-after"))
+
+    def _refuse(self, status: int, text: str, path: str, body: dict | None) -> None:
+        """Raise for an error answer that another try would not change."""
+        if status in (401, 403):
+            raise BackendError(f"{self.server} refused the key ({status}: {text[:160]}): set "
+                               f"{KEY_VARIABLE} to a key this server accepts")
+        window = context_too_small(status, text)
+        if window is not None:
+            raise ContextTooSmall(f"{self.server}: the request does not fit the model's context window "
+                                  f"({text[:200]})", window=window[0], requested=window[1])
+        if status == 404 and body and "model" in text.lower():
+            raise BackendError(f"{self.server} does not serve the model {self.model_name!r} ({text[:160]})")
+        if status not in _TRANSIENT:
+            raise BackendError(f"{self.server}/{path}: {status} {text}")
 
     def _unknown_outcome(self) -> None:
         # The request went out and no answer came back: a server may have done (and billed) the work.
@@ -256,50 +262,55 @@ class OpenAIBackend(Backend):
         todo = []
         for i, key in enumerate(keys):
             hit = self.store.get(key)
-            if hit is not None:
-                results[i] = read(hit)
-                self.tally.add(resumed=1)
-                if done:
-                    done()
-            else:
+            if hit is None:
                 todo.append(i)
+                continue
+            results[i] = read(hit)
+            self.tally.add(resumed=1)
+            if done:
+                done()
         if not todo:
             return results
         failure: BaseException | None = None
         with Stopwatch(self.tally), ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)),
-                                thread_name_prefix="openai") as pool:
+                                                       thread_name_prefix="openai") as pool:
             futures: dict[Future, int] = {pool.submit(self._send, "POST", path, bodies[i]): i for i in todo}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in finished:
                     i = futures[future]
-                    exc = future.exception()
-                    if exc is not None:
-                        if isinstance(exc, ContextTooSmall):
-                            exc.index = i
-                        if failure is None:
-                            failure = exc
-                            for other in pending:
-                                other.cancel()
-                        continue
-                    data = future.result()
-                    usage = data.get("usage") or {}
-                    self.tally.add(prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                                   completion_tokens=int(usage.get("completion_tokens") or 0))
-                    try:
-                        results[i] = read(data)
-                    except (KeyError, IndexError, TypeError, ValueError) as exc:
-                        failure = failure or BackendError(f"{self.server}/{path}: an answer in no known form "
-                                                          f"({type(exc).__name__}: {exc})")
-                        continue
-                    self.store.put(keys[i], {"url": f"{self.server}/{path}", "body": bodies[i]}, data)
-                    if done:
-                        done()
+                    problem = self._keep(future, i, path, bodies[i], keys[i], read, results)
+                    if problem is None:
+                        if done:
+                            done()
+                    elif failure is None:
+                        failure = problem
+                        for other in pending:
+                            other.cancel()
                 pending = {f for f in pending if not f.cancelled()}
         if failure is not None:
             raise failure
         return results
+
+    def _keep(self, future: Future, i: int, path: str, body: dict, key: str, read, results: list
+              ) -> BaseException | None:
+        """A finished request: its answer read into ``results[i]``, tallied and stored; or what went wrong."""
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, ContextTooSmall):
+                exc.index = i
+            return exc
+        data = future.result()
+        usage = data.get("usage") or {}
+        self.tally.add(prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                       completion_tokens=int(usage.get("completion_tokens") or 0))
+        try:
+            results[i] = read(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            return BackendError(f"{self.server}/{path}: an answer in no known form ({type(exc).__name__}: {exc})")
+        self.store.put(key, {"url": f"{self.server}/{path}", "body": body}, data)
+        return None
 
     # ------------------------------------------------------------------ what the server supports
 

@@ -13,7 +13,6 @@ from baselines.models import BaselineRun
 from baselines.selectors import model_cells
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
-
 PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: printed beside ft only
 
 
@@ -198,7 +197,8 @@ class Command(BaseCommand):
         wanted = {name for m in on_server for name in (named(m) or [])}
         unknown = sorted(wanted - set(offered))
         if unknown:
-            raise CommandError(f"{server} does not serve {', '.join(unknown)}; it offers: {', '.join(offered) or 'none'}")
+            raise CommandError(f"{server} does not serve {', '.join(unknown)}; "
+                               f"it offers: {', '.join(offered) or 'none'}")
         return server
 
     @staticmethod
