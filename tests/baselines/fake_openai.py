@@ -55,6 +55,9 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes: without TCP_NODELAY, Nagle's algorithm and the client's
+            # delayed ACK hold every answer ~40 ms (what real servers avoid too)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):
                 pass
@@ -65,7 +68,10 @@ class FakeOpenAI:
             def do_POST(self):
                 fake._post(self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # 32 clients connecting at once must not overflow the listen backlog
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -204,3 +210,20 @@ class FakeOpenAI:
                                   "model": body["model"], "choices": [choice],
                                   "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
                                             "total_tokens": n_prompt + n_completion}})
+
+
+if __name__ == "__main__":  # a fake on its own process (the benchmark): prints its base URL, serves until killed
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--model", default="tiny-model")
+    args = parser.parse_args()
+    fake = FakeOpenAI(models=(args.model,), key=None, latency=args.latency)
+    fake.reply = lambda body: "none"
+    print(fake.base_url, flush=True)
+    try:
+        fake.server.serve_forever()
+    except KeyboardInterrupt:
+        sys.exit(0)
