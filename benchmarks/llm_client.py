@@ -103,8 +103,9 @@ def main():
         print(f"   {r['task']:<9} {r['training']:>8} {r['test']:>5} {r['requests']:>8} {r['seconds']:>8.1f} "
               f"{r['train_seconds']:>18.1f}")
     total = sum(r["requests"] for r in rows)
+    floor = sum(r["training"] + r["test"] / args.concurrency for r in rows) * args.latency
     print(f"   all six: {total} requests in {wall:.1f} s wall ({total / wall:.1f} requests/s; the floor at this "
-          f"latency and concurrency is {sum(r['training'] + r['test'] / args.concurrency for r in rows) * args.latency:.1f} s)")
+          f"latency and concurrency is {floor:.1f} s)")
 
 
 if __name__ == "__main__":
