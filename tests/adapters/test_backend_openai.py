@@ -145,6 +145,24 @@ def test_answered_requests_are_never_sent_again(fake):
     assert len(set(bodies)) == 7
 
 
+def test_each_answer_is_kept_as_it_arrives(fake):
+    """Not at the end of a batch: a run killed in the middle keeps every answer that came back."""
+    fake.latency = 0.05
+
+    class Watching(MemoryStore):
+        answered_at_put: list[int] = []
+
+        def put(self, key, request, response):
+            self.answered_at_put.append(len(fake.answered))
+            super().put(key, request, response)
+
+    store = Watching()
+    with open_backend(cfg(fake, store=store, concurrency=2), method="worker") as backend:
+        backend.chat(chat(10))
+    assert len(store.items) == 10
+    assert store.answered_at_put[0] <= 3  # the first answer was kept while the others were still coming
+
+
 def test_context_too_small_is_recognised(fake):
     fake.window = 5
     with open_backend(cfg(fake), method="worker") as backend:

@@ -223,3 +223,4 @@ def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     assert len(got["transcript"]) == len(entries) and got["run"]["id"] == run.pk
     assert client.get("/api/baselines/runs/999/transcript/").status_code == 404
     assert client.post("/api/baselines/runs/", {}).status_code in (403, 405)  # nothing starts a run on the web
+

@@ -35,7 +35,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from ..base import AdapterConfig
@@ -277,7 +277,7 @@ class OpenAIBackend(Backend):
             futures: dict[Future, int] = {pool.submit(self._send, "POST", path, bodies[i]): i for i in todo}
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # each kept as it arrives
                 for future in finished:
                     i = futures[future]
                     problem = self._keep(future, i, path, bodies[i], keys[i], read, results)
