@@ -303,3 +303,17 @@ def test_worker_says_how_many_training_items_fit(fake):
     assert 0 < n_fit < len(data)
     # exactly that many training requests were answered before the refusal
     assert len(fake.answered) == n_fit
+
+
+def test_icl_halves_the_demonstrations_when_the_server_finds_the_prompt_too_long(fake):
+    task, data = task_and_data("label")
+    long_ctx = " ".join(["word"] * 40)
+    test = [data[0], type(data[1])(**{**data[1].__dict__, "context": long_ctx})]
+    fake.window = sum(len(d.context.split()) + len(d.question.split()) + 8 for d in data) // 2 + 60
+    result = METHODS["icl"]().run(task, data, test, cfg(fake))
+    used = result.notes["demonstrations_used"]
+    assert used[1] < len(data) and result.notes["context_retries"] >= 1
+    assert len(result.predictions) == 2 and all(p and p[0] in task.labels for p in result.predictions)
+    # every prompt the server answered fitted its window, and no answered prompt was sent twice
+    prompts = [b["prompt"] for b in fake.answered if b.get("echo") and b["prompt"] != "Answer: yes"]
+    assert len(prompts) == len(set(prompts))

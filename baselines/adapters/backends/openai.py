@@ -356,14 +356,19 @@ class OpenAIBackend(Backend):
         if not self.scores_loglikelihood:
             raise BackendError(f"{self.server} does not answer echo + logprobs on /completions: it cannot score "
                                "continuations (the method generates instead)")
-        bodies, spans = [], []
-        for request in requests:
+        bodies, spans, owner = [], [], []
+        for r, request in enumerate(requests):
             prompt = "".join(request.context)
             for continuation in request.continuations:
                 bodies.append({"model": self.model_name, "prompt": prompt + continuation, "max_tokens": 1,
                                "temperature": 0, "echo": True, "logprobs": 1})
                 spans.append(len(prompt))
-        per_body = self._ask("completions", bodies, self._echo_logprobs, None)
+                owner.append(r)
+        try:
+            per_body = self._ask("completions", bodies, self._echo_logprobs, None)
+        except ContextTooSmall as exc:
+            exc.index = owner[exc.index]  # the request whose continuation did not fit, not the body
+            raise
         out, k = [], 0
         for request in requests:
             scores = []
