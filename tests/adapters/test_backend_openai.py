@@ -114,6 +114,15 @@ def test_gives_up_after_max_retries_and_stores_nothing(fake):
     assert len(posts(fake)) == 3 and store.items == {}
 
 
+def test_an_answer_in_no_known_form_is_an_error_and_not_kept(fake):
+    fake.faults = ["garbage"]
+    store = MemoryStore()
+    with open_backend(cfg(fake, store=store), method="worker") as backend:
+        with pytest.raises(BackendError, match="an answer in no known form"):
+            backend.chat(chat())
+    assert store.items == {}
+
+
 def test_slow_server_times_out(fake):
     fake.latency = 1.0
     with open_backend(cfg(fake, timeout=0.3, max_retries=1), method="worker") as backend:

@@ -12,7 +12,8 @@ log-probability is ``-len(word) / 4`` (so " no" beats " maybe"), or ``logprob(wo
 Switches: ``key`` (a request without ``Authorization: Bearer <key>`` gets 401), ``models``, ``window`` (a request
 of more tokens than this gets vLLM's 400 "maximum context length"), ``latency`` (seconds before each POST's
 answer), ``faults`` (consumed one per POST: "429" with ``Retry-After: retry_after``, "500", "drop": the
-connection is closed without an answer, after the request was read and counted as done), ``no_completions``
+connection is closed without an answer, after the request was read and counted as done; "garbage": 200 with
+no choice in it), ``no_completions``
 (404 on /v1/completions), ``no_echo`` (400 on echo + logprobs), ``fail_after`` (after that many answered POSTs,
 every POST gets 503: a server that went away).
 """
@@ -156,6 +157,9 @@ class FakeOpenAI:
         if fault == "500":
             self._record(handler, body, 500)
             return self._error(handler, 500, "Internal Server Error")
+        if fault == "garbage":  # 200 with a body in no documented shape
+            self._record(handler, body, 200)
+            return self._send(handler, 200, {"choices": [], "note": "not an answer"})
         if self.fail_after is not None and len(self.answered) >= self.fail_after:
             self._record(handler, body, 503)
             return self._error(handler, 503, "Service Unavailable")
