@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 from tasks_data.registry import TaskSpec
 
+from .backends import in_process_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -102,7 +103,7 @@ class PromptSession:
 
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "pt")
-        self.backend = rt.in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
+        self.backend = in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
         self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
             self.backend.tokenizer
         if self.tokenizer.mask_token_id is None:

@@ -91,18 +91,6 @@ def resolve_model(config_model: str | None, default: Callable[[], str] | None, m
     return path
 
 
-def in_process_backend(config, *, method: str, what: str, default_model: Callable[[], str] | None = None,
-                       progress: Progress | None = None):
-    """The backend a method that trains its model opens: ``config.backend`` must run the model in this process."""
-    from .backends import BACKENDS, open_backend
-
-    cls = BACKENDS.get(config.backend)
-    if cls is not None and not cls.in_process:
-        raise AdapterError(f"{method} trains the model, so it runs in this process: the {cls.name} backend "
-                           "serves a model elsewhere (use the transformers backend)")
-    return open_backend(config, method=method, what=what, default_model=default_model, progress=progress)
-
-
 # --------------------------------------------------------------------------- batching
 
 

@@ -81,6 +81,7 @@ from dataclasses import dataclass, field
 
 from tasks_data.registry import AnswerKind, TaskSpec
 
+from .backends import in_process_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -192,7 +193,7 @@ class FTSession:
         self.config = config
         self.hp = config.resolve(DEFAULTS, "ft")
         self.ner = task.answer_kind is AnswerKind.SPANS
-        self.backend = rt.in_process_backend(config, method="ft", what="encoder checkpoint",
+        self.backend = in_process_backend(config, method="ft", what="encoder checkpoint",
                                              default_model=resolve_default_model, progress=progress)
         self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
             self.backend.tokenizer
