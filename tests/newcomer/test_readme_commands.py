@@ -44,9 +44,6 @@ SKIPPED = {
     ".venv/bin/python manage.py run_baselines --tasks sst2 mnli --methods pt icl --models /models/roberta-large "
     "/models/gpt2": "the model folders are examples",
     ".venv/bin/python manage.py run_baselines --queue": "without a broker it runs the 90 default runs inline",
-    ".venv/bin/python manage.py run_baselines --tasks sst2 --methods worker icl --models Qwen/Qwen2.5-7B-Instruct "
-    "--api-base http://gpu-box:8000/v1 --shots 10 --splits 1": "needs a vLLM server; tests/baselines/test_llm_runs.py "
-    "runs the same command against a local fake of the OpenAI-compatible API",
     ".venv/bin/celery -A clues_platform worker -Q gpu -c 1": "needs a Redis broker and a GPU machine",
     "DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues make test": "the whole suite (this test is in it)",
     "CI=true bash .ci/run": "CI itself (this test is in it)",
