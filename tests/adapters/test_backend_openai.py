@@ -256,8 +256,11 @@ def test_worker_goes_through_the_protocol(fake):
     assert f"Correct answer: {gold0}" in chats[1]["messages"][2]["content"]
     verdict = "Correct. Score for this item: 100%" if gold0 == "positive" else "Not correct. Score for this item: 0%"
     assert verdict in chats[1]["messages"][2]["content"]
-    # test: the whole transcript, the test item, never a test gold
-    for ex, body in zip(test, chats[3:], strict=True):
+    # test: the whole transcript, the test item, never a test gold (sent concurrently: in any order)
+    by_item = {next(ex.uid for ex in test if ex.context in _last_user(body)): body for body in chats[3:]}
+    assert sorted(by_item) == sorted(ex.uid for ex in test)
+    for ex in test:
+        body = by_item[ex.uid]
         assert len(body["messages"]) == 2 * 3 + 1
         assert body["messages"][:6] == chats[2]["messages"][:4] + [chats[2]["messages"][4],
                                                                  {"role": "assistant", "content": "Positive."}]
