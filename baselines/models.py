@@ -1,4 +1,5 @@
-"""One row per baseline run: (task, method, model, shots, split, seed), stored once."""
+"""One row per baseline run: (task, method, model, server, shots, split, seed), stored once; and the responses of
+the inference servers it asked, kept so that a run started again asks nothing twice (its transcript)."""
 
 from django.db import models
 
@@ -15,6 +16,9 @@ class BaselineRun(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="baseline_runs")
     method = models.CharField(max_length=20)
     model = models.CharField(max_length=300, help_text="transformers name or local path; '' for reference predictors")
+    # Part of the run's identity: the same model name on two servers is two models.
+    server = models.CharField(max_length=300, blank=True, default="",
+                              help_text="base URL of the OpenAI-compatible server; '' when the model runs in process")
     shots = models.PositiveSmallIntegerField()
     split = models.PositiveSmallIntegerField()
     seed = models.IntegerField()
@@ -34,15 +38,43 @@ class BaselineRun(models.Model):
     predictions = models.JSONField(null=True, blank=True)
     item_scores = models.JSONField(null=True, blank=True, help_text="Per test item S1, in test-file order.")
     notes = models.JSONField(default=dict, blank=True)
+    # What the servers were asked: requests (retries included), resumed (answered from the kept responses),
+    # retries, prompt_tokens, completion_tokens, seconds. None for a model run in process.
+    usage = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["task", "method", "model", "shots", "split", "seed"]
         constraints = [
-            models.UniqueConstraint(fields=["task", "method", "model", "shots", "split", "seed"],
-                                    name="baselinerun_unique_run"),
+            models.UniqueConstraint(fields=["task", "method", "model", "server", "shots", "split", "seed"],
+                                    name="baselinerun_unique_run_per_server"),
         ]
 
     def __str__(self):
         model = self.model or "-"
-        return f"{self.task.slug} {self.method} {model} {self.shots}-shot split {self.split} seed {self.seed}"
+        where = f" at {self.server}" if self.server else ""
+        return f"{self.task.slug} {self.method} {model}{where} {self.shots}-shot split {self.split} seed {self.seed}"
+
+    @property
+    def total_tokens(self) -> int | None:
+        if not self.usage:
+            return None
+        return int(self.usage.get("prompt_tokens", 0)) + int(self.usage.get("completion_tokens", 0))
+
+
+class BaselineResponse(models.Model):
+    """One answered request of a run to an inference server: the request (URL and body: never a key, which
+    travels in a header) and the server's answer. Keyed by the full request, once per run."""
+
+    run = models.ForeignKey(BaselineRun, on_delete=models.CASCADE, related_name="responses")
+    key = models.CharField(max_length=64, help_text="sha256 of the request's URL and body")
+    request = models.JSONField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="baselineresponse_once_per_run")]
+
+    def __str__(self):
+        return f"response {self.key[:12]} of run {self.run_id}"

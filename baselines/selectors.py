@@ -1,19 +1,29 @@
-"""Read-only queries over baseline runs: the model cells of the paper's tables (Tables 6-7).
+"""Read-only queries over baseline runs: the model rows of the paper's tables (Tables 5-7) and the run list.
 
-Units: percent (S1 x 100), not rounded. ``results`` lays these cells out beside the human ones.
+Units: percent (S1 x 100), not rounded. ``results`` lays these rows out beside the human ones.
+
+A model row is one (task, method, model, server, shots): its runs over splits and seeds (sampling) give the
+mean ± std and n. The server is part of a model's identity: the same model name served at two addresses is
+two rows, never one.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from tasks_data.registry import TASKS
+from tasks_data.s1 import as_set
 from tasks_data.stats import mean_std
 
-from .models import BaselineRun
+from .models import BaselineResponse, BaselineRun
 
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
+#: How a row names its method (the results table: "Qwen2.5-7B (as a worker)").
+METHOD_WORDS = {"worker": "as a worker", "icl": "in context", "ft": "fine-tuned", "pt": "prompt-tuned",
+                "s2s": "seq2seq", "empty": "empty answer", "majority": "majority label"}
 
 
 def completed_runs():
@@ -21,15 +31,82 @@ def completed_runs():
     return BaselineRun.objects.filter(status=BaselineRun.Status.COMPLETED).select_related("task")
 
 
+def row_key(run: BaselineRun) -> tuple[str, str, str, str, int]:
+    return run.task.slug, run.method, run.model, run.server, run.shots
+
+
+def row_label(method: str, model: str, server: str = "") -> str:
+    """A model row's name in the tables. A model on a server: "Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)",
+    its name, how it answered and where (the same name on two servers is two rows); in process: "ft MODEL"."""
+    if not server:
+        return f"{method} {model}".strip()
+    name = model.rstrip("/").rsplit("/", 1)[-1] or method
+    return f"{name} ({METHOD_WORDS.get(method, method)}, {urlsplit(server).netloc})"
+
+
 def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
-    """Mean and sample std (ddof=1) of S1 over splits per (task, method, model, shots), percent."""
+    """Mean and sample std (ddof=1) of S1 over the runs (splits, seeds) per (task, method, model, server, shots),
+    percent; each row has its ``label``, ``n`` and the ``splits`` and ``seeds`` it covers."""
     groups: dict[tuple, list[BaselineRun]] = defaultdict(list)
     for run in runs:
-        groups[(run.task.slug, run.method, run.model, run.shots)].append(run)
+        groups[row_key(run)].append(run)
     rows = []
-    for (task, method, model, shots), members in sorted(
-            groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), kv[0][1], kv[0][2], kv[0][3])):
+    for (task, method, model, server, shots), members in sorted(
+            groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])):
         mean, std = mean_std(100 * r.s1 for r in members)
-        rows.append({"task": task, "method": method, "model": model, "shots": shots, "mean": mean, "std": std,
-                     "n": len(members), "splits": sorted(r.split for r in members)})
+        rows.append({"task": task, "method": method, "model": model, "server": server, "shots": shots,
+                     "label": row_label(method, model, server), "mean": mean, "std": std, "n": len(members),
+                     "splits": sorted({r.split for r in members}), "seeds": sorted({r.seed for r in members})})
     return rows
+
+
+def model_item_means(runs: Iterable[BaselineRun]) -> dict[tuple, dict[str, float]]:
+    """Per model row (``row_key``): per test item (CLUES id), S1 averaged over the row's runs."""
+    sums: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        for pred, score in zip(run.predictions or [], run.item_scores or [], strict=True):
+            sums[row_key(run)][str(pred["id"])].append(score)
+    return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
+
+
+def agreement_with(runs: Iterable[BaselineRun], majorities: Mapping[tuple[str, int], Mapping[str, Sequence[str]]]
+                   ) -> dict[tuple, float]:
+    """Per model row: the share (percent) of the items with a human majority answer where the model's answer is
+    the same (compared as S1 compares answers: as sets), averaged over the row's runs. ``majorities``:
+    ``{(task, shots): {CLUES id: majority answer}}``; rows without a cohort are left out."""
+    shares: dict[tuple, list[float]] = defaultdict(list)
+    for run in runs:
+        majority = majorities.get((run.task.slug, run.shots))
+        if not majority:
+            continue
+        same = [as_set(p["prediction"]) == as_set(majority[str(p["id"])])
+                for p in run.predictions or [] if str(p["id"]) in majority]
+        if same:
+            shares[row_key(run)].append(100 * sum(same) / len(same))
+    return {key: statistics.fmean(v) for key, v in shares.items()}
+
+
+def run_list(runs=None) -> list[dict]:
+    """Every run as ``export_baselines`` and ``GET /api/baselines/runs/`` list it (S1 in percent)."""
+    runs = runs if runs is not None else BaselineRun.objects.select_related("task").order_by("pk")
+    out = []
+    for run in runs:
+        usage = run.usage or {}
+        out.append({"id": run.pk, "task": run.task.slug, "method": run.method, "model": run.model,
+                    "server": run.server, "shots": run.shots, "split": run.split, "seed": run.seed,
+                    "status": run.status, "s1": None if run.s1 is None else 100 * run.s1,
+                    "requests": usage.get("requests"), "tokens": run.total_tokens, "seconds": usage.get("seconds"),
+                    "resumed": usage.get("resumed"), "finished_at": run.finished_at.isoformat() if run.finished_at
+                    else None})
+    return out
+
+
+RUN_FIELDS = ("id", "task", "method", "model", "server", "shots", "split", "seed", "status", "s1", "requests",
+              "tokens", "seconds", "resumed", "finished_at")
+
+
+def transcript(run: BaselineRun) -> list[dict]:
+    """A run's requests to its server and the answers, in the order they were answered (for audit)."""
+    return [{"key": key, "request": request, "response": response, "at": at.isoformat()}
+            for key, request, response, at in BaselineResponse.objects.filter(run=run).order_by("pk")
+            .values_list("key", "request", "response", "created_at")]

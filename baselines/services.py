@@ -8,7 +8,7 @@ stored again: a re-run of ``run_baselines`` skips them, and a Celery message del
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -23,6 +23,7 @@ from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
 
 from .models import BaselineRun
+from .store import RunStore
 
 MAX_ATTEMPTS = 3  # a run whose worker died this many times is marked failed
 DEFAULT_METHODS = ("ft",)
@@ -35,17 +36,32 @@ class Skipped:
     reason: str
 
 
+SERVER_BACKEND = "openai"
+
+
+def models_by_method(methods: Sequence[str], models: Sequence[str] | Mapping[str, Sequence[str]] | None
+                     ) -> dict[str, list[str] | None]:
+    """Which models each method runs: every model for every method (a list), or per method (a mapping:
+    ``{"ft": [PATH], "icl": [NAME]}``; a method the mapping leaves out runs its default model)."""
+    if models is None or not isinstance(models, Mapping):
+        return {m: (list(models) if models else None) for m in methods}
+    stray = [m for m in models if m not in methods]
+    if stray:
+        raise ValueError(f"--models names a model for {', '.join(stray)}, not among --methods {' '.join(methods)}")
+    return {m: (list(models[m]) if models.get(m) else None) for m in methods}
+
+
 def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DEFAULT_METHODS,
-              models: Sequence[str] | None = None, shots: Sequence[int] = SHOTS, splits: Sequence[int] = SPLITS,
-              seed: int = 42, config: dict | None = None) -> tuple[list[BaselineRun], list[Skipped]]:
-    """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped."""
+              models: Sequence[str] | Mapping[str, Sequence[str]] | None = None, shots: Sequence[int] = SHOTS,
+              splits: Sequence[int] = SPLITS, seed: int = 42, config: dict | None = None, server: str = "",
+              seeds: Sequence[int] | None = None) -> tuple[list[BaselineRun], list[Skipped]]:
+    """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped.
+
+    ``server``: the base URL of an OpenAI-compatible server; the methods that can run over one
+    (``"openai" in backends``) do, the others run in process. ``seeds``: several seeds (sampling)."""
     tasks = list(tasks or TASKS)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
-    bad_tasks = [t for t in tasks if t not in TASKS]
-    if bad_tasks:
-        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+    per_method, server = _checked_sweep(tasks, methods, models, server)
+    seeds = list(seeds or [seed])
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
     missing = [t for t in tasks if t not in task_rows]
     if missing:
@@ -53,29 +69,61 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
     files = set(TrainingSet.objects.filter(task__slug__in=tasks).values_list("task__slug", "shots", "split"))
     runs, skipped = [], []
     for slug in tasks:
-        spec = TASKS[slug]
         for method in methods:
-            reason = METHODS[method]().applies_to(spec)
+            adapter = METHODS[method]()
+            reason = adapter.applies_to(TASKS[slug])
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
-            adapter = METHODS[method]()
-            names = list(models or [adapter.default_model]) if adapter.needs_model else [""]
+            over_server = bool(server) and SERVER_BACKEND in adapter.backends
+            names = list(per_method[method] or [adapter.default_model]) if adapter.needs_model else [""]
             if adapter.needs_model and not all(names):
                 raise ValueError(f"method {method!r} has no default model here: name one with --models "
-                                 "(a local checkpoint folder)")
+                                 + ("(the model's name as the server lists it)" if over_server else
+                                    "(a local checkpoint folder)"))
+            run_config = {**(config or {}), **({"backend": SERVER_BACKEND} if over_server else {})}
             for name in names:
                 for k in shots:
-                    for s in splits:
-                        if (slug, k, s) not in files:
+                    if k == 0 and not adapter.zero_shot:
+                        skipped.append(Skipped(slug, method, "needs training examples (0 shots)"))
+                        continue
+                    for s in (sorted(splits)[:1] if k == 0 else splits):  # no training file: one split
+                        if k and (slug, k, s) not in files:
                             skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
                             continue
-                        run, _ = BaselineRun.objects.get_or_create(
-                            task=task_rows[slug], method=method, model=name, shots=k, split=s, seed=seed,
-                            defaults={"config": config or {}},
-                        )
-                        runs.append(run)
+                        runs += [_run_row(task_rows[slug], method, name, server if over_server else "", k, s,
+                                          one_seed, run_config) for one_seed in seeds]
     return runs, skipped
+
+
+def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[str] | None], str]:
+    """The sweep's names checked: -> (models per method, the server's normalised base URL or "")."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    bad_tasks = [t for t in tasks if t not in TASKS]
+    if bad_tasks:
+        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+    if server:
+        from baselines.adapters.backends.openai import normalise_base_url
+
+        server = normalise_base_url(server)
+    needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]
+    if needs_server and not server:
+        raise ValueError(f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
+                         "with --api-base (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1")
+    return models_by_method(methods, models), server
+
+
+def _run_row(task: Task, method: str, model: str, server: str, shots: int, split: int, seed: int,
+             config: dict) -> BaselineRun:
+    run, created = BaselineRun.objects.get_or_create(task=task, method=method, model=model, server=server,
+                                                     shots=shots, split=split, seed=seed, defaults={"config": config})
+    if not created and run.status != BaselineRun.Status.COMPLETED and run.config != config:
+        # a run to retry takes this sweep's settings (concurrency, timeout, --set); its identity is unchanged
+        BaselineRun.objects.filter(pk=run.pk).exclude(status=BaselineRun.Status.COMPLETED).update(config=config)
+        run.config = config
+    return run
 
 
 def to_adapter_example(example: Example) -> AdapterExample:
@@ -114,14 +162,17 @@ def execute_run(run_id: int, *, device: str = "auto",
         return BaselineRun.objects.get(pk=run_id)
     try:
         spec = run.task.spec
-        training_set = TrainingSet.objects.get(task=run.task, shots=run.shots, split=run.split)
-        train = [to_adapter_example(item.example)
-                 for item in training_set.items.select_related("example").order_by("position")]
+        train = []
+        if run.shots:  # zero shots: no training file, the description alone
+            training_set = TrainingSet.objects.get(task=run.task, shots=run.shots, split=run.split)
+            train = [to_adapter_example(item.example)
+                     for item in training_set.items.select_related("example").order_by("position")]
         tests = list(test_examples(run.task))
         adapter = METHODS[run.method]()
-        config = AdapterConfig(model=adapter.model_path(run.model), seed=run.seed, device=device,
-                               **{k: v for k, v in run.config.items() if k != "extra"},
-                               extra=dict(run.config.get("extra", {})))
+        settings = {k: v for k, v in run.config.items() if k not in ("extra", "server", "store")}
+        config = AdapterConfig(model=adapter.model_path(run.model), seed=run.seed, device=device, **settings,
+                               extra=dict(run.config.get("extra", {})), server=run.server,
+                               store=RunStore(run) if run.server else None)
         result = adapter.run(spec, train, [to_adapter_example(e) for e in tests], config, progress=progress)
         if len(result.predictions) != len(tests):
             raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")
@@ -139,7 +190,7 @@ def execute_run(run_id: int, *, device: str = "auto",
         examples_per_second=result.train_examples_per_second,
         peak_gpu_memory_bytes=result.peak_gpu_memory_bytes, s1=corpus_s1(scores),
         predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions, strict=True)],
-        item_scores=scores, notes=result.notes,
+        item_scores=scores, notes=result.notes, usage=result.usage,
     )
     return BaselineRun.objects.get(pk=run.pk)
 
@@ -202,8 +253,8 @@ def import_runs(payload: dict) -> tuple[int, int]:
             task, tests, preds = r["task"], r["tests"], r["preds"]
             scores = item_scores(task, tests, preds)
             run, _ = BaselineRun.objects.select_for_update().get_or_create(
-                task=task, method=r["method"], model=r["model"], shots=r["shots"], split=r["split"],
-                seed=r["seed"], defaults={"config": raw.get("config") or {}})
+                task=task, method=r["method"], model=r["model"], server=str(raw.get("server") or ""),
+                shots=r["shots"], split=r["split"], seed=r["seed"], defaults={"config": raw.get("config") or {}})
             if run.status == BaselineRun.Status.COMPLETED:
                 kept += 1
                 continue

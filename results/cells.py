@@ -15,12 +15,12 @@ from django.db.models import Avg
 from annotation.models import Answer, Study
 from annotation.selectors import in_results, study_cohorts
 from baselines.models import BaselineRun
-from baselines.selectors import completed_runs, model_cells
+from baselines.selectors import agreement_with, completed_runs, model_cells, model_item_means
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 from tasks_data.stats import mean_std
 
-from .majority import majority_s1
+from .majority import majority_predictions, majority_s1
 from .stats import paired_gap
 from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
 
@@ -120,29 +120,37 @@ def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
     return runs
 
 
-def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
-    """Per (task, method, model, shots): per test item, S1 averaged over the splits."""
-    sums: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        for pred, score in zip(run.predictions or [], run.item_scores or [], strict=True):
-            sums[(run.task.slug, run.method, run.model, run.shots)][pred["id"]].append(score)
-    return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
+def _human_majorities(study) -> dict[tuple[str, int], dict[str, list[str]]]:
+    """Per (task, shots): per test item (CLUES id), the cohort's majority answer (``results.majority``)."""
+    answers = _cohort_answers(study)
+    out = {}
+    for cohort in study_cohorts(study):
+        by_annotator = answers.get(cohort.pk)
+        if by_annotator:
+            texts = {e: {given.clues_id: given.texts for given in per_item.values()}
+                     for e, per_item in by_annotator.items()}
+            out[(cohort.task.slug, cohort.shots)] = majority_predictions(texts, cohort.task.spec.answer_kind)
+    return out
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
-    """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
-    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``.
+    """Model cells (mean ± std over runs); with a study, each also carries the human-minus-model
+    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``, and
+    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer.
     MRC cells read with ``mrc_gold``, the human and the model side alike."""
     runs = _rescored(list(completed_runs()), check_mrc_gold(mrc_gold))
     rows = model_cells(runs)
     if study is None:
         return rows
     human = _human_item_means(study, mrc_gold)
-    model = _model_item_means(runs)
+    model = model_item_means(runs)
+    agreement = agreement_with(runs, _human_majorities(study))
     for row in rows:
+        key = (row["task"], row["method"], row["model"], row["server"], row["shots"])
         cell = human.get((row["task"], row["shots"]))
         if cell:
-            row.update(paired_gap(cell, model.get((row["task"], row["method"], row["model"], row["shots"]), {})))
+            row.update(paired_gap(cell, model.get(key, {})))
+            row["agreement"] = agreement.get(key)
     return rows
 
 

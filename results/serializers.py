@@ -37,3 +37,8 @@ class ResultsSerializer(serializers.Serializer):
     cells = TableCellSerializer(many=True)
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)
+    model_rows = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text="Model rows (baseline runs, mean ± std over runs) on this study's tasks, with the human-minus-model "
+                  "gap (diff, ci_low, ci_high, items) and agreement (% items where the model gives the majority's "
+                  "answer).")

@@ -65,7 +65,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # "human", "majority", "model" or "gap"
+    kind: str  # "human", "majority", "model", "gap" or "agreement"
     method: str  # HUMAN_LABEL, MAJORITY_LABEL, "<method> <model>" or "Human − <method> <model>"
     shots: int
     cells: tuple[Cell, ...]
@@ -129,7 +129,7 @@ class Table:
 
 
 def _label(row: Mapping) -> str:
-    return f"{row['method']} {row['model']}".strip()
+    return row.get("label") or f"{row['method']} {row['model']}".strip()
 
 
 def _ci(c: Mapping) -> tuple[float, float] | None:
@@ -158,13 +158,17 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
              for k in sorted(majority, key=lambda k: cohort_key("", k))]
     models: dict[tuple[str, int], dict[str, Cell]] = {}
     gaps: dict[tuple[str, int], dict[str, Cell]] = {}
+    agree: dict[tuple[str, int], dict[str, Cell]] = {}
     for m in model_rows:
         key = (_label(m), int(m["shots"]))
         models.setdefault(key, {})[m["task"]] = Cell(format_cell(m.get("mean"), m.get("std")), m.get("n"))
         if m.get("diff") is not None:
             gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = Cell(
                 format_gap(m["diff"], m.get("ci_low"), m.get("ci_high")), m.get("items"))
-    for kind, group in (("model", models), ("gap", gaps)):
+        if m.get("agreement") is not None:  # share of items where the model gives the human majority's answer
+            agree.setdefault((f"{key[0]} = {MAJORITY_LABEL} (% items)", key[1]), {})[m["task"]] = Cell(
+                format_cell(m["agreement"], None), m.get("n"))
+    for kind, group in (("model", models), ("gap", gaps), ("agreement", agree)):
         for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
             rows.append(Row(kind, label, k, tuple(by_task.get(s, Cell(MISSING)) for s in tasks)))
     return Table(tasks=tasks, rows=rows, cells=cells, model_rows=model_rows, mrc_gold=mrc_gold)

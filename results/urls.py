@@ -3,13 +3,16 @@
 
 from django.urls import path
 
-from . import views
+from . import baseline_runs, views
 
 api_urlpatterns = [
     path("api/studies/<int:pk>/results/", views.StudyResultsView.as_view(), name="study-results"),
     path("api/studies/<int:pk>/export/<str:kind>/", views.StudyExportView.as_view(), name="study-export"),
     path("api/enrollments/<int:pk>/predictions/", views.EnrollmentPredictionsView.as_view(),
          name="enrollment-predictions"),
+    path("api/baselines/runs/", baseline_runs.BaselineRunListView.as_view(), name="baseline-runs"),
+    path("api/baselines/runs/<int:pk>/transcript/", baseline_runs.BaselineRunTranscriptView.as_view(),
+         name="baseline-run-transcript"),
 ]
 
 urlpatterns = [

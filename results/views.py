@@ -91,7 +91,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
     for c in human:
         c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
-    table = build_table(human, mrc_gold=mrc_gold)
+    table = build_table(human, rows, mrc_gold=mrc_gold)  # model rows, their gaps and agreement below the humans
     # The html writer renders an autoescaped template: its output is safe to embed.
     ctx = {"study": study, "table_html": mark_safe(formats.render(table, "html")),
            "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
@@ -212,6 +212,8 @@ class StudyResultsView(ResearcherView):
             "cells": table.cells,
             "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
             "agreement": agreement.cohort_agreement(study),
+            "model_rows": [r for r in _model_rows(study, mrc_gold)[0]
+                           if r["task"] in {c["task"] for c in table.cells}],
         }
         if table.mrc_gold_note:
             payload["mrc_gold_note"] = table.mrc_gold_note

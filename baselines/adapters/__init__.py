@@ -30,15 +30,16 @@ from .prompt_ft import PromptFTAdapter
 from .reference import EmptyAdapter, MajorityAdapter
 from .seq2seq import Seq2SeqAdapter
 from .span_ft import SpanFTAdapter
+from .worker import WorkerAdapter
 
 METHODS: dict[str, type[Adapter]] = {
     cls.method: cls
-    for cls in (SpanFTAdapter, PromptFTAdapter, ICLAdapter, Seq2SeqAdapter, EmptyAdapter,
+    for cls in (SpanFTAdapter, PromptFTAdapter, ICLAdapter, WorkerAdapter, Seq2SeqAdapter, EmptyAdapter,
                 MajorityAdapter)
 }
 
 __all__ = [
     "METHODS", "Adapter", "AdapterConfig", "AdapterError", "AdapterExample", "AdapterResult",
     "ModelNotFound", "NotApplicable", "Progress", "default_encoder_path", "SpanFTAdapter",
-    "PromptFTAdapter", "ICLAdapter", "Seq2SeqAdapter", "EmptyAdapter", "MajorityAdapter",
+    "PromptFTAdapter", "ICLAdapter", "WorkerAdapter", "Seq2SeqAdapter", "EmptyAdapter", "MajorityAdapter",
 ]

@@ -243,7 +243,7 @@ class _Counter:
 class ICLAdapter(Adapter):
     method = "icl"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers",)
+    backends = ("transformers", "openai")
     zero_shot = True
 
     def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],

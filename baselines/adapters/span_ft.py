@@ -47,7 +47,8 @@ reference ``classic_finetuning/prepro_clues_ext.py``.
     restricted to context tokens, with dynamic padding under a real attention mask (the earlier
     default of this adapter): n-best 20 over context tokens only, the null score against the best
     context span, "no answer" when ``null - best > null_score_diff_threshold``.
-  - Kept from the earlier setup for every task: ``doc_stride`` 128 (the reference prepro passes 180).
+  - ``doc_stride`` 180 for every task, as the reference prepro passes it (``prepro_clues_ext.py``: ``DOC_STRIDE =
+    180`` given to the tokenizer's ``stride``, the overlap of successive windows, as here).
   No threshold is tuned: CLUES is true few-shot with no validation set.
 * ReCoRD (``ENTITY``) — span extraction over the passage, trained on the gold entity's first
   candidate occurrence. Decoding is restricted to the candidate entity spans (the best start +
@@ -111,11 +112,11 @@ DEFAULTS = {
     "weight_decay": 0.0,  # mt-dnn --weight_decay 0
     "max_grad_norm": 1.0,  # mt-dnn --global_grad_clipping 1.0
     "max_length": 384,  # CLUES prepro MAX_SEQ_LEN, HF --max_seq_length
-    "doc_stride": 128,  # HF --doc_stride (the CLUES prepro passes DOC_STRIDE=180)
+    "doc_stride": 180,  # CLUES prepro_clues_ext.py DOC_STRIDE (the tokenizer's stride: window overlap)
     "n_best_size": 20,  # HF utils_qa n_best_size
     "max_answer_length": 30,  # HF utils_qa max_answer_length (CLUES script: 20)
     "null_score_diff_threshold": 0.0,  # HF utils_qa
-    "optimizer": "adamw",  # AdamW as specified for this platform; "adamax" = the mt-dnn reference
+    "optimizer": "adamax",  # CLUES reference OPTIM=adamax (mt-dnn); "adamw" = the Hugging Face run_qa.py choice
     "restrict_to_candidates": True,  # ReCoRD: decode over the candidate entities only
     # SQuAD v2: "mtdnn" = the CLUES reference (padded windows, every position in the n-best);
     # "utils_qa" = HF decoding over context tokens with dynamic padding. See the module docstring.

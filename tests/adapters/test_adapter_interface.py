@@ -45,7 +45,7 @@ def test_import_pulls_in_neither_django_nor_torch():
 
 
 def test_methods_registry():
-    assert set(METHODS) == {"ft", "pt", "icl", "s2s", "empty", "majority"}
+    assert set(METHODS) == {"ft", "pt", "icl", "worker", "s2s", "empty", "majority"}
     for name, cls in METHODS.items():
         assert cls.method == name
         adapter = cls()

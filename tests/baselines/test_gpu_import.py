@@ -79,16 +79,19 @@ def test_a_bad_file_is_refused_whole(clues_data, sweep_file, tmp_path):
         _import(tmp_path / "missing.json")
 
 
-def test_run_baselines_ends_with_the_papers_bert_base_row(clues_data):
+def test_run_baselines_prints_the_papers_row_beside_ft_only(clues_data, sweep_file):
+    _import(sweep_file)  # a completed ft run (tiny-bert, SST-2 10-shot split 1): run_baselines finds it done
     out = io.StringIO()
-    call_command("run_baselines", "--tasks", "squad2", "sst2", "--methods", "empty", "majority", "--shots", "10",
-                 "--splits", "1", "2", stdout=out, stderr=io.StringIO())
+    call_command("run_baselines", "--tasks", "sst2", "--methods", "ft", "empty", "majority",
+                 "--models", "ft=tiny-bert", "--shots", "10", "--splits", "1", stdout=out, stderr=io.StringIO())
     text = out.getvalue()
-    tail = text[text.index("paper (BERT-base, classic fine-tuning) vs ours"):]
-    squad = next(line for line in tail.splitlines() if line.startswith("squad2    empty"))
-    assert "46.0 ± 2.4" in squad and "49.5 ± 0.0" in squad and "CLUES paper Table 7" in squad
-    sst = next(line for line in tail.splitlines() if line.startswith("sst2      majority"))
+    tail = text[text.index("paper (BERT-base, classic fine-tuning) vs ours (ft)"):]
+    sst = next(line for line in tail.splitlines() if line.startswith("sst2      ft"))
     assert "46.2 ± 5.6" in sst and "CLUES paper Table 6" in sst
+    # the paper's fine-tuning row is never printed beside another method
+    assert not any(line.startswith(("sst2      empty", "sst2      majority")) for line in tail.splitlines())
+    head = text[:text.index("paper (BERT-base")]
+    assert "sst2      majority" in head and "sst2      empty" in head  # their own rows are in the table
 
 
 def test_the_sweep_script_imports_no_django():

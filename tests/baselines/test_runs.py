@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from baselines import services
 from baselines.models import BaselineRun
@@ -46,13 +47,15 @@ def test_rerun_skips_completed_runs(demo_data):
 
 def test_a_failing_run_is_recorded_and_the_others_go_on(demo_data, tmp_path):
     missing = tmp_path / "no-such-model"
-    run_command("--tasks", "sst2", "--methods", "pt", "majority", "--models", str(missing), "--shots", "10")
+    with pytest.raises(CommandError, match=r"^2 of 4 run\(s\) failed"):  # exit status 1, with how many
+        run_command("--tasks", "sst2", "--methods", "pt", "majority", "--models", f"pt={missing}", "--shots", "10")
     failed = BaselineRun.objects.filter(method="pt")
     assert failed.count() == 2 and {r.status for r in failed} == {"failed"}
     assert all("ModelNotFound" in r.error and str(missing) in r.error for r in failed)
     assert {r.status for r in BaselineRun.objects.filter(method="majority")} == {"completed"}
     # A re-run retries the failed runs (and fails again, with one more attempt each).
-    run_command("--tasks", "sst2", "--methods", "pt", "--models", str(missing), "--shots", "10")
+    with pytest.raises(CommandError, match="2 of 2 run"):
+        run_command("--tasks", "sst2", "--methods", "pt", "--models", str(missing), "--shots", "10")
     assert {r.attempts for r in BaselineRun.objects.filter(method="pt")} == {2}
 
 

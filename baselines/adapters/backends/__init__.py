@@ -8,9 +8,7 @@ package imports neither torch nor httpx: each backend imports what it needs when
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ..base import AdapterConfig, AdapterError, Progress
+from ..base import AdapterConfig, AdapterError
 from .base import (
     Backend,
     BackendError,
@@ -22,9 +20,10 @@ from .base import (
     ResponseStore,
     Tally,
 )
+from .openai import OpenAIBackend
 from .transformers import TransformersBackend
 
-BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend,)}
+BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend, OpenAIBackend)}
 
 
 def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
@@ -36,8 +35,7 @@ def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
     return cls(config, method=method, **options)
 
 
-def in_process_backend(config, *, method: str, what: str, default_model: Callable[[], str] | None = None,
-                       progress: Progress | None = None):
+def in_process_backend(config: AdapterConfig, *, method: str, what: str, default_model=None, progress=None) -> Backend:
     """The backend a method that trains its model opens: ``config.backend`` must run the model in this process."""
     cls = BACKENDS.get(config.backend)
     if cls is not None and not cls.in_process:
@@ -47,5 +45,5 @@ def in_process_backend(config, *, method: str, what: str, default_model: Callabl
 
 
 __all__ = ["BACKENDS", "Backend", "BackendError", "ChatRequest", "ContextTooSmall", "GenerationRequest",
-           "LoglikelihoodRequest", "MemoryStore", "ResponseStore", "Tally", "TransformersBackend",
+           "LoglikelihoodRequest", "MemoryStore", "OpenAIBackend", "ResponseStore", "Tally", "TransformersBackend",
            "in_process_backend", "open_backend"]

@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import os
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
@@ -12,13 +13,17 @@ from baselines.models import BaselineRun
 from baselines.selectors import model_cells
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
+PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: printed beside ft only
+
 
 def paper_comparison(rows) -> str:
-    """The paper's BERT-base classic fine-tuning row beside ours, for each task and shots run
-    (so anyone sees at a glance whether a run is in the paper's regime)."""
-    lines = ["", "paper (BERT-base, classic fine-tuning) vs ours, S1 mean ± std over splits:",
+    """The paper's BERT-base classic fine-tuning row beside our ``ft`` runs, for each task and shots run
+    (so anyone sees at a glance whether a run is in the paper's regime); never beside another method."""
+    lines = ["", "paper (BERT-base, classic fine-tuning) vs ours (ft), S1 mean ± std over splits:",
              f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  {'paper':>12}  {'ours':>12}  source"]
     for row in rows:
+        if row["method"] != PAPER_METHOD:
+            continue
         spec = TASKS.get(row["task"])
         paper = spec.paper_ft_bert_base.get(row["shots"]) if spec else None
         ours = f"{row['mean']:.1f} ± {row['std']:.1f}" if row["std"] is not None else f"{row['mean']:.1f}"
@@ -42,7 +47,35 @@ def _setting(text: str) -> tuple[str, object]:
         return key, value
 
 
-def missing_model_packages(methods) -> list[str]:
+def parse_models(values: list[str] | None, methods: list[str]) -> list[str] | dict[str, list[str]] | None:
+    """``--models NAME ...`` (every method runs every model) or ``--models METHOD=NAME ...`` (per method)."""
+    if not values:
+        return None
+    per_method = [v for v in values if v.partition("=")[0] in METHODS and v.partition("=")[1]]
+    if not per_method:
+        return list(values)
+    if len(per_method) != len(values):
+        bare = [v for v in values if v not in per_method]
+        raise CommandError(f"--models: either every model names its method (METHOD=NAME) or none does; "
+                           f"{', '.join(bare)} name{'s' if len(bare) == 1 else ''} none")
+    out: dict[str, list[str]] = {}
+    for value in values:
+        method, _, name = value.partition("=")
+        if not name:
+            raise CommandError(f"--models {value}: no model after '='")
+        if method not in methods:
+            raise CommandError(f"--models {value}: {method} is not among --methods {' '.join(methods)}")
+        out.setdefault(method, []).append(name)
+    return out
+
+
+def backend_of(method: str, server: str) -> str:
+    """The backend a method's runs use: the server's where one is given and the method can use it."""
+    backends = METHODS[method].backends
+    return "openai" if server and "openai" in backends else backends[0]
+
+
+def missing_model_packages(methods, server: str = "") -> list[str]:
     """Packages the methods' backends and the methods themselves import, not installed here (a lean install:
     `make run` does not install the model set, requirements/baselines.txt). Checked before planning, so that it
     gets one clear error instead of a failed run per task, shots and split."""
@@ -50,7 +83,8 @@ def missing_model_packages(methods) -> list[str]:
     for name in methods:
         adapter = METHODS[name]()
         if adapter.needs_model:
-            needed += [*BACKENDS[adapter.backends[0]].requires, *adapter.requires]
+            backend = backend_of(name, server)
+            needed += [*BACKENDS[backend].requires, *(adapter.requires if backend != "openai" else ())]
     return [name for name in dict.fromkeys(needed) if importlib.util.find_spec(name) is None]
 
 
@@ -62,27 +96,46 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
         parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(services.DEFAULT_METHODS))
-        parser.add_argument("--models", nargs="+", help="transformers names or local checkpoint folders")
-        parser.add_argument("--shots", nargs="+", type=int, choices=SHOTS, default=list(SHOTS))
+        parser.add_argument("--models", nargs="+", metavar="[METHOD=]MODEL",
+                            help="transformers names, local checkpoint folders or a server's model names; every "
+                                 "method runs every model, or METHOD=MODEL names one per method "
+                                 "(--models ft=PATH icl=NAME)")
+        parser.add_argument("--shots", nargs="+", type=int, choices=(0, *SHOTS), default=list(SHOTS),
+                            help="0 = the task's description alone (icl and worker; one run, no split)")
         parser.add_argument("--splits", nargs="+", type=int, choices=SPLITS, default=list(SPLITS))
-        parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--seed", nargs="+", type=int, default=[42],
+                            help="one run per seed (several: sampling with --set temperature=0.7)")
+        parser.add_argument("--api-base", default=os.environ.get("OPENAI_BASE_URL", ""), metavar="URL",
+                            help="an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama, hosted), e.g. "
+                                 "http://127.0.0.1:8000/v1; default: $OPENAI_BASE_URL. The key is read from "
+                                 "$OPENAI_API_KEY. icl runs over it; worker needs it")
+        parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+        parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
+        parser.add_argument("--max-retries", type=int, default=5, help="per request, on 429 / 5xx / a lost connection")
         parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
         parser.add_argument("--set", dest="settings", action="append", default=[], type=_setting,
                             metavar="KEY=VALUE", help="override an adapter setting (e.g. epochs=1)")
         parser.add_argument("--queue", action="store_true",
                             help="send runs to Celery's 'gpu' queue (inline when no broker is configured)")
 
-    def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, **options):
-        missing = [] if queue and not self._eager() else missing_model_packages(methods)
+    def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, api_base,
+               concurrency, timeout, max_retries, **options):
+        models = parse_models(models, methods)
+        if concurrency < 1 or timeout <= 0 or max_retries < 0:
+            raise CommandError("--concurrency must be at least 1, --timeout positive, --max-retries at least 0")
+        server = self._server(api_base, methods, models)
+        missing = [] if queue and not self._eager() else missing_model_packages(methods, server)
         if missing:
             raise CommandError(
                 f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
                 "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
                 "-r requirements/baselines.txt`), or run only --methods empty majority.")
         config = {"extra": dict(settings or [])} if settings else {}
+        if server:
+            config.update(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
         try:
             runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,
-                                               splits=splits, seed=seed, config=config)
+                                               splits=splits, seeds=seed, config=config, server=server)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         for note in {(s.task, s.method, s.reason) for s in skipped}:
@@ -122,7 +175,31 @@ class Command(BaseCommand):
         self._print_table(rows)
         self.stdout.write(paper_comparison(rows))
         if failed:
-            self.stderr.write(self.style.WARNING(f"{failed} run(s) failed; re-run the command to retry them"))
+            raise CommandError(f"{failed} of {len(todo)} run(s) failed (errors above, and in each run's error field); "
+                               "re-run the command to retry them: completed runs, and the answered requests of "
+                               "runs on a server, are not run again")
+
+    def _server(self, api_base: str, methods, models) -> str:
+        """The server's base URL, checked before anything is planned: reachable, the key accepted, and every
+        model named for a method that runs on it offered there."""
+        from baselines.adapters.backends import BackendError
+        from baselines.adapters.backends.openai import list_models, normalise_base_url
+
+        on_server = [m for m in methods if api_base and "openai" in METHODS[m].backends]
+        if not on_server:
+            return ""
+        try:
+            server = normalise_base_url(api_base)
+            offered = list_models(server)
+        except BackendError as exc:
+            raise CommandError(str(exc)) from None
+        named = models.get if isinstance(models, dict) else (lambda m: models)
+        wanted = {name for m in on_server for name in (named(m) or [])}
+        unknown = sorted(wanted - set(offered))
+        if unknown:
+            raise CommandError(f"{server} does not serve {', '.join(unknown)}; "
+                               f"it offers: {', '.join(offered) or 'none'}")
+        return server
 
     @staticmethod
     def _eager() -> bool:
@@ -134,7 +211,7 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("no completed runs")
             return
-        self.stdout.write(f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  S1 mean ± std (n splits)")
+        self.stdout.write(f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  S1 mean ± std (n runs)")
         for row in rows:
             std = f"{row['std']:.1f}" if row["std"] is not None else "-"
             model = (row["model"] or "-")[-28:]

@@ -1,0 +1,272 @@
+"""``worker``: a chat model goes through the crowd protocol as a crowdworker does, over a chat backend
+(an OpenAI-compatible server).
+
+One conversation, as the worker pages run it:
+
+1. the task's description as the description page shows it (its name, the description, how the study goes,
+   the exact-match rule), and how to type an answer: the one difference from a worker, who clicks;
+2. the training step: the K training items of the split one at a time in file order; after each answer, the
+   feedback page's verdict, the item's S1 and the gold answer, cumulatively in the same conversation (each
+   training request carries everything before it, so these requests go one after the other);
+3. the test step: every test item as its own request carrying the whole training transcript and no gold;
+   test requests are independent and sent concurrently.
+
+Zero shots: the description alone, then the test items.
+
+Each reply is read by the rules a worker's answer is validated by (``annotation.answers``): a label of the
+task (case and aliases forgiven), spans that are text of the context (snapped to it exactly, as
+``base.snap_to_context`` does), at most one span where the task takes one, an entity among the item's
+candidates. A reply that reads as none of these is an unparseable reply: recorded as such
+(``notes["unparseable_items"]``) and scored as the empty answer.
+
+Sampling: ``temperature`` (default 0, greedy) and the run's seed, sent with every request; runs over several
+seeds then form one row.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.s1 import item_s1
+
+from .backends import ChatRequest, ContextTooSmall, open_backend
+from .base import (
+    Adapter,
+    AdapterConfig,
+    AdapterError,
+    AdapterExample,
+    AdapterResult,
+    Progress,
+    candidate_texts,
+    distinct,
+    normalize_label,
+    snap_to_context,
+)
+
+DEFAULTS = {
+    "max_new_tokens": 64,  # a reply: a label, a few names, an answer span
+    "temperature": 0.0,  # greedy; > 0 samples (with the run's seed)
+}
+
+NONE_REPLY = {AnswerKind.SPANS: "none", AnswerKind.SPAN_OR_NONE: "no answer"}
+SPAN_SEPARATOR = " | "
+
+
+def how_to_answer(task: TaskSpec) -> str:
+    kind = task.answer_kind
+    if kind is AnswerKind.LABEL:
+        return f"Reply with one of these answers and nothing else: {', '.join(task.labels)}."
+    if kind is AnswerKind.SPANS:
+        return ("Reply with every name of the kind asked, copied exactly from the text, separated by \" | \"; "
+                "reply \"none\" if the text contains no name of that kind. Nothing else.")
+    if kind is AnswerKind.SPAN_OR_NONE:
+        return ("Reply with the answer copied exactly from the text (only the words of the answer), or "
+                "\"no answer\" if the text does not contain it. Nothing else.")
+    return ("Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. "
+            "Nothing else.")
+
+
+def description_text(task: TaskSpec, *, training_items: int, test_items: int) -> str:
+    """The description page, in words (templates/worker/_description.html), and how to type an answer."""
+    lines = [f"You are a participant in a study. {task.name}: what to do", "", task.description, "",
+             "How the study goes:"]
+    if training_items:
+        lines.append(f"- Training: {training_items} item{'s' if training_items != 1 else ''}. After each answer you "
+                     "see the correct answer, so you can learn what is wanted.")
+    lines.append(f"- Test: {test_items} item{'s' if test_items != 1 else ''}. The correct answers are not shown.")
+    if task.train_rows_per_shot > 1:
+        lines.append(f"- Each text comes {task.train_rows_per_shot} times, each time asking for another kind of "
+                     "name: look at the question every time.")
+    if task.answer_kind in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE):
+        lines.append("- Answers are matched exactly: give exactly the words of the answer, no more and no fewer "
+                     "(a word or a final \".\" too many counts as wrong).")
+    lines += ["", how_to_answer(task)]
+    return "\n".join(lines)
+
+
+def item_text(task: TaskSpec, ex: AdapterExample) -> str:
+    """An item as the item page shows it: the text, the question, and for ReCoRD the names to choose from."""
+    if task.answer_kind is AnswerKind.ENTITY:
+        names = candidate_texts(ex)
+        return f"Passage: {ex.context}\nQuery: {ex.question}\nNames: {' ; '.join(names)}"
+    text = f"Text: {ex.context}\n"
+    if ex.hypothesis:
+        text += f"Hypothesis: {ex.hypothesis}\n"
+    return text + f"Question: {ex.question}"
+
+
+def _answer_words(task: TaskSpec, texts: Sequence[str]) -> str:
+    if not texts:
+        return NONE_REPLY.get(task.answer_kind, "no answer")
+    return SPAN_SEPARATOR.join(texts)
+
+
+def feedback_text(task: TaskSpec, ex: AdapterExample, answer: list[str]) -> tuple[str, float]:
+    """The feedback page in words (templates/worker/_feedback.html): verdict, the item's S1, both answers."""
+    alternatives = task.answer_kind.gold_is_alternatives
+    gold = distinct(a.strip() for a in ex.answers)
+    score = item_s1(answer, list(ex.answers), alternatives=alternatives)
+    verdict = "Correct" if score >= 1 else ("Partly correct" if score > 0 else "Not correct")
+    gold_words = (" | ".join(gold) if gold else NONE_REPLY.get(task.answer_kind, "no answer"))
+    any_of = " (any of these)" if alternatives and len(gold) > 1 else ""
+    return (f"{verdict}. Score for this item: {round(100 * score)}%.\nYour answer: {_answer_words(task, answer)}\n"
+            f"Correct answer{any_of}: {gold_words}"), score
+
+
+_PREFIX = re.compile(r"^\s*(?:your\s+)?answer\s*:\s*", re.IGNORECASE)
+_NONE_WORDS = {"none", "no answer", "none in this text", "no name", "nothing"}
+
+
+def read_reply(task: TaskSpec, ex: AdapterExample, reply: str) -> list[str] | None:
+    """A reply read as a worker's answer is validated; None when it reads as no valid answer."""
+    text = _PREFIX.sub("", reply.strip()).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY):
+        for candidate in (text, lines[0]):
+            choice = _choice(task, ex, candidate)
+            if choice is not None:
+                return [choice]
+        return None
+    return _spans(task, ex, text, lines)
+
+
+def _choice(task: TaskSpec, ex: AdapterExample, text: str) -> str | None:
+    """A label of the task (case and aliases forgiven), or one of the item's candidate names."""
+    if task.answer_kind is AnswerKind.LABEL:
+        return normalize_label(task, text)
+    names = candidate_texts(ex)
+    c = text.strip().strip(".\"'").strip()
+    if c in names:
+        return c
+    folded = [n for n in names if n.lower() == c.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _spans(task: TaskSpec, ex: AdapterExample, text: str, lines: list[str]) -> list[str] | None:
+    """Spans of the context (a worker can mark nothing else), at most as many as the task takes."""
+    if text.lower().strip(" .") in _NONE_WORDS:
+        return []
+    parts = [p.strip() for line in lines for p in line.split("|")]
+    spans: list[str] = []
+    for part in parts:
+        if not part or part.lower().strip(" .") in _NONE_WORDS:
+            continue
+        exact = snap_to_context(part, ex.context)
+        if exact is None:
+            return None
+        if exact not in spans:
+            spans.append(exact)
+    if task.answer_kind.max_spans is not None and len(spans) > task.answer_kind.max_spans:
+        return None
+    return spans
+
+
+def demonstrations_that_fit(prefix_chars: Sequence[int], tail_chars: int, exc: ContextTooSmall,
+                            max_tokens: int) -> int | None:
+    """About how many training items fit, from the server's refusal: tokens per character estimated from the
+    refused request (``requested`` tokens for ``prefix_chars[-1] + tail_chars`` characters); None if unknown."""
+    if not exc.window or not exc.requested:
+        return None
+    per_char = exc.requested / max(1, prefix_chars[-1] + tail_chars)
+    fit = 0
+    for i, chars in enumerate(prefix_chars):
+        if (chars + tail_chars) * per_char + max_tokens <= exc.window:
+            fit = i
+    return fit
+
+
+class WorkerAdapter(Adapter):
+    method = "worker"
+    defaults = DEFAULTS
+    backends = ("openai",)
+    zero_shot = True
+
+    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
+            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+        self.check_applies(task)
+        hp = config.resolve(DEFAULTS, self.method)
+        max_tokens, temperature = int(hp["max_new_tokens"]), float(hp["temperature"])
+        with open_backend(config, method=self.method, progress=progress) as backend:
+
+            def ask(messages, done=None):
+                return backend.chat([ChatRequest(messages=tuple(m), max_tokens=max_tokens, temperature=temperature,
+                                                 seed=config.seed) for m in messages], done)
+
+            opening = description_text(task, training_items=len(train), test_items=len(test))
+            messages: list[tuple[str, str]] = []
+            pending = opening  # the next user message, still being written
+            notes: dict = {"protocol": "worker", "training_replies": [], "training_s1": [],
+                           "unparseable_training_replies": 0, "unparseable_items": [],
+                           "unparseable_replies": 0}
+            # characters of the conversation before training item i (for the context-window message)
+            prefix_chars = [len(opening)]
+            start = time.perf_counter()
+            for i, ex in enumerate(train):
+                pending += f"\n\nTraining item {i + 1} of {len(train)}:\n{item_text(task, ex)}"
+                try:
+                    (reply,) = ask([[*messages, ("user", pending)]])
+                except ContextTooSmall as exc:
+                    raise AdapterError(
+                        f"worker: the model's context window ({exc.window or '?'} tokens) cannot hold the transcript "
+                        f"up to training item {i + 1} of {len(train)} ({exc.requested or '?'} tokens requested): "
+                        f"{i} training item(s) fit; run fewer shots or serve the model with a longer context "
+                        "(vLLM: --max-model-len)") from None
+                answer = read_reply(task, ex, reply)
+                notes["training_replies"].append(reply)
+                notes["unparseable_training_replies"] += answer is None
+                feedback, score = feedback_text(task, ex, answer or [])
+                notes["training_s1"].append(score)
+                messages += [("user", pending), ("assistant", reply)]
+                pending = feedback
+                prefix_chars.append(sum(len(t) for _, t in messages) + len(pending))
+                if progress:
+                    progress("train", i + 1, len(train))
+            train_seconds = time.perf_counter() - start
+            if train:
+                pending += "\n\nThe training step is over. From now on the correct answers are not shown. Answer as " \
+                           "in the training."
+            start = time.perf_counter()
+            asks = [[*messages, ("user", f"{pending}\n\nTest item:\n{item_text(task, ex)}")] for ex in test]
+            done = _Counter(progress, len(test))
+            try:
+                replies = ask(asks, done)
+            except ContextTooSmall as exc:
+                j = exc.index
+                tail = len(item_text(task, test[j])) + 40
+                fit = demonstrations_that_fit(prefix_chars, tail, exc, max_tokens)
+                raise AdapterError(
+                    f"worker: the model's context window ({exc.window or '?'} tokens) cannot hold the training "
+                    f"transcript of {len(train)} item(s) with test item {j + 1} ({exc.requested or '?'} tokens "
+                    f"requested); about {'?' if fit is None else fit} training item(s) fit: run fewer shots or serve "
+                    "the model with a longer context (vLLM: --max-model-len)") from None
+            predictions = []
+            for ex, reply in zip(test, replies, strict=True):
+                answer = read_reply(task, ex, reply)
+                if answer is None:
+                    notes["unparseable_replies"] += 1
+                    notes["unparseable_items"].append(ex.uid)
+                predictions.append(answer or [])
+            predict_seconds = time.perf_counter() - start
+            notes.update(backend.notes())
+            notes.update(seed=config.seed, model=backend.model_name, hyperparameters=hp,
+                         scoring="the reply read as a worker's answer (unparseable = the empty answer)",
+                         description=opening)
+            return AdapterResult(
+                predictions=predictions, device=backend.device, train_seconds=train_seconds,
+                predict_seconds=predict_seconds, train_examples_per_second=None, peak_gpu_memory_bytes=None,
+                notes=notes, usage=backend.tally.as_dict())
+
+
+class _Counter:
+    def __init__(self, progress: Progress | None, total: int):
+        self.progress, self.total, self.n = progress, total, 0
+
+    def __call__(self):
+        self.n += 1
+        if self.progress:
+            self.progress("predict", self.n, self.total)

@@ -1,0 +1,59 @@
+"""List every baseline run (json or csv), or write one run's transcript (its requests and the answers)."""
+
+import csv
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from baselines.models import BaselineRun
+from baselines.selectors import RUN_FIELDS, run_list, transcript
+
+
+class Command(BaseCommand):
+    help = ("List every baseline run: task, method, model, server, shots, split, seed, status, S1 (percent), "
+            "requests, tokens and seconds. --transcript RUN_ID writes one run's requests and answers (JSON lines).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--format", choices=["json", "csv"], default="json")
+        parser.add_argument("--output", "-o", help="a file to write (default: standard output)")
+        parser.add_argument("--transcript", type=int, metavar="RUN_ID",
+                            help="write this run's transcript instead of the list")
+
+    def handle(self, *args, format, output, transcript: int | None, **options):
+        if transcript is not None:
+            run = BaselineRun.objects.filter(pk=transcript).first()
+            if run is None:
+                raise CommandError(f"no baseline run {transcript} (export_baselines lists them)")
+            text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self._transcript(run))
+        else:
+            rows = run_list()
+            text = self._csv(rows) if format == "csv" else json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+        if output:
+            # written whole or not at all: a half-written file would pass for a complete list
+            import os
+            import tempfile
+
+            folder = os.path.dirname(os.path.abspath(output))
+            with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, encoding="utf-8", newline="") as f:
+                f.write(text)
+            os.replace(f.name, output)
+            self.stderr.write(f"wrote {output}")
+        else:
+            sys.stdout.flush()
+            self.stdout.write(text, ending="")
+
+    @staticmethod
+    def _transcript(run):
+        return transcript(run)
+
+    @staticmethod
+    def _csv(rows) -> str:
+        import io
+
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=RUN_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row[k] is None else row[k] for k in RUN_FIELDS})
+        return out.getvalue()

@@ -1,0 +1,226 @@
+"""Runs over an OpenAI-compatible server, end to end through run_baselines, export_baselines, the API and the
+results page, against the real HTTP fake (tests/baselines/fake_openai.py) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from baselines.adapters.backends.openai import OpenAIBackend
+from baselines.models import BaselineResponse, BaselineRun
+from baselines.selectors import model_cells
+from tasks_data.models import Example
+from tests.baselines.fake_openai import TOKEN, FakeOpenAI
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker, demo_path):
+    """The bundled demo data, imported once for the module (each test rolls back its own changes)."""
+    from tasks_data.importer import import_release
+    from tasks_data.management.commands.import_clues import DEMO_SOURCE
+    from tests.conftest import imported_for_module
+
+    with imported_for_module(django_db_blocker, lambda: import_release(demo_path, source=DEMO_SOURCE)) as report:
+        yield report
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
+    with FakeOpenAI() as server:
+        yield server
+
+
+def run_command(*args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("run_baselines", *args, stdout=out, stderr=err)
+    finally:
+        run_command.last = (out.getvalue(), err.getvalue())
+    return out.getvalue(), err.getvalue()
+
+
+def sweep(fake, *extra, methods=("worker",), model="tiny-model"):
+    return run_command("--tasks", "sst2", "--methods", *methods, "--models", model, "--api-base", fake.base_url,
+                       "--shots", "10", "--splits", "1", *extra)
+
+
+def test_worker_and_icl_through_run_baselines(fake, caplog):
+    caplog.set_level(logging.DEBUG)
+    n_test = Example.objects.filter(task__slug="sst2", role="test").count()
+    out, err = sweep(fake, methods=("worker", "icl"))
+    worker, icl = BaselineRun.objects.get(method="worker"), BaselineRun.objects.get(method="icl")
+    for run in (worker, icl):
+        assert run.status == "completed" and run.server == fake.base_url and run.model == "tiny-model"
+        assert run.config["backend"] == "openai" and run.config["concurrency"] == 8
+    assert worker.usage["requests"] == 10 + n_test and worker.usage["resumed"] == 0
+    assert worker.usage["prompt_tokens"] > 0 and worker.usage["completion_tokens"] == 10 + n_test
+    assert icl.usage["requests"] == 1 + 2 * n_test  # the echo probe, then both labels of every item
+    assert worker.predictions == [{"id": p["id"], "prediction": ["positive"]} for p in worker.predictions]
+    assert BaselineResponse.objects.filter(run=worker).count() == 10 + n_test
+    assert "tiny-model" in out and "worker" in out and "icl" in out
+    assert "paper (BERT-base" not in out  # the paper's fine-tuning row only beside ft
+    # the key went out as a header, and nowhere else: not in output, logs, stored requests or runs
+    assert all(c["authorization"] == f"Bearer {TOKEN}" for c in fake.calls)
+    stored = json.dumps([list(r.request.values()) + [r.response] for r in BaselineResponse.objects.all()])
+    runs = json.dumps([[r.config, r.notes, r.usage, r.error, r.server] for r in BaselineRun.objects.all()])
+    for text in (out, err, caplog.text, stored, runs):
+        assert TOKEN not in text and "SECRET" not in text
+
+
+def test_a_failed_run_restarted_pays_for_nothing_twice(fake):
+    fake.fail_after = 6  # the server goes away after 6 answers
+    with pytest.raises(CommandError, match="1 of 1 run"):
+        sweep(fake, "--max-retries", "1")
+    run = BaselineRun.objects.get()
+    assert run.status == "failed" and "503" in run.error and run.predictions is None
+    assert BaselineResponse.objects.filter(run=run).count() == 6
+    first = len(fake.answered)
+    fake.fail_after = None
+    out, _ = sweep(fake)
+    run.refresh_from_db()
+    assert run.status == "completed" and run.attempts == 2
+    assert run.usage["resumed"] == 6 and run.usage["requests"] == len(fake.answered) - first
+    bodies = [json.dumps(b, sort_keys=True) for b in fake.answered]
+    assert len(bodies) == len(set(bodies))  # no request answered twice
+    # a third time: nothing to run, nothing sent
+    sent = len(fake.calls)
+    out, _ = sweep(fake)
+    assert "1 already completed, 0 to run" in out and len(fake.calls) == sent + 1  # only GET /models
+
+
+def test_a_retried_request_is_counted_once(fake):
+    fake.faults = ["429", "500", "drop"]
+    fake.retry_after = "0"
+    sweep(fake)
+    run = BaselineRun.objects.get()
+    n = 10 + Example.objects.filter(task__slug="sst2", role="test").count()
+    assert run.status == "completed" and BaselineResponse.objects.filter(run=run).count() == n
+    assert run.usage["requests"] == n + 3 and run.usage["retries"] == 3 and run.usage["completion_tokens"] == n
+    assert run.notes["unanswered_sends"] == 1
+
+
+def test_same_model_on_two_servers_never_collides(fake, monkeypatch):
+    with FakeOpenAI() as other:
+        other.reply = lambda body: "negative"
+        sweep(fake)
+        sweep(other)
+    runs = BaselineRun.objects.order_by("pk")
+    assert [r.server for r in runs] == [fake.base_url, other.base_url]
+    rows = model_cells(runs.select_related("task"))
+    assert len(rows) == 2 and rows[0]["label"] != rows[1]["label"]
+    assert all(row["label"].startswith("tiny-model (as a worker, 127.0.0.1:") for row in rows)
+
+
+@pytest.mark.parametrize("problem", ["unknown model", "wrong key", "unreachable", "credentials in url"])
+def test_bad_server_input_is_a_clear_error_and_stores_nothing(fake, monkeypatch, problem):
+    model, base = "tiny-model", fake.base_url
+    if problem == "unknown model":
+        model = "qwen-72b"
+    elif problem == "wrong key":
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    elif problem == "unreachable":
+        base = "http://127.0.0.1:9/v1"
+    else:
+        base = base.replace("http://", "http://me:hunter2@")
+    with pytest.raises(CommandError) as err:
+        run_command("--tasks", "sst2", "--methods", "worker", "--models", model, "--api-base", base, "--shots", "10")
+    message = str(err.value)
+    expected = {"unknown model": "does not serve qwen-72b; it offers: tiny-model", "wrong key": "refused the key",
+                "unreachable": "cannot reach http://127.0.0.1:9/v1", "credentials in url": "OPENAI_API_KEY"}[problem]
+    assert expected in message and "hunter2" not in message
+    assert not BaselineRun.objects.exists() and not BaselineResponse.objects.exists()
+
+
+def test_worker_needs_a_server(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(CommandError, match="--api-base"):
+        run_command("--tasks", "sst2", "--methods", "worker", "--models", "m", "--shots", "10")
+
+
+def test_api_base_from_the_environment(fake, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url + "/")
+    run_command("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--shots", "10", "--splits", "1")
+    assert BaselineRun.objects.get().server == fake.base_url
+
+
+def test_context_window_too_small_says_how_many_fit(fake):
+    fake.window = 400
+    with pytest.raises(CommandError):
+        sweep(fake)
+    run = BaselineRun.objects.get()
+    assert run.status == "failed" and "context window (400 tokens)" in run.error
+    assert "training item(s) fit" in run.error and run.s1 is None
+
+
+def test_zero_shots_and_several_seeds_form_one_row(fake):
+    run_command("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", fake.base_url,
+                "--shots", "0", "--splits", "1", "2", "--seed", "1", "2", "--set", "temperature=0.7")
+    runs = BaselineRun.objects.all()
+    assert sorted((r.shots, r.split, r.seed) for r in runs) == [(0, 1, 1), (0, 1, 2)]  # 0 shots: one split
+    assert {b["seed"] for b in fake.answered} == {1, 2} and {b["temperature"] for b in fake.answered} == {0.7}
+    assert all(len(b["messages"]) == 1 for b in fake.answered)  # the description, then the item
+    (row,) = model_cells(runs.select_related("task"))
+    assert row["n"] == 2 and row["seeds"] == [1, 2] and row["shots"] == 0
+
+
+def test_models_per_method(fake):
+    fake.models = ["tiny-model", "other-model"]
+    run_command("--tasks", "sst2", "--methods", "worker", "icl", "--models", "worker=tiny-model", "icl=other-model",
+                "--api-base", fake.base_url, "--shots", "10", "--splits", "1")
+    assert sorted(BaselineRun.objects.values_list("method", "model")) == [("icl", "other-model"),
+                                                                         ("worker", "tiny-model")]
+    with pytest.raises(CommandError, match="either every model names its method"):
+        run_command("--tasks", "sst2", "--methods", "worker", "icl", "--models", "worker=tiny-model", "other-model",
+                    "--api-base", fake.base_url)
+    with pytest.raises(CommandError, match="ft is not among --methods"):
+        run_command("--tasks", "sst2", "--methods", "worker", "--models", "ft=x", "--api-base", fake.base_url)
+
+
+def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
+    sweep(fake)
+    run = BaselineRun.objects.get()
+    out = io.StringIO()
+    call_command("export_baselines", "--format", "json", stdout=out)
+    (row,) = json.loads(out.getvalue())
+    assert row["task"] == "sst2" and row["method"] == "worker" and row["server"] == fake.base_url
+    assert row["s1"] == pytest.approx(100 * run.s1) and row["requests"] == run.usage["requests"]
+    assert row["tokens"] == run.usage["prompt_tokens"] + run.usage["completion_tokens"] and row["seconds"] > 0
+    out = io.StringIO()
+    call_command("export_baselines", "--format", "csv", stdout=out)
+    header, line = out.getvalue().splitlines()
+    assert header.startswith("id,task,method,model,server,shots,split,seed,status,s1,requests,tokens,seconds")
+    assert f",{fake.base_url},10,1,42,completed," in line
+    out = io.StringIO()
+    call_command("export_baselines", "--transcript", str(run.pk), stdout=out)
+    entries = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(entries) == run.usage["requests"]
+    assert entries[0]["request"]["body"]["messages"][0]["role"] == "user"
+    assert TOKEN not in out.getvalue()
+    with pytest.raises(CommandError, match="no baseline run 999"):
+        call_command("export_baselines", "--transcript", "999", stdout=io.StringIO())
+
+    client = Client()
+    assert client.get("/api/baselines/runs/").status_code == 401
+    client.force_login(plain_user)
+    assert client.get("/api/baselines/runs/").status_code == 403
+    assert client.get(f"/api/baselines/runs/{run.pk}/transcript/").status_code == 403
+    client.force_login(researcher)
+    listed = client.get("/api/baselines/runs/").json()["runs"]
+    assert listed == [json.loads(json.dumps(r)) for r in [row]] or listed[0]["id"] == run.pk
+    assert listed[0]["requests"] == run.usage["requests"] and listed[0]["server"] == fake.base_url
+    got = client.get(f"/api/baselines/runs/{run.pk}/transcript/").json()
+    assert len(got["transcript"]) == len(entries) and got["run"]["id"] == run.pk
+    assert client.get("/api/baselines/runs/999/transcript/").status_code == 404
+    assert client.post("/api/baselines/runs/", {}).status_code in (403, 405)  # nothing starts a run on the web
+
