@@ -251,9 +251,13 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     return rows
 
 
-def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None) -> list[dict]:
-    """Every enrollment of a study (optionally of one cohort / in one state), see ``cohort_enrollments``."""
+def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None,
+                      results_only: bool = False) -> list[dict]:
+    """Every enrollment of a study (optionally of one cohort / in one state / only those ``in_results``),
+    see ``cohort_enrollments``."""
     qs = Enrollment.objects.filter(cohort__study=study).select_related("worker", "cohort__task", "cohort__study")
+    if results_only:
+        qs = qs.filter(in_results())
     if cohort is not None:
         qs = qs.filter(cohort=cohort)
     if state:

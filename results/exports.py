@@ -25,28 +25,42 @@ from .formats import ExportError
 from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
-ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1", "test_s1",
+ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1_percent",
+                     "test_s1_percent",
                      "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
                      "longest_idle_seconds", "active_seconds", "pay")
-CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1", "gold_unproducible")
-AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
+CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1_percent", "running_s1_percent",
+                 "gold_unproducible")
+AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1_percent", "fleiss_kappa", "krippendorff_alpha",
+                     "alpha_distance")
 
 
 def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
     """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
-    model rows; MRC cells read with ``mrc_gold`` (model rows keep the default reading)."""
+    model rows with their gaps; MRC cells read with ``mrc_gold``, the human and the model rows alike
+    (model rows rescored from their stored predictions)."""
     return build_table(cells.table_cells(study, mrc_gold=mrc_gold),
                        cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (), mrc_gold=mrc_gold)
 
 
+_S1_KEYS = ("training_s1", "test_s1")  # 0-1 in the selectors, percent in every export
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
 def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "best") -> list[dict]:
-    """``selectors.annotator_rows`` with ``test_s1`` read with ``mrc_gold`` (stored under the default)."""
+    """``selectors.annotator_rows`` with S1 in percent, as every table (``training_s1_percent``,
+    ``test_s1_percent``), the test S1 read with ``mrc_gold`` (stored under the default)."""
     rows = selectors.annotator_rows(study, include_all=include_all)
     rescored = cells.annotator_test_s1_read(study, mrc_gold)
+    out = []
     for row in rows:
-        if row["enrollment_id"] in rescored:
-            row["test_s1"] = rescored[row["enrollment_id"]]
-    return rows
+        row["test_s1"] = rescored.get(row["enrollment_id"], row["test_s1"])
+        out.append({f"{k}_percent" if k in _S1_KEYS else k: _percent(v) if k in _S1_KEYS else v
+                    for k, v in row.items()})
+    return out
 
 
 def export_rows(study: Study, kind: str, *, include_all: bool = False,

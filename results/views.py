@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
@@ -92,6 +93,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
     for c in human:
         c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
     table = build_table(human, mrc_gold=mrc_gold)
+    fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
     # The html writer renders an autoescaped template: its output is safe to embed.
     ctx = {"study": study, "table_html": mark_safe(formats.render(table, "html")),
            "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
@@ -103,7 +105,8 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
            "notes": table.notes[1:],
            "mrc_gold": mrc_gold, "mrc_gold_choices": MRC_GOLD, "has_mrc": table.mrc_gold_note is not None,
            "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
-           "planner": human, "target": target}
+           "planner": human, "target": target, "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
+           "fee_share": fee_share, "fee_percent": round(100 * fee_share, 1)}
     return render(request, "dashboard/results.html", ctx)
 
 
@@ -133,7 +136,7 @@ ROW_DOWNLOADS = {
     "annotators": ("Per-annotator results", "completed annotators: training and test S1, time, pay"),
     "pay": ("Pay", "every worker who joined, whatever their state: active time and pay"),
     "learning_curves": ("Learning curves", "each training answer's S1 and the running mean"),
-    "agreement": ("Agreement", "mean pairwise S1 and Fleiss' kappa per cohort"),
+    "agreement": ("Agreement", "mean pairwise S1, Fleiss' kappa and Krippendorff's alpha per cohort"),
 }
 
 
