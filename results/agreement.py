@@ -4,7 +4,7 @@ measured by ``results.measures``) and learning curves."""
 from __future__ import annotations
 
 from annotation.models import Study
-from annotation.selectors import study_cohorts, study_enrollments
+from annotation.selectors import study_cohorts
 
 from .measures import fleiss_kappa, krippendorff_alpha, pairwise_s1
 from .scores import study_scores
@@ -35,22 +35,23 @@ def cohort_agreement(study: Study) -> list[dict]:
 
 
 def learning_curves(study: Study) -> list[dict]:
-    """Each annotator's S1 (percent) on each training item, in training order (2 queries); the
-    annotators every result counts (``in_results``: completed, not awaiting verification).
+    """Each annotator's S1 (percent) on each training item, in training order; the annotators every
+    result counts (``in_results``: completed, not awaiting verification), from ``results.scores``.
 
     One row per training answer: ``enrollment_id``, ``worker``, ``task``, ``shots``,
     ``position`` (0-based), ``s1_percent``, ``running_s1_percent`` (mean S1 so far) and ``gold_unproducible``
     (the item's gold cannot be marked exactly, a quirk of the data: its point is marked, and it
-    is left out of the training S1 that filters workers, though not out of ``running_s1``).
+    is left out of the training S1 that filters workers, though not out of ``running_s1_percent``).
     """
+    scores = study_scores(study)
     rows = []
-    for r in study_enrollments(study, results_only=True):
-        total = 0.0
-        for position, (s1, quirk) in enumerate(zip(r["learning_curve"], r["learning_curve_unproducible"],
-                                                   strict=True)):
-            total += s1
-            rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
-                         "shots": r["shots"], "position": position, "s1_percent": 100 * s1,
-                         "running_s1_percent": 100 * total / (position + 1),
-                         "gold_unproducible": quirk})
+    for cohort in study_cohorts(study):
+        for r in scores[cohort.pk].enrollment_rows if cohort.pk in scores else ():
+            total = 0.0
+            for position, (s1, quirk) in enumerate(zip(r["learning_curve"], r["learning_curve_unproducible"],
+                                                       strict=True)):
+                total += s1
+                rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
+                             "shots": r["shots"], "position": position, "s1_percent": 100 * s1,
+                             "running_s1_percent": 100 * total / (position + 1), "gold_unproducible": quirk})
     return rows

@@ -22,6 +22,7 @@ from annotation.models import Enrollment, Study
 
 from . import agreement, cells
 from .formats import ExportError
+from .scores import study_scores
 from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
@@ -53,7 +54,13 @@ def _percent(value: float | None) -> float | None:
 def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "best") -> list[dict]:
     """``selectors.annotator_rows`` with S1 in percent, as every table (``training_s1_percent``,
     ``test_s1_percent``), the test S1 read with ``mrc_gold`` (stored under the default)."""
-    rows = selectors.annotator_rows(study, include_all=include_all)
+    scores = study_scores(study)  # the annotators in results: cached; the others (with --all) read now
+    enrollment_rows = [r for cohort_scores in scores.values() for r in cohort_scores.enrollment_rows]
+    if include_all:
+        enrollment_rows += selectors.study_enrollments(study, results=False)
+    enrollment_rows.sort(key=lambda r: (*selectors.cohort_key(r["task"], r["shots"]), r["enrolled_at"],
+                                        r["enrollment"].pk))
+    rows = [selectors.annotator_row(r) for r in enrollment_rows]
     rescored = cells.annotator_test_s1_read(study, mrc_gold)
     out = []
     for row in rows:
@@ -86,11 +93,14 @@ def prediction_filename(enrollment: Enrollment) -> str:
 
 
 def predictions_zip(study: Study) -> bytes:
-    """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``)."""
+    """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``), the
+    files from ``results.scores``."""
+    files = {e: text for cohort_scores in study_scores(study).values() for e, text in cohort_scores.predictions.items()}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for enrollment in selectors.completed_enrollments(study):
-            archive.writestr(prediction_filename(enrollment), prediction_jsonl(enrollment))
+            text = files.get(enrollment.pk)
+            archive.writestr(prediction_filename(enrollment), prediction_jsonl(enrollment) if text is None else text)
     return buffer.getvalue()
 
 

@@ -12,12 +12,13 @@ a new result shows at once, and only its cohort is computed again. When the cach
 the scores are computed on every request (slower, never wrong).
 
 ``study_scores(study)`` -> {cohort id: CohortScores}: 1 query when every cohort is cached (the
-fingerprint), 3 more when one is not (its cohorts, their test answers, their answer times).
+fingerprint), 5 more when one is not (its cohorts, their test answers, the annotators' rows).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,8 +27,8 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 
+from annotation import selectors
 from annotation.models import Answer, Cohort, Study
-from annotation.protocol import active_seconds
 from annotation.selectors import in_results
 from tasks_data.registry import AnswerKind
 from tasks_data.s1 import MRC_GOLD, item_s1
@@ -53,6 +54,8 @@ class CohortScores:
     s1: dict[str, np.ndarray] = field(default_factory=dict)  # MRC reading -> annotators x items (0-1; NaN: no answer)
     majority_s1: dict[str, np.ndarray] = field(default_factory=dict)  # reading -> per item, the majority answer's S1
     active_seconds: dict[int, float] = field(default_factory=dict)  # enrollment id -> active time
+    enrollment_rows: list[dict] = field(default_factory=list)  # selectors.study_enrollments' rows, in its order
+    predictions: dict[int, str] = field(default_factory=dict)  # enrollment id -> CLUES prediction file (JSONL)
     mean_pairwise_s1: float | None = None  # 0-1
     fleiss_kappa: float | None = None
     krippendorff_alpha: float | None = None
@@ -98,19 +101,18 @@ def _compute(study: Study, cohorts: list) -> dict[int, CohortScores]:
     by_cohort = {c.pk: c for c in cohorts}
     answers: dict[int, dict[int, dict[int, tuple]]] = defaultdict(lambda: defaultdict(dict))
     items: dict[int, dict[int, tuple]] = defaultdict(dict)
-    enrolled: dict[int, object] = {}
-    for cohort_id, enrollment_id, enrolled_at, example_id, position, clues_id, gold, texts, s1 in (
+    numbers: dict[int, bool] = {}
+    for cohort_id, enrollment_id, example_id, position, clues_id, number, gold, texts, s1 in (
             Answer.objects.filter(in_results("enrollment__"), enrollment__cohort_id__in=by_cohort,
                                   step=Answer.Step.TEST).order_by()
-            .values_list("enrollment__cohort_id", "enrollment_id", "enrollment__enrolled_at", "example_id",
-                         "example__position", "example__clues_id", "example__gold", "texts", "s1")):
+            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "example__position",
+                         "example__clues_id", "example__clues_id_is_number", "example__gold", "texts", "s1")):
         answers[cohort_id][enrollment_id][example_id] = (texts, s1)
         items[cohort_id][example_id] = (position, clues_id, gold)
-        enrolled[enrollment_id] = enrolled_at
-    times: dict[int, list] = defaultdict(list)
-    for enrollment_id, answered_at in (Answer.objects.filter(enrollment_id__in=enrolled).order_by()
-                                       .values_list("enrollment_id", "answered_at")):
-        times[enrollment_id].append(answered_at)
+        numbers[example_id] = number
+    rows: dict[int, list[dict]] = defaultdict(list)
+    for row in selectors.study_enrollments(study, cohorts=by_cohort, results=True):
+        rows[row["enrollment"].cohort_id].append(row)
     out = {}
     for cohort_id, cohort in by_cohort.items():
         kind = cohort.task.spec.answer_kind
@@ -140,9 +142,12 @@ def _compute(study: Study, cohorts: list) -> dict[int, CohortScores]:
             scores.majority_s1[reading] = np.array(
                 [item_s1(majority[x], golds[i], alternatives=kind.gold_is_alternatives, mrc_gold=reading)
                  if x in majority else np.nan for i, x in enumerate(scores.example_ids)])
-        scores.active_seconds = {e: active_seconds(enrolled_at=enrolled[e], answered_at=times[e],
-                                                   idle_cap_seconds=study.idle_cap_seconds)
-                                 for e in scores.annotators}
+        scores.enrollment_rows = rows.get(cohort_id, [])
+        scores.active_seconds = {r["enrollment"].pk: r["active_seconds"] for r in scores.enrollment_rows}
+        scores.predictions = {e: "".join(
+            json.dumps(selectors.prediction_row(kind, scores.clues_ids[i], numbers[x], given[x][0]),
+                       ensure_ascii=False) + "\n" for i, x in enumerate(scores.example_ids) if x in given)
+            for e, given in by_annotator.items()}
         _agreement(scores, cohort.task.spec, texts_by)
         out[cohort_id] = scores
     return out

@@ -141,7 +141,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
 def selectors_rows(study):
     from annotation import selectors
 
-    return selectors.study_enrollments(study, results_only=True)  # active seconds not rounded
+    return selectors.study_enrollments(study, results=True)  # active seconds not rounded
 
 
 def test_majority_vote_ties_on_a_cohort_of_two(researcher):
