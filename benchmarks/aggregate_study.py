@@ -161,7 +161,7 @@ def measure_requests(study, client, repeats: int = 7) -> list[tuple[str, float, 
                     b"".join(response.streaming_content)
                 timings.append(time.perf_counter() - began)
             status, queries = response.status_code, len(captured)
-        out.append((name, timings[0], statistics.median(timings[1:]), queries, status))
+        out.append((name, timings[0], statistics.median(timings[1:] or timings), queries, status))
     return out
 
 

@@ -88,12 +88,30 @@ def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
 
 
 def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
-    """Per (task, method, model, shots): per test item, S1 averaged over the splits."""
+    """Per (task, method, model, shots): per test item (CLUES id as text, as stored for examples), S1 averaged
+    over the splits."""
     sums: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         for pred, score in zip(run.predictions or [], run.item_scores or [], strict=True):
-            sums[(run.task.slug, run.method, run.model, run.shots)][pred["id"]].append(score)
+            sums[(run.task.slug, run.method, run.model, run.shots)][str(pred["id"])].append(score)
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
+
+
+def _runs_fingerprint() -> str:
+    """What the completed runs are (1 query): their number, largest id and latest finish."""
+    basis = completed_runs().order_by().aggregate(n=Count("id"), last=Max("id"), done=Max("finished_at"))
+    return hashlib.sha1(repr(sorted(basis.items())).encode()).hexdigest()
+
+
+def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
+    """Per (task, method, model, shots): per test item (CLUES id), S1 averaged over the splits (MRC read
+    by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
+    key = f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{_runs_fingerprint()}"
+    means = cached(key)
+    if means is None:
+        means = _model_item_means(_rescored(list(completed_runs()), mrc_gold))
+        keep(key, means)
+    return means
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
@@ -107,9 +125,8 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     if study is None:
         return model_cells(_rescored(list(completed_runs()), mrc_gold))
     scores = study_scores(study)
-    runs_fp = completed_runs().order_by().aggregate(n=Count("id"), last=Max("id"), done=Max("finished_at"))
     # Model rows and their gaps change with the completed runs and with the cohorts' results.
-    basis = repr((sorted(runs_fp.items()), sorted((c, x.fingerprint) for c, x in scores.items())))
+    basis = repr((_runs_fingerprint(), sorted((c, x.fingerprint) for c, x in scores.items())))
     key = f"results:model-rows:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{hashlib.sha1(basis.encode()).hexdigest()}"
     rows = cached(key)
     if rows is not None:

@@ -1,7 +1,7 @@
 """What a study's results are exported as: the table, row exports, predictions; and atomic files.
 
 ``study_table(study, with_baselines=...)`` is Table 5 (with the model rows of ``results.cells``);
-``export_rows(study, kind)`` the per-annotator, learning-curve and agreement rows;
+``export_rows(study, kind)`` the per-annotator, learning-curve, agreement and item rows;
 ``predictions_zip`` / ``prediction_jsonl`` annotators' test answers in the CLUES prediction format,
 scorable by ``manage.py score``; ``write_atomic`` writes a file so that a failure leaves nothing
 half-written.
@@ -20,12 +20,12 @@ from pathlib import Path
 from annotation import selectors
 from annotation.models import Enrollment, Study
 
-from . import agreement, cells
+from . import agreement, cells, formats, items
 from .formats import ExportError
 from .scores import study_scores
 from .table import Table, build_table
 
-EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
+EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
 ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1_percent",
                      "test_s1_percent",
                      "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
@@ -72,14 +72,28 @@ def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "
 
 def export_rows(study: Study, kind: str, *, include_all: bool = False,
                 mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...]]:
-    """(rows, columns) of one row export: ``annotators``, ``learning_curves`` or ``agreement``."""
+    """(rows, columns) of one row export: ``annotators``, ``learning_curves``, ``agreement`` or ``items``."""
     if kind == "annotators":
         return annotator_rows(study, include_all=include_all, mrc_gold=mrc_gold), ANNOTATOR_COLUMNS
     if kind == "learning_curves":
         return agreement.learning_curves(study), CURVE_COLUMNS
     if kind == "agreement":
         return agreement.cohort_agreement(study), AGREEMENT_COLUMNS
+    if kind == "items":
+        rows, columns, _correlations = items.item_rows(study, mrc_gold=mrc_gold)
+        return rows, columns
     raise ExportError(f"unknown export {kind!r}")
+
+
+def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = False, mrc_gold: str = "best") -> str:
+    """One row export written as ``fmt`` (csv, json, md); the items' JSON also carries what its columns
+    mean and the correlation of human and model item difficulty per cohort and model row."""
+    if kind == "items":
+        rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
+        meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
+        return formats.render_rows(rows, fmt, columns=columns, meta=meta)
+    rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
+    return formats.render_rows(rows, fmt, columns=columns)
 
 
 def prediction_jsonl(enrollment: Enrollment) -> str:

@@ -243,11 +243,15 @@ CONTENT_TYPES = {**{f: w.content_type for f, w in TABLE_WRITERS.items()},
                  "jsonl": "application/jsonl; charset=utf-8", "zip": "application/zip"}
 
 
-def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None) -> str:
-    """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only."""
+def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None,
+                meta: Mapping | None = None) -> str:
+    """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only, as is ``meta`` (keys
+    beside ``rows`` and ``count``: what the rows' figures mean, figures over the rows)."""
     writer = ROW_WRITERS.get(fmt)
     if writer is None:
         raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(ROW_FORMATS)}")
     rows = [{k: json_value(v) for k, v in row.items() if not isinstance(v, (list, dict)) or fmt == "json"}
             for row in rows]
+    if fmt == "json" and meta:
+        return json.dumps({"rows": rows, "count": len(rows), **meta}, indent=2, ensure_ascii=False) + "\n"
     return writer.write(rows, columns)

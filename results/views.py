@@ -26,7 +26,7 @@ from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
 from tasks_data.stats import STD_DDOF
 
-from . import agreement, cells, exports, formats
+from . import agreement, cells, exports, formats, items
 from .presentation import chart
 from .serializers import ResultsSerializer
 from .table import NOTE, build_table
@@ -137,6 +137,8 @@ ROW_DOWNLOADS = {
     "pay": ("Pay", "every worker who joined, whatever their state: active time and pay"),
     "learning_curves": ("Learning curves", "each training answer's S1 and the running mean"),
     "agreement": ("Agreement", "mean pairwise S1, Fleiss' kappa and Krippendorff's alpha per cohort"),
+    "items": ("Items: humans against models", "per test item: share of annotators right, majority and model S1, "
+                                                "flags where humans and models differ"),
 }
 
 
@@ -157,9 +159,13 @@ def rows_download(request: HttpRequest, study_id: int, kind: str, fmt: str) -> H
     if kind == "pay":
         rows, columns = exports.export_rows(study, "annotators", include_all=True)
         rows, columns = [{c: r[c] for c in PAY_COLUMNS} for r in rows], PAY_COLUMNS
-    else:
-        rows, columns = exports.export_rows(study, kind)
-    return _attachment(formats.render_rows(rows, fmt, columns=columns), fmt, f"study{study.pk}_{kind}.{fmt}")
+        return _attachment(formats.render_rows(rows, fmt, columns=columns), fmt, f"study{study.pk}_{kind}.{fmt}")
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    body = exports.render_export(study, kind, fmt, mrc_gold=mrc_gold if kind in ("annotators", "items") else "best")
+    return _attachment(body, fmt, f"study{study.pk}_{kind}.{fmt}")
 
 
 @researcher_required
@@ -233,7 +239,7 @@ class StudyExportView(ResearcherView):
             OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
             OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
             OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
-                             description="table, annotators: how MRC gold lists are read"),
+                             description="table, annotators, items: how MRC gold lists are read"),
             OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
@@ -253,9 +259,8 @@ class StudyExportView(ResearcherView):
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
                 fmt = request.query_params.get("fmt", "csv")
-                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"),
-                                                    mrc_gold=mrc_gold_param(request.query_params))
-                body = formats.render_rows(rows, fmt, columns=columns)
+                body = exports.render_export(study, kind, fmt, include_all=_flag(request, "all"),
+                                             mrc_gold=mrc_gold_param(request.query_params))
             else:
                 return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
                                 status=status.HTTP_404_NOT_FOUND)
@@ -264,3 +269,78 @@ class StudyExportView(ResearcherView):
         response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'
         return response
+
+
+# ---------------------------------------------------------------- items: humans against models
+
+ITEM_FLAGS = {"all": "every item", "humans_solve_models_miss": "humans solve, models miss",
+              "models_solve_humans_miss": "models solve, humans miss"}
+ITEM_PAGE_ROWS = 500  # one cohort's items at most on the page (every item is in the download)
+
+
+def _sort_value(row: dict, column: str):
+    value = row.get(column)
+    return (value is None, value if value is not None else 0)
+
+
+@researcher_required
+@require_GET
+def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
+    """One cohort's test items: the humans' and the models' item S1 side by side, filtered and sorted."""
+    study = study_for(request, study_id)
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
+    cohorts = [c for c in selectors.study_cohorts(study)
+               if any(r["task"] == c.task.slug and r["shots"] == c.shots for r in rows)]
+    chosen = request.GET.get("cohort", "")
+    cohort = next((c for c in cohorts if str(c.pk) == chosen), cohorts[0] if cohorts else None)
+    if chosen and (cohort is None or str(cohort.pk) != chosen):
+        return HttpResponseBadRequest("cohort: not a cohort of this study with annotators in results",
+                                      content_type="text/plain; charset=utf-8")
+    flag = request.GET.get("flag") or "all"
+    sortable = [c for c in columns if c not in ("task", "shots")]
+    sort = request.GET.get("sort") or "clues_id"
+    order = request.GET.get("order") or ("asc" if sort == "clues_id" else "desc")
+    if flag not in ITEM_FLAGS or sort not in sortable or order not in ("asc", "desc"):
+        return HttpResponseBadRequest(f"flag must be one of {', '.join(ITEM_FLAGS)}; sort one of "
+                                      f"{', '.join(sortable)}; order asc or desc",
+                                      content_type="text/plain; charset=utf-8")
+    shown = [r for r in rows if cohort and r["task"] == cohort.task.slug and r["shots"] == cohort.shots]
+    counts = {f: sum(1 for r in shown if f == "all" or r.get(f)) for f in ITEM_FLAGS}
+    if flag != "all":
+        shown = [r for r in shown if r.get(flag)]
+    if sort != "clues_id":
+        shown.sort(key=lambda r: _sort_value(r, sort), reverse=order == "desc")
+        shown.sort(key=lambda r: r.get(sort) is None)  # empty values last, whatever the order
+    elif order == "desc":
+        shown.reverse()
+    model_columns = [c for c in columns if c.startswith(items.MODEL_PREFIX)
+                     and any(c in r for r in shown)] if cohort else []
+    table = [{"row": r, "models": [r.get(c) for c in model_columns]} for r in shown[:ITEM_PAGE_ROWS]]
+    ctx = {"study": study, "cohorts": cohorts, "cohort": cohort, "flag": flag, "flags": ITEM_FLAGS, "sort": sort,
+           "order": order, "rows": table, "total": len(shown), "limit": ITEM_PAGE_ROWS, "counts": counts,
+           "model_columns": [(c, c[len(items.MODEL_PREFIX):]) for c in model_columns],
+           "correlations": [c for c in correlations if cohort and c["task"] == cohort.task.slug
+                            and c["shots"] == cohort.shots],
+           "mrc_gold": mrc_gold, "definitions": items.DEFINITIONS, "solved": items.SOLVED_PERCENT,
+           "task_name": TASKS[cohort.task.slug].name if cohort and cohort.task.slug in TASKS else ""}
+    return render(request, "dashboard/items.html", ctx)
+
+
+@researcher_required
+@require_GET
+def study_item(request: HttpRequest, study_id: int, cohort_id: int, clues_id: str) -> HttpResponse:
+    """One test item: its text, its gold, every annotator's answer and every model row's prediction."""
+    study = study_for(request, study_id)
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    detail = items.item_detail(study, cohort_id, clues_id, mrc_gold=mrc_gold)
+    if detail is None:
+        raise Http404("no such item in this study")
+    return render(request, "dashboard/item.html", {"study": study, "mrc_gold": mrc_gold, **detail,
+                                                   "task_name": detail["cohort"].task.spec.name})

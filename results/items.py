@@ -1,0 +1,145 @@
+"""Items: where humans and models differ, test item by test item (the export kind ``items`` and its page).
+
+For each cohort (task, shots) and each of its test items (CLUES id):
+
+* ``human_share_correct``: the share (0-1) of the cohort's annotators whose answer is fully right
+  (item S1 = 1);
+* ``human_s1_percent``: the annotators' item S1, averaged; ``majority_s1_percent``: the item S1 of the
+  cohort's majority answer (``results.majority``);
+* ``s1_percent <method> <model>``: each model row's item S1 (averaged over its splits), for the model
+  rows of the same task and shots;
+* flags, where an item is *solved* when its S1 is at least ``SOLVED_PERCENT`` (for labels: right):
+  ``humans_solve_models_miss`` (the majority answer solves it, every model row misses it) and
+  ``models_solve_humans_miss`` (the reverse).
+
+Per cohort and model row, ``correlations`` gives Spearman's correlation between the humans' and the
+model's item difficulty (1 - item S1) over the items, with a 95% interval (Fisher's z with the
+Bonett-Wright standard error, sqrt((1 + r^2 / 2) / (n - 3))). S1 read with ``mrc_gold`` as everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from annotation.models import Answer, Study
+from annotation.selectors import in_results, study_cohorts
+from baselines.selectors import completed_runs
+from tasks_data.models import Example
+from tasks_data.s1 import check_mrc_gold, item_s1
+
+from .cells import model_item_means
+from .scores import study_scores
+
+SOLVED_PERCENT = 50.0
+BASE_COLUMNS = ("task", "shots", "clues_id", "human_share_correct", "human_s1_percent", "majority_s1_percent")
+FLAG_COLUMNS = ("humans_solve_models_miss", "models_solve_humans_miss")
+MODEL_PREFIX = "s1_percent "
+DEFINITIONS = {
+    "human_share_correct": "share (0-1) of the cohort's annotators whose answer is fully right (item S1 = 1)",
+    "human_s1_percent": "the annotators' item S1, averaged (percent)",
+    "majority_s1_percent": "item S1 of the cohort's majority answer (percent)",
+    MODEL_PREFIX + "<method> <model>": "the model row's item S1, averaged over its splits (percent)",
+    "humans_solve_models_miss": f"the majority answer solves the item (S1 >= {SOLVED_PERCENT:g}%) and every "
+                                "model row misses it; empty without model rows",
+    "models_solve_humans_miss": "every model row solves the item and the majority answer misses it",
+    "correlations": "Spearman's correlation of human and model item difficulty (1 - item S1) per cohort and "
+                    "model row, with its 95% interval (Fisher z, Bonett-Wright standard error)",
+}
+
+
+def model_label(method: str, model: str) -> str:
+    return f"{method} {model}".strip()
+
+
+def _correlation(human: np.ndarray, model: np.ndarray, confidence: float = 0.95) -> dict:
+    """Spearman's rho of two item-difficulty vectors with its Fisher-z interval; None where undefined."""
+    out = {"items": int(len(human)), "spearman": None, "ci_low": None, "ci_high": None}
+    if len(human) < 4 or np.ptp(human) == 0 or np.ptp(model) == 0:
+        return out
+    rho = float(stats.spearmanr(1 - human, 1 - model).statistic)
+    out["spearman"] = rho
+    if abs(rho) < 1:
+        se = math.sqrt((1 + rho ** 2 / 2) / (len(human) - 3))
+        z, q = math.atanh(rho), float(stats.norm.ppf(0.5 + confidence / 2))
+        out["ci_low"], out["ci_high"] = math.tanh(z - q * se), math.tanh(z + q * se)
+    else:
+        out["ci_low"] = out["ci_high"] = rho
+    return out
+
+
+def item_rows(study: Study, *, mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...], list[dict]]:
+    """(rows, columns, correlations) of every cohort with annotators in results, in table order, items in
+    test-file order."""
+    check_mrc_gold(mrc_gold)
+    scores = study_scores(study)
+    models = model_item_means(mrc_gold)
+    rows, correlations, labels = [], [], []
+    for cohort in study_cohorts(study):
+        cell = scores.get(cohort.pk)
+        if cell is None or not cell.n:
+            continue
+        m = cell.matrix(mrc_gold)
+        answered = np.isfinite(m).sum(axis=0)
+        share = (m == 1.0).sum(axis=0) / np.maximum(answered, 1)
+        human = m.sum(axis=0, where=np.isfinite(m)) / np.maximum(answered, 1)
+        majority = 100 * cell.majority_s1[mrc_gold]
+        rows_of = {model_label(method, model): items for (task, method, model, shots), items in models.items()
+                   if task == cohort.task.slug and shots == cohort.shots}
+        for label in rows_of:
+            if label not in labels:
+                labels.append(label)
+            model = np.array([rows_of[label].get(x, np.nan) for x in cell.clues_ids])
+            both = np.isfinite(model) & np.isfinite(human)
+            correlations.append({"task": cohort.task.slug, "shots": cohort.shots, "model_row": label,
+                                 **_correlation(human[both], model[both])})
+        for i, clues_id in enumerate(cell.clues_ids):
+            model_s1 = {label: 100 * items[clues_id] for label, items in rows_of.items() if clues_id in items}
+            row = {"task": cohort.task.slug, "shots": cohort.shots, "clues_id": clues_id,
+                   "human_share_correct": float(share[i]), "human_s1_percent": 100 * float(human[i]),
+                   "majority_s1_percent": float(majority[i]),
+                   **{MODEL_PREFIX + label: v for label, v in model_s1.items()}}
+            humans_solve = majority[i] >= SOLVED_PERCENT
+            if model_s1:
+                row["humans_solve_models_miss"] = bool(humans_solve and all(v < SOLVED_PERCENT
+                                                                            for v in model_s1.values()))
+                row["models_solve_humans_miss"] = bool(not humans_solve and all(v >= SOLVED_PERCENT
+                                                                                for v in model_s1.values()))
+            else:
+                row["humans_solve_models_miss"] = row["models_solve_humans_miss"] = None
+            rows.append(row)
+    columns = (*BASE_COLUMNS, *(MODEL_PREFIX + label for label in labels), *FLAG_COLUMNS)
+    return rows, columns, correlations
+
+
+def item_detail(study: Study, cohort_id: int, clues_id: str, *, mrc_gold: str = "best") -> dict | None:
+    """One test item of one of the study's cohorts: its text, gold, every annotator's answer (those in
+    results) and every model row's prediction per split; None when the study has no such cohort or item."""
+    check_mrc_gold(mrc_gold)
+    cohort = next((c for c in study_cohorts(study) if c.pk == cohort_id), None)
+    if cohort is None:
+        return None
+    example = Example.objects.filter(task=cohort.task, role=Example.Role.TEST, clues_id=clues_id).first()
+    if example is None:
+        return None
+    kind = cohort.task.spec.answer_kind
+    answers = [{"worker": worker, "enrollment_id": enrollment_id, "answer": texts,
+                "s1_percent": 100 * (s1 if mrc_gold == "best" or not kind.gold_is_alternatives else
+                                     item_s1(texts, example.gold, alternatives=True, mrc_gold=mrc_gold))}
+               for enrollment_id, worker, texts, s1 in
+               Answer.objects.filter(in_results("enrollment__"), enrollment__cohort=cohort, example=example,
+                                     step=Answer.Step.TEST).order_by("enrollment__enrolled_at", "enrollment_id")
+               .values_list("enrollment_id", "enrollment__worker__external_id", "texts", "s1")]
+    predictions = []
+    for run in completed_runs().filter(task=cohort.task, shots=cohort.shots).order_by("method", "model", "split"):
+        found = next((p for p in run.predictions or () if str(p.get("id")) == str(clues_id)), None)
+        if found is not None:
+            predictions.append({"model_row": model_label(run.method, run.model), "split": run.split,
+                                "prediction": found["prediction"],
+                                "s1_percent": 100 * item_s1(found["prediction"], example.gold,
+                                                            alternatives=kind.gold_is_alternatives,
+                                                            mrc_gold=mrc_gold)})
+    return {"cohort": cohort, "example": example, "kind": kind, "answers": answers, "predictions": predictions}
+
