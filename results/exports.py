@@ -22,7 +22,7 @@ from annotation.models import Enrollment, Study
 
 from . import agreement, cells, formats, items
 from .formats import ExportError
-from .scores import study_scores
+from .scores import prediction_files, study_scores
 from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
@@ -109,7 +109,7 @@ def prediction_filename(enrollment: Enrollment) -> str:
 def predictions_zip(study: Study) -> bytes:
     """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``), the
     files from ``results.scores``."""
-    files = {e: text for cohort_scores in study_scores(study).values() for e, text in cohort_scores.predictions.items()}
+    files = prediction_files(study)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for enrollment in selectors.completed_enrollments(study):

@@ -12,7 +12,8 @@ a new result shows at once, and only its cohort is computed again. When the cach
 the scores are computed on every request (slower, never wrong).
 
 ``study_scores(study)`` -> {cohort id: CohortScores}: 1 query when every cohort is cached (the
-fingerprint), 5 more when one is not (its cohorts, their test answers, the annotators' rows).
+fingerprint), 5 more when one is not (its cohorts, their test answers, the annotators' rows); the
+annotators' prediction files are kept apart (``prediction_files``: only the zip reads them).
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ SCORES_VERSION = 1  # bump when what CohortScores hold, or how, changes
 CACHE_SECONDS = 7 * 24 * 3600
 
 
+@dataclass(frozen=True)
+class EnrollmentRef:
+    """What the results read of an enrollment row's Enrollment: its id (a model instance is slow to unpickle)."""
+
+    pk: int
+    cohort_id: int
+
+
 @dataclass
 class CohortScores:
     cohort_id: int
@@ -54,8 +63,8 @@ class CohortScores:
     s1: dict[str, np.ndarray] = field(default_factory=dict)  # MRC reading -> annotators x items (0-1; NaN: no answer)
     majority_s1: dict[str, np.ndarray] = field(default_factory=dict)  # reading -> per item, the majority answer's S1
     active_seconds: dict[int, float] = field(default_factory=dict)  # enrollment id -> active time
-    enrollment_rows: list[dict] = field(default_factory=list)  # selectors.study_enrollments' rows, in its order
-    predictions: dict[int, str] = field(default_factory=dict)  # enrollment id -> CLUES prediction file (JSONL)
+    # selectors.study_enrollments' rows, in its order, "enrollment" an EnrollmentRef (cheap to keep and read back)
+    enrollment_rows: list[dict] = field(default_factory=list)
     mean_pairwise_s1: float | None = None  # 0-1
     fleiss_kappa: float | None = None
     krippendorff_alpha: float | None = None
@@ -96,8 +105,9 @@ def _key(study: Study, cohort_id: int, fingerprint: str) -> str:
     return f"results:scores:v{SCORES_VERSION}:{study.pk}:{cohort_id}:{fingerprint}"
 
 
-def _compute(study: Study, cohorts: list) -> dict[int, CohortScores]:
-    """Scores of ``cohorts`` from their stored answers (2 queries)."""
+def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict[int, dict[int, str]]]:
+    """Scores of ``cohorts`` from their stored answers, and their annotators' prediction files (4 queries)."""
+    files: dict[int, dict[int, str]] = {}
     by_cohort = {c.pk: c for c in cohorts}
     answers: dict[int, dict[int, dict[int, tuple]]] = defaultdict(lambda: defaultdict(dict))
     items: dict[int, dict[int, tuple]] = defaultdict(dict)
@@ -142,15 +152,16 @@ def _compute(study: Study, cohorts: list) -> dict[int, CohortScores]:
             scores.majority_s1[reading] = np.array(
                 [item_s1(majority[x], golds[i], alternatives=kind.gold_is_alternatives, mrc_gold=reading)
                  if x in majority else np.nan for i, x in enumerate(scores.example_ids)])
-        scores.enrollment_rows = rows.get(cohort_id, [])
+        scores.enrollment_rows = [{**r, "enrollment": EnrollmentRef(r["enrollment"].pk, cohort_id)}
+                                  for r in rows.get(cohort_id, [])]
         scores.active_seconds = {r["enrollment"].pk: r["active_seconds"] for r in scores.enrollment_rows}
-        scores.predictions = {e: "".join(
+        files[cohort_id] = {e: "".join(
             json.dumps(selectors.prediction_row(kind, scores.clues_ids[i], numbers[x], given[x][0]),
                        ensure_ascii=False) + "\n" for i, x in enumerate(scores.example_ids) if x in given)
             for e, given in by_annotator.items()}
         _agreement(scores, cohort.task.spec, texts_by)
         out[cohort_id] = scores
-    return out
+    return out, files
 
 
 def _agreement(scores: CohortScores, spec, texts_by: dict[int, dict[int, list[str]]]) -> None:
@@ -169,24 +180,55 @@ def _agreement(scores: CohortScores, spec, texts_by: dict[int, dict[int, list[st
     scores.krippendorff_alpha = measures.krippendorff_alpha(units, distance=scores.alpha_distance)
 
 
+def _memo(study: Study) -> dict:
+    """Scores already read in this process for this Study object (a request reads them once, however many
+    results it builds), keyed by cohort id and fingerprint."""
+    memo = getattr(study, "_results_scores", None)
+    if memo is None:
+        memo = {}
+        study._results_scores = memo
+    return memo
+
+
 def study_scores(study: Study) -> dict[int, CohortScores]:
     """{cohort id: CohortScores} of the study's cohorts that have annotators in results."""
     fingerprints = _fingerprints(study)
-    keys = {cohort_id: _key(study, cohort_id, fp) for cohort_id, fp in fingerprints.items()}
+    memo = _memo(study)
+    out = {c: memo[(c, fp)] for c, fp in fingerprints.items() if (c, fp) in memo}
+    keys = {c: _key(study, c, fp) for c, fp in fingerprints.items() if c not in out}
     try:
         found = cache.get_many(list(keys.values())) if keys else {}
     except Exception:  # an unreachable cache costs time, not results
         log.warning("results cache unavailable: scores computed without it", exc_info=True)
         found = {}
-    out = {cohort_id: found[key] for cohort_id, key in keys.items() if key in found}
-    stale = [cohort_id for cohort_id in fingerprints if cohort_id not in out]
+    out.update({c: found[key] for c, key in keys.items() if key in found})
+    stale = [c for c in fingerprints if c not in out]
     if stale:
-        fresh = _compute(study, list(Cohort.objects.filter(pk__in=stale).select_related("task")))
+        fresh, files = _compute(study, list(Cohort.objects.filter(pk__in=stale).select_related("task")))
         for cohort_id, scores in fresh.items():
             scores.fingerprint = fingerprints[cohort_id]
         out.update(fresh)
-        _keep_many({keys[c]: s for c, s in fresh.items()})
+        _keep_many({**{keys[c]: s for c, s in fresh.items()},
+                    **{keys[c] + ":predictions": f for c, f in files.items()}})
+    for c, scores in out.items():
+        memo[(c, scores.fingerprint)] = scores
     return out
+
+
+def prediction_files(study: Study) -> dict[int, str]:
+    """{enrollment id: its CLUES prediction file (JSONL)} of the annotators in results."""
+    scores = study_scores(study)
+    keys = [_key(study, c, s.fingerprint) + ":predictions" for c, s in scores.items()]
+    try:
+        found = cache.get_many(keys) if keys else {}
+    except Exception:
+        log.warning("results cache unavailable: prediction files read again", exc_info=True)
+        found = {}
+    if len(found) < len(keys):  # evicted, or the cache is unreachable: compute them again
+        _files = _compute(study, list(Cohort.objects.filter(pk__in=scores).select_related("task")))[1]
+        found = {_key(study, c, scores[c].fingerprint) + ":predictions": f for c, f in _files.items()}
+        _keep_many(found)
+    return {e: text for files in found.values() for e, text in files.items()}
 
 
 def cached(key: str):
