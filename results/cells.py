@@ -23,7 +23,7 @@ from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 from tasks_data.stats import mean_std
 
-from .scores import SCORES_VERSION, CohortScores, cached, keep, study_scores
+from .scores import SCORES_VERSION, CohortScores, cached_many, keep_many, remember, study_scores
 from .stats import paired_gap
 from .uncertainty import annotators_needed, plan_cost, t_interval, two_level_interval
 
@@ -97,7 +97,7 @@ def _model_item_means(runs) -> dict[tuple, dict[str, float]]:
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
 
 
-def _runs_fingerprint() -> str:
+def runs_fingerprint() -> str:
     """What the completed runs are (1 query): their number, largest id and latest finish."""
     basis = completed_runs().order_by().aggregate(n=Count("id"), last=Max("id"), done=Max("finished_at"))
     return hashlib.sha1(repr(sorted(basis.items())).encode()).hexdigest()
@@ -106,12 +106,8 @@ def _runs_fingerprint() -> str:
 def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
     """Per (task, method, model, shots): per test item (CLUES id), S1 averaged over the splits (MRC read
     by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
-    key = f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{_runs_fingerprint()}"
-    means = cached(key)
-    if means is None:
-        means = _model_item_means(_rescored(list(completed_runs()), mrc_gold))
-        keep(key, means)
-    return means
+    return remember(f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
+                    lambda: _model_item_means(_rescored(list(completed_runs()), mrc_gold)))
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
@@ -125,27 +121,38 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     if study is None:
         return model_cells(_rescored(list(completed_runs()), mrc_gold))
     scores = study_scores(study)
-    # Model rows and their gaps change with the completed runs and with the cohorts' results.
-    basis = repr((_runs_fingerprint(), sorted((c, x.fingerprint) for c, x in scores.items())))
-    key = f"results:model-rows:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{hashlib.sha1(basis.encode()).hexdigest()}"
-    rows = cached(key)
-    if rows is not None:
-        return rows
-    runs = _rescored(list(completed_runs()), mrc_gold)
-    rows = model_cells(runs)
-    model = _model_item_means(runs)
+    runs_fp = runs_fingerprint()
+    rows = remember(f"results:model-cells:v{SCORES_VERSION}:{mrc_gold}:{runs_fp}",
+                    lambda: model_cells(_rescored(list(completed_runs()), mrc_gold)))
     by_cell = {(s.task, s.shots): s for s in scores.values() if s.n}
+    wanted = {(row["task"], row["shots"]) for row in rows} & set(by_cell)
+    # Each cohort's gaps are kept under its own fingerprint: a new result computes that cohort's again only.
+    keys = {cell: f"results:gaps:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
+                  f"{by_cell[cell].fingerprint}:{runs_fp}" for cell in wanted}
+    gaps = cached_many(list(keys.values()))
+    missing = [cell for cell in wanted if keys[cell] not in gaps]
+    if missing:
+        model = model_item_means(mrc_gold)
+        for cell in missing:
+            found = {}
+            for row in rows:
+                if (row["task"], row["shots"]) == cell:
+                    found[(row["method"], row["model"])] = _gap(by_cell[cell], model.get(
+                        (row["task"], row["method"], row["model"], row["shots"]), {}), mrc_gold)
+            gaps[keys[cell]] = found
+        keep_many({keys[cell]: gaps[keys[cell]] for cell in missing})
     for row in rows:
-        cell = by_cell.get((row["task"], row["shots"]))
-        if cell is None:
-            continue
-        items = model.get((row["task"], row["method"], row["model"], row["shots"]), {})
-        means = np.nanmean(cell.matrix(mrc_gold), axis=0)
-        human = {i: float(v) for i, v in zip(cell.clues_ids, means, strict=True) if np.isfinite(v)}
-        row.update(paired_gap(human, items))
-        row.update(_gap_two_level(cell, items, mrc_gold))
-    keep(key, rows)
+        cell = (row["task"], row["shots"])
+        if cell in keys:
+            row.update(gaps[keys[cell]].get((row["method"], row["model"]), {}))
     return rows
+
+
+def _gap(cell: CohortScores, items: dict[str, float], mrc_gold: str) -> dict:
+    """The gap of one model row on one cohort, with both intervals."""
+    means = np.nanmean(cell.matrix(mrc_gold), axis=0)
+    human = {i: float(v) for i, v in zip(cell.clues_ids, means, strict=True) if np.isfinite(v)}
+    return {**paired_gap(human, items), **_gap_two_level(cell, items, mrc_gold)}
 
 
 def _gap_two_level(cell, model: dict[str, float], mrc_gold: str) -> dict:

@@ -22,7 +22,7 @@ from annotation.models import Enrollment, Study
 
 from . import agreement, cells, formats, items
 from .formats import ExportError
-from .scores import prediction_files, study_scores
+from .scores import prediction_files, remember, study_key, study_scores
 from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
@@ -89,11 +89,29 @@ def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = Fals
     """One row export written as ``fmt`` (csv, json, md); the items' JSON also carries what its columns
     mean and the correlation of human and model item difficulty per cohort and model row."""
     if kind == "items":
-        rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
-        meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
-        return formats.render_rows(rows, fmt, columns=columns, meta=meta)
-    rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
-    return formats.render_rows(rows, fmt, columns=columns)
+        def build():
+            rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
+            meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
+            return formats.render_rows(rows, fmt, columns=columns, meta=meta)
+        return remember(study_key(study, "export", kind, fmt, mrc_gold, runs=cells.runs_fingerprint()), build)
+
+    def build_rows():
+        rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
+        return formats.render_rows(rows, fmt, columns=columns)
+    if include_all and kind == "annotators":  # workers still in a step change with every answer: not kept
+        return build_rows()
+    if kind not in EXPORT_KINDS:
+        raise ExportError(f"unknown export {kind!r}")
+    formats.check_row_format(fmt)
+    return remember(study_key(study, "export", kind, fmt, mrc_gold), build_rows)
+
+
+def render_table(study: Study, fmt: str, *, with_baselines: bool = False, mrc_gold: str = "best") -> str:
+    """Table 5 written as ``fmt``; kept until a cohort's results (or, with the model rows, a run) change."""
+    formats.check_table_format(fmt)
+    return remember(study_key(study, "table", fmt, with_baselines, mrc_gold,
+                              runs=cells.runs_fingerprint() if with_baselines else ""),
+                    lambda: formats.render(study_table(study, with_baselines=with_baselines, mrc_gold=mrc_gold), fmt))
 
 
 def prediction_jsonl(enrollment: Enrollment) -> str:
@@ -108,7 +126,11 @@ def prediction_filename(enrollment: Enrollment) -> str:
 
 def predictions_zip(study: Study) -> bytes:
     """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``), the
-    files from ``results.scores``."""
+    files from ``results.scores``; kept until a cohort's results change."""
+    return remember(study_key(study, "predictions.zip"), lambda: _predictions_zip(study))
+
+
+def _predictions_zip(study: Study) -> bytes:
     files = prediction_files(study)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -210,11 +210,14 @@ TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
 TABLE_FORMATS = tuple(fmt for fmt, w in TABLE_WRITERS.items() if w.download)  # csv, json, md, tex
 
 
-def render(table: Table, fmt: str) -> str:
-    writer = TABLE_WRITERS.get(fmt)
-    if writer is None:
+def check_table_format(fmt: str) -> str:
+    if fmt not in TABLE_WRITERS:
         raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(TABLE_FORMATS)}")
-    return writer.write(table)
+    return fmt
+
+
+def render(table: Table, fmt: str) -> str:
+    return TABLE_WRITERS[check_table_format(fmt)].write(table)
 
 
 # ---------------------------------------------------------------- flat rows
@@ -243,13 +246,17 @@ CONTENT_TYPES = {**{f: w.content_type for f, w in TABLE_WRITERS.items()},
                  "jsonl": "application/jsonl; charset=utf-8", "zip": "application/zip"}
 
 
+def check_row_format(fmt: str) -> str:
+    if fmt not in ROW_WRITERS:
+        raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(ROW_FORMATS)}")
+    return fmt
+
+
 def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None,
                 meta: Mapping | None = None) -> str:
     """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only, as is ``meta`` (keys
     beside ``rows`` and ``count``: what the rows' figures mean, figures over the rows)."""
-    writer = ROW_WRITERS.get(fmt)
-    if writer is None:
-        raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(ROW_FORMATS)}")
+    writer = ROW_WRITERS[check_row_format(fmt)]
     rows = [{k: json_value(v) for k, v in row.items() if not isinstance(v, (list, dict)) or fmt == "json"}
             for row in rows]
     if fmt == "json" and meta:

@@ -10,7 +10,7 @@ For each cohort (task, shots) and each of its test items (CLUES id):
   rows of the same task and shots;
 * flags, where an item is *solved* when its S1 is at least ``SOLVED_PERCENT`` (for labels: right):
   ``humans_solve_models_miss`` (the majority answer solves it, every model row misses it) and
-  ``models_solve_humans_miss`` (the reverse).
+  ``models_solve_humans_miss`` (the reverse); empty without model rows.
 
 Per cohort and model row, ``correlations`` gives Spearman's correlation between the humans' and the
 model's item difficulty (1 - item S1) over the items, with a 95% interval (Fisher's z with the
@@ -30,8 +30,8 @@ from baselines.selectors import completed_runs
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, item_s1
 
-from .cells import model_item_means
-from .scores import study_scores
+from .cells import model_item_means, runs_fingerprint
+from .scores import SCORES_VERSION, cached_many, keep_many, study_scores
 
 SOLVED_PERCENT = 50.0
 BASE_COLUMNS = ("task", "shots", "clues_id", "human_share_correct", "human_s1_percent", "majority_s1_percent")
@@ -70,46 +70,60 @@ def _correlation(human: np.ndarray, model: np.ndarray, confidence: float = 0.95)
     return out
 
 
-def item_rows(study: Study, *, mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...], list[dict]]:
-    """(rows, columns, correlations) of every cohort with annotators in results, in table order, items in
-    test-file order."""
+def _cohort_items(cell, rows_of: dict[str, dict[str, float]], mrc_gold: str) -> tuple[list[dict], list[dict]]:
+    """(rows, correlations) of one cohort's items against the model rows ``rows_of`` ({label: {item: S1}})."""
+    m = cell.matrix(mrc_gold)
+    answered = np.isfinite(m).sum(axis=0)
+    share = (m == 1.0).sum(axis=0) / np.maximum(answered, 1)
+    human = m.sum(axis=0, where=np.isfinite(m)) / np.maximum(answered, 1)
+    majority = 100 * cell.majority_s1[mrc_gold]
+    correlations = []
+    for label, items in rows_of.items():
+        model = np.array([items.get(x, np.nan) for x in cell.clues_ids])
+        both = np.isfinite(model) & np.isfinite(human)
+        correlations.append({"task": cell.task, "shots": cell.shots, "model_row": label,
+                             **_correlation(human[both], model[both])})
+    rows = []
+    for i, clues_id in enumerate(cell.clues_ids):
+        model_s1 = {label: 100 * items[clues_id] for label, items in rows_of.items() if clues_id in items}
+        row = {"task": cell.task, "shots": cell.shots, "clues_id": clues_id,
+               "human_share_correct": float(share[i]), "human_s1_percent": 100 * float(human[i]),
+               "majority_s1_percent": float(majority[i]), **{MODEL_PREFIX + label: v for label, v in model_s1.items()},
+               "humans_solve_models_miss": None, "models_solve_humans_miss": None}
+        if model_s1:
+            humans_solve = majority[i] >= SOLVED_PERCENT
+            row["humans_solve_models_miss"] = bool(humans_solve and max(model_s1.values()) < SOLVED_PERCENT)
+            row["models_solve_humans_miss"] = bool(not humans_solve and min(model_s1.values()) >= SOLVED_PERCENT)
+        rows.append(row)
+    return rows, correlations
+
+
+def item_rows(study: Study, *, mrc_gold: str = "best", cohort_id: int | None = None
+              ) -> tuple[list[dict], tuple[str, ...], list[dict]]:
+    """(rows, columns, correlations) of every cohort with annotators in results (or of one), in table order,
+    items in test-file order. Each cohort's are kept until its results or the completed runs change."""
     check_mrc_gold(mrc_gold)
     scores = study_scores(study)
-    models = model_item_means(mrc_gold)
+    runs = runs_fingerprint()
+    cells = [scores[c.pk] for c in study_cohorts(study) if c.pk in scores and scores[c.pk].n
+             and (cohort_id is None or c.pk == cohort_id)]
+    keys = {cell.cohort_id: f"results:items:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{cell.cohort_id}:"
+                            f"{cell.fingerprint}:{runs}" for cell in cells}
+    found = cached_many(list(keys.values()))
+    if len(found) < len(keys):
+        models = model_item_means(mrc_gold)
+        for cell in cells:
+            if keys[cell.cohort_id] not in found:
+                rows_of = {model_label(method, model): items for (task, method, model, shots), items in models.items()
+                           if task == cell.task and shots == cell.shots}
+                found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
+                keep_many({keys[cell.cohort_id]: found[keys[cell.cohort_id]]})
     rows, correlations, labels = [], [], []
-    for cohort in study_cohorts(study):
-        cell = scores.get(cohort.pk)
-        if cell is None or not cell.n:
-            continue
-        m = cell.matrix(mrc_gold)
-        answered = np.isfinite(m).sum(axis=0)
-        share = (m == 1.0).sum(axis=0) / np.maximum(answered, 1)
-        human = m.sum(axis=0, where=np.isfinite(m)) / np.maximum(answered, 1)
-        majority = 100 * cell.majority_s1[mrc_gold]
-        rows_of = {model_label(method, model): items for (task, method, model, shots), items in models.items()
-                   if task == cohort.task.slug and shots == cohort.shots}
-        for label in rows_of:
-            if label not in labels:
-                labels.append(label)
-            model = np.array([rows_of[label].get(x, np.nan) for x in cell.clues_ids])
-            both = np.isfinite(model) & np.isfinite(human)
-            correlations.append({"task": cohort.task.slug, "shots": cohort.shots, "model_row": label,
-                                 **_correlation(human[both], model[both])})
-        for i, clues_id in enumerate(cell.clues_ids):
-            model_s1 = {label: 100 * items[clues_id] for label, items in rows_of.items() if clues_id in items}
-            row = {"task": cohort.task.slug, "shots": cohort.shots, "clues_id": clues_id,
-                   "human_share_correct": float(share[i]), "human_s1_percent": 100 * float(human[i]),
-                   "majority_s1_percent": float(majority[i]),
-                   **{MODEL_PREFIX + label: v for label, v in model_s1.items()}}
-            humans_solve = majority[i] >= SOLVED_PERCENT
-            if model_s1:
-                row["humans_solve_models_miss"] = bool(humans_solve and all(v < SOLVED_PERCENT
-                                                                            for v in model_s1.values()))
-                row["models_solve_humans_miss"] = bool(not humans_solve and all(v >= SOLVED_PERCENT
-                                                                                for v in model_s1.values()))
-            else:
-                row["humans_solve_models_miss"] = row["models_solve_humans_miss"] = None
-            rows.append(row)
+    for cell in cells:
+        cell_rows, cell_correlations = found[keys[cell.cohort_id]]
+        rows += cell_rows
+        correlations += cell_correlations
+        labels += [c["model_row"] for c in cell_correlations if c["model_row"] not in labels]
     columns = (*BASE_COLUMNS, *(MODEL_PREFIX + label for label in labels), *FLAG_COLUMNS)
     return rows, columns, correlations
 

@@ -208,7 +208,7 @@ def study_scores(study: Study) -> dict[int, CohortScores]:
         for cohort_id, scores in fresh.items():
             scores.fingerprint = fingerprints[cohort_id]
         out.update(fresh)
-        _keep_many({**{keys[c]: s for c, s in fresh.items()},
+        keep_many({**{keys[c]: s for c, s in fresh.items()},
                     **{keys[c] + ":predictions": f for c, f in files.items()}})
     for c, scores in out.items():
         memo[(c, scores.fingerprint)] = scores
@@ -227,25 +227,38 @@ def prediction_files(study: Study) -> dict[int, str]:
     if len(found) < len(keys):  # evicted, or the cache is unreachable: compute them again
         _files = _compute(study, list(Cohort.objects.filter(pk__in=scores).select_related("task")))[1]
         found = {_key(study, c, scores[c].fingerprint) + ":predictions": f for c, f in _files.items()}
-        _keep_many(found)
+        keep_many(found)
     return {e: text for files in found.values() for e, text in files.items()}
 
 
-def cached(key: str):
-    """What ``keep`` stored under ``key`` (None when absent or the cache is unreachable)."""
+def cached_many(keys: list[str]) -> dict:
+    """What ``keep_many`` stored under ``keys`` (absent ones left out; nothing when the cache is unreachable)."""
     try:
-        return cache.get(key)
+        return cache.get_many(keys) if keys else {}
     except Exception:
         log.warning("results cache unavailable", exc_info=True)
-        return None
+        return {}
 
 
-def keep(key: str, value) -> None:
-    _keep_many({key: value})
-
-
-def _keep_many(values: dict) -> None:
+def keep_many(values: dict) -> None:
     try:
         cache.set_many(values, CACHE_SECONDS)
     except Exception:
         log.warning("results cache unavailable: results not kept", exc_info=True)
+
+
+def remember(key: str, build):
+    """The value kept under ``key``, or ``build()`` kept there."""
+    found = cached_many([key])
+    if key in found:
+        return found[key]
+    value = build()
+    keep_many({key: value})
+    return value
+
+
+def study_key(study: Study, *parts, runs: str = "") -> str:
+    """A cache key for something built from the study's results (and, with ``runs``, the completed runs):
+    it changes whenever a cohort's results change."""
+    basis = repr((parts, sorted((c, s.fingerprint) for c, s in study_scores(study).items()), runs))
+    return f"results:built:v{SCORES_VERSION}:{study.pk}:{hashlib.sha1(basis.encode()).hexdigest()}"

@@ -28,6 +28,7 @@ from tasks_data.stats import STD_DDOF
 
 from . import agreement, cells, exports, formats, items
 from .presentation import chart
+from .scores import study_scores
 from .serializers import ResultsSerializer
 from .table import NOTE, build_table
 
@@ -120,10 +121,10 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    rows = _model_rows(study, mrc_gold)[0] if request.GET.get("models") == "1" else []
-    text = formats.render(build_table(cells.table_cells(study, mrc_gold=mrc_gold), rows, mrc_gold=mrc_gold), fmt)
+    with_models = request.GET.get("models") == "1" and bool(_model_rows(study, mrc_gold)[0])
+    text = exports.render_table(study, fmt, with_baselines=with_models, mrc_gold=mrc_gold)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
-    suffix = "_with_models" if rows else ""
+    suffix = "_with_models" if with_models else ""
     response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
     return response
 
@@ -252,9 +253,8 @@ class StudyExportView(ResearcherView):
                 fmt = request.query_params.get("fmt", "csv")
                 if fmt not in formats.TABLE_FORMATS:
                     raise formats.ExportError(f"fmt must be one of {', '.join(formats.TABLE_FORMATS)}")
-                table = exports.study_table(study, with_baselines=_flag(request, "with_baselines"),
+                body = exports.render_table(study, fmt, with_baselines=_flag(request, "with_baselines"),
                                             mrc_gold=mrc_gold_param(request.query_params))
-                body = formats.render(table, fmt)
             elif kind == "predictions":
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
@@ -292,14 +292,15 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
-    cohorts = [c for c in selectors.study_cohorts(study)
-               if any(r["task"] == c.task.slug and r["shots"] == c.shots for r in rows)]
+    with_results = {c for c, s in study_scores(study).items() if s.n}
+    cohorts = [c for c in selectors.study_cohorts(study) if c.pk in with_results]
     chosen = request.GET.get("cohort", "")
     cohort = next((c for c in cohorts if str(c.pk) == chosen), cohorts[0] if cohorts else None)
     if chosen and (cohort is None or str(cohort.pk) != chosen):
         return HttpResponseBadRequest("cohort: not a cohort of this study with annotators in results",
                                       content_type="text/plain; charset=utf-8")
+    rows, columns, correlations = (items.item_rows(study, mrc_gold=mrc_gold, cohort_id=cohort.pk) if cohort
+                                   else ([], (), []))
     flag = request.GET.get("flag") or "all"
     sortable = [c for c in columns if c not in ("task", "shots")]
     sort = request.GET.get("sort") or "clues_id"

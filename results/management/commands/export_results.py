@@ -50,8 +50,7 @@ class Command(BaseCommand):
                 fmt = fmt or "md"
                 if fmt not in formats.TABLE_FORMATS:
                     raise CommandError(f"--format: the table is written as {', '.join(formats.TABLE_FORMATS)}")
-                data = formats.render(exports.study_table(study_row, with_baselines=with_baselines, mrc_gold=mrc_gold),
-                                      fmt)
+                data = exports.render_table(study_row, fmt, with_baselines=with_baselines, mrc_gold=mrc_gold)
             elif kind == "predictions":
                 data = self._predictions(study_row, enrollment, out)
             else:
