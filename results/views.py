@@ -11,6 +11,7 @@ import logging
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
@@ -28,7 +29,7 @@ from tasks_data.stats import STD_DDOF
 
 from . import agreement, cells, exports, formats, items
 from .presentation import chart
-from .scores import study_scores
+from .scores import remember, study_key, study_scores
 from .serializers import ResultsSerializer
 from .table import NOTE, build_table
 
@@ -85,6 +86,18 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         mrc_gold, target = mrc_gold_param(request.GET), target_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    # The page's body holds no per-user or per-request content (no form posts, no nonce): it is kept until
+    # the study's results, the runs or what the body shows of the study change.
+    key = study_key(study, "page", mrc_gold, target, study.name, str(study.pay_rate), study.pay_currency,
+                    study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+                    runs=cells.runs_fingerprint())
+    body = remember(key, lambda: render_to_string("dashboard/_results_body.html",
+                                                  _results_context(study, mrc_gold, target)))
+    # The body was rendered from an autoescaped template: it is safe to embed.
+    return render(request, "dashboard/results.html", {"study": study, "body": mark_safe(body)})
+
+
+def _results_context(study, mrc_gold: str, target: float) -> dict:
     human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
     rows, note = _model_rows(study, mrc_gold)
     rows = [r for r in rows if r["task"] in study.tasks]
@@ -108,7 +121,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
            "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
            "planner": human, "target": target, "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
            "fee_share": fee_share, "fee_percent": round(100 * fee_share, 1)}
-    return render(request, "dashboard/results.html", ctx)
+    return ctx
 
 
 @researcher_required
@@ -302,7 +315,7 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
     rows, columns, correlations = (items.item_rows(study, mrc_gold=mrc_gold, cohort_id=cohort.pk) if cohort
                                    else ([], (), []))
     flag = request.GET.get("flag") or "all"
-    sortable = [c for c in columns if c not in ("task", "shots")]
+    sortable = [c for c in (*items.BASE_COLUMNS, *columns) if c not in ("task", "shots")]
     sort = request.GET.get("sort") or "clues_id"
     order = request.GET.get("order") or ("asc" if sort == "clues_id" else "desc")
     if flag not in ITEM_FLAGS or sort not in sortable or order not in ("asc", "desc"):
