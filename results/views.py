@@ -32,6 +32,7 @@ from .presentation import chart
 from .scores import remember, study_key, study_scores
 from .serializers import ResultsSerializer
 from .table import NOTE, build_table
+from .uncertainty import TARGETS
 
 log = logging.getLogger(__name__)
 
@@ -228,17 +229,24 @@ class StudyResultsView(ResearcherView):
             mrc_gold, target = mrc_gold_param(request.query_params), target_param(request.query_params)
         except BadParameter as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
-        payload = {
-            "std_ddof": STD_DDOF,
-            "mrc_gold": mrc_gold,
-            "cells": table.cells,
-            "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
-            "agreement": agreement.cohort_agreement(study),
-        }
-        if table.mrc_gold_note:
-            payload["mrc_gold_note"] = table.mrc_gold_note
-        return Response(payload)
+        key = study_key(study, "api-results", mrc_gold, target, str(study.pay_rate), study.pay_currency,
+                        study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0))
+        return Response(remember(key, lambda: _results_payload(study, mrc_gold, target)))
+
+
+def _results_payload(study, mrc_gold: str, target: float) -> dict:
+    table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
+    payload = {
+        "std_ddof": STD_DDOF,
+        "mrc_gold": mrc_gold,
+        "interval_targets": TARGETS,
+        "cells": table.cells,
+        "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
+        "agreement": agreement.cohort_agreement(study),
+    }
+    if table.mrc_gold_note:
+        payload["mrc_gold_note"] = table.mrc_gold_note
+    return payload
 
 
 def _flag(request, name: str) -> bool:
