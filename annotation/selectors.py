@@ -34,14 +34,13 @@ from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, S
 from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, active_seconds, at_or_below_chance, pay
 
 RESULT_STATES = (State.COMPLETED,)
-UNVERIFIED, SUPERSEDED = Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
+UNVERIFIED = Enrollment.UNVERIFIED
 
 
 def in_results(prefix: str = "") -> Q:
     """The enrollments every result counts (one place): completed, and not admitted unverified
     while Prolific was unreachable (until the sync verifies them). ``prefix`` e.g. "enrollment__"."""
-    return (Q(**{f"{prefix}state__in": RESULT_STATES})
-            & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)}))
+    return Q(**{f"{prefix}state__in": RESULT_STATES}) & ~Q(**{f"{prefix}verification": UNVERIFIED})
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
@@ -203,8 +202,9 @@ def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: floa
             "longest_gaps": [round(g, 1) for g in gaps[:LONGEST_GAPS]]}
 
 
-def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
-    """Progress, time and pay of the given enrollments (2 queries whatever their number)."""
+def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
+    """Progress, time and pay of the given enrollments, as ``cohort_enrollments`` (2 queries whatever
+    their number)."""
     ids = [e.pk for e in enrollments]
     curves: dict[int, list[float]] = defaultdict(list)
     unproducible: dict[int, list[bool]] = defaultdict(list)
@@ -252,19 +252,21 @@ def _enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     return rows
 
 
-def study_enrollments(study: Study, *, cohort: Cohort | None = None, state: str | None = None,
-                      results_only: bool = False) -> list[dict]:
-    """Every enrollment of a study (optionally of one cohort / in one state, or only those every result
-    counts, ``in_results``), see ``cohort_enrollments``."""
+def study_enrollments(study: Study, *, cohort: Cohort | None = None, cohorts: Iterable[int] | None = None,
+                      state: str | None = None, results: bool | None = None) -> list[dict]:
+    """Every enrollment of a study (optionally of one cohort or of the given cohort ids, in one state; with
+    ``results`` True only those ``in_results``, False only the others), see ``cohort_enrollments``."""
     qs = Enrollment.objects.filter(cohort__study=study).select_related("worker", "cohort__task", "cohort__study")
-    if results_only:
-        qs = qs.filter(in_results())
     if cohort is not None:
         qs = qs.filter(cohort=cohort)
+    if cohorts is not None:
+        qs = qs.filter(cohort_id__in=list(cohorts))
+    if results is not None:
+        qs = qs.filter(in_results()) if results else qs.exclude(in_results())
     if state:
         qs = qs.filter(state=state)
     enrollments = sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))
-    return _enrollment_rows(enrollments)
+    return enrollment_rows(enrollments)
 
 
 def cohort_enrollments(cohort: Cohort) -> list[dict]:
@@ -283,7 +285,7 @@ def cohort_enrollments(cohort: Cohort) -> list[dict]:
 
 def enrollment_row(enrollment: Enrollment) -> dict:
     """``cohort_enrollments``'s row for one enrollment."""
-    return _enrollment_rows([enrollment])[0]
+    return enrollment_rows([enrollment])[0]
 
 
 def audit_log(study: Study) -> QuerySet[AuditEvent]:
@@ -301,32 +303,30 @@ def annotator_rows(study: Study, *, include_all: bool = False) -> list[dict]:
     string of USD. ``include_all`` adds filtered, withdrawn, expired and unfinished
     enrollments (what each worker is owed), still marked by their ``state``.
     """
-    rows = study_enrollments(study)
-    if not include_all:
-        rows = [r for r in rows if r["state"] in RESULT_STATES
-                and r["enrollment"].verification not in (UNVERIFIED, SUPERSEDED)]
-    out = []
-    for r in rows:
-        out.append({
-            "enrollment_id": r["enrollment"].pk,
-            "worker": r["worker"],
-            "platform": r["platform"],
-            "task": r["task"],
-            "shots": r["shots"],
-            "state": r["state"],
-            "training_s1": r["training_s1"],
-            "test_s1": r["test_s1"],
-            "training_done": r["training_done"],
-            "test_done": r["test_done"],
-            "test_total": r["test_total"],
-            "items_answered": r["training_done"] + r["test_done"],
-            "active_seconds": round(r["active_seconds"], 1),
-            "pay": str(r["pay"]),
-            "fast_answer_share": r["fast_share"],
-            "longest_idle_seconds": r["longest_gaps"][0] if r["longest_gaps"] else None,
-            "longest_idle_gaps": r["longest_gaps"],  # JSON only (a list)
-        })
-    return out
+    return [annotator_row(r) for r in study_enrollments(study, results=None if include_all else True)]
+
+
+def annotator_row(r: dict) -> dict:
+    """``annotator_rows``' row of one ``cohort_enrollments`` row."""
+    return {
+        "enrollment_id": r["enrollment"].pk,
+        "worker": r["worker"],
+        "platform": r["platform"],
+        "task": r["task"],
+        "shots": r["shots"],
+        "state": r["state"],
+        "training_s1": r["training_s1"],
+        "test_s1": r["test_s1"],
+        "training_done": r["training_done"],
+        "test_done": r["test_done"],
+        "test_total": r["test_total"],
+        "items_answered": r["training_done"] + r["test_done"],
+        "active_seconds": round(r["active_seconds"], 1),
+        "pay": str(r["pay"]),
+        "fast_answer_share": r["fast_share"],
+        "longest_idle_seconds": r["longest_gaps"][0] if r["longest_gaps"] else None,
+        "longest_idle_gaps": r["longest_gaps"],  # JSON only (a list)
+    }
 
 
 def prediction_rows(enrollment: Enrollment) -> list[dict]:
@@ -340,8 +340,12 @@ def prediction_rows(enrollment: Enrollment) -> list[dict]:
     kind = enrollment.cohort.task.spec.answer_kind
     answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).order_by("example__position")
                .values_list("example__clues_id", "example__clues_id_is_number", "texts"))
-    return [{"id": int(clues_id) if number else clues_id, "prediction": as_published(kind, texts)}
-            for clues_id, number, texts in answers]
+    return [prediction_row(kind, clues_id, number, texts) for clues_id, number, texts in answers]
+
+
+def prediction_row(kind, clues_id: str, clues_id_is_number: bool, texts: Sequence[str]) -> dict:
+    """One test answer as a CLUES prediction line (``prediction_rows``)."""
+    return {"id": int(clues_id) if clues_id_is_number else clues_id, "prediction": as_published(kind, texts)}
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:

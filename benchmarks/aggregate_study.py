@@ -1,13 +1,18 @@
 """How long aggregating a full study takes, and in how many SQL queries.
 
 A full study is the paper's: 6 tasks x 4 cohorts (0/10/20/30 shots) x 3 annotators over every
-CLUES test item, about 24k test answers. The script builds one with bulk_create inside a
-transaction that it rolls back (the database is left as it was; it must be migrated), then
-times each results selector and counts its queries (django.test.utils.CaptureQueriesContext).
+CLUES test item, about 24k test answers, with model rows (one method, 5 splits of each task and
+k > 0 shots). The script builds one with bulk_create inside a transaction that it rolls back (the
+database is left as it was; it must be migrated), then times each results selector and counts its
+queries (django.test.utils.CaptureQueriesContext), then every results request a researcher makes
+(the results page, the API's results, every download and export) through Django's test client:
+the first request (cold: no cohort's scores cached), the median of the next ``--repeats``, and a
+request after one more annotator completed a cohort (during collection: that cohort is computed
+again, the others come from the cache).
 
     make bench BENCH=aggregate_study     (PostgreSQL with DATABASE_URL=postgres://..., else the SQLite default)
     .venv/bin/python benchmarks/aggregate_study.py [--data CLUES-JSON.zip]
-        [--tasks sst2 mnli ...] [--shots 0 10 20 30] [--workers 3]
+        [--tasks sst2 mnli ...] [--shots 0 10 20 30] [--workers 3] [--repeats 7]
 
 The CLUES data is imported inside the same transaction when the database lacks it (from
 --data, $CLUES_DATA, ../shared/clues/CLUES-JSON.zip or the bundled demo data).
@@ -92,6 +97,92 @@ def build_study(tasks=None, shots=(0, 10, 20, 30), workers: int = 3, *, seed: in
     return study
 
 
+def add_model_runs(study, *, splits: int = 5, quality: float = 0.6, seed: int = 1) -> int:
+    """Completed baseline runs beside the study (one method, every task and k > 0 shots, ``splits`` each),
+    each predicting the gold with probability ``quality``; returns how many."""
+    from baselines.models import BaselineRun
+    from tasks_data.models import Example, Task
+    from tasks_data.s1 import item_s1
+
+    rng = random.Random(seed)
+    runs = []
+    for task in Task.objects.filter(slug__in=study.tasks):
+        alternatives = task.spec.answer_kind.gold_is_alternatives
+        test = list(Example.objects.filter(task=task, role=Example.Role.TEST).order_by("position"))
+        for shots in [k for k in study.shots if k]:
+            for split in range(1, splits + 1):
+                predictions = [{"id": e.clues_id, "prediction": list(e.gold[:1]) if rng.random() < quality else
+                                ["xyz"]} for e in test]
+                scores = [item_s1(p["prediction"], e.gold, alternatives=alternatives)
+                          for p, e in zip(predictions, test, strict=True)]
+                runs.append(BaselineRun(task=task, method="bench", model="bench-model", shots=shots, split=split,
+                                        seed=0, status=BaselineRun.Status.COMPLETED, s1=sum(scores) / len(scores),
+                                        predictions=predictions, item_scores=scores))
+    BaselineRun.objects.bulk_create(runs)
+    return len(runs)
+
+
+def request_urls(study) -> list[tuple[str, str]]:
+    """(name, URL) of every results request: the page, the API's results, every download and export."""
+    from results import exports, formats
+
+    pk = study.pk
+    urls = [("results page", f"/dashboard/studies/{pk}/results/"),
+            ("API results", f"/api/studies/{pk}/results/")]
+    for fmt in formats.TABLE_FORMATS:
+        urls.append((f"table .{fmt}", f"/dashboard/studies/{pk}/results/download.{fmt}"))
+        urls.append((f"table .{fmt} + models", f"/dashboard/studies/{pk}/results/download.{fmt}?models=1"))
+    for kind in exports.EXPORT_KINDS:
+        if kind in ("table", "predictions"):
+            continue
+        for fmt in formats.ROW_FORMATS:
+            urls.append((f"API {kind} .{fmt}", f"/api/studies/{pk}/export/{kind}/?fmt={fmt}"))
+    urls.append(("pay .csv", f"/dashboard/studies/{pk}/results/pay.csv"))
+    urls.append(("API table json + models", f"/api/studies/{pk}/export/table/?fmt=json&with_baselines=1"))
+    urls.append(("predictions .zip", f"/dashboard/studies/{pk}/results/predictions.zip"))
+    return urls
+
+
+def measure_requests(study, client, repeats: int = 7) -> list[tuple[str, float, float, int, int]]:
+    """(name, first seconds, median seconds of ``repeats`` more, queries of the last, status) per request."""
+    import statistics
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    out = []
+    for name, url in request_urls(study):
+        timings, status, queries = [], None, 0
+        for _ in range(1 + repeats):
+            with CaptureQueriesContext(connection) as captured:
+                began = time.perf_counter()
+                response = client.get(url)
+                if getattr(response, "streaming", False):
+                    b"".join(response.streaming_content)
+                timings.append(time.perf_counter() - began)
+            status, queries = response.status_code, len(captured)
+        out.append((name, timings[0], statistics.median(timings[1:] or timings), queries, status))
+    return out
+
+
+def build_study_extra_annotator(study) -> int:
+    """One more completed annotator in the study's first cohort (bulk_create, as ``build_study``); its id."""
+    from django.utils import timezone
+
+    from annotation.models import Answer, Enrollment, Worker
+    from tasks_data.models import Example
+
+    cohort = study.cohorts.select_related("task").order_by("pk").first()
+    worker = Worker.objects.create(platform=study.platform, external_id=f"bench-{study.pk}-extra")
+    enrollment = Enrollment.objects.create(cohort=cohort, worker=worker, task=cohort.task,
+                                           state=Enrollment.State.COMPLETED, order_seed=1,
+                                           completed_at=timezone.now())
+    test = Example.objects.filter(task=cohort.task, role=Example.Role.TEST).order_by("position")
+    Answer.objects.bulk_create([Answer(enrollment=enrollment, example=e, step=Answer.Step.TEST, position=i,
+                                       texts=list(e.gold[:1]), s1=1.0) for i, e in enumerate(test)])
+    return cohort.pk
+
+
 def measure(study) -> list[tuple[str, float, float, int]]:
     """(name, first-call seconds, second-call seconds, queries) of each results selector on ``study``.
 
@@ -147,6 +238,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", nargs="+", default=None, help="task slugs (default: all six)")
     parser.add_argument("--shots", nargs="+", type=int, default=[0, 10, 20, 30])
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7, help="requests timed after the first (median)")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -154,7 +246,10 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
+    from django.test import Client
 
     from annotation.models import Answer
     from tasks_data.importer import import_release
@@ -184,9 +279,30 @@ def main(argv=None) -> int:
                 # One statement per call: SQLite's driver runs only one at a time.
                 for table in ("annotation_answer", "annotation_enrollment", "annotation_cohort"):
                     cursor.execute(f"ANALYZE {table}")
+            began = time.perf_counter()
+            runs = add_model_runs(study)
+            print(f"added {runs} completed model runs in {time.perf_counter() - began:.1f} s")
+            print(f"cache: {settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1]}")
             print(f"{'':20s} {'first':>11s} {'again':>11s}")
             for name, first, again, queries in measure(study):
                 print(f"{name:20s} {first * 1000:8.1f} ms {again * 1000:8.1f} ms {queries:3d} queries")
+            # The test client's host, without setup_test_environment (its instrumented template rendering
+            # would be timed too).
+            settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+            client = Client()
+            client.force_login(get_user_model().objects.create_superuser("bench-researcher", password=None))
+            print(f"\n{'request':28s} {'first':>10s} {'median':>10s} {'queries':>8s} status")
+            slowest = 0.0
+            for name, first, median, queries, status in measure_requests(study, client, args.repeats):
+                slowest = max(slowest, median)
+                print(f"{name:28s} {first * 1000:7.0f} ms {median * 1000:7.0f} ms {queries:8d} {status}")
+            print(f"slowest median: {slowest * 1000:.0f} ms (target: under 300 ms)")
+            began = time.perf_counter()
+            extra = build_study_extra_annotator(study)
+            print(f"\none more annotator completed cohort {extra} ({time.perf_counter() - began:.1f} s to build); "
+                  "the next requests:")
+            for name, first, _median, queries, status in measure_requests(study, client, 0)[:2]:
+                print(f"{name:28s} {first * 1000:7.0f} ms {'':10s} {queries:8d} {status}")
             raise _Rollback
     except _Rollback:
         print("rolled back: the database is as it was")

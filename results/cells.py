@@ -6,23 +6,27 @@ Units: percent (S1 x 100), not rounded; ``results.table`` lays the cells out and
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections import defaultdict
-from typing import NamedTuple
 
-from django.db.models import Avg
+import numpy as np
+from django.conf import settings
+from django.db.models import Avg, Count, Max
 
 from annotation.models import Answer, Study
+from annotation.protocol import pay
 from annotation.selectors import in_results, study_cohorts
 from baselines.models import BaselineRun
-from baselines.selectors import agreement_with, completed_runs, model_cells, model_item_means
+from baselines.selectors import agreement_with, completed_runs, model_cells
+from baselines.selectors import model_item_means as item_means_of_runs
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
 from tasks_data.stats import mean_std
 
-from .majority import majority_predictions, majority_s1
+from .scores import SCORES_VERSION, CohortScores, cached_many, keep_many, remember, study_scores
 from .stats import paired_gap
-from .uncertainty import annotators_needed, bootstrap_interval, cell_matrix
+from .uncertainty import annotators_needed, plan_cost, t_interval, two_level_interval
 
 
 def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
@@ -56,51 +60,15 @@ def human_cells(study: Study) -> list[dict]:
     return cells
 
 
-class _Given(NamedTuple):
-    """One completed annotator's test answer, with what scoring it needs."""
-
-    texts: list[str]
-    s1: float  # as stored: the default MRC reading
-    gold: list[str]
-    clues_id: str
-
-
-def _cohort_answers(study: Study) -> dict[int, dict[int, dict[int, _Given]]]:
-    """{cohort id: {enrollment id: {example id: _Given}}} of the answers every result counts (one query):
-    the one read of a study's test answers behind the table's cells, the rescored annotator S1 and the gap."""
-    out: dict[int, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
-    for cohort_id, enrollment_id, example_id, texts, s1, gold, clues_id in (
-            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
-                                  step=Answer.Step.TEST).order_by()
-            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "texts", "s1", "example__gold",
-                         "example__clues_id")):
-        out[cohort_id][enrollment_id][example_id] = _Given(texts, s1, gold, clues_id)
-    return out
-
-
-def _scores(per_item: dict[int, _Given], rescore: bool, mrc_gold: str) -> dict[int, float]:
-    """Per-item S1 of one annotator: as stored (the default MRC reading), or rescored under ``mrc_gold``."""
-    if not rescore:
-        return {item: given.s1 for item, given in per_item.items()}
-    return {item: item_s1(given.texts, given.gold, alternatives=True, mrc_gold=mrc_gold)
-            for item, given in per_item.items()}
-
-
-def _human_item_means(study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
+def _human_item_means(study: Study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
     """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators (MRC read by
-    ``mrc_gold``: the stored answers rescored for "set")."""
-    answers = _cohort_answers(study)
+    ``mrc_gold``)."""
     out = {}
-    for cohort in study_cohorts(study):
-        by_annotator = answers.get(cohort.pk)
-        if not by_annotator:
-            continue
-        rescore = mrc_gold != "best" and cohort.task.spec.answer_kind.gold_is_alternatives
-        sums: dict[str, list[float]] = defaultdict(list)
-        for per_item in by_annotator.values():
-            for item, score in _scores(per_item, rescore, mrc_gold).items():
-                sums[per_item[item].clues_id].append(score)
-        out[(cohort.task.slug, cohort.shots)] = {i: statistics.fmean(v) for i, v in sums.items()}
+    for scores in study_scores(study).values():
+        if scores.n:
+            means = np.nanmean(scores.matrix(mrc_gold), axis=0)
+            out[(scores.task, scores.shots)] = {i: float(v) for i, v in zip(scores.clues_ids, means, strict=True)
+                                                if np.isfinite(v)}
     return out
 
 
@@ -120,101 +88,148 @@ def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
     return runs
 
 
-def _human_majorities(study) -> dict[tuple[str, int], dict[str, list[str]]]:
-    """Per (task, shots): per test item (CLUES id), the cohort's majority answer (``results.majority``)."""
-    answers = _cohort_answers(study)
-    out = {}
-    for cohort in study_cohorts(study):
-        by_annotator = answers.get(cohort.pk)
-        if by_annotator:
-            texts = {e: {given.clues_id: given.texts for given in per_item.values()}
-                     for e, per_item in by_annotator.items()}
-            out[(cohort.task.slug, cohort.shots)] = majority_predictions(texts, cohort.task.spec.answer_kind)
-    return out
+def runs_fingerprint() -> str:
+    """What the completed runs are (1 query): their number, largest id and latest finish."""
+    basis = completed_runs().order_by().aggregate(n=Count("id"), last=Max("id"), done=Max("finished_at"))
+    return hashlib.sha1(repr(sorted(basis.items())).encode()).hexdigest()
+
+
+def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
+    """Per model row (task, method, model, server, shots): per test item (CLUES id), S1 averaged over its runs
+    (MRC read by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
+    return remember(f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
+                    lambda: item_means_of_runs(_rescored(list(completed_runs()), mrc_gold)))
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
-    """Model cells (mean ± std over runs); with a study, each also carries the human-minus-model
-    gap on its (task, shots) cell: ``diff``, ``ci_low``, ``ci_high`` (percent) and ``items``, and
-    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer.
-    MRC cells read with ``mrc_gold``, the human and the model side alike."""
-    runs = _rescored(list(completed_runs()), check_mrc_gold(mrc_gold))
-    rows = model_cells(runs)
+    """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
+    gap on its (task, shots) cell: ``diff`` (percent), ``items``, and two 95% intervals, each named by
+    what it lets vary: ``ci_low``/``ci_high`` over the test items with the annotators fixed (paired
+    bootstrap, ``results.stats``), ``ci_two_level_low``/``ci_two_level_high`` over annotators and items
+    (``results.uncertainty.two_level_interval``); and ``agreement``: the share (percent) of items where the
+    model's answer is the cohort's majority answer. MRC cells read with ``mrc_gold``, the human and the
+    model side alike. Cached per study until a run or a cohort's results change."""
+    check_mrc_gold(mrc_gold)
     if study is None:
-        return rows
-    human = _human_item_means(study, mrc_gold)
-    model = model_item_means(runs)
-    agreement = agreement_with(runs, _human_majorities(study))
+        return model_cells(_rescored(list(completed_runs()), mrc_gold))
+    scores = study_scores(study)
+    runs_fp = runs_fingerprint()
+    rows = remember(f"results:model-cells:v{SCORES_VERSION}:{mrc_gold}:{runs_fp}",
+                    lambda: model_cells(_rescored(list(completed_runs()), mrc_gold)))
+    by_cell = {(s.task, s.shots): s for s in scores.values() if s.n}
+    wanted = {(row["task"], row["shots"]) for row in rows} & set(by_cell)
+    # Each cohort's gaps are kept under its own fingerprint: a new result computes that cohort's again only.
+    keys = {cell: f"results:gaps:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
+                  f"{by_cell[cell].fingerprint}:{runs_fp}" for cell in wanted}
+    gaps = cached_many(list(keys.values()))
+    missing = [cell for cell in wanted if keys[cell] not in gaps]
+    if missing:
+        model = model_item_means(mrc_gold)
+        agreement = agreement_with(completed_runs().filter(task__slug__in={c[0] for c in missing}),
+                                   {cell: by_cell[cell].majority for cell in missing})
+        for cell in missing:
+            found = {}
+            for row in rows:
+                if (row["task"], row["shots"]) == cell:
+                    key = (row["task"], row["method"], row["model"], row["server"], row["shots"])
+                    found[key[1:4]] = {**_gap(by_cell[cell], model.get(key, {}), mrc_gold),
+                                       "agreement": agreement.get(key)}
+            gaps[keys[cell]] = found
+        keep_many({keys[cell]: gaps[keys[cell]] for cell in missing})
     for row in rows:
-        key = (row["task"], row["method"], row["model"], row["server"], row["shots"])
-        cell = human.get((row["task"], row["shots"]))
-        if cell:
-            row.update(paired_gap(cell, model.get(key, {})))
-            row["agreement"] = agreement.get(key)
+        cell = (row["task"], row["shots"])
+        if cell in keys:
+            row.update(gaps[keys[cell]].get((row["method"], row["model"], row["server"]), {}))
     return rows
 
 
+def _gap(cell: CohortScores, items: dict[str, float], mrc_gold: str) -> dict:
+    """The gap of one model row on one cohort, with both intervals."""
+    means = np.nanmean(cell.matrix(mrc_gold), axis=0)
+    human = {i: float(v) for i, v in zip(cell.clues_ids, means, strict=True) if np.isfinite(v)}
+    return {**paired_gap(human, items), **_gap_two_level(cell, items, mrc_gold)}
+
+
+def _gap_two_level(cell, model: dict[str, float], mrc_gold: str) -> dict:
+    out = {"ci_two_level_low": None, "ci_two_level_high": None}
+    cols = [i for i, x in enumerate(cell.clues_ids) if x in model]
+    m = cell.matrix(mrc_gold)[:, cols]
+    if cell.n < 2 or len(cols) < 2 or not np.isfinite(m).all():
+        return out
+    diffs = 100 * (m - np.array([model[cell.clues_ids[i]] for i in cols])[None, :])
+    interval = two_level_interval(diffs)
+    out["ci_two_level_low"], out["ci_two_level_high"] = interval.low, interval.high
+    return out
+
+
 def annotator_test_s1_read(study: Study, mrc_gold: str) -> dict[int, float]:
-    """{enrollment id: test S1 0-1} of completed annotators of MRC cohorts, rescored under ``mrc_gold``
-    from their stored answers (1 query; empty for the default reading, which is what is stored)."""
+    """{enrollment id: test S1 0-1} of the annotators in results, rescored under ``mrc_gold`` from their
+    stored answers (empty for the default reading, which is what is stored)."""
     if check_mrc_gold(mrc_gold) == "best":
         return {}
     out = {}
-    # The "set" reading of a non-MRC gold is the plain set S1 that is stored: rescoring every cohort is exact.
-    for by_annotator in _cohort_answers(study).values():
-        for enrollment_id, per_item in by_annotator.items():
-            out[enrollment_id] = statistics.fmean(_scores(per_item, True, mrc_gold).values())
+    for scores in study_scores(study).values():
+        out.update(scores.annotator_s1(mrc_gold))
     return out
 
 
 # ---------------------------------------------------------------- the table's cells, with their extras
 
 DEFAULT_TARGET_POINTS = 5.0  # the planner's default target: a 95% interval of ± 5 S1 points
+DEFAULT_ASSURANCE = 0.8  # the planner's: the share of studies of the planned size that reach the target
 
 
-def _interval(scores: dict) -> tuple[float, float] | None:
-    try:
-        interval = bootstrap_interval(cell_matrix(scores))
-    except ValueError:  # fewer than 2 annotators or items, or annotators who answered different items
-        return None
-    # S1 lies in [0, 1]: so does its mean (the small-sample widening can push a bound past it).
-    return 100 * max(interval.low, 0.0), 100 * min(interval.high, 1.0)
-
-
-def _planned(scores: dict, target_points: float) -> int | None:
-    try:
-        return annotators_needed(cell_matrix(scores), 2 * target_points / 100)
-    except ValueError:
-        return None
+def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: float) -> dict:
+    """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance) and their price:
+    each paid the cohort's mean active time at the study's rate, plus the platform's service fee."""
+    planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
+    out = {"planned": planned, "assurance": DEFAULT_ASSURANCE, "expected_minutes": None, "planned_cost": None,
+           "planned_fee": None, "currency": study.pay_currency}
+    if scores.active_seconds:
+        seconds = statistics.fmean(scores.active_seconds.values())
+        out["expected_minutes"] = seconds / 60
+        if planned is not None:
+            fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
+            cost = plan_cost(annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate),
+                             fee_share=fee_share)
+            out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, fee_share
+    return out
 
 
 def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = DEFAULT_TARGET_POINTS) -> list[dict]:
-    """Table 5's human cells with their extras, one per cohort, in table order (2 queries).
+    """Table 5's human cells with their extras, one per cohort, in table order (2 queries when the
+    cohorts' scores are cached, ``results.scores``).
 
     Each cell has ``human_cells``' keys, S1 read with ``mrc_gold`` (the stored answers rescored
-    for "set"), plus ``ci_low``/``ci_high`` (percent: the 95% two-level bootstrap interval of
-    ``results.uncertainty``; None below 2 annotators), ``majority`` (percent: S1 of the cohort's
-    majority answer, ``results.majority``; None without annotators), ``planned`` (annotators a
-    cell needs for a 95% interval of ± ``target_points``, from this cohort's variance; None when
-    it cannot be estimated or 1000 are not enough) and ``target_points``.
+    for "set"), plus two 95% intervals (percent; None below 2 annotators), each named by its target
+    (``results.uncertainty.TARGETS``): ``ci_low``/``ci_high`` for "this test set" (t interval over the
+    annotators' S1) and ``ci_task_low``/``ci_task_high`` for "the task's items" (two-level, annotators
+    and items); ``majority`` (percent: S1 of the cohort's majority answer, ``results.majority``; None
+    without annotators); the planner: ``planned`` (annotators a cell needs for a 95% interval on this
+    test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
+    or 1000 are not enough), ``expected_minutes`` (the cohort's mean active time), ``planned_cost``
+    and ``planned_fee`` (Decimal, in ``currency``: planned annotators x expected time x the study's
+    rate, plus the platform's service fee, ``settings.PLATFORM_SERVICE_FEES``) and ``target_points``.
     """
     check_mrc_gold(mrc_gold)
-    answers = _cohort_answers(study)
+    scores = study_scores(study)
     out = []
     for cohort in study_cohorts(study):
-        kind = cohort.task.spec.answer_kind
-        by_annotator = answers.get(cohort.pk, {})
-        rescore = mrc_gold != "best" and kind.gold_is_alternatives
-        scores = {e: _scores(per_item, rescore, mrc_gold) for e, per_item in by_annotator.items()}
-        mean, std = mean_std(100 * statistics.fmean(s.values()) for s in scores.values() if s)
-        cell = {"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(scores),
-                "ci_low": None, "ci_high": None, "majority": None, "planned": None, "target_points": target_points}
-        if len(scores) >= 2:
-            cell["ci_low"], cell["ci_high"] = _interval(scores) or (None, None)
-            cell["planned"] = _planned(scores, target_points)
-        if scores:
-            golds = {item: given.gold for per_item in by_annotator.values() for item, given in per_item.items()}
-            texts = {e: {item: given.texts for item, given in per_item.items()} for e, per_item in by_annotator.items()}
-            cell["majority"] = 100 * majority_s1(texts, golds, kind, mrc_gold=mrc_gold)
+        cell_scores = scores.get(cohort.pk) or CohortScores(cohort.pk, cohort.task.slug, cohort.shots)
+        s1 = list(cell_scores.annotator_s1(mrc_gold).values())
+        mean, std = mean_std(100 * v for v in s1)
+        cell = {"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(s1),
+                "ci_low": None, "ci_high": None, "ci_task_low": None, "ci_task_high": None, "majority": None,
+                "planned": None, "target_points": target_points}
+        if len(s1) >= 2:
+            test_set = t_interval(s1).clipped()
+            cell["ci_low"], cell["ci_high"] = 100 * test_set.low, 100 * test_set.high
+            if cell_scores.complete and len(cell_scores.example_ids) >= 2:
+                task = two_level_interval(cell_scores.matrix(mrc_gold)).clipped()
+                cell["ci_task_low"], cell["ci_task_high"] = 100 * task.low, 100 * task.high
+        cell.update(_plan(study, cell_scores, s1, target_points))
+        if s1:
+            majority = cell_scores.majority_s1[mrc_gold]
+            cell["majority"] = 100 * corpus_s1(majority[np.isfinite(majority)])
         out.append(cell)
     return out

@@ -1,7 +1,7 @@
 """What a study's results are exported as: the table, row exports, predictions; and atomic files.
 
 ``study_table(study, with_baselines=...)`` is Table 5 (with the model rows of ``results.cells``);
-``export_rows(study, kind)`` the per-annotator, learning-curve and agreement rows;
+``export_rows(study, kind)`` the per-annotator, learning-curve, agreement and item rows;
 ``predictions_zip`` / ``prediction_jsonl`` annotators' test answers in the CLUES prediction format,
 scorable by ``manage.py score``; ``write_atomic`` writes a file so that a failure leaves nothing
 half-written.
@@ -20,45 +20,98 @@ from pathlib import Path
 from annotation import selectors
 from annotation.models import Enrollment, Study
 
-from . import agreement, cells
+from . import agreement, cells, formats, items
 from .formats import ExportError
+from .scores import prediction_files, remember, study_key, study_scores
 from .table import Table, build_table
 
-EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "predictions")
-ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1", "test_s1",
+EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
+ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1_percent",
+                     "test_s1_percent",
                      "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
                      "longest_idle_seconds", "active_seconds", "pay")
-CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1", "running_s1", "gold_unproducible")
-AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1", "fleiss_kappa")
+CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1_percent", "running_s1_percent",
+                 "gold_unproducible")
+AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1_percent", "fleiss_kappa", "krippendorff_alpha",
+                     "alpha_distance")
 
 
 def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
     """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
-    model rows; MRC cells read with ``mrc_gold`` (model rows keep the default reading)."""
+    model rows with their gaps; MRC cells read with ``mrc_gold``, the human and the model rows alike
+    (model rows rescored from their stored predictions)."""
     return build_table(cells.table_cells(study, mrc_gold=mrc_gold),
                        cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (), mrc_gold=mrc_gold)
 
 
+_S1_KEYS = ("training_s1", "test_s1")  # 0-1 in the selectors, percent in every export
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
 def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "best") -> list[dict]:
-    """``selectors.annotator_rows`` with ``test_s1`` read with ``mrc_gold`` (stored under the default)."""
-    rows = selectors.annotator_rows(study, include_all=include_all)
+    """``selectors.annotator_rows`` with S1 in percent, as every table (``training_s1_percent``,
+    ``test_s1_percent``), the test S1 read with ``mrc_gold`` (stored under the default)."""
+    scores = study_scores(study)  # the annotators in results: cached; the others (with --all) read now
+    enrollment_rows = [r for cohort_scores in scores.values() for r in cohort_scores.enrollment_rows]
+    if include_all:
+        enrollment_rows += selectors.study_enrollments(study, results=False)
+    enrollment_rows.sort(key=lambda r: (*selectors.cohort_key(r["task"], r["shots"]), r["enrolled_at"],
+                                        r["enrollment"].pk))
+    rows = [selectors.annotator_row(r) for r in enrollment_rows]
     rescored = cells.annotator_test_s1_read(study, mrc_gold)
+    out = []
     for row in rows:
-        if row["enrollment_id"] in rescored:
-            row["test_s1"] = rescored[row["enrollment_id"]]
-    return rows
+        row["test_s1"] = rescored.get(row["enrollment_id"], row["test_s1"])
+        out.append({f"{k}_percent" if k in _S1_KEYS else k: _percent(v) if k in _S1_KEYS else v
+                    for k, v in row.items()})
+    return out
 
 
 def export_rows(study: Study, kind: str, *, include_all: bool = False,
                 mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...]]:
-    """(rows, columns) of one row export: ``annotators``, ``learning_curves`` or ``agreement``."""
+    """(rows, columns) of one row export: ``annotators``, ``learning_curves``, ``agreement`` or ``items``."""
     if kind == "annotators":
         return annotator_rows(study, include_all=include_all, mrc_gold=mrc_gold), ANNOTATOR_COLUMNS
     if kind == "learning_curves":
         return agreement.learning_curves(study), CURVE_COLUMNS
     if kind == "agreement":
         return agreement.cohort_agreement(study), AGREEMENT_COLUMNS
+    if kind == "items":
+        rows, columns, _correlations = items.item_rows(study, mrc_gold=mrc_gold)
+        return rows, columns
     raise ExportError(f"unknown export {kind!r}")
+
+
+def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = False, mrc_gold: str = "best") -> str:
+    """One row export written as ``fmt`` (csv, json, md); the items' JSON also carries what its columns
+    mean and the correlation of human and model item difficulty per cohort and model row."""
+    if kind == "items":
+        def build():
+            rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
+            meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
+            return formats.render_rows(rows, fmt, columns=columns, meta=meta)
+        return remember(study_key(study, "export", kind, fmt, mrc_gold, runs=cells.runs_fingerprint()), build)
+
+    def build_rows():
+        rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
+        return formats.render_rows(rows, fmt, columns=columns)
+    if include_all and kind == "annotators":  # workers still in a step change with every answer: not kept
+        return build_rows()
+    if kind not in EXPORT_KINDS:
+        raise ExportError(f"unknown export {kind!r}")
+    formats.check_row_format(fmt)
+    return remember(study_key(study, "export", kind, fmt, mrc_gold), build_rows)
+
+
+def render_table(study: Study, fmt: str, *, with_baselines: bool = False, mrc_gold: str = "best") -> str:
+    """Table 5 written as ``fmt``; kept until a cohort's results (or, with the model rows, a run) change."""
+    formats.check_table_format(fmt)
+    return remember(study_key(study, "table", fmt, with_baselines, mrc_gold,
+                              runs=cells.runs_fingerprint() if with_baselines else ""),
+                    lambda: formats.render(study_table(study, with_baselines=with_baselines, mrc_gold=mrc_gold), fmt))
 
 
 def prediction_jsonl(enrollment: Enrollment) -> str:
@@ -72,11 +125,18 @@ def prediction_filename(enrollment: Enrollment) -> str:
 
 
 def predictions_zip(study: Study) -> bytes:
-    """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``)."""
+    """A zip of one prediction file per completed annotator (``<task>_<k>shot_e<id>_<worker>.jsonl``), the
+    files from ``results.scores``; kept until a cohort's results change."""
+    return remember(study_key(study, "predictions.zip"), lambda: _predictions_zip(study))
+
+
+def _predictions_zip(study: Study) -> bytes:
+    files = prediction_files(study)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for enrollment in selectors.completed_enrollments(study):
-            archive.writestr(prediction_filename(enrollment), prediction_jsonl(enrollment))
+            text = files.get(enrollment.pk)
+            archive.writestr(prediction_filename(enrollment), prediction_jsonl(enrollment) if text is None else text)
     return buffer.getvalue()
 
 

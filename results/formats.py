@@ -27,10 +27,14 @@ from django.template.loader import render_to_string
 from tasks_data.stats import STD_DDOF
 
 from .table import MISSING, Table
+from .uncertainty import TARGETS
 
 SHOTS_LABEL = "#Shots"
 METHOD_LABEL = "Method"
 CI_LABEL = "95% CI"
+GAP_INTERVALS = {"ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
+                 "ci_two_level": "95% interval of the gap over annotators and items (two-level)"}
+CI_TARGETS = (("ci", "this test set"), ("ci_task", "the task's items"))  # Cell attribute, target (uncertainty)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -69,11 +73,12 @@ def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
                 interval_columns: bool = False) -> pd.DataFrame:
     """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with other rows.
 
-    Cells read "mean ± std [low, high]" (the 95% interval beside them). ``n`` (issue 11.12, every
+    Cells read "mean ± std [low, high]" (the 95% interval for this test set beside them). ``n`` (issue 11.12, every
     file carries the n of each cell): ``"columns"`` adds an integer ``"<task> n"`` column after each
     task's (CSV: a reader gets the n as numbers), ``"inline"`` writes it into the cell
     ("80.0 ± 2.0 [76.1, 83.9] (n=3)", Markdown and LaTeX). With ``interval_columns`` (CSV) cells
-    read "mean ± std" and the intervals follow as numeric columns "<task> 95% CI low" / "... high".
+    read "mean ± std" and the intervals follow as numeric columns, each named by its target:
+    "<task> 95% CI (this test set) low" / "... high", "<task> 95% CI (the task's items) low" / "... high".
     """
     label = neutralise if safe else (lambda v: v)
 
@@ -91,10 +96,11 @@ def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
         n_columns = []
     if interval_columns and table.has_intervals:
         for i, name in enumerate(table.columns):
-            columns += [label(f"{name} {CI_LABEL} low"), label(f"{name} {CI_LABEL} high")]
-            for row, values in zip(table.rows, data, strict=True):
-                ci = row.cells[i].ci
-                values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
+            for attribute, target in CI_TARGETS:
+                columns += [label(f"{name} {CI_LABEL} ({target}) low"), label(f"{name} {CI_LABEL} ({target}) high")]
+                for row, values in zip(table.rows, data, strict=True):
+                    ci = getattr(row.cells[i], attribute)
+                    values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
     if table.has_models:
         index = pd.MultiIndex.from_tuples([(label(r.method), str(r.shots)) for r in table.rows],
                                           names=[METHOD_LABEL, SHOTS_LABEL])
@@ -164,13 +170,15 @@ def _json(table: Table) -> str:
         payload["mrc_gold_note"] = table.mrc_gold_note
     # Extras of results.cells.table_cells, beside the cells (whose keys stay as they are).
     if any("ci_low" in c for c in table.cells):
-        payload["intervals"] = [{"task": c["task"], "shots": c["shots"], "confidence": 0.95,
-                                 "low": json_value(c.get("ci_low")), "high": json_value(c.get("ci_high"))}
-                                for c in table.cells]
+        payload["interval_targets"] = TARGETS
+        payload["intervals"] = [{"task": c["task"], "shots": c["shots"], "confidence": 0.95, "target": target,
+                                 "low": json_value(c.get(f"{key}_low")), "high": json_value(c.get(f"{key}_high"))}
+                                for c in table.cells for key, target in CI_TARGETS]
     if any("majority" in c for c in table.cells):
         payload["majority"] = [{"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")),
                                 "n": c.get("n")} for c in table.cells]
     if table.model_rows:
+        payload["gap_intervals"] = GAP_INTERVALS
         payload["model_rows"] = [{k: json_value(v) for k, v in row.items()} for row in table.model_rows]
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
@@ -202,11 +210,14 @@ TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
 TABLE_FORMATS = tuple(fmt for fmt, w in TABLE_WRITERS.items() if w.download)  # csv, json, md, tex
 
 
-def render(table: Table, fmt: str) -> str:
-    writer = TABLE_WRITERS.get(fmt)
-    if writer is None:
+def check_table_format(fmt: str) -> str:
+    if fmt not in TABLE_WRITERS:
         raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(TABLE_FORMATS)}")
-    return writer.write(table)
+    return fmt
+
+
+def render(table: Table, fmt: str) -> str:
+    return TABLE_WRITERS[check_table_format(fmt)].write(table)
 
 
 # ---------------------------------------------------------------- flat rows
@@ -235,11 +246,19 @@ CONTENT_TYPES = {**{f: w.content_type for f, w in TABLE_WRITERS.items()},
                  "jsonl": "application/jsonl; charset=utf-8", "zip": "application/zip"}
 
 
-def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None) -> str:
-    """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only."""
-    writer = ROW_WRITERS.get(fmt)
-    if writer is None:
+def check_row_format(fmt: str) -> str:
+    if fmt not in ROW_WRITERS:
         raise ExportError(f"unknown format {fmt!r}: use one of {', '.join(ROW_FORMATS)}")
+    return fmt
+
+
+def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None,
+                meta: Mapping | None = None) -> str:
+    """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only, as is ``meta`` (keys
+    beside ``rows`` and ``count``: what the rows' figures mean, figures over the rows)."""
+    writer = ROW_WRITERS[check_row_format(fmt)]
     rows = [{k: json_value(v) for k, v in row.items() if not isinstance(v, (list, dict)) or fmt == "json"}
             for row in rows]
+    if fmt == "json" and meta:
+        return json.dumps({"rows": rows, "count": len(rows), **meta}, indent=2, ensure_ascii=False) + "\n"
     return writer.write(rows, columns)

@@ -12,12 +12,27 @@ class TableCellSerializer(serializers.Serializer):
     std = serializers.FloatField(allow_null=True, help_text="Percent, sample std (ddof=1); null when n < 2.")
     n = serializers.IntegerField()
     ci_low = serializers.FloatField(allow_null=True, required=False,
-                                    help_text="Percent: 95% two-level bootstrap interval (annotators and items).")
+                                    help_text="Percent: 95% interval for this test set (t interval over the "
+                                              "annotators' S1).")
     ci_high = serializers.FloatField(allow_null=True, required=False)
+    ci_task_low = serializers.FloatField(allow_null=True, required=False,
+                                         help_text="Percent: 95% interval for the task's items (two-level: "
+                                                   "annotators and items).")
+    ci_task_high = serializers.FloatField(allow_null=True, required=False)
     majority = serializers.FloatField(allow_null=True, required=False,
                                       help_text="Percent: S1 of the cohort's majority answer.")
     planned = serializers.IntegerField(allow_null=True, required=False,
-                                       help_text="Annotators needed for a 95% interval of ± target_points.")
+                                       help_text="Annotators needed for a 95% interval (this test set) of "
+                                                 "± target_points, with probability assurance.")
+    assurance = serializers.FloatField(required=False)
+    expected_minutes = serializers.FloatField(allow_null=True, required=False,
+                                              help_text="The cohort's mean active time per annotator.")
+    planned_cost = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True, required=False,
+                                            help_text="planned x expected time x the study's rate + the platform's "
+                                                      "service fee, in currency.")
+    planned_fee = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True, required=False)
+    fee_share = serializers.FloatField(required=False)
+    currency = serializers.CharField(required=False)
     target_points = serializers.FloatField(required=False)
 
 
@@ -26,14 +41,17 @@ class AgreementRowSerializer(serializers.Serializer):
     task = serializers.CharField()
     shots = serializers.IntegerField()
     n = serializers.IntegerField()
-    mean_pairwise_s1 = serializers.FloatField(allow_null=True)
+    mean_pairwise_s1_percent = serializers.FloatField(allow_null=True)
     fleiss_kappa = serializers.FloatField(allow_null=True)
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    alpha_distance = serializers.CharField(allow_null=True, help_text="nominal (labels) or jaccard (answer sets).")
 
 
 class ResultsSerializer(serializers.Serializer):
     std_ddof = serializers.IntegerField()
     mrc_gold = serializers.ChoiceField(choices=["best", "set"], help_text="How MRC gold lists were read.")
     mrc_gold_note = serializers.CharField(required=False, help_text="With an MRC task: the MRC gold rule.")
+    interval_targets = serializers.DictField(child=serializers.CharField(), help_text="What each interval estimates.")
     cells = TableCellSerializer(many=True)
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)

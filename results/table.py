@@ -21,8 +21,12 @@ from tasks_data.stats import STD_DDOF
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"
-INTERVAL_NOTE = ("[low, high]: 95% interval of the cell's mean, a two-level bootstrap resampling annotators and "
-                 "items. Majority vote: S1 of the cohort's majority answer, scored as one more annotator.")
+INTERVAL_NOTE = ("[low, high]: 95% interval of the cell's mean for this test set (the mean annotator on these items: "
+                 "t interval over the annotators' S1); the interval for the task's items (annotators and items "
+                 "random, two-level) is in the CSV and JSON files and on the results page. Majority vote: S1 of the "
+                 "cohort's majority answer, scored as one more annotator.")
+GAP_NOTE = ("Gap rows (human − model): the difference, then two 95% intervals: [over the test items, annotators "
+            "fixed: paired bootstrap] and {over annotators and items: two-level}.")
 MISSING = "-"
 NOTE = (f"S1 (%) on the test set: mean ± sample standard deviation (ddof={STD_DDOF}) of the annotators' "
         "S1 in each cohort (n annotators per cell, completed enrollments only).")
@@ -37,11 +41,16 @@ def format_cell(mean: float | None, std: float | None, *, pm: str = "±") -> str
     return f"{mean:.1f} {pm} {std:.1f}"
 
 
-def format_gap(diff: float, low: float | None, high: float | None) -> str:
-    """Human minus model, percent points, with its 95% paired bootstrap interval: "+12.3 [8.1, 16.0]"."""
-    if low is None or high is None:
-        return f"{diff:+.1f}"
-    return f"{diff:+.1f} [{low:+.1f}, {high:+.1f}]"
+def format_gap(diff: float, low: float | None, high: float | None, low2: float | None = None,
+               high2: float | None = None) -> str:
+    """Human minus model, percent points, with its 95% intervals over the items (paired bootstrap) and over
+    annotators and items (two-level): "+12.3 [+8.1, +16.0] {+5.2, +19.0}"."""
+    text = f"{diff:+.1f}"
+    if low is not None and high is not None:
+        text += f" [{low:+.1f}, {high:+.1f}]"
+    if low2 is not None and high2 is not None:
+        text += f" {{{low2:+.1f}, {high2:+.1f}}}"
+    return text
 
 
 def format_interval(low: float | None, high: float | None) -> str:
@@ -55,7 +64,8 @@ def format_interval(low: float | None, high: float | None) -> str:
 class Cell:
     text: str  # mean ± std, as every format writes it
     n: int | None = None
-    ci: tuple[float, float] | None = None  # percent; human cells only
+    ci: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for this test set
+    ci_task: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for the task's items
 
     @property
     def full_text(self) -> str:
@@ -97,6 +107,8 @@ class Table:
         notes = [self.note]
         if self.has_intervals or any(r.kind == "majority" for r in self.rows):
             notes.append(INTERVAL_NOTE)
+        if any(r.kind == "gap" for r in self.rows):
+            notes.append(GAP_NOTE)
         if self.mrc_gold_note:
             notes.append(self.mrc_gold_note)
         return notes
@@ -132,8 +144,8 @@ def _label(row: Mapping) -> str:
     return row.get("label") or f"{row['method']} {row['model']}".strip()
 
 
-def _ci(c: Mapping) -> tuple[float, float] | None:
-    low, high = c.get("ci_low"), c.get("ci_high")
+def _ci(c: Mapping, prefix: str = "ci") -> tuple[float, float] | None:
+    low, high = c.get(f"{prefix}_low"), c.get(f"{prefix}_high")
     return None if low is None or high is None else (low, high)
 
 
@@ -147,7 +159,8 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
     tasks = sorted({c["task"] for c in cells} | {m["task"] for m in model_rows}, key=lambda s: cohort_key(s, 0))
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
-        human.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["mean"], c["std"]), c.get("n"), _ci(c))
+        human.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["mean"], c["std"]), c.get("n"), _ci(c),
+                                                         _ci(c, "ci_task"))
     rows = [Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
             for k in sorted(human, key=lambda k: cohort_key("", k))]
     majority: dict[int, dict[str, Cell]] = {}
@@ -164,7 +177,8 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
         models.setdefault(key, {})[m["task"]] = Cell(format_cell(m.get("mean"), m.get("std")), m.get("n"))
         if m.get("diff") is not None:
             gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = Cell(
-                format_gap(m["diff"], m.get("ci_low"), m.get("ci_high")), m.get("items"))
+                format_gap(m["diff"], m.get("ci_low"), m.get("ci_high"), m.get("ci_two_level_low"),
+                           m.get("ci_two_level_high")), m.get("items"))
         if m.get("agreement") is not None:  # share of items where the model gives the human majority's answer
             agree.setdefault((f"{key[0]} = {MAJORITY_LABEL} (% items)", key[1]), {})[m["task"]] = Cell(
                 format_cell(m["agreement"], None), m.get("n"))

@@ -1,38 +1,54 @@
-"""Uncertainty of a human cell (a cohort's mean S1), and how many annotators a cell needs.
+"""Uncertainty of a human cell (a cohort's mean S1), of a human-minus-model gap, and how many
+annotators a cell needs, at what cost.
 
-A human cell of Table 5 is the mean over a cohort's annotators of their test S1, i.e. the
-mean of an annotators x items matrix of per-item S1 (0-1). Two sources of noise: which
-annotators came (three per cell in the paper: very noisy) and which items the test set holds.
+A human cell of Table 5 is the mean over a cohort's annotators of their test S1, i.e. the mean
+of an annotators x items matrix of per-item S1 (0-1). Which quantity it estimates decides its
+interval; both are given, each named by its target (``TARGETS``):
 
-* ``bootstrap_interval(matrix)``: a two-level bootstrap 95% interval: each resample draws
-  annotators with replacement (rows) and, independently, items with replacement (columns),
-  and takes the mean of the resampled matrix; the interval is the percentile interval of
-  those means. Seeded, so the same matrix always gives the same interval. The rows' spread
-  is widened by sqrt(A / (A - 1)) before resampling: the plain bootstrap of A annotators
-  underestimates their variance by (A - 1) / A, which matters at A = 3.
-* ``variance_components(matrix)``: the variance of an annotator's mean S1 across
-  annotators, the items' variance and the residual (two-way ANOVA, one observation per
-  cell, negative estimates set to 0).
-* ``annotators_needed(pilot, width)``: from a pilot cohort's matrix, the smallest number of
-  annotators whose 95% interval (normal approximation with t quantiles, the same number of
-  items) has at most the given full width; None when even 1000 annotators are not enough
-  (the items' own variance sets a floor). A pilot of 3 annotators estimates their spread
-  with 2 degrees of freedom, so the planner uses an upper confidence bound of it
-  (``assurance``, default 0.8: about 4 in 5 plans reach the width); ``assurance=0.5``
-  plans on the point estimate.
+* **this test set** (``t_interval``): the mean annotator's S1 on the items the cohort answered.
+  The test set is fixed; only which annotators came is random. The annotators' S1 are independent
+  draws, so the interval is Student's t on them (A - 1 degrees of freedom), exact for normal
+  annotator S1 and close to it otherwise; a percentile bootstrap over 3 annotators cannot make the
+  tails of a t with 2 degrees of freedom, and covered ~88%.
+* **the task's items** (``two_level_interval``): the mean annotator's S1 on the task's population of
+  items, of which the test set is one draw. The variance of the matrix's mean is that of a crossed
+  random design, sigma_a^2/A + sigma_i^2/I + sigma_e^2/(A I), estimated without bias by
+  MS_annotators / (A I) + (MS_items - MS_residual) / (A I) (two-way ANOVA, one observation per
+  cell); each part is scaled by its own t quantile (A - 1 and I - 1 degrees of freedom).
+
+``benchmarks/interval_coverage.py`` simulates both targets (logistic ability/difficulty, binary and
+graded item scores, 3/5/10 annotators) and prints each interval's coverage and the planner's error.
+
+The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
+interval's half-width is at most the target with probability ``assurance`` (default 0.8), the
+annotators' spread taken from the pilot as a median-unbiased estimate (a pilot of 3 measures the
+spread with 2 degrees of freedom: its plain estimate falls short of the truth more often than not).
+``plan_cost`` prices a plan: annotators x (expected active time x hourly rate, ``annotation.protocol.pay``),
+plus the platform's service fee.
 
 Plain numpy/scipy, no Django import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
-from scipy import stats
+from scipy import special
+
+from tasks_data.stats import mean_std
 
 MAX_ANNOTATORS = 1000
+CONFIDENCE = 0.95
+TEST_SET = "this test set"
+TASK_ITEMS = "the task's items"
+TARGETS = {
+    TEST_SET: "the mean annotator's S1 on this test set: t interval over the annotators' S1 (A - 1 df)",
+    TASK_ITEMS: "the mean annotator's S1 on the task's items (the test set one draw of them): two-level "
+                "interval over annotators and items (crossed random-effects variance, Satterthwaite df)",
+}
 
 
 def _matrix(matrix) -> np.ndarray:
@@ -62,45 +78,48 @@ class Interval:
     low: float
     high: float
     confidence: float
-    resamples: int
+    df: float  # degrees of freedom of the t quantile
+    target: str
 
     @property
     def width(self) -> float:
         return self.high - self.low
 
+    def clipped(self, low: float = 0.0, high: float = 1.0) -> Interval:
+        """The interval within [low, high] (a mean of S1 lies in [0, 1]; a t interval can pass the bounds)."""
+        return Interval(self.mean, max(self.low, low), min(self.high, high), self.confidence, self.df, self.target)
 
-def bootstrap_interval(matrix, *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> Interval:
-    """Two-level (annotators and items) percentile bootstrap interval of the matrix's mean."""
-    m = _matrix(matrix)
-    n_a, n_i = m.shape
-    # Small-sample correction: spread each annotator's row around the cell mean by sqrt(A/(A-1)).
-    row_means = m.mean(axis=1, keepdims=True)
-    m = m + (row_means - row_means.mean()) * (np.sqrt(n_a / (n_a - 1)) - 1)
-    rng = np.random.default_rng(seed)
-    # Resampling annotators with replacement = multinomial counts per row; the resampled mean is
-    # (row counts) . M summed over the drawn columns, / (A * I), for every resample at once.
-    rows = rng.multinomial(n_a, np.full(n_a, 1 / n_a), size=resamples)
-    # Items: the drawn column indices themselves (a multinomial over hundreds of items is slow to draw).
-    cols = rng.integers(0, n_i, size=(resamples, n_i))
-    means = np.take_along_axis(rows @ m, cols, axis=1).sum(axis=1) / (n_a * n_i)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return Interval(mean=float(m.mean()), low=float(low), high=float(high), confidence=confidence,
-                    resamples=resamples)
+
+def _t(confidence: float, df: float) -> float:
+    """The t quantile of a two-sided interval (scipy.special's ufunc: the planner asks for hundreds)."""
+    return float(special.stdtrit(df, 0.5 + confidence / 2))
+
+
+def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE, target: str = TEST_SET) -> Interval:
+    """Student's t interval of the mean of ``values`` (the annotators' S1): mean ± t(n-1) s / sqrt(n)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or len(x) < 2 or not np.isfinite(x).all():
+        raise ValueError(f"need at least 2 finite values, got {len(x) if x.ndim == 1 else x.shape}")
+    n = len(x)
+    mean, std = mean_std(x)  # the tables' mean ± std, one implementation
+    half = _t(confidence, n - 1) * std / np.sqrt(n)
+    return Interval(mean, mean - half, mean + half, confidence, n - 1, target)
 
 
 @dataclass(frozen=True)
 class Components:
-    annotator_means: float  # variance across annotators of an annotator's mean S1 over the items
-    items: float  # variance of the items' difficulty
-    residual: float  # annotator x item interaction and noise
+    """Two-way ANOVA mean squares of an annotators x items matrix (one observation per cell)."""
+
+    ms_annotators: float
+    ms_items: float
+    ms_residual: float
     n_annotators: int
     n_items: int
 
     @property
-    def annotators(self) -> float:
-        """Variance of annotators' true means (the residual's share of their spread taken out)."""
-        return max(self.annotator_means - self.residual / self.n_items, 0.0)
+    def annotator_means(self) -> float:
+        """Variance across annotators of an annotator's mean S1 (over these items)."""
+        return self.ms_annotators / self.n_items
 
 
 def variance_components(matrix) -> Components:
@@ -108,37 +127,98 @@ def variance_components(matrix) -> Components:
     n_a, n_i = m.shape
     grand = m.mean()
     row, col = m.mean(axis=1), m.mean(axis=0)
-    ms_i = n_a * ((col - grand) ** 2).sum() / (n_i - 1)
     resid = m - row[:, None] - col[None, :] + grand
-    ms_e = (resid ** 2).sum() / ((n_a - 1) * (n_i - 1))
-    return Components(annotator_means=float(row.var(ddof=1)), items=max((ms_i - ms_e) / n_a, 0.0),
-                      residual=float(ms_e), n_annotators=n_a, n_items=n_i)
+    return Components(ms_annotators=float(n_i * row.var(ddof=1)), ms_items=float(n_a * col.var(ddof=1)),
+                      ms_residual=float((resid ** 2).sum() / ((n_a - 1) * (n_i - 1))),
+                      n_annotators=n_a, n_items=n_i)
 
 
-def expected_width(components: Components, annotators: int, *, confidence: float = 0.95,
-                   assurance: float = 0.5) -> float:
-    """Full width of the 95% interval of a cell of ``annotators`` on as many items (t with A-1 df).
+def two_level_interval(matrix, *, confidence: float = CONFIDENCE, target: str = TASK_ITEMS) -> Interval:
+    """Interval of the matrix's mean with annotators and items both random (see the module's note).
 
-    ``assurance`` > 0.5 takes an upper confidence bound of the annotators' spread (chi-square
-    with the pilot's A-1 degrees of freedom) instead of its estimate.
+    The mean's variance splits into the annotators' part, MS_annotators / (A I) (what the t interval
+    over annotators uses, A - 1 df), and the items' part, (MS_items - MS_residual) / (A I) (I - 1 df);
+    each part is scaled by its own t quantile before they are added: one pooled Satterthwaite df let a
+    small annotator spread borrow the items' many degrees of freedom and covered ~91% with 3 annotators.
     """
-    if annotators < 2:
-        return float("inf")
-    c = components
-    df = c.n_annotators - 1
-    spread = c.annotator_means * (df / float(stats.chi2.ppf(1 - assurance, df)) if assurance > 0.5 else 1.0)
-    variance = spread / annotators + c.items / c.n_items
-    return 2 * float(stats.t.ppf(0.5 + confidence / 2, annotators - 1)) * float(np.sqrt(variance))
+    c = variance_components(matrix)
+    a, i = c.n_annotators, c.n_items
+    mean = float(np.asarray(matrix, dtype=float).mean())
+    items_part = max(c.ms_items - c.ms_residual, 0.0) / (a * i)
+    half = float(np.sqrt(_t(confidence, a - 1) ** 2 * c.ms_annotators / (a * i)
+                         + _t(confidence, i - 1) ** 2 * items_part))
+    return Interval(mean, mean - half, mean + half, confidence, a - 1, target)
 
 
-def annotators_needed(pilot, width: float, *, confidence: float = 0.95, assurance: float = 0.8) -> int | None:
-    """The fewest annotators giving a 95% interval no wider than ``width`` (0-1 S1 units)."""
-    if not 0 < width:
-        raise ValueError("the target width must be positive (S1 in 0-1 units: 0.05 is 5 points)")
+# ---------------------------------------------------------------- the planner and its price
+
+
+def median_unbiased_variance(sample_variance: float, df: int) -> float:
+    """A variance estimate with ``df`` degrees of freedom scaled so that it falls short of the truth as
+    often as it exceeds it (df / chi2_df median; x1.44 at df = 2)."""
+    return sample_variance * df / float(special.chdtri(df, 0.5))  # the chi2(df) median
+
+
+def reach_probability(sigma: float, annotators: int, half_width: float, *, confidence: float = CONFIDENCE) -> float:
+    """P(the t interval of ``annotators`` has a half-width <= ``half_width``) when their S1 spread is ``sigma``.
+
+    half-width = t s / sqrt(n) with s^2 ~ sigma^2 chi2(n-1) / (n-1): exact for normal annotator S1.
+    """
+    n = annotators
+    if n < 2:
+        return 0.0
+    if sigma <= 0:
+        return 1.0
+    bound = (n - 1) * n * half_width ** 2 / (_t(confidence, n - 1) ** 2 * sigma ** 2)
+    return float(special.chdtr(n - 1, bound))  # the chi2(n-1) cdf
+
+
+def annotators_for(sigma: float, half_width: float, *, confidence: float = CONFIDENCE,
+                   assurance: float = 0.8) -> int | None:
+    """The fewest annotators (>= 2) whose t interval reaches ``half_width`` with probability ``assurance``
+    when their spread is ``sigma``; None when ``MAX_ANNOTATORS`` are not enough."""
+    if not half_width > 0:
+        raise ValueError("the target half-width must be positive (S1 in 0-1 units: 0.05 is 5 points)")
     if not 0.5 <= assurance < 1:
         raise ValueError("assurance must be in [0.5, 1)")
-    components = variance_components(pilot)
-    for n in range(2, MAX_ANNOTATORS + 1):
-        if expected_width(components, n, confidence=confidence, assurance=assurance) <= width:
-            return n
-    return None
+    if reach_probability(sigma, MAX_ANNOTATORS, half_width, confidence=confidence) < assurance:
+        return None
+    low, high = 2, MAX_ANNOTATORS  # reach_probability grows with n: bisect
+    while low < high:
+        mid = (low + high) // 2
+        if reach_probability(sigma, mid, half_width, confidence=confidence) >= assurance:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def annotators_needed(pilot_s1: Sequence[float], half_width: float, *, confidence: float = CONFIDENCE,
+                      assurance: float = 0.8) -> int | None:
+    """From a pilot cohort's annotator S1 (0-1), the annotators a cell needs for a t interval ("this test
+    set") of ± ``half_width`` (0-1 units) with probability ``assurance``; the spread is the pilot's,
+    median-unbiased. None when it cannot be estimated (fewer than 2) or 1000 are not enough."""
+    x = np.asarray(pilot_s1, dtype=float)
+    if len(x) < 2:
+        return None
+    sigma = float(np.sqrt(median_unbiased_variance(float(x.var(ddof=1)), len(x) - 1)))
+    return annotators_for(sigma, half_width, confidence=confidence, assurance=assurance)
+
+
+@dataclass(frozen=True)
+class Cost:
+    annotators: int
+    pay_each: Decimal  # what one annotator is paid: expected active time x hourly rate
+    fee_share: float  # the platform's service fee, a share of what workers are paid
+    pay: Decimal  # what the workers are paid
+    fee: Decimal
+    total: Decimal
+
+
+def plan_cost(*, annotators: int, pay_each: Decimal, fee_share: float) -> Cost:
+    """annotators x what each is paid, plus the platform's fee on that pay (to the cent)."""
+    if annotators < 0 or pay_each < 0 or fee_share < 0:
+        raise ValueError("annotators, pay and the fee share must not be negative")
+    pay = Decimal(annotators) * pay_each
+    fee = (pay * Decimal(str(fee_share))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return Cost(annotators, pay_each, fee_share, pay, fee, pay + fee)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
@@ -25,10 +27,12 @@ from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
 from tasks_data.stats import STD_DDOF
 
-from . import agreement, cells, exports, formats
+from . import agreement, cells, exports, formats, items
 from .presentation import chart
+from .scores import remember, study_key, study_scores
 from .serializers import ResultsSerializer
 from .table import NOTE, build_table
+from .uncertainty import TARGETS
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,18 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         mrc_gold, target = mrc_gold_param(request.GET), target_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    # The page's body holds no per-user or per-request content (no form posts, no nonce): it is kept until
+    # the study's results, the runs or what the body shows of the study change.
+    key = study_key(study, "page", mrc_gold, target, study.name, str(study.pay_rate), study.pay_currency,
+                    study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+                    runs=cells.runs_fingerprint())
+    body = remember(key, lambda: render_to_string("dashboard/_results_body.html",
+                                                  _results_context(study, mrc_gold, target)))
+    # The body was rendered from an autoescaped template: it is safe to embed.
+    return render(request, "dashboard/results.html", {"study": study, "body": mark_safe(body)})
+
+
+def _results_context(study, mrc_gold: str, target: float) -> dict:
     human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
     rows, note = _model_rows(study, mrc_gold)
     rows = [r for r in rows if r["task"] in study.tasks]
@@ -92,6 +108,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
     for c in human:
         c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
     table = build_table(human, rows, mrc_gold=mrc_gold)  # model rows, their gaps and agreement below the humans
+    fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
     # The html writer renders an autoescaped template: its output is safe to embed.
     ctx = {"study": study, "table_html": mark_safe(formats.render(table, "html")),
            "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
@@ -103,8 +120,9 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
            "notes": table.notes[1:],
            "mrc_gold": mrc_gold, "mrc_gold_choices": MRC_GOLD, "has_mrc": table.mrc_gold_note is not None,
            "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
-           "planner": human, "target": target}
-    return render(request, "dashboard/results.html", ctx)
+           "planner": human, "target": target, "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
+           "fee_share": fee_share, "fee_percent": round(100 * fee_share, 1)}
+    return ctx
 
 
 @researcher_required
@@ -117,10 +135,10 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    rows = _model_rows(study, mrc_gold)[0] if request.GET.get("models") == "1" else []
-    text = formats.render(build_table(cells.table_cells(study, mrc_gold=mrc_gold), rows, mrc_gold=mrc_gold), fmt)
+    with_models = request.GET.get("models") == "1" and bool(_model_rows(study, mrc_gold)[0])
+    text = exports.render_table(study, fmt, with_baselines=with_models, mrc_gold=mrc_gold)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
-    suffix = "_with_models" if rows else ""
+    suffix = "_with_models" if with_models else ""
     response["Content-Disposition"] = f'attachment; filename="study{study.pk}_human_table{suffix}.{fmt}"'
     return response
 
@@ -133,7 +151,9 @@ ROW_DOWNLOADS = {
     "annotators": ("Per-annotator results", "completed annotators: training and test S1, time, pay"),
     "pay": ("Pay", "every worker who joined, whatever their state: active time and pay"),
     "learning_curves": ("Learning curves", "each training answer's S1 and the running mean"),
-    "agreement": ("Agreement", "mean pairwise S1 and Fleiss' kappa per cohort"),
+    "agreement": ("Agreement", "mean pairwise S1, Fleiss' kappa and Krippendorff's alpha per cohort"),
+    "items": ("Items: humans against models", "per test item: share of annotators right, majority and model S1, "
+                                                "flags where humans and models differ"),
 }
 
 
@@ -154,9 +174,13 @@ def rows_download(request: HttpRequest, study_id: int, kind: str, fmt: str) -> H
     if kind == "pay":
         rows, columns = exports.export_rows(study, "annotators", include_all=True)
         rows, columns = [{c: r[c] for c in PAY_COLUMNS} for r in rows], PAY_COLUMNS
-    else:
-        rows, columns = exports.export_rows(study, kind)
-    return _attachment(formats.render_rows(rows, fmt, columns=columns), fmt, f"study{study.pk}_{kind}.{fmt}")
+        return _attachment(formats.render_rows(rows, fmt, columns=columns), fmt, f"study{study.pk}_{kind}.{fmt}")
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    body = exports.render_export(study, kind, fmt, mrc_gold=mrc_gold if kind in ("annotators", "items") else "best")
+    return _attachment(body, fmt, f"study{study.pk}_{kind}.{fmt}")
 
 
 @researcher_required
@@ -205,19 +229,26 @@ class StudyResultsView(ResearcherView):
             mrc_gold, target = mrc_gold_param(request.query_params), target_param(request.query_params)
         except BadParameter as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
-        payload = {
-            "std_ddof": STD_DDOF,
-            "mrc_gold": mrc_gold,
-            "cells": table.cells,
-            "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
-            "agreement": agreement.cohort_agreement(study),
-            "model_rows": [r for r in _model_rows(study, mrc_gold)[0]
-                           if r["task"] in {c["task"] for c in table.cells}],
-        }
-        if table.mrc_gold_note:
-            payload["mrc_gold_note"] = table.mrc_gold_note
-        return Response(payload)
+        key = study_key(study, "api-results", mrc_gold, target, str(study.pay_rate), study.pay_currency,
+                        study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+                        runs=cells.runs_fingerprint())
+        return Response(remember(key, lambda: _results_payload(study, mrc_gold, target)))
+
+
+def _results_payload(study, mrc_gold: str, target: float) -> dict:
+    table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
+    payload = {
+        "std_ddof": STD_DDOF,
+        "mrc_gold": mrc_gold,
+        "interval_targets": TARGETS,
+        "cells": table.cells,
+        "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
+        "agreement": agreement.cohort_agreement(study),
+        "model_rows": [r for r in _model_rows(study, mrc_gold)[0] if r["task"] in {c["task"] for c in table.cells}],
+    }
+    if table.mrc_gold_note:
+        payload["mrc_gold_note"] = table.mrc_gold_note
+    return payload
 
 
 def _flag(request, name: str) -> bool:
@@ -232,7 +263,7 @@ class StudyExportView(ResearcherView):
             OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
             OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
             OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
-                             description="table, annotators: how MRC gold lists are read"),
+                             description="table, annotators, items: how MRC gold lists are read"),
             OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
@@ -245,16 +276,14 @@ class StudyExportView(ResearcherView):
                 fmt = request.query_params.get("fmt", "csv")
                 if fmt not in formats.TABLE_FORMATS:
                     raise formats.ExportError(f"fmt must be one of {', '.join(formats.TABLE_FORMATS)}")
-                table = exports.study_table(study, with_baselines=_flag(request, "with_baselines"),
+                body = exports.render_table(study, fmt, with_baselines=_flag(request, "with_baselines"),
                                             mrc_gold=mrc_gold_param(request.query_params))
-                body = formats.render(table, fmt)
             elif kind == "predictions":
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
                 fmt = request.query_params.get("fmt", "csv")
-                rows, columns = exports.export_rows(study, kind, include_all=_flag(request, "all"),
-                                                    mrc_gold=mrc_gold_param(request.query_params))
-                body = formats.render_rows(rows, fmt, columns=columns)
+                body = exports.render_export(study, kind, fmt, include_all=_flag(request, "all"),
+                                             mrc_gold=mrc_gold_param(request.query_params))
             else:
                 return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
                                 status=status.HTTP_404_NOT_FOUND)
@@ -263,3 +292,79 @@ class StudyExportView(ResearcherView):
         response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
         response["Content-Disposition"] = f'attachment; filename="study{study.pk}_{kind}.{fmt}"'
         return response
+
+
+# ---------------------------------------------------------------- items: humans against models
+
+ITEM_FLAGS = {"all": "every item", "humans_solve_models_miss": "humans solve, models miss",
+              "models_solve_humans_miss": "models solve, humans miss"}
+ITEM_PAGE_ROWS = 500  # one cohort's items at most on the page (every item is in the download)
+
+
+def _sort_value(row: dict, column: str):
+    value = row.get(column)
+    return (value is None, value if value is not None else 0)
+
+
+@researcher_required
+@require_GET
+def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
+    """One cohort's test items: the humans' and the models' item S1 side by side, filtered and sorted."""
+    study = study_for(request, study_id)
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    with_results = {c for c, s in study_scores(study).items() if s.n}
+    cohorts = [c for c in selectors.study_cohorts(study) if c.pk in with_results]
+    chosen = request.GET.get("cohort", "")
+    cohort = next((c for c in cohorts if str(c.pk) == chosen), cohorts[0] if cohorts else None)
+    if chosen and (cohort is None or str(cohort.pk) != chosen):
+        return HttpResponseBadRequest("cohort: not a cohort of this study with annotators in results",
+                                      content_type="text/plain; charset=utf-8")
+    rows, columns, correlations = (items.item_rows(study, mrc_gold=mrc_gold, cohort_id=cohort.pk) if cohort
+                                   else ([], (), []))
+    flag = request.GET.get("flag") or "all"
+    sortable = [c for c in (*items.BASE_COLUMNS, *columns) if c not in ("task", "shots")]
+    sort = request.GET.get("sort") or "clues_id"
+    order = request.GET.get("order") or ("asc" if sort == "clues_id" else "desc")
+    if flag not in ITEM_FLAGS or sort not in sortable or order not in ("asc", "desc"):
+        return HttpResponseBadRequest(f"flag must be one of {', '.join(ITEM_FLAGS)}; sort one of "
+                                      f"{', '.join(sortable)}; order asc or desc",
+                                      content_type="text/plain; charset=utf-8")
+    shown = [r for r in rows if cohort and r["task"] == cohort.task.slug and r["shots"] == cohort.shots]
+    counts = {f: sum(1 for r in shown if f == "all" or r.get(f)) for f in ITEM_FLAGS}
+    if flag != "all":
+        shown = [r for r in shown if r.get(flag)]
+    if sort != "clues_id":
+        shown.sort(key=lambda r: _sort_value(r, sort), reverse=order == "desc")
+        shown.sort(key=lambda r: r.get(sort) is None)  # empty values last, whatever the order
+    elif order == "desc":
+        shown.reverse()
+    model_columns = [c for c in columns if c.startswith(items.MODEL_PREFIX)
+                     and any(c in r for r in shown)] if cohort else []
+    table = [{"row": r, "models": [r.get(c) for c in model_columns]} for r in shown[:ITEM_PAGE_ROWS]]
+    ctx = {"study": study, "cohorts": cohorts, "cohort": cohort, "flag": flag, "flags": ITEM_FLAGS, "sort": sort,
+           "order": order, "rows": table, "total": len(shown), "limit": ITEM_PAGE_ROWS, "counts": counts,
+           "model_columns": [(c, c[len(items.MODEL_PREFIX):]) for c in model_columns],
+           "correlations": [c for c in correlations if cohort and c["task"] == cohort.task.slug
+                            and c["shots"] == cohort.shots],
+           "mrc_gold": mrc_gold, "definitions": items.DEFINITIONS, "solved": items.SOLVED_PERCENT,
+           "task_name": TASKS[cohort.task.slug].name if cohort and cohort.task.slug in TASKS else ""}
+    return render(request, "dashboard/items.html", ctx)
+
+
+@researcher_required
+@require_GET
+def study_item(request: HttpRequest, study_id: int, cohort_id: int, clues_id: str) -> HttpResponse:
+    """One test item: its text, its gold, every annotator's answer and every model row's prediction."""
+    study = study_for(request, study_id)
+    try:
+        mrc_gold = mrc_gold_param(request.GET)
+    except BadParameter as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    detail = items.item_detail(study, cohort_id, clues_id, mrc_gold=mrc_gold)
+    if detail is None:
+        raise Http404("no such item in this study")
+    return render(request, "dashboard/item.html", {"study": study, "mrc_gold": mrc_gold, **detail,
+                                                   "task_name": detail["cohort"].task.spec.name})

@@ -93,15 +93,16 @@ def test_checks_are_excluded_from_every_result(study, researcher):
     assert table["cells"] == [{"task": "sst2", "shots": 0, "mean": 100.0, "std": 0.0, "n": 2}]
     assert table["majority"][0]["s1"] == 100.0
     rows = json.loads(client.get(f"/api/studies/{study.pk}/export/annotators/", {"fmt": "json"}).content)["rows"]
-    seen = {(name_of(r["worker"]), r["test_done"], r["test_total"], r["items_answered"], r["test_s1"]) for r in rows}
-    assert seen == {("PASS", N_TEST, N_TEST, N_TEST, 1.0), ("FAIL", N_TEST, N_TEST, N_TEST, 1.0)}
+    seen = {(name_of(r["worker"]), r["test_done"], r["test_total"], r["items_answered"], r["test_s1_percent"])
+            for r in rows}
+    assert seen == {("PASS", N_TEST, N_TEST, N_TEST, 100.0), ("FAIL", N_TEST, N_TEST, N_TEST, 100.0)}
     archive = zipfile.ZipFile(io.BytesIO(client.get(f"/api/studies/{study.pk}/export/predictions/").content))
     check = AttentionCheck.objects.get(study=study)
     for name in archive.namelist():
         lines = [json.loads(line) for line in archive.read(name).decode().splitlines()]
         assert len(lines) == N_TEST and check.item_id not in {line["id"] for line in lines}
     agreement = json.loads(client.get(f"/api/studies/{study.pk}/export/agreement/", {"fmt": "json"}).content)
-    assert agreement["rows"][0]["mean_pairwise_s1"] == 1.0
+    assert agreement["rows"][0]["mean_pairwise_s1_percent"] == 100.0
     results = client.get(f"/api/studies/{study.pk}/results/").json()
     assert results["cells"][0]["mean"] == 100.0
     (grid,) = selectors.study_grid(study)

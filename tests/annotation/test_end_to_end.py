@@ -162,8 +162,8 @@ def test_a_study_end_to_end_over_http(researcher):
         assert cell["std"] == pytest.approx(np.std(scores, ddof=1), abs=1e-9)
     # And the per-annotator export agrees with each worker's own S1.
     annotators = json.loads(lab.get(f"/api/studies/{study['id']}/export/annotators/?fmt=json").content)["rows"]
-    by_worker = {name_of(r["worker"]): r["test_s1"] for r in annotators}
+    by_worker = {name_of(r["worker"]): r["test_s1_percent"] for r in annotators}
     for outcomes in finished.values():
         for o in outcomes:
-            assert by_worker[o["pid"]] == pytest.approx(independent_s1(o["test"]), abs=1e-12)
+            assert by_worker[o["pid"]] == pytest.approx(100 * independent_s1(o["test"]), abs=1e-9)
     assert Enrollment.objects.filter(cohort__study_id=study["id"]).count() == 11

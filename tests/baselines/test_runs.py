@@ -140,7 +140,9 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     call_command("export_results", "--study", str(study.pk), "--format", "md", "--with-baselines", stdout=out)
     table = out.getvalue()
     assert "| majority |" in table
-    gap = f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}]"
+    # Both intervals of the gap: [over the items, annotators fixed] {over annotators and items}.
+    gap = (f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] "
+           f"{{{row['ci_two_level_low']:+.1f}, {row['ci_two_level_high']:+.1f}}}")
     assert f"| Human − majority | 10 | {gap} (n={row['items']}) |" in table  # n: paired test items
 
 

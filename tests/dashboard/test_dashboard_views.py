@@ -438,7 +438,7 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
     pay = pd.read_csv(io.BytesIO(bodies[base + "pay.csv"]))
     assert set(pay["state"]) == {"completed", "training"} and len(pay) == 3 and "pay" in pay.columns
     annotators = pd.read_csv(io.BytesIO(bodies[base + "annotators.csv"]))
-    assert len(annotators) == 2 and (annotators["test_s1"] == 1.0).all()
+    assert len(annotators) == 2 and (annotators["test_s1_percent"] == 100.0).all()
     assert len(pd.read_csv(io.BytesIO(bodies[base + "agreement.csv"]))) >= 1
     archive = zipfile.ZipFile(io.BytesIO(bodies[base + "predictions.zip"]))
     assert len(archive.namelist()) == 2

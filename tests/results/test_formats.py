@@ -53,7 +53,7 @@ def test_a_worker_id_formula_is_neutralised_in_csv_and_markdown_and_raw_in_json(
     assert as_csv.status_code == 200
     (row,) = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
     assert row["worker"] == "'" + EVIL
-    assert float(row["test_s1"]) == pytest.approx(1.0)  # numbers stay numbers
+    assert float(row["test_s1_percent"]) == pytest.approx(100.0)  # numbers stay numbers
     as_md = client.get(url, {"fmt": "md"}).content.decode()
     assert "'=HYPERLINK" in as_md and "| =HYPERLINK" not in as_md
     as_json = json.loads(client.get(url, {"fmt": "json"}).content)

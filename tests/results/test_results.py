@@ -171,12 +171,16 @@ def test_per_annotator_rows(study):
     rows = json.loads(run("export_results", "--study", str(study.pk), "--annotators", "--format", "json"))["rows"]
     by_worker = {name_of(r["worker"]): r for r in rows}
     assert sorted(by_worker) == ["A", "B", "C"]
-    assert by_worker["B"]["test_s1"] == pytest.approx(0.8) and by_worker["B"]["training_s1"] == pytest.approx(0.8)
+    # S1 in percent, as every table, the unit in the column's name.
+    assert by_worker["B"]["test_s1_percent"] == pytest.approx(80.0)
+    assert by_worker["B"]["training_s1_percent"] == pytest.approx(80.0)
     assert by_worker["A"]["items_answered"] == 10 + 5 and by_worker["A"]["shots"] == 10
-    assert set(by_worker["A"]) >= {"worker", "task", "shots", "state", "training_s1", "test_s1", "items_answered",
+    assert set(by_worker["A"]) >= {"worker", "task", "shots", "state", "training_s1_percent", "test_s1_percent",
+                                   "items_answered",
                                    "active_seconds", "pay"}
     csv = run("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "csv", "--all")
-    assert csv.splitlines()[0].startswith("enrollment_id,worker,platform,task,shots,state")
+    assert csv.splitlines()[0].startswith("enrollment_id,worker,platform,task,shots,state,training_s1_percent,"
+                                          "test_s1_percent,")
     assert {name_of(line.split(",")[1]) for line in csv.splitlines()[1:]} == {"A", "B", "C", "U", "W"}
 
 
@@ -217,7 +221,7 @@ def test_pairwise_s1_is_symmetric():
 def test_cohort_agreement(study):
     ten = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 10)
     # A-B agree on 4 of 5 items, A-C on 3, B-C on 4 (both wrong on the last, with the same other label).
-    assert ten["n"] == 3 and ten["mean_pairwise_s1"] == pytest.approx((0.8 + 0.6 + 0.8) / 3)
+    assert ten["n"] == 3 and ten["mean_pairwise_s1_percent"] == pytest.approx(100 * (0.8 + 0.6 + 0.8) / 3)
     answers = {name_of(e.worker.external_id): dict(e.answers.filter(step="test").values_list("example_id", "texts"))
                for e in study.cohorts.get(shots=10).enrollments.select_related("worker")}
     labels = TASKS["sst2"].labels
@@ -231,8 +235,8 @@ def test_cohort_agreement(study):
     p_e = sum((t / (3 * len(items))) ** 2 for t in totals.values())
     assert ten["fleiss_kappa"] == pytest.approx((sum(p_i) / len(items) - p_e) / (1 - p_e))
     zero = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 0)
-    assert zero == {"cohort": zero["cohort"], "task": "sst2", "shots": 0, "n": 0, "mean_pairwise_s1": None,
-                    "fleiss_kappa": None}
+    assert zero == {"cohort": zero["cohort"], "task": "sst2", "shots": 0, "n": 0, "mean_pairwise_s1_percent": None,
+                    "fleiss_kappa": None, "krippendorff_alpha": None, "alpha_distance": None}
 
 
 def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
@@ -242,17 +246,20 @@ def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
     complete(c, "A")
     complete(c, "B")
     row = agreement.cohort_agreement(study)[0]
-    assert row["mean_pairwise_s1"] == pytest.approx(1.0) and row["fleiss_kappa"] is None
+    assert row["mean_pairwise_s1_percent"] == pytest.approx(100.0) and row["fleiss_kappa"] is None
+    # Both gave the gold everywhere: no disagreement within items, some between them: alpha 1.
+    assert row["krippendorff_alpha"] == pytest.approx(1.0) and row["alpha_distance"] == "jaccard"
 
 
 def test_learning_curves(study):
     rows = agreement.learning_curves(study)
     b = [r for r in rows if name_of(r["worker"]) == "B"]
     assert [r["position"] for r in b] == list(range(10))
-    assert [r["s1"] for r in b] == [0.0, 0.0] + [1.0] * 8
-    assert b[-1]["running_s1"] == pytest.approx(0.8)
+    assert [r["s1_percent"] for r in b] == [0.0, 0.0] + [100.0] * 8
+    assert b[-1]["running_s1_percent"] == pytest.approx(80.0)
     csv = run("export_results", "--study", str(study.pk), "--kind", "learning_curves")
-    assert csv.splitlines()[0] == "enrollment_id,worker,task,shots,position,s1,running_s1,gold_unproducible"
+    assert csv.splitlines()[0] == ("enrollment_id,worker,task,shots,position,s1_percent,running_s1_percent,"
+                                   "gold_unproducible")
     assert len(csv.splitlines()) == 1 + 30
 
 

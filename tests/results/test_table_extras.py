@@ -5,14 +5,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import Decimal
 
+import numpy as np
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
+from scipy import stats as scipy_stats
 
 from annotation import services
+from annotation.protocol import pay
 from results.cells import table_cells
-from results.uncertainty import bootstrap_interval, cell_matrix
+from results.uncertainty import t_interval, two_level_interval
 from tasks_data.models import Example
 from tasks_data.s1 import MRC_GOLD_NOTE, as_set, item_s1
 from tests.annotation.factories import cohort, complete, gold_answer, join, make_study, pid_for, trim_test_set
@@ -49,21 +54,35 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     assert next(m for m in payload["majority"] if m["shots"] == 0)["s1"] is None  # nobody finished
     cell = next(c for c in payload["cells"] if c["shots"] == 10)
     assert set(cell) == {"task", "shots", "mean", "std", "n"}  # the cells' keys stay as they were
-    interval = next(i for i in payload["intervals"] if i["shots"] == 10)
+    interval, task_items = (next(i for i in payload["intervals"] if i["shots"] == 10 and i["target"] == target)
+                            for target in ("this test set", "the task's items"))
+    assert set(payload["interval_targets"]) == {"this test set", "the task's items"}
     assert interval["low"] < cell["mean"] < interval["high"] <= 100.0 and interval["confidence"] == 0.95
-    # The interval is the two-level bootstrap of the annotators x items matrix (clipped to S1's range).
-    scores = {pid: [1.0] * 5 for pid in "ABC"}
-    scores["B"][4] = scores["C"][3] = scores["C"][4] = 0.0
-    expected = bootstrap_interval(cell_matrix({p: dict(enumerate(s)) for p, s in scores.items()}))
-    assert interval["low"] == pytest.approx(100 * max(expected.low, 0))
-    assert interval["high"] == pytest.approx(100 * min(expected.high, 1))
+    # This test set: Student's t on the annotators' S1 (100, 80, 60): 80 ± t(0.975, 2) 20 / sqrt(3), clipped to 100.
+    half = scipy_stats.t.ppf(0.975, 2) * 20 / np.sqrt(3)
+    assert interval["low"] == pytest.approx(80 - half) and interval["high"] == pytest.approx(100.0)
+    assert t_interval([1.0, 0.8, 0.6]).low == pytest.approx((80 - half) / 100)
+    # The task's items: annotators x items ANOVA by hand, each variance part with its own t quantile.
+    m = np.ones((3, 5))
+    m[1, 4] = m[2, 3] = m[2, 4] = 0.0
+    rows_, cols_ = m.mean(axis=1), m.mean(axis=0)
+    resid = m - rows_[:, None] - cols_[None, :] + m.mean()
+    ms_a, ms_i = 5 * rows_.var(ddof=1), 3 * cols_.var(ddof=1)
+    ms_e = (resid ** 2).sum() / 8
+    t2, t4 = scipy_stats.t.ppf(0.975, 2), scipy_stats.t.ppf(0.975, 4)
+    half2 = np.sqrt(t2 ** 2 * ms_a / 15 + t4 ** 2 * (ms_i - ms_e) / 15)
+    assert task_items["low"] == pytest.approx(100 * (0.8 - half2))
+    assert two_level_interval(m).high == pytest.approx(0.8 + half2)
 
     rows = list(csv.reader(io.StringIO(client.get(url, {"fmt": "csv"}).content.decode())))
-    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 n", "SST-2 95% CI low", "SST-2 95% CI high"]
+    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 n", "SST-2 95% CI (this test set) low",
+                       "SST-2 95% CI (this test set) high", "SST-2 95% CI (the task's items) low",
+                       "SST-2 95% CI (the task's items) high"]
     human10 = next(r for r in rows if r[:2] == ["Human", "10"])
     assert human10[2] == "80.0 ± 20.0" and human10[3] == "3" and float(human10[4]) == pytest.approx(interval["low"],
                                                                                                   abs=0.01)
-    assert ["Majority vote", "10", "80.0", "3", "", ""] in rows
+    assert float(human10[6]) == pytest.approx(task_items["low"], abs=0.01)
+    assert ["Majority vote", "10", "80.0", "3", "", "", "", ""] in rows
     md = client.get(url, {"fmt": "md"}).content.decode()
     low, high = interval["low"], interval["high"]
     assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] (n=3) |" in md
@@ -74,17 +93,39 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     assert page == md
 
 
-def test_results_page_shows_intervals_majority_and_the_planner(sst, researcher):
+def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8) -> int:
+    """The planner re-derived: a median-unbiased spread from the pilot, then the fewest n whose t half-width
+    t s / sqrt(n), s^2 ~ sigma^2 chi2(n-1) / (n-1), is at most the target with probability ``assurance``."""
+    df = len(s1) - 1
+    sigma2 = np.var(s1, ddof=1) * df / scipy_stats.chi2.median(df)
+    n = 2
+    while scipy_stats.chi2.cdf((n - 1) * n * half_width ** 2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2),
+                               n - 1) < assurance:
+        n += 1
+    return n
+
+
+def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, researcher):
     client = _client(researcher)
     html = client.get(f"/dashboard/studies/{sst.pk}/results/").content.decode()
     assert "Majority vote" in html and "80.0 ± 20.0 [" in html
-    assert "Annotators for ± 5.0" in html
-    # 5 items this uneven set a floor: no number of annotators reaches ± 5 points.
-    assert table_cells(sst)[1]["planned"] is None and "more than 1000" in html
-    (cell,) = [c for c in table_cells(sst, target_points=25) if c["shots"] == 10]
-    assert cell["planned"] > 3  # three annotators this noisy are not enough
+    assert "Annotators for ± 5.0" in html and "95% interval: this test set" in html
+    assert "95% interval: the task's items" in html
+    (cell,) = [c for c in table_cells(sst) if c["shots"] == 10]
+    assert cell["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.05)
+    assert table_cells(sst, target_points=25)[1]["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.25)
     wider = table_cells(sst, target_points=40)[1]["planned"]
-    assert wider < cell["planned"]
+    assert wider == _planned_by_hand([1.0, 0.8, 0.6], 0.40) < cell["planned"]
+    # Priced: planned annotators x (mean active time x the study's rate) + the platform's service fee.
+    enrollments = list(sst.cohorts.get(shots=10).enrollments.all())
+    seconds = [r["active_seconds"] for r in selectors_rows(sst) if r["shots"] == 10]
+    assert len(seconds) == len(enrollments) == 3
+    each = pay(seconds=sum(seconds) / 3, rate_per_hour=sst.pay_rate)
+    fee_share = settings.PLATFORM_SERVICE_FEES["prolific"]
+    assert sst.platform == "prolific" and fee_share > 0
+    fee = (cell["planned"] * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))
+    assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee
+    assert cell["expected_minutes"] == pytest.approx(sum(seconds) / 3 / 60)
     html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
     assert "Annotators for ± 40.0" in html and f'<td class="num">{wider}</td>' in html
     for bad in ("abc", "0", "-3", "nan", "1e9"):
@@ -92,7 +133,15 @@ def test_results_page_shows_intervals_majority_and_the_planner(sst, researcher):
         assert response.status_code == 400 and "target" in response.content.decode()
     api = client.get(f"/api/studies/{sst.pk}/results/", {"target": "40"}).json()
     assert api["cells"][1]["planned"] == wider and api["cells"][1]["majority"] == pytest.approx(80.0)
+    assert float(api["cells"][1]["planned_cost"]) == pytest.approx(float(wider * each + (
+        wider * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))))
     assert client.get(f"/api/studies/{sst.pk}/results/", {"target": "x"}).status_code == 400
+
+
+def selectors_rows(study):
+    from annotation import selectors
+
+    return selectors.study_enrollments(study, results=True)  # active seconds not rounded
 
 
 def test_majority_vote_ties_on_a_cohort_of_two(researcher):
@@ -184,13 +233,13 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
     a = study.cohorts.get().enrollments.get(worker__external_id=pid_for("A"))
     answers = a.answers.select_related("example")
     expected = sum(item_s1(x.texts, x.example.gold, alternatives=True, mrc_gold="set") for x in answers) / 4
-    by_best, by_set = ({r["worker"]: r["test_s1"] for r in rows} for rows in (best, as_set_))
+    by_best, by_set = ({r["worker"]: r["test_s1_percent"] for r in rows} for rows in (best, as_set_))
     a_pid = pid_for("A")
-    assert by_best[a_pid] == pytest.approx(1.0) and by_set[a_pid] == pytest.approx(expected) and expected < 1.0
+    assert by_best[a_pid] == pytest.approx(100.0) and by_set[a_pid] == pytest.approx(100 * expected) and expected < 1
     out = io.StringIO()
     call_command("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "json",
                  "--mrc-gold", "set", stdout=out)
-    assert {r["worker"]: r["test_s1"] for r in json.loads(out.getvalue())["rows"]} == by_set
+    assert {r["worker"]: r["test_s1_percent"] for r in json.loads(out.getvalue())["rows"]} == by_set
 
     # A model that predicts every published answer at once: below 1 under "best" on multi-answer items, and
     # exactly the gold set under "set". Rescored from its stored predictions, not from its stored S1.
@@ -210,9 +259,20 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
     assert rows_set[0]["diff"] == pytest.approx(100 * expected - 100.0)
 
 
-def test_the_table_with_its_extras_takes_two_queries(sst, django_assert_max_num_queries):
-    with django_assert_max_num_queries(2):
-        table_cells(sst)
-    complete(cohort(sst, "sst2", 0), "Z")
+def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher,
+                                                                        django_assert_max_num_queries):
+    table_cells(sst)  # computes and keeps each cohort's scores
+    with django_assert_max_num_queries(2):  # the fingerprint of the cohorts' results, the cohorts
+        assert [c["n"] for c in table_cells(sst)] == [0, 3]
+    client = _client(researcher)
+    assert client.get(f"/api/studies/{sst.pk}/results/").json()["cells"][0]["n"] == 0
+    # A worker answers every item of the 0-shot cohort: the last answer completes them, and the result shows
+    # on the next request (the cohort's fingerprint changed), nothing else invalidated by hand.
+    enrollment = join(cohort(sst, "sst2", 0), "Z")
+    while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
+        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
+    api = client.get(f"/api/studies/{sst.pk}/results/").json()
+    assert api["cells"][0]["n"] == 1 and api["cells"][0]["mean"] == pytest.approx(100.0)
+    assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache
     with django_assert_max_num_queries(2):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]

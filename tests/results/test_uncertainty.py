@@ -1,114 +1,133 @@
-"""Uncertainty of human cells (issue 12, item 5): the two-level bootstrap interval's coverage on
-simulated annotators, and the annotator planner.
+"""Uncertainty of human cells: the two named intervals, their coverage on simulated annotators, the planner
+and its price (the full coverage study is benchmarks/interval_coverage.py; these are small, fast versions).
 
-Simulated cohort: S1[a, i] = mu + annotator effect + item effect + noise, with annotators and
-items drawn afresh for every simulation, so the target is the population mean mu.
+Simulated cohort (logistic ability/difficulty): annotator a gets item i right with probability
+logistic(theta_a - b_i), theta ~ N(1.5, 0.6), b ~ N(0, 1.5).
 """
+
+from decimal import Decimal
 
 import numpy as np
 import pytest
+from scipy import stats
+from scipy.special import expit
 
 from results.uncertainty import (
+    TARGETS,
+    TASK_ITEMS,
+    TEST_SET,
+    annotators_for,
     annotators_needed,
-    bootstrap_interval,
     cell_matrix,
-    expected_width,
+    median_unbiased_variance,
+    plan_cost,
+    reach_probability,
+    t_interval,
+    two_level_interval,
     variance_components,
 )
 
-MU = 0.7
+NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
+WEIGHTS = WEIGHTS / WEIGHTS.sum()
 
 
-def cohort(rng, annotators, items, *, sa=0.08, si=0.25, se=0.2):
-    a = rng.normal(0, sa, annotators)[:, None]
-    i = rng.normal(0, si, items)[None, :]
-    return MU + a + i + rng.normal(0, se, (annotators, items))
+def _cohort(rng, annotators, items, b=None):
+    b = rng.normal(0, 1.5, items) if b is None else b
+    theta = rng.normal(1.5, 0.6, annotators)
+    return (rng.random((annotators, len(b))) < expit(theta[:, None] - b[None, :])).astype(float), b
 
 
-@pytest.mark.parametrize("annotators", [3, 5])
-def test_coverage_of_the_95_interval_on_simulated_annotators(annotators):
-    rng = np.random.default_rng(12)
-    simulations, hits, widths = 200, 0, []
-    for seed in range(simulations):
-        interval = bootstrap_interval(cohort(rng, annotators, 60), seed=seed, resamples=1000)
-        hits += interval.low <= MU <= interval.high
-        widths.append(interval.width)
-    assert hits / simulations >= 0.90
-    assert hits / simulations < 1.0  # an interval that always covers would be too wide to be of use
-    assert 0.05 < np.median(widths) < 0.5
+def test_the_t_interval_is_students():
+    values = [0.9, 0.75, 0.62]
+    ours = t_interval(values)
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
+    assert (ours.low, ours.high) == (pytest.approx(low), pytest.approx(high))
+    assert ours.target == TEST_SET and ours.df == 2 and ours.confidence == 0.95
+    assert t_interval([0.5, 0.5, 0.5]).width == 0.0
+    assert t_interval([0.9, 1.0, 1.0]).clipped().high == 1.0
+    with pytest.raises(ValueError, match="at least 2"):
+        t_interval([0.5])
 
 
-def test_interval_is_seeded_and_sensible():
-    m = cohort(np.random.default_rng(0), 3, 40)
-    first, again = bootstrap_interval(m), bootstrap_interval(m)
-    assert first == again
-    assert first.low < m.mean() < first.high and first.mean == pytest.approx(m.mean())
-    assert bootstrap_interval(m, seed=1) != first
-    assert bootstrap_interval(m, confidence=0.5).width < first.width
-    same = np.full((3, 10), 0.5)
-    assert bootstrap_interval(same).width == pytest.approx(0.0)
+@pytest.mark.parametrize("annotators", [3, 10])
+def test_this_test_set_interval_covers_its_target(annotators):
+    """300 replicates (MC error ~1.3 points): the t interval covers the mean annotator on a fixed test set."""
+    rng = np.random.default_rng(annotators)
+    hits = 0
+    for _ in range(300):
+        m, b = _cohort(rng, annotators, 120)
+        truth = (expit(1.5 + 0.6 * NODES[:, None] - b[None, :]) * WEIGHTS[:, None]).sum(axis=0).mean()
+        interval = t_interval(m.mean(axis=1))
+        hits += interval.low <= truth <= interval.high
+    assert 0.91 <= hits / 300 <= 0.985
 
 
-def test_only_item_noise_or_only_annotator_noise_each_widen_it():
+@pytest.mark.parametrize("annotators", [3, 10])
+def test_task_items_interval_covers_the_population_mean(annotators):
+    rng = np.random.default_rng(100 + annotators)
+    truth = (expit(1.5 + np.hypot(0.6, 1.5) * NODES) * WEIGHTS).sum()
+    hits = 0
+    for _ in range(300):
+        interval = two_level_interval(_cohort(rng, annotators, 120)[0])
+        hits += interval.low <= truth <= interval.high
+    assert 0.91 <= hits / 300 <= 0.985
+    assert interval.target == TASK_ITEMS and set(TARGETS) == {TEST_SET, TASK_ITEMS}
+
+
+def test_the_task_items_interval_is_wider_and_grows_with_item_spread():
     rng = np.random.default_rng(3)
-    base = bootstrap_interval(cohort(rng, 4, 50, sa=0.0, si=0.0, se=0.01)).width
-    assert bootstrap_interval(cohort(rng, 4, 50, sa=0.2, si=0.0, se=0.01)).width > 5 * base
-    assert bootstrap_interval(cohort(rng, 4, 50, sa=0.0, si=0.3, se=0.01)).width > 5 * base
+    m, _ = _cohort(rng, 5, 80)
+    assert two_level_interval(m).width > t_interval(m.mean(axis=1)).width
+    flat = np.tile(rng.random(5)[:, None], (1, 80))  # items all alike: only annotators vary
+    assert two_level_interval(flat).width == pytest.approx(t_interval(flat.mean(axis=1)).width)
 
 
 def test_bad_matrices_refused():
     with pytest.raises(ValueError, match="at least 2 of each"):
-        bootstrap_interval([[0.5, 0.6]])
+        two_level_interval([[0.5, 0.6]])
     with pytest.raises(ValueError, match="non-finite"):
-        bootstrap_interval([[0.5, np.nan], [0.1, 0.2]])
-    with pytest.raises(ValueError, match="width must be positive"):
-        annotators_needed(np.zeros((3, 3)), 0)
-
-
-def test_variance_components_recover_the_simulation():
-    c = variance_components(cohort(np.random.default_rng(5), 40, 400, sa=0.1, si=0.2, se=0.15))
-    assert c.annotators == pytest.approx(0.1 ** 2, rel=0.5)
-    assert c.annotator_means == pytest.approx(0.1 ** 2 + 0.15 ** 2 / 400, rel=0.5)
-    assert c.items == pytest.approx(0.2 ** 2, rel=0.25)
-    assert c.residual == pytest.approx(0.15 ** 2, rel=0.1)
-
-
-TRUE = dict(sa=0.1, si=0.2, se=0.2)
-
-
-def test_planner_reaches_the_width_in_most_pilots():
-    """Over 100 three-annotator pilots, the planned cohort's true interval width meets the target
-    in at least ~4 of 5 (assurance 0.8); planning on the point estimate falls short far more often."""
-    rng = np.random.default_rng(7)
-    truth = variance_components(cohort(rng, 400, 200, **TRUE))  # the population, estimated closely
-    target = 0.12
-    met = {0.8: 0, 0.5: 0}
-    for _ in range(100):
-        pilot = cohort(rng, 3, 200, **TRUE)
-        for assurance in met:
-            n = annotators_needed(pilot, target, assurance=assurance)
-            met[assurance] += n is not None and expected_width(truth, n) <= target
-    assert met[0.8] >= 70
-    assert met[0.5] < met[0.8]
-
-
-def test_planner_monotonic_floor_and_bootstrap_agreement():
-    rng = np.random.default_rng(8)
-    pilot = cohort(rng, 3, 200, **TRUE)
-    components = variance_components(pilot)
-    floor = expected_width(components, 10 ** 6, assurance=0.8)
-    n = annotators_needed(pilot, floor + 0.06)
-    assert n is not None and n > 3
-    assert expected_width(components, n, assurance=0.8) <= floor + 0.06 < expected_width(components, n - 1,
-                                                                                         assurance=0.8)
-    assert annotators_needed(pilot, floor + 0.03) > n  # narrower asks for more
-    assert annotators_needed(pilot, floor * 0.9) is None  # the items' own variance sets a floor
+        variance_components([[0.5, np.nan], [0.1, 0.2]])
+    with pytest.raises(ValueError, match="half-width must be positive"):
+        annotators_needed([0.5, 0.6, 0.7], 0)
     with pytest.raises(ValueError, match="assurance"):
-        annotators_needed(pilot, 0.1, assurance=1.0)
-    # The analytic width the planner uses agrees with the bootstrap interval on cohorts of that size.
-    truth = variance_components(cohort(rng, 400, 200, **TRUE))
-    widths = [bootstrap_interval(cohort(rng, 12, 200, **TRUE), seed=s, resamples=500).width for s in range(40)]
-    assert 0.75 < np.median(widths) / expected_width(truth, 12) < 1.3
+        annotators_needed([0.5, 0.6, 0.7], 0.1, assurance=1.0)
+
+
+def test_planner_matches_simulated_studies():
+    """The planner's n against simulation: the share of simulated studies (normal annotator S1, spread
+    sigma) whose t half-width reaches the target crosses 80% between n - 1 and n."""
+    rng = np.random.default_rng(11)
+    sigma, h = 0.1, 0.05
+    n = annotators_for(sigma, h, assurance=0.8)
+
+    def share(k):
+        s = rng.normal(0.7, sigma, (20000, k))
+        return np.mean(stats.t.ppf(0.975, k - 1) * s.std(axis=1, ddof=1) / np.sqrt(k) <= h)
+
+    assert share(n) >= 0.79 and share(n - 1) < 0.81
+    assert reach_probability(sigma, n, h) >= 0.8 > reach_probability(sigma, n - 1, h)
+    assert annotators_for(sigma, h / 2) > n and annotators_for(sigma, 2 * h) < n
+    assert annotators_for(0.5, 0.001) is None  # 1000 annotators are not enough
+
+
+def test_pilot_plans_center_on_what_is_needed():
+    """From 3-annotator pilots the plan is median-unbiased: half the plans above what is needed, half below
+    (the old upper-bound planner asked for ~2.4x as many)."""
+    rng = np.random.default_rng(12)
+    sigma, h = 0.1, 0.05
+    needed = annotators_for(sigma, h)
+    plans = [annotators_needed(rng.normal(0.7, sigma, 3), h) for _ in range(2000)]
+    assert abs(np.median(plans) - needed) / needed <= 0.15
+    assert median_unbiased_variance(1.0, 2) == pytest.approx(2 / stats.chi2.median(2))
+    assert annotators_needed([0.7], h) is None
+
+
+def test_plan_cost():
+    cost = plan_cost(annotators=25, pay_each=Decimal("4.10"), fee_share=1 / 3)
+    assert cost.pay == Decimal("102.50") and cost.fee == Decimal("34.17") and cost.total == Decimal("136.67")
+    assert plan_cost(annotators=3, pay_each=Decimal("2.00"), fee_share=0).total == Decimal("6.00")
+    with pytest.raises(ValueError, match="negative"):
+        plan_cost(annotators=-1, pay_each=Decimal(1), fee_share=0.3)
 
 
 def test_cell_matrix_aligns_items_and_refuses_gaps():

@@ -40,8 +40,8 @@ def test_unproducible_training_items_are_flagged_for_the_worker_and_on_every_cur
     client.force_login(researcher)
     curves = json.loads(client.get(f"/api/studies/{study.pk}/export/learning_curves/", {"fmt": "json"}).content)
     marked = [r for r in curves["rows"] if r["gold_unproducible"]]
-    assert len(marked) == len(quirks) and all(r["s1"] < 1 for r in marked)
+    assert len(marked) == len(quirks) and all(r["s1_percent"] < 100 for r in marked)
     csv = client.get(f"/api/studies/{study.pk}/export/learning_curves/", {"fmt": "csv"}).content.decode()
-    assert csv.splitlines()[0].endswith(",running_s1,gold_unproducible")
+    assert csv.splitlines()[0].endswith(",running_s1_percent,gold_unproducible")
     html = client.get(f"/dashboard/cohorts/{c.pk}/").content.decode()
     assert html.count('data-role="unproducible"') == len(quirks) and f"{len(quirks)} unproducible" in html

@@ -11,8 +11,9 @@ KINDS = exports.EXPORT_KINDS
 
 class Command(BaseCommand):
     help = ("Export a study's results: the human-performance table (Table 5: mean ± sample std, ddof=1, of the "
-            "annotators' test S1 in percent) as csv|json|md|tex, per-annotator rows, learning curves, agreement "
-            "(csv|json|md), or annotators' test answers in the CLUES prediction format (JSONL).")
+            "annotators' test S1 in percent) as csv|json|md|tex, per-annotator rows, learning curves, agreement, "
+            "items (humans against models, per test item) (csv|json|md), or annotators' test answers in the CLUES "
+            "prediction format (JSONL).")
 
     def add_arguments(self, parser):
         parser.add_argument("--study", type=int, required=True, help="study id")
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--with-baselines", action="store_true",
                             help="table: add the model rows of the completed baseline runs")
         parser.add_argument("--mrc-gold", choices=MRC_GOLD, default=MRC_GOLD[0],
-                            help="table and annotators: how MRC gold lists are read: best single alternative "
+                            help="table, annotators and items: how MRC gold lists are read: best single alternative "
                                  "(default, the SQuAD convention) or the published list as one gold set "
                                  "(the literal eval/S1.py)")
         parser.add_argument("--all", dest="include_all", action="store_true",
@@ -41,24 +42,22 @@ class Command(BaseCommand):
             kind = "annotators"
         if with_baselines and kind != "table":
             raise CommandError("--with-baselines applies to the table (--kind table)")
-        if mrc_gold != MRC_GOLD[0] and kind not in ("table", "annotators"):
-            raise CommandError("--mrc-gold applies to the table and the annotators' rows; prediction files carry "
-                               "answers, not scores: score them with `manage.py score --mrc-gold`")
+        if mrc_gold != MRC_GOLD[0] and kind not in ("table", "annotators", "items"):
+            raise CommandError("--mrc-gold applies to the table, the annotators' and the items' rows; prediction "
+                               "files carry answers, not scores: score them with `manage.py score --mrc-gold`")
         try:
             if kind == "table":
                 fmt = fmt or "md"
                 if fmt not in formats.TABLE_FORMATS:
                     raise CommandError(f"--format: the table is written as {', '.join(formats.TABLE_FORMATS)}")
-                data = formats.render(exports.study_table(study_row, with_baselines=with_baselines, mrc_gold=mrc_gold),
-                                      fmt)
+                data = exports.render_table(study_row, fmt, with_baselines=with_baselines, mrc_gold=mrc_gold)
             elif kind == "predictions":
                 data = self._predictions(study_row, enrollment, out)
             else:
                 fmt = fmt or "csv"
                 if fmt not in formats.ROW_FORMATS:
                     raise CommandError(f"--format: {kind} is written as {', '.join(formats.ROW_FORMATS)}")
-                rows, columns = exports.export_rows(study_row, kind, include_all=include_all, mrc_gold=mrc_gold)
-                data = formats.render_rows(rows, fmt, columns=columns)
+                data = exports.render_export(study_row, kind, fmt, include_all=include_all, mrc_gold=mrc_gold)
         except formats.ExportError as exc:
             raise CommandError(str(exc)) from None
         if out:

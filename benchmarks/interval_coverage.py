@@ -1,0 +1,183 @@
+"""Coverage of the human cell's 95% intervals, and the planner's error, by simulation.
+
+Each annotator a has an ability theta_a ~ N(mu_theta, sd_theta) and each item i a difficulty
+b_i ~ N(0, sd_b); annotator a gets item i right with probability p = logistic(theta_a - b_i)
+(the logistic ability/difficulty, or Rasch, model). Item scores are *binary* (right with
+probability p) or *graded* (Beta(k p, k (1 - p)), mean p, like a span task's partial S1).
+
+Two targets, each with its interval (results.uncertainty):
+
+* "this test set": the test set is drawn once per replicate and kept; the target is the mean
+  annotator's expected S1 on it (Gauss-Hermite quadrature over theta); ``t_interval`` on the
+  annotators' S1;
+* "the task's items": items and annotators drawn afresh; the target is the population mean
+  E[logistic(theta - b)]; ``two_level_interval`` on the annotators x items matrix.
+
+Then the planner (``annotators_needed``, target "this test set"): on one fixed test set, a pool
+of simulated annotators gives the number of annotators that the simulation shows is needed for a
+t interval of ± h points in at least 80% of studies; the planner's answer is compared with it,
+from the true spread and from pilots of 3, 5 and 10 annotators, and priced.
+
+    .venv/bin/python benchmarks/interval_coverage.py [--replicates 2000] [--items 250] [--seed 0]
+
+Plain numpy/scipy; no database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from results.uncertainty import (  # noqa: E402
+    TASK_ITEMS,
+    TEST_SET,
+    annotators_for,
+    annotators_needed,
+    plan_cost,
+    t_interval,
+    two_level_interval,
+)
+
+MU_THETA, SD_THETA, SD_B = 1.5, 0.6, 1.5  # mean S1 ~ 0.76, annotators' S1 spread ~ 9 points on a test set
+GRADED_K = 2.0
+ANNOTATORS = (3, 5, 10)
+KINDS = ("binary", "graded")
+GOAL = (0.93, 0.97)
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(80)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def scores(rng, p: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "binary":
+        return (rng.random(p.shape) < p).astype(float)
+    return rng.beta(GRADED_K * p, GRADED_K * (1 - p))
+
+
+def test_set_target(b: np.ndarray) -> float:
+    """The mean annotator's expected S1 on items of difficulty b (quadrature over theta)."""
+    theta = MU_THETA + SD_THETA * _NODES
+    return float((expit(theta[:, None] - b[None, :]) * _WEIGHTS[:, None]).sum(axis=0).mean())
+
+
+def population_target() -> float:
+    """E[logistic(theta - b)]: theta - b is normal."""
+    return float((expit(MU_THETA + np.hypot(SD_THETA, SD_B) * _NODES) * _WEIGHTS).sum())
+
+
+def coverage(kind: str, annotators: int, target: str, *, replicates: int, items: int, seed: int):
+    rng = np.random.default_rng([seed, KINDS.index(kind), annotators, target == TASK_ITEMS])
+    population = population_target()
+    hits, widths = 0, []
+    for _ in range(replicates):
+        b = rng.normal(0, SD_B, items)
+        theta = rng.normal(MU_THETA, SD_THETA, annotators)
+        m = scores(rng, expit(theta[:, None] - b[None, :]), kind)
+        if target == TEST_SET:
+            interval, truth = t_interval(m.mean(axis=1)), test_set_target(b)
+        else:
+            interval, truth = two_level_interval(m), population
+        hits += interval.low <= truth <= interval.high
+        widths.append(interval.width)
+    share = hits / replicates
+    return share, float(np.sqrt(share * (1 - share) / replicates)), float(np.median(widths))
+
+
+def annotator_pool(kind: str, *, items: int, size: int, seed: int) -> np.ndarray:
+    """S1 of ``size`` simulated annotators on one fixed test set."""
+    rng = np.random.default_rng([seed, 99, KINDS.index(kind)])
+    b = rng.normal(0, SD_B, items)
+    out = np.empty(size)
+    for start in range(0, size, 5000):
+        theta = rng.normal(MU_THETA, SD_THETA, min(5000, size - start))
+        out[start:start + len(theta)] = scores(rng, expit(theta[:, None] - b[None, :]), kind).mean(axis=1)
+    return out
+
+
+def reach_share(pool: np.ndarray, n: int, half_width: float, rng, studies: int) -> float:
+    """Share of simulated studies of n annotators (drawn from the pool) whose t half-width <= half_width."""
+    from scipy import stats
+
+    sample = pool[rng.integers(0, len(pool), size=(studies, n))]
+    half = stats.t.ppf(0.975, n - 1) * np.sqrt(sample.var(axis=1, ddof=1)) / np.sqrt(n)
+    return float((half <= half_width).mean())
+
+
+def needed_by_simulation(pool, half_width, *, assurance, studies, seed) -> int:
+    low, high = 2, 1000
+    while low < high:
+        mid = (low + high) // 2
+        if reach_share(pool, mid, half_width, np.random.default_rng([seed, mid]), studies) >= assurance:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicates", type=int, default=2000, help="replicates per coverage figure (>= 1000)")
+    parser.add_argument("--items", type=int, default=250, help="test items per replicate")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pilots", type=int, default=2000, help="simulated pilots per planner figure")
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    print(f"logistic model: theta ~ N({MU_THETA}, {SD_THETA}), b ~ N(0, {SD_B}); {args.items} items; "
+          f"graded = Beta({GRADED_K:g} p, {GRADED_K:g} (1 - p)); {args.replicates} replicates per row")
+    print("\nCoverage of the 95% intervals (goal 93-97%), ± Monte-Carlo standard error:")
+    print(f"{'target':18s} {'scores':7s} {'annotators':>10s} {'coverage':>17s} {'median width':>13s}")
+    misses = 0
+    for target in (TEST_SET, TASK_ITEMS):
+        for kind in KINDS:
+            for a in ANNOTATORS:
+                share, error, width = coverage(kind, a, target, replicates=args.replicates, items=args.items,
+                                               seed=args.seed)
+                inside = GOAL[0] <= share <= GOAL[1]
+                misses += not inside
+                print(f"{target:18s} {kind:7s} {a:10d} {100 * share:8.1f}% ± {100 * error:3.1f} "
+                      f"{100 * width:9.1f} pts{'' if inside else '   OUTSIDE 93-97%'}")
+
+    print("\nPlanner (target: this test set, 80% assurance) against simulation:")
+    print(f"{'scores':7s} {'± h':>5s} {'sim. needs':>10s} {'planner (true spread)':>22s} "
+          f"{'from pilots of':>14s} {'median plan [p10, p90]':>24s} {'median error':>12s} {'reached':>8s}")
+    worst = 0.0
+    for kind in KINDS:
+        pool = annotator_pool(kind, items=args.items, size=200_000, seed=args.seed)
+        sigma = float(np.sqrt(pool.var(ddof=1)))
+        for points in (5.0, 3.0):
+            h = points / 100
+            needed = needed_by_simulation(pool, h, assurance=0.8, studies=4000, seed=args.seed)
+            exact = annotators_for(sigma, h, assurance=0.8)
+            error = (exact - needed) / needed
+            worst = max(worst, abs(error))
+            for pilot in ANNOTATORS:
+                rng = np.random.default_rng([args.seed, pilot, int(points)])
+                plans = np.array([annotators_needed(pool[rng.integers(0, len(pool), pilot)], h) or 1000
+                                  for _ in range(args.pilots)])
+                median = float(np.median(plans))
+                p10, p90 = np.percentile(plans, [10, 90])
+                # How often a study of the planned size reached ± h (pilot noise included).
+                reached = np.mean([reach_share(pool, int(n), h, rng, 1) for n in plans[:500]])
+                median_error = (median - needed) / needed
+                worst = max(worst, abs(median_error))
+                print(f"{kind:7s} {points:5.1f} {needed:10d} {exact:11d} ({100 * error:+5.1f}%) "
+                      f"{pilot:14d} {median:9.0f} [{p10:.0f}, {p90:.0f}]{'':6s} {100 * median_error:+9.1f}% "
+                      f"{100 * reached:7.0f}%")
+            cost = plan_cost(annotators=exact, pay_each=Decimal("4.00"), fee_share=1 / 3)  # 20 min at 12/h
+            print(f"{'':7s} price of {exact} annotators x 20 min at 12/h + 33.3% fee: pay {cost.pay} + fee {cost.fee}"
+                  f" = {cost.total}")
+    print(f"\nlargest planner error against simulation: {100 * worst:.1f}% (goal: within ±30%)")
+    print(f"coverage rows outside 93-97%: {misses}")
+    print(f"took {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
