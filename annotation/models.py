@@ -248,6 +248,9 @@ class Enrollment(models.Model):
     resume_code = models.CharField(max_length=16, blank=True, default="", editable=False)
     platform_status = models.CharField(max_length=20, blank=True,
                                        help_text="Last status of the submission seen on the crowd platform.")
+    # Set by a researcher, with a reason in the audit log, once filtering is closed (the test step has started):
+    # the worker finishes and is paid as any other, and no result counts them (annotation.selectors.in_results).
+    left_out = models.BooleanField(default=False, help_text="Left out of every result by a researcher (audited).")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]

@@ -148,6 +148,22 @@ def can_filter(state: str, test_answers: int) -> bool:
     return filter_refusal(state, test_answers) is None
 
 
+def leave_out_refusal(state: str, test_answers: int, left_out: bool) -> str | None:
+    """Why a researcher may not leave this enrollment out of the results, or None when they may. It is the
+    action once filtering is closed (rule 4): the test step has started or the worker has finished. The worker
+    keeps their place and pay; only the results stop counting them."""
+    if left_out:
+        return "this worker is already left out of the results"
+    if state not in (State.TESTING, State.COMPLETED) or (state == State.TESTING and not test_answers):
+        return (f"only a worker whose test step has started, or who has finished, can be left out of the results "
+                f"(this one is {state}; before the test step, filter them instead)")
+    return None
+
+
+def can_leave_out(state: str, test_answers: int, left_out: bool) -> bool:
+    return leave_out_refusal(state, test_answers, left_out) is None
+
+
 def reinstate_refusal(state: str, *, taken: int | None = None, target: int | None = None) -> str | None:
     """Why a filtered enrollment may not be reinstated, or None (rule 4; the slot count is rule 2)."""
     if state != State.FILTERED:

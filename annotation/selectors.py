@@ -34,13 +34,16 @@ from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, S
 from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, active_seconds, at_or_below_chance, pay
 
 RESULT_STATES = (State.COMPLETED,)
-UNVERIFIED = Enrollment.UNVERIFIED
+UNVERIFIED, SUPERSEDED = Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
 
 
 def in_results(prefix: str = "") -> Q:
     """The enrollments every result counts (one place): completed, and not admitted unverified
-    while Prolific was unreachable (until the sync verifies them). ``prefix`` e.g. "enrollment__"."""
-    return Q(**{f"{prefix}state__in": RESULT_STATES}) & ~Q(**{f"{prefix}verification": UNVERIFIED})
+    while Prolific was unreachable (until the sync verifies them) nor superseded by the genuine participant,
+    and not left out by a researcher. ``prefix`` e.g. "enrollment__"."""
+    return (Q(**{f"{prefix}state__in": RESULT_STATES})
+            & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)})
+            & Q(**{f"{prefix}left_out": False}))
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 

@@ -200,6 +200,8 @@ class EnrollmentRowSerializer(serializers.Serializer):
     active_seconds = serializers.FloatField(help_text="Idle gaps capped at the study's idle_cap_seconds.")
     pay = serializers.DecimalField(max_digits=9, decimal_places=2, help_text="In the pay currency: active time x rate.")
     test_s1 = serializers.FloatField(allow_null=True, help_text="0-1, completed enrollments only.")
+    left_out = serializers.BooleanField(source="enrollment.left_out",
+                                        help_text="Left out of every result by a researcher (audited).")
 
 
 class ReasonSerializer(serializers.Serializer):

@@ -26,4 +26,6 @@ urlpatterns = [
     path("api/enrollments/<int:pk>/", api.EnrollmentDetailView.as_view(), name="enrollment-detail"),
     path("api/enrollments/<int:pk>/filter/", api.EnrollmentFilterView.as_view(), name="enrollment-filter"),
     path("api/enrollments/<int:pk>/reinstate/", api.EnrollmentReinstateView.as_view(), name="enrollment-reinstate"),
+    path("api/enrollments/<int:pk>/leave-out/", api.EnrollmentLeaveOutView.as_view(), name="enrollment-leave-out"),
+    path("api/enrollments/<int:pk>/put-back/", api.EnrollmentPutBackView.as_view(), name="enrollment-put-back"),
 ]

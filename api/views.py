@@ -20,7 +20,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import authentication, serializers, status
 from rest_framework.exceptions import NotAuthenticated, ParseError, PermissionDenied
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -335,15 +341,31 @@ class EnrollmentFilterView(ResearcherView):
 
 
 class EnrollmentReinstateView(ResearcherView):
+    service = staticmethod(services.reinstate_enrollment)
+
     @extend_schema(tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
                    summary="Reinstate a filtered worker (with a reason), if the cohort has room.")
     def post(self, request, pk: int):
         enrollment = self.get_enrollment(pk)
         body = ReasonSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        services.reinstate_enrollment(enrollment_id=enrollment.pk, actor=self.actor,
-                                      reason=body.validated_data["reason"])
+        self.service(enrollment_id=enrollment.pk, actor=self.actor, reason=body.validated_data["reason"])
         return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
+
+
+@extend_schema_view(post=extend_schema(
+    tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
+    summary="Leave a worker out of every result (with a reason), once their test step has started; they keep "
+            "their place and pay."))
+class EnrollmentLeaveOutView(EnrollmentReinstateView):
+    service = staticmethod(services.leave_out_of_results)
+
+
+@extend_schema_view(post=extend_schema(
+    tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
+    summary="Count a worker left out of the results again (with a reason)."))
+class EnrollmentPutBackView(EnrollmentReinstateView):
+    service = staticmethod(services.put_back_in_results)
 
 
 class StudyAuditView(ResearcherView):

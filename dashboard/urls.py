@@ -24,4 +24,8 @@ urlpatterns = [
     path("dashboard/enrollments/<int:enrollment_id>/filter/", dash.enrollment_filter, name="dashboard-filter"),
     path("dashboard/enrollments/<int:enrollment_id>/reinstate/", dash.enrollment_reinstate,
          name="dashboard-reinstate"),
+    path("dashboard/enrollments/<int:enrollment_id>/leave-out/", dash.enrollment_leave_out,
+         name="dashboard-leave-out"),
+    path("dashboard/enrollments/<int:enrollment_id>/put-back/", dash.enrollment_put_back,
+         name="dashboard-put-back"),
 ]

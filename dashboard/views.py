@@ -23,6 +23,7 @@ from annotation.protocol import (
     TransitionNotAllowed,
     at_or_below_chance,
     can_filter,
+    can_leave_out,
     can_reinstate,
     cohort_status,
 )
@@ -278,6 +279,10 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
         r["gaps"] = [presentation.duration(g) for g in r["longest_gaps"]]
         r["can_filter"] = can_filter(e.state, r["test_done"])
         r["can_reinstate"] = can_reinstate(e.state)
+        # Offered where a flag asks for an action and filtering is closed.
+        r["can_leave_out"] = can_leave_out(e.state, r["test_done"], e.left_out) and bool(
+            r["below_chance"] or (r["attention"] or {}).get("failed") or r.get("fast_answers"))
+        r["left_out"] = e.left_out
         r["errors"] = (errors or {}).get(e.pk, [])
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
     grid = _cohort_slots(cohort)
@@ -335,4 +340,27 @@ def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpRespon
         return failed
     enrollment = enrollment_for(request, enrollment_id)
     messages.success(request, f"Reinstated worker {enrollment.worker.external_id} ({enrollment.state}).")
+    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+
+
+@researcher_required
+@require_POST
+def enrollment_leave_out(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    failed = _enrollment_action(request, enrollment_id, services.leave_out_of_results)
+    if failed is not None:
+        return failed
+    enrollment = enrollment_for(request, enrollment_id)
+    messages.success(request, f"Worker {enrollment.worker.external_id} is left out of the results "
+                              "(they keep their place and pay).")
+    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+
+
+@researcher_required
+@require_POST
+def enrollment_put_back(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    failed = _enrollment_action(request, enrollment_id, services.put_back_in_results)
+    if failed is not None:
+        return failed
+    enrollment = enrollment_for(request, enrollment_id)
+    messages.success(request, f"Worker {enrollment.worker.external_id} is counted in the results again.")
     return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)

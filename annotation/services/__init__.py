@@ -19,7 +19,14 @@ from ..protocol import JoinRefused, TransitionNotAllowed
 from .answering import SubmitResult, WorkState, current_item, item_order, revise_last_test_answer, submit_answer
 from .completion import completion
 from .errors import Conflict
-from .filtering import expire_stale, filter_enrollment, reinstate_enrollment, withdraw
+from .filtering import (
+    expire_stale,
+    filter_enrollment,
+    leave_out_of_results,
+    put_back_in_results,
+    reinstate_enrollment,
+    withdraw,
+)
 from .joining import NOT_ALLOWED, RESUME_PARAM, JoinOutcome, join
 from .studies import close_cohort, close_study, create_study, data_errors, launch_cohorts, reopen_cohort
 
@@ -32,5 +39,6 @@ __all__ = [
     "join", "JoinOutcome", "NOT_ALLOWED", "RESUME_PARAM", "current_item", "WorkState", "item_order", "submit_answer",
     "SubmitResult", "revise_last_test_answer", "completion",
     # researchers' actions and the clock
-    "filter_enrollment", "reinstate_enrollment", "withdraw", "expire_stale",
+    "filter_enrollment", "reinstate_enrollment", "leave_out_of_results", "put_back_in_results", "withdraw",
+    "expire_stale",
 ]

@@ -13,13 +13,14 @@ from django.db import transaction
 from django.db.models import Avg
 from django.utils import timezone
 
-from ..models import Answer, Cohort, Enrollment
+from ..models import Answer, AuditEvent, Cohort, Enrollment
 from ..protocol import (
     COMPARISON_EXCLUDES,
     HOLDS_SLOT,
     State,
     filter_refusal,
     filtering_decision,
+    leave_out_refusal,
     reinstate_refusal,
     reinstate_state,
     transition,
@@ -121,6 +122,39 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enro
         if refusal:
             raise Conflict(refusal)
         transition(enrollment, reinstate_state(enrollment), actor=actor, action="reinstate", reason=reason)
+        return enrollment
+
+
+def leave_out_of_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
+    """A researcher leaves a worker out of every result once filtering is closed (``protocol.leave_out_refusal``);
+    the worker goes on, finishes and is paid as before. Audited with the reason; undone by ``put_back_in_results``."""
+    reason = require_reason(reason)
+    with transaction.atomic():
+        enrollment = load_enrollment(enrollment_id, lock=True)
+        started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
+        refusal = leave_out_refusal(enrollment.state, int(started), enrollment.left_out)
+        if refusal:
+            raise Conflict(refusal)
+        enrollment.left_out = True
+        enrollment.save(update_fields=["left_out"])
+        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor,
+                                  action="leave out of results", from_state=enrollment.state,
+                                  to_state=enrollment.state, reason=reason)
+        return enrollment
+
+
+def put_back_in_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
+    """Undo ``leave_out_of_results`` (audited with the reason)."""
+    reason = require_reason(reason)
+    with transaction.atomic():
+        enrollment = load_enrollment(enrollment_id, lock=True)
+        if not enrollment.left_out:
+            raise Conflict("this worker is not left out of the results")
+        enrollment.left_out = False
+        enrollment.save(update_fields=["left_out"])
+        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor,
+                                  action="put back in results", from_state=enrollment.state,
+                                  to_state=enrollment.state, reason=reason)
         return enrollment
 
 
