@@ -191,13 +191,29 @@ def missing_distributions(requirements: str) -> list[str]:
     return problems
 
 
-def import_problem(module: str, exc: BaseException, requirements: str) -> str:
+def importing_module(exc: BaseException) -> str | None:
+    """The project module whose import statement failed: the last traceback frame in this repository."""
+    name = None
+    tb = exc.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.is_relative_to(ROOT) and path.resolve() != Path(__file__).resolve():
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tb = tb.tb_next
+    return name
+
+
+def import_problem(what: str, exc: BaseException, requirements: str) -> str:
+    where = importing_module(exc)
+    if where and not what.startswith(where):
+        what = f"{what}, in {where}"
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         if top not in project_packages():
-            return (f"{module}: No module named {exc.name!r}: no package of {requirements} provides it "
+            return (f"{what}: No module named {exc.name!r}: no package of {requirements} provides it "
                     f"(pin the package that does, with everything it pulls in)")
-    return f"{module}: {type(exc).__name__}: {exc}"
+    return f"{what}: {type(exc).__name__}: {exc}"
 
 
 def load_commands(set_name: str, requirements: str, problems: list[str]) -> int:
@@ -250,10 +266,28 @@ def load_routes(requirements: str, problems: list[str]) -> list[str]:
     return routes
 
 
-def probe(set_name: str, dump: Path | None) -> int:
+def render_every_format(requirements: str, problems: list[str]) -> int:
+    """Each output format of the export registry on an empty table and empty rows: a writer may import its
+    package only when it writes (pandas' LaTeX writer needs jinja2)."""
+    try:
+        from results import formats
+        from results.table import build_table
+
+        table = build_table([])
+        for fmt in formats.TABLE_FORMATS:
+            formats.render(table, fmt)
+        for fmt in formats.ROW_FORMATS:
+            formats.render_rows([], fmt, columns=("s1",))
+        return len(formats.TABLE_FORMATS) + len(formats.ROW_FORMATS)
+    except Exception as exc:  # noqa: BLE001
+        problems.append(import_problem("an export format (results.formats)", exc, requirements))
+        return 0
+
+
+def probe(set_name: str, dump: Path | None, requirements: str | None = None) -> int:
     import importlib
 
-    requirements = SETS[set_name]
+    requirements = requirements or SETS[set_name]
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "clues_platform.settings")
@@ -264,7 +298,8 @@ def probe(set_name: str, dump: Path | None) -> int:
         django.setup()
     except Exception as exc:  # noqa: BLE001 - whatever stops Django is the finding
         problems.append(import_problem("clues_platform.settings (django.setup)", exc, requirements))
-        print("\n".join(problems), file=sys.stderr)
+        print(f"{requirements} alone does not load the project:", file=sys.stderr)
+        print("\n".join(f"  {p}" for p in problems), file=sys.stderr)
         return 1
     modules = project_modules(set_name)
     loaded = 0
@@ -278,12 +313,13 @@ def probe(set_name: str, dump: Path | None) -> int:
     commands = load_commands(set_name, requirements, problems)
     tasks = load_celery(requirements, problems)
     routes = load_routes(requirements, problems)
+    rendered = render_every_format(requirements, problems)
     if problems:
         print(f"{requirements} alone does not load the project:", file=sys.stderr)
         print("\n".join(f"  {p}" for p in problems), file=sys.stderr)
         return 1
     print(f"{requirements}: imported {loaded} modules ({len(modules)} of the project), {commands} management "
-          f"commands, {len(tasks)} Celery tasks, {len(routes)} URL patterns")
+          f"commands, {len(tasks)} Celery tasks, {len(routes)} URL patterns, {rendered} export formats")
     if dump:
         from results import exports, formats, views
 
@@ -564,12 +600,13 @@ def main(argv: list[str] | None = None) -> int:
     inner = sub.add_parser("probe", help="inside an environment: import everything the set must load")
     inner.add_argument("set", choices=SETS)
     inner.add_argument("--dump", type=Path, default=None)
+    inner.add_argument("--requirements", default=None, help="the file to name in messages (default: the set's)")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SETS:
         argv.insert(0, "check")
     args = parser.parse_args(argv)
     if args.command == "probe":
-        return probe(args.set, args.dump)
+        return probe(args.set, args.dump, args.requirements)
     if args.command == "check":
         return check(args.set, args.cache.resolve(), args.database_url, args.python)
     parser.print_help()

@@ -85,7 +85,7 @@ def skip_reason(command: Command, block: list[Command]) -> str | None:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """A copy of the tracked files, .venv = this environment, stamps fresh (make installs nothing)."""
+    """A copy of the tracked files, .venv and .venv-test = this environment, stamps fresh (make installs nothing)."""
     root = tmp_path_factory.mktemp("readme") / "repo"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
                            text=True, check=True).stdout.split("\n")
@@ -94,7 +94,8 @@ def scratch(tmp_path_factory):
         if source.is_file() and not source.is_symlink():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, root / name)
-    (root / ".venv").symlink_to(Path(sys.prefix))
+    for venv in (".venv", ".venv-test"):  # make run's and make test's
+        (root / venv).symlink_to(Path(sys.prefix))
     stamps = root.parent / "stamps"
     stamps.mkdir()
     for name in (".stamp-runtime", ".stamp-baselines", ".stamp-dev"):
