@@ -1,5 +1,6 @@
 # CLUES human-evaluation platform. Needs only Python 3.11 and make:
-#   make run        set up (runtime packages only), import the data, create the local researcher login, serve
+#   make run        set up (runtime packages only), create the PostgreSQL database of DATABASE_URL if missing,
+#                   import the data, create the local researcher login, serve
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
 #   make test       set up everything in .venv-test, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes
 #                   options); a `make run` server's .venv is left alone
@@ -63,6 +64,7 @@ manage: $(STAMP_RUNTIME)
 	$(PY) manage.py $(ARGS)
 
 run: $(STAMP_RUNTIME)
+	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py import_clues --fallback-demo
 	@set -e; \
@@ -71,8 +73,9 @@ run: $(STAMP_RUNTIME)
 	  0|false|no|off) $(PY) manage.py collectstatic --noinput -v0 ;; \
 	esac; \
 	echo; \
-	echo "  CLUES human evaluation: http://$(HOST):$(PORT)/   (admin: http://$(HOST):$(PORT)/admin/)"; \
+	echo "  CLUES human evaluation: http://$(HOST):$(PORT)/dashboard/"; \
 	echo "  $$login"; \
+	echo "  The admin (/admin/) is for operators, not researchers; create one with: $(PY) manage.py createsuperuser"; \
 	echo; \
 	exec $(PY) manage.py runserver $(HOST):$(PORT)
 
