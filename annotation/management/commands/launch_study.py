@@ -2,6 +2,7 @@
 
 from decimal import Decimal, InvalidOperation
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -10,6 +11,8 @@ from django.db import models
 from annotation import services
 from annotation.models import Study
 from annotation.selectors import is_researcher
+from crowd.generic import GenericLink
+from crowd.prolific import Prolific
 
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
@@ -18,6 +21,9 @@ LOCAL_RESEARCHER = "researcher"
 ALIASES = {"workers_per_cohort": ("--workers",), "pay_rate": ("--rate",), "idle_cap_seconds": ("--idle-cap",),
            "time_limit_minutes": ("--time-limit",)}
 _UNSET = object()  # an option left out: the model's default applies (services.create_study)
+# Prolific's join links refuse anyone without Prolific's PROLIFIC_PID: without a Prolific token the study could
+# neither be published nor tried, so a study launched without --platform gets a generic link instead (said so).
+LOCAL_TRIAL_PLATFORM = GenericLink.slug
 
 
 def _decimal(value: str) -> Decimal:
@@ -66,7 +72,9 @@ def add_parameter(parser, field: models.Field) -> None:
 
 
 class Command(BaseCommand):
-    help = ("Create a study (one cohort per task x shots) and open its cohorts for joining. Prints "
+    help = ("Create a study (one cohort per task x shots) and open its cohorts for joining; without --platform "
+            "and without a Prolific token (PROLIFIC_API_TOKEN) it recruits through a generic link, to try locally. "
+            "Prints "
             "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
             "field of the same name (limits: annotation.models.Study).")
 
@@ -95,11 +103,23 @@ class Command(BaseCommand):
         owner = self._owner(options["owner"])
         given = {name: options[name] for name in Study.parameters() if options[name] is not _UNSET}
         name, tasks = given.pop("name"), given.pop("tasks")
+        trial = ("platform" not in given and not settings.PROLIFIC_API_TOKEN
+                 and Study._meta.get_field("platform").default == Prolific.slug)
+        if trial:
+            given["platform"] = LOCAL_TRIAL_PLATFORM
         try:
             study = services.create_study(name=name, tasks=tasks, created_by=owner, launch=True, **given)
         except ValidationError as exc:
             problems = [f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages]
             raise CommandError("cannot create the study: " + "; ".join(problems)) from None
         self.stdout.write(f"study {study.pk}")
-        for cohort in sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots)):
+        cohorts = sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots))
+        for cohort in cohorts:
             self.stdout.write(f"{cohort.task.slug} {cohort.shots} {cohort.join_path}")
+        if trial:
+            query = study.provider.join_query(study).replace("{WORKER_ID}", "me")
+            self.stderr.write(
+                f"No Prolific token is configured (PROLIFIC_API_TOKEN), so the study recruits through a generic link "
+                f"(--platform {LOCAL_TRIAL_PLATFORM}); give --platform prolific to publish it on Prolific. Try it "
+                f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
+                f"new worker).")
