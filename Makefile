@@ -85,6 +85,7 @@ test: $(STAMP_DEV)
 lint: $(STAMP_DEV)
 	$(TPY) -m ruff check .
 	$(TEST_VENV)/bin/lint-imports
+	$(TPY) -m mypy
 
 # make bench                  every benchmarks/*.py but db_restart.py (it stops PostgreSQL for a few seconds)
 # make bench BENCH=load       one script: load, db_restart, fuzz_api, aggregate_study...

@@ -172,7 +172,7 @@ def missing_distributions(requirements: str) -> list[str]:
     from pip._vendor.packaging.requirements import Requirement  # pip is in every venv; packaging may not be
     from pip._vendor.packaging.utils import canonicalize_name
 
-    installed = {}
+    installed: dict[str, metadata.Distribution] = {}
     for dist in metadata.distributions():
         installed.setdefault(canonicalize_name(dist.metadata["Name"]), dist)
     problems = []
@@ -355,7 +355,7 @@ class Site:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), self._NoRedirect)
 
     def csrf(self) -> str:
-        return next((c.value for c in self.jar if c.name == "csrftoken"), "")
+        return next((c.value or "" for c in self.jar if c.name == "csrftoken"), "")
 
     def request(self, path: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, bytes, dict]:
         headers = {"Referer": self.base + "/", **(headers or {})}
@@ -401,6 +401,13 @@ class Smoke:
         say(f"  manage.py {' '.join(args)[:90]}: ok ({time.monotonic() - began:.1f} s)")
         return result.stdout
 
+    @staticmethod
+    def found(pattern: str, text: str, command: str) -> tuple[str, ...]:
+        match = re.search(pattern, text, re.M)
+        if match is None:
+            raise Failed(f"{command} did not print {pattern!r}:\n{text}")
+        return match.groups()
+
     def prepare(self) -> dict:
         dump = self.work / "site.json"
         result = subprocess.run([self.python, __file__, "probe", self.set_name, "--dump", str(dump)], cwd=ROOT,
@@ -411,14 +418,14 @@ class Smoke:
         self.manage("migrate", "--noinput", "-v0")
         self.manage("import_clues", "--demo")
         login = self.manage("ensure_local_researcher", "--password-file", str(self.work / "researcher-password"))
-        self.researcher = re.search(r"Researcher login: (\S+) / (\S+)", login).groups()
+        self.researcher = self.found(r"Researcher login: (\S+) / (\S+)", login, "ensure_local_researcher")
         self.operator = ("operator", "operator-" + os.urandom(6).hex())
         self.manage("createsuperuser", "--noinput", "--username", self.operator[0], "--email", "op@example.org",
                     extra_env={"DJANGO_SUPERUSER_PASSWORD": self.operator[1]})
         out = self.manage("launch_study", "--name", "smoke", "--tasks", "sst2", "--shots", "0", "--workers", "1",
                           "--platform", "generic")
-        self.study = int(re.search(r"^study (\d+)$", out, re.M).group(1))
-        self.join_path = re.search(r"^sst2 0 (/join/\S+/)", out, re.M).group(1)
+        self.study = int(self.found(r"^study (\d+)$", out, "launch_study")[0])
+        self.join_path = self.found(r"^sst2 0 (/join/\S+/)", out, "launch_study")[0]
         if self.set_name == "baselines":
             self.manage("run_baselines", "--methods", "empty", "majority")
         return json.loads(dump.read_text())

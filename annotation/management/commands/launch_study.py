@@ -44,7 +44,7 @@ def _type(field: models.Field):
 
 def _help(field: models.Field) -> str:
     if field.name == "name":
-        return field.help_text
+        return str(field.help_text)
     default = field.get_default()
     shown = "generated" if field.name in ("completion_code", "screenout_code") else (
         "none" if default in (None, "") else default)
