@@ -2,7 +2,6 @@
 
 from decimal import Decimal, InvalidOperation
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -10,9 +9,7 @@ from django.db import models
 
 from annotation import services
 from annotation.models import Study
-from annotation.selectors import is_researcher
-from crowd.generic import GenericLink
-from crowd.prolific import Prolific
+from annotation.selectors import is_researcher, local_trial_platform
 
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
@@ -21,9 +18,6 @@ LOCAL_RESEARCHER = "researcher"
 ALIASES = {"workers_per_cohort": ("--workers",), "pay_rate": ("--rate",), "idle_cap_seconds": ("--idle-cap",),
            "time_limit_minutes": ("--time-limit",)}
 _UNSET = object()  # an option left out: the model's default applies (services.create_study)
-# Prolific's join links refuse anyone without Prolific's PROLIFIC_PID: without a Prolific token the study could
-# neither be published nor tried, so a study launched without --platform gets a generic link instead (said so).
-LOCAL_TRIAL_PLATFORM = GenericLink.slug
 
 
 def _decimal(value: str) -> Decimal:
@@ -103,10 +97,10 @@ class Command(BaseCommand):
         owner = self._owner(options["owner"])
         given = {name: options[name] for name in Study.parameters() if options[name] is not _UNSET}
         name, tasks = given.pop("name"), given.pop("tasks")
-        trial = ("platform" not in given and not settings.PROLIFIC_API_TOKEN
-                 and Study._meta.get_field("platform").default == Prolific.slug)
+        # Without --platform and without a Prolific token: a generic link, said so (selectors.local_trial_platform).
+        trial = local_trial_platform() if "platform" not in given else None
         if trial:
-            given["platform"] = LOCAL_TRIAL_PLATFORM
+            given["platform"] = trial
         try:
             study = services.create_study(name=name, tasks=tasks, created_by=owner, launch=True, **given)
         except ValidationError as exc:
@@ -120,6 +114,6 @@ class Command(BaseCommand):
             query = study.provider.join_query(study).replace("{WORKER_ID}", "me")
             self.stderr.write(
                 f"No Prolific token is configured (PROLIFIC_API_TOKEN), so the study recruits through a generic link "
-                f"(--platform {LOCAL_TRIAL_PLATFORM}); give --platform prolific to publish it on Prolific. Try it "
+                f"(--platform {trial}); give --platform prolific to publish it on Prolific. Try it "
                 f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
                 f"new worker).")
