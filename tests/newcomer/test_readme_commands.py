@@ -177,6 +177,8 @@ def serve(command: Command, root: Path, env: dict) -> str:
                 time.sleep(0.3)
                 continue
             assert response.status_code < 500, f"{command.line!r}: / answered {response.status_code}"
+            if command.line.startswith("make run"):  # how to get an operator, not an admin link
+                assert "manage.py createsuperuser" in log.read_text(), log.read_text()
             return f"{command.line}: HTTP {response.status_code}"
         raise AssertionError(f"{command.line!r} did not answer within 300 s:\n{log.read_text()}")
     finally:
