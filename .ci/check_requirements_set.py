@@ -391,15 +391,34 @@ class Smoke:
         self.fetched: list[str] = []
         self.post_only: list[str] = []
 
-    def manage(self, *args: str, timeout: float = 600, extra_env: dict | None = None) -> str:
-        began = time.monotonic()
-        result = subprocess.run([self.python, "manage.py", *args], cwd=ROOT, env={**self.env, **(extra_env or {})},
-                                capture_output=True, text=True, timeout=timeout)
-        if result.returncode:
-            raise Failed(f"manage.py {' '.join(args)} failed ({result.returncode}):\n"
+    def manage(self, *commands: list[str], extra_env: dict | None = None, quiet: bool = False) -> list[str]:
+        """Run management commands in one process (each interpreter start costs seconds), as `manage.py` runs
+        them (``call_command``); their outputs, in order. The first failure stops with its output."""
+        results = self.work / "commands.json"
+        code = ("import io, json, sys, time, traceback\nimport django\ndjango.setup()\n"
+                "from django.core.management import call_command\nout = []\n"
+                "for args in json.loads(sys.argv[1]):\n"
+                "    stdout, stderr, began = io.StringIO(), io.StringIO(), time.monotonic()\n"
+                "    try:\n        call_command(*args, stdout=stdout, stderr=stderr)\n"
+                "    except BaseException:\n"
+                "        out.append({'failed': args, 'output': stdout.getvalue() + stderr.getvalue() + "
+                "traceback.format_exc()})\n        break\n"
+                "    out.append({'args': args, 'stdout': stdout.getvalue(), 'seconds': time.monotonic() - began})\n"
+                "open(sys.argv[2], 'w').write(json.dumps(out))\n")
+        env = {**self.env, "DJANGO_SETTINGS_MODULE": "clues_platform.settings", **(extra_env or {})}
+        result = subprocess.run([self.python, "-c", code, json.dumps(commands), str(results)], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=900)
+        done = json.loads(results.read_text()) if results.exists() else []
+        results.unlink(missing_ok=True)
+        for step in done:
+            if "failed" in step:
+                raise Failed(f"manage.py {' '.join(step['failed'])} failed:\n{step['output'][-4000:]}")
+            if not quiet:
+                say(f"  manage.py {' '.join(step['args'])[:90]}: ok ({step['seconds']:.1f} s)")
+        if result.returncode or len(done) != len(commands):
+            raise Failed(f"the management commands stopped ({result.returncode}):\n"
                          f"{(result.stdout + result.stderr)[-4000:]}")
-        say(f"  manage.py {' '.join(args)[:90]}: ok ({time.monotonic() - began:.1f} s)")
-        return result.stdout
+        return [step["stdout"] for step in done]
 
     @staticmethod
     def found(pattern: str, text: str, command: str) -> tuple[str, ...]:
@@ -415,19 +434,18 @@ class Smoke:
         if result.returncode:
             raise Failed(result.stderr.strip() or result.stdout.strip())
         say(result.stdout.strip())
-        self.manage("migrate", "--noinput", "-v0")
-        self.manage("import_clues", "--demo")
-        login = self.manage("ensure_local_researcher", "--password-file", str(self.work / "researcher-password"))
-        self.researcher = self.found(r"Researcher login: (\S+) / (\S+)", login, "ensure_local_researcher")
         self.operator = ("operator", "operator-" + os.urandom(6).hex())
-        self.manage("createsuperuser", "--noinput", "--username", self.operator[0], "--email", "op@example.org",
-                    extra_env={"DJANGO_SUPERUSER_PASSWORD": self.operator[1]})
-        out = self.manage("launch_study", "--name", "smoke", "--tasks", "sst2", "--shots", "0", "--workers", "1",
-                          "--platform", "generic")
-        self.study = int(self.found(r"^study (\d+)$", out, "launch_study")[0])
-        self.join_path = self.found(r"^sst2 0 (/join/\S+/)", out, "launch_study")[0]
+        commands = [["migrate", "--noinput", "-v0"], ["import_clues", "--demo"],
+                    ["ensure_local_researcher", "--password-file", str(self.work / "researcher-password")],
+                    ["createsuperuser", "--noinput", "--username", self.operator[0], "--email", "op@example.org"],
+                    ["launch_study", "--name", "smoke", "--tasks", "sst2", "--shots", "0", "--workers", "1",
+                     "--platform", "generic"]]
         if self.set_name == "baselines":
-            self.manage("run_baselines", "--methods", "empty", "majority")
+            commands.append(["run_baselines", "--methods", "empty", "majority"])
+        outputs = self.manage(*commands, extra_env={"DJANGO_SUPERUSER_PASSWORD": self.operator[1]})
+        self.researcher = self.found(r"Researcher login: (\S+) / (\S+)", outputs[2], "ensure_local_researcher")
+        self.study = int(self.found(r"^study (\d+)$", outputs[4], "launch_study")[0])
+        self.join_path = self.found(r"^sst2 0 (/join/\S+/)", outputs[4], "launch_study")[0]
         return json.loads(dump.read_text())
 
     def exports_by_command(self, site: dict) -> None:
@@ -444,14 +462,8 @@ class Smoke:
                 if kind == "table" and self.set_name == "baselines":
                     args.append("--with-baselines")
                 calls.append(args)
-        code = ("import json, sys, django\ndjango.setup()\nfrom django.core.management import call_command\n"
-                "for args in json.loads(sys.argv[1]):\n    call_command('export_results', *args)\n")
         began = time.monotonic()
-        env = {**self.env, "DJANGO_SETTINGS_MODULE": "clues_platform.settings"}
-        result = subprocess.run([self.python, "-c", code, json.dumps(calls)], cwd=ROOT, capture_output=True,
-                                text=True, timeout=600, env=env)
-        if result.returncode:
-            raise Failed(f"export_results failed:\n{(result.stdout + result.stderr)[-4000:]}")
+        self.manage(*(["export_results", *args] for args in calls), quiet=True)
         empty = [path.name for path in sorted(self.work.glob("export-*")) if path.stat().st_size == 0]
         if len(list(self.work.glob("export-*"))) != len(calls) or empty:
             raise Failed(f"export_results wrote {len(list(self.work.glob('export-*')))} of {len(calls)} files "
