@@ -1,24 +1,29 @@
 # CLUES human-evaluation platform. Needs only Python 3.11 and make:
-#   make run        set up (runtime packages only), import the data, create the local researcher login, serve
+#   make run        set up (runtime packages only), create the PostgreSQL database of DATABASE_URL if missing,
+#                   import the data, create the local researcher login, serve
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
-#   make test       set up everything, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes options)
-#   make lint       ruff check
+#   make test       set up everything in .venv-test, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes
+#                   options); a `make run` server's .venv is left alone
+#   make lint       ruff check, import contracts and the type checker (mypy)
 #   make bench      run benchmarks/*.py (BENCH=load runs one)
 #   make baselines  add torch + transformers for manage.py run_baselines
 #   make manage ARGS="import_clues --demo"   any manage.py command, in the virtual environment
-# The virtual environment (.venv) is created when missing; each requirements/*.txt set is installed again only
-# when its file changes.
+# The virtual environments (.venv for run/manage/baselines, .venv-test for test/lint/bench) are created when
+# missing; each requirements/*.txt set is installed again only when its file changes.
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The suite's own environment: installing the test tools never touches (and reloads) a `make run` server's .venv.
+TEST_VENV ?= .venv-test
+TPY := $(TEST_VENV)/bin/python
 # One stamp per requirements set: a set is installed again only when one of its files changed.
 # (STAMP_DIR: tests/newcomer/test_readme_commands.py runs make on a scratch copy with the suite's environment.)
-STAMP_DIR ?= $(VENV)
-STAMP_RUNTIME := $(STAMP_DIR)/.stamp-runtime
-STAMP_BASELINES := $(STAMP_DIR)/.stamp-baselines
-STAMP_DEV := $(STAMP_DIR)/.stamp-dev
+STAMP_DIR ?=
+STAMP_RUNTIME := $(or $(STAMP_DIR),$(VENV))/.stamp-runtime
+STAMP_BASELINES := $(or $(STAMP_DIR),$(VENV))/.stamp-baselines
+STAMP_DEV := $(or $(STAMP_DIR),$(TEST_VENV))/.stamp-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
@@ -35,6 +40,9 @@ help:
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+$(TPY):
+	$(PYTHON) -m venv $(TEST_VENV)
+
 $(STAMP_RUNTIME): requirements/runtime.txt | $(PY)
 	$(PY) -m pip install -r requirements/runtime.txt
 	@touch $@
@@ -43,11 +51,11 @@ $(STAMP_BASELINES): requirements/baselines.txt requirements/runtime.txt | $(PY)
 	$(PY) -m pip install -r requirements/baselines.txt
 	@touch $@ $(STAMP_RUNTIME)
 
-$(STAMP_DEV): requirements.txt requirements/dev.txt requirements/baselines.txt requirements/runtime.txt | $(PY)
-	$(PY) -m pip install -r requirements.txt
-	@touch $@ $(STAMP_BASELINES) $(STAMP_RUNTIME)
+$(STAMP_DEV): requirements.txt requirements/dev.txt requirements/baselines.txt requirements/runtime.txt | $(TPY)
+	$(TPY) -m pip install -r requirements.txt
+	@touch $@
 
-# Everything (what CI installs).
+# Everything, in .venv-test (what CI installs).
 venv: $(STAMP_DEV)
 
 baselines: $(STAMP_BASELINES)
@@ -56,6 +64,7 @@ manage: $(STAMP_RUNTIME)
 	$(PY) manage.py $(ARGS)
 
 run: $(STAMP_RUNTIME)
+	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py import_clues --fallback-demo
 	@set -e; \
@@ -64,16 +73,19 @@ run: $(STAMP_RUNTIME)
 	  0|false|no|off) $(PY) manage.py collectstatic --noinput -v0 ;; \
 	esac; \
 	echo; \
-	echo "  CLUES human evaluation: http://$(HOST):$(PORT)/   (admin: http://$(HOST):$(PORT)/admin/)"; \
+	echo "  CLUES human evaluation: http://$(HOST):$(PORT)/dashboard/"; \
 	echo "  $$login"; \
+	echo "  The admin (/admin/) is for operators, not researchers; create one with: $(PY) manage.py createsuperuser"; \
 	echo; \
 	exec $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(STAMP_DEV)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(TPY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
-	$(PY) -m ruff check .
+	$(TPY) -m ruff check .
+	$(TEST_VENV)/bin/lint-imports
+	$(TPY) -m mypy
 
 # make bench                  every benchmarks/*.py but db_restart.py (it stops PostgreSQL for a few seconds)
 # make bench BENCH=load       one script: load, db_restart, fuzz_api, aggregate_study...
@@ -83,5 +95,5 @@ bench: $(STAMP_DEV)
 	if [ -n "$(BENCH)" ]; then scripts=(benchmarks/$(BENCH).py); \
 	else scripts=(); for s in benchmarks/*.py; do [ "$$s" = benchmarks/db_restart.py ] || scripts+=("$$s"); done; fi; \
 	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks/*.py scripts yet"; fi; \
-	for script in "$${scripts[@]}"; do echo "== $$script"; DJANGO_SETTINGS_MODULE=clues_platform.settings $(PY) "$$script"; done; \
+	for script in "$${scripts[@]}"; do echo "== $$script"; DJANGO_SETTINGS_MODULE=clues_platform.settings $(TPY) "$$script"; done; \
 	if [ -z "$(BENCH)" ]; then echo "(benchmarks/db_restart.py stops PostgreSQL: run it with make bench BENCH=db_restart)"; fi

@@ -24,7 +24,8 @@ def check_postgres(url: str) -> str:
     conninfo = parts._replace(path="/postgres").geturl().replace("pgsql://", "postgresql://", 1)
     try:
         with psycopg.connect(conninfo, connect_timeout=5) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
+            row = conn.execute("SHOW server_version").fetchone()
+            version = row[0] if row else "?"
     except psycopg.Error as exc:
         fail(f"PostgreSQL at {parts.hostname}:{parts.port or 5432} is not reachable ({exc}).\n"
              "    Start it (e.g. `service postgresql start`) or point DATABASE_URL at a running server.")

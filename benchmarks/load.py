@@ -125,7 +125,7 @@ class Server:
         self.manage("import_clues", data) if Path(data).exists() else self.manage("import_clues", "--demo")
         self.manage("ensure_local_researcher")  # launch_study's default owner
         out = self.manage("launch_study", "--name", "load benchmark", "--tasks", task, "--shots", str(shots),
-                          "--workers", str(workers), "--no-filter-fraction")
+                          "--workers", str(workers), "--no-filter-fraction", "--platform", "prolific")
         return next(line.split()[2] for line in out.splitlines() if line.startswith(f"{task} {shots} "))
 
     def start(self) -> None:

@@ -212,7 +212,7 @@ LOGIN_RATE_LIMIT = env_rate("LOGIN_RATE_LIMIT", "10/15m")  # failed logins per c
 LOGIN_RATE_LIMIT_PATHS = ("/accounts/login/", "/admin/login/")
 # The client address is REMOTE_ADDR; behind N reverse proxies that append to X-Forwarded-For, set N.
 TRUSTED_PROXY_HOPS = int(os.environ.get("TRUSTED_PROXY_HOPS", "0"))
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "/dashboard/"  # who logs in is a researcher (workers use join links)
 
 # The CLUES data: the official CLUES-JSON.zip or its unzipped folder (manage.py import_clues).
 CLUES_DATA = os.environ.get("CLUES_DATA", "")

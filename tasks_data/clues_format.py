@@ -100,6 +100,7 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         raise fail("answer", f"must be a list, got {type(answer).__name__}")
     kind = spec.answer_kind
     not_found: tuple[str, ...] = ()
+    gold: tuple[str, ...]
 
     if kind is AnswerKind.LABEL:
         if len(answer) != 1 or not isinstance(answer[0], str):
@@ -124,7 +125,8 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         if not isinstance(impossible, bool):
             raise fail("is_impossible", "must be true or false")
         extras["is_impossible"] = impossible
-        texts, starts = [], {}
+        texts: list[str] = []
+        starts: dict[str, int] = {}
         for i, item in enumerate(answer):
             if (not isinstance(item, dict) or not isinstance(item.get("text"), str)
                     or not item["text"].strip() or isinstance(item.get("answer_start"), bool)
@@ -144,7 +146,7 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
             entities = row.get("entities")
             if not isinstance(entities, list) or not entities:
                 raise fail("entities", "must be a non-empty list of {\"start\", \"end\"}")
-            candidates = []
+            spans: list[tuple[int, int]] = []
             for i, ent in enumerate(entities):
                 if (not isinstance(ent, dict) or any(
                         isinstance(ent.get(k), bool) or not isinstance(ent.get(k), int)
@@ -153,8 +155,8 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
                 start, end = ent["start"], ent["end"] + 1  # CLUES ends are inclusive
                 if not 0 <= start < end <= len(context):
                     raise fail("entities", f"item {i} ({ent['start']}..{ent['end']}) lies outside the context")
-                candidates.append((start, end))
-            candidates = tuple(dict.fromkeys(candidates))
+                spans.append((start, end))
+            candidates = tuple(dict.fromkeys(spans))
             texts_of_candidates = {context[s:e] for s, e in candidates}
             for text_ in gold:
                 if text_ not in texts_of_candidates:

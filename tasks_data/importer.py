@@ -7,6 +7,7 @@ transaction, so a bad file leaves nothing imported.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -124,7 +125,7 @@ def _release_files(path: Path) -> dict[str, str]:
         with archive:
             for name in archive.namelist():
                 if name.endswith(".jsonl") and not name.startswith("__MACOSX"):
-                    add("/".join(PurePosixPath(name).parts[-2:]), name, lambda name=name: archive.read(name))
+                    add("/".join(PurePosixPath(name).parts[-2:]), name, functools.partial(archive.read, name))
     elif path.is_dir():
         for file in sorted(path.rglob("*.jsonl")):
             add(f"{file.parent.name}/{file.name}", str(file), file.read_bytes)
@@ -228,8 +229,8 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
     gold_by_key: dict[str, tuple] = {}
     for (shots, split), rows in train.items():
         for number, record in enumerate(rows, start=1):
-            earlier = gold_by_key.setdefault(record.content_key, record.gold)
-            if set(earlier) != set(record.gold):
+            earlier_gold = gold_by_key.setdefault(record.content_key, record.gold)
+            if set(earlier_gold) != set(record.gold):
                 errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: "
                               f"same example as in another training file with a different answer")
     test_line = {r.content_key: number for number, r in enumerate(test, start=1)}

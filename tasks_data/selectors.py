@@ -34,7 +34,7 @@ def test_examples(task: Task):
 
 
 # Not a test, despite its name: test modules that import it must not have pytest collect it.
-test_examples.__test__ = False
+test_examples.__test__ = False  # type: ignore[attr-defined]
 
 
 def unproducible_training_counts() -> list[dict]:

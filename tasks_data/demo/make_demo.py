@@ -26,6 +26,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 SEED = 20240611
 HERE = Path(__file__).resolve().parent
@@ -942,11 +943,11 @@ _ENTITY = re.compile(r"\[\[(PER|ORG|LOC):([^\]]+)\]\]")
 def ner_examples(block: str, rng, max_id: int):
     sentences = [line.strip() for line in block.strip().splitlines()]
     ids = rng.sample(range(1, max_id), len(sentences))
-    examples = []
+    examples: list[list[dict[str, Any]]] = []
     for sentence, number in zip(sentences, ids, strict=True):
         context = _ENTITY.sub(lambda m: m.group(2), sentence)
         assert "[[" not in context and "]]" not in context and "  " not in context, sentence
-        found = {"PER": [], "ORG": [], "LOC": []}
+        found: dict[str, list[str]] = {"PER": [], "ORG": [], "LOC": []}
         for m in _ENTITY.finditer(sentence):
             if m.group(2) not in found[m.group(1)]:
                 found[m.group(1)].append(m.group(2))
@@ -1056,7 +1057,7 @@ def training_files(task: str, pool: list, rng) -> dict:
 
 def write_jsonl(path: Path, examples: list, *, number_rows: bool = False):
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
+    lines: list[str] = []
     for example in examples:
         for row in example:
             row = dict(row)
@@ -1161,7 +1162,7 @@ def _check_row(task: str, row: dict, where: str):
             assert q.count("@placeholder") == 2
         else:
             assert q.count("@placeholder") == 1
-        cands = {}
+        cands: dict[str, set[int]] = {}
         for e in row["entities"]:
             assert list(e) == ["start", "end"] and 0 <= e["start"] <= e["end"] < len(ctx)
             text = ctx[e["start"]:e["end"] + 1]

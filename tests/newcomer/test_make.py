@@ -1,7 +1,9 @@
 """The Makefile: `make help` says what it does (no unexpanded make variables), `make run` installs only the
-runtime set, and each set is installed again only when its requirements file changes (make -n: nothing runs)."""
+runtime set, each set is installed again only when its requirements file changes (make -n: nothing runs), and
+`make test` has its own environment."""
 
 import os
+import re
 import subprocess
 import time
 
@@ -45,3 +47,13 @@ def test_each_set_installs_only_when_its_file_changed(tmp_path):
     assert pip_lines(make("-n", "run", STAMP_DIR=stamps)) == ["-r requirements/runtime.txt"]
     os.utime(tmp_path / ".stamp-dev", (0, 0))
     assert pip_lines(make("-n", "test", STAMP_DIR=stamps)) == ["-r requirements.txt"]
+
+
+def test_make_test_leaves_the_servers_venv_alone(tmp_path):
+    """`make test`, `make lint` and `make bench` install into and run from .venv-test: a `make run` server on .venv
+    is not reloaded by an install under its feet."""
+    for target in ("test", "lint", "bench"):
+        commands = make("-n", target, STAMP_DIR=str(tmp_path)).splitlines()
+        assert any(".venv-test/bin/" in line for line in commands), commands
+        assert not [line for line in commands if re.search(r"(^|[\s/])\.venv/", line)], commands
+    assert ".venv/bin/python -m pip install -r requirements/runtime.txt" in make("-n", "run", STAMP_DIR=str(tmp_path))

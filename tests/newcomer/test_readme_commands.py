@@ -20,8 +20,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 import pytest
 
 from tests.conftest import _official_zip
@@ -34,10 +36,6 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 SKIPPED = {
-    "export DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues": "would use a PostgreSQL database of that name; "
-    "the suite and .ci/run run on PostgreSQL",
-    "export CELERY_BROKER_URL=redis://127.0.0.1:6379/0": "the PostgreSQL + Redis example (above)",
-    "make run": None,  # skipped only inside the PostgreSQL + Redis block (run in the first block)
     ".venv/bin/celery -A clues_platform worker -l info": "needs a Redis broker; tests/baselines runs a real worker",
     ".venv/bin/python manage.py run_baselines": "trains 90 models (about 36 min on a CPU); tests/adapters and "
     "tests/baselines cover it",
@@ -49,6 +47,12 @@ SKIPPED = {
     "CI=true bash .ci/run": "CI itself (this test is in it)",
 }
 POSTGRES_BLOCK_MARKER = "export DATABASE_URL=postgres://"
+# The PostgreSQL + Redis block runs on the suite's servers: its database under a scratch name (created by `make run`
+# itself, then dropped), its broker the suite's (nothing is sent to it: `make run` only serves).
+SUITE_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+SUITE_BROKER = os.environ.get("CLUES_TEST_BROKER") or os.environ.get("CELERY_BROKER_URL", "")
+README_DATABASE = "export DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues"
+README_BROKER = "export CELERY_BROKER_URL=redis://127.0.0.1:6379/0"
 SERVERS = ("make run", ".venv/bin/gunicorn ")
 INNER_PYTEST = "tests/tasks_data/test_project.py -q -p no:cacheprovider"
 
@@ -77,15 +81,39 @@ def readme_blocks() -> list[list[Command]]:
     return blocks
 
 
+def is_postgres_block(block: list[Command]) -> bool:
+    return any(c.line.startswith(POSTGRES_BLOCK_MARKER) for c in block)
+
+
 def skip_reason(command: Command, block: list[Command]) -> str | None:
-    if any(c.line.startswith(POSTGRES_BLOCK_MARKER) for c in block):
-        return SKIPPED.get(command.line) or "the PostgreSQL + Redis example"
+    if is_postgres_block(block) and not SUITE_DATABASE_URL.startswith(("postgres://", "postgresql://")):
+        return SKIPPED.get(command.line) or "the PostgreSQL + Redis example: the suite runs without PostgreSQL"
     return SKIPPED.get(command.line)
+
+
+def postgres_scratch() -> tuple[str, str]:
+    """(the README's database line on the suite's server under a scratch name, that name)."""
+    name = f"clues_readme_{os.getpid()}_{int(time.time())}"
+    parts = urlsplit(SUITE_DATABASE_URL)
+    return f"export DATABASE_URL={parts._replace(path='/' + name).geturl()}", name
+
+
+def drop_database(name: str) -> bool:
+    """Drop the scratch database; whether it existed (with the imported tasks in it)."""
+    admin = urlsplit(SUITE_DATABASE_URL)._replace(scheme="postgresql", path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
+        tasks = 0
+        if found:
+            with psycopg.connect(urlsplit(admin)._replace(path="/" + name).geturl()) as db:
+                tasks = db.execute("SELECT count(*) FROM tasks_data_task").fetchone()[0]
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return found and tasks == 6
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """A copy of the tracked files, .venv = this environment, stamps fresh (make installs nothing)."""
+    """A copy of the tracked files, .venv and .venv-test = this environment, stamps fresh (make installs nothing)."""
     root = tmp_path_factory.mktemp("readme") / "repo"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
                            text=True, check=True).stdout.split("\n")
@@ -94,7 +122,8 @@ def scratch(tmp_path_factory):
         if source.is_file() and not source.is_symlink():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, root / name)
-    (root / ".venv").symlink_to(Path(sys.prefix))
+    for venv in (".venv", ".venv-test"):  # make run's and make test's
+        (root / venv).symlink_to(Path(sys.prefix))
     stamps = root.parent / "stamps"
     stamps.mkdir()
     for name in (".stamp-runtime", ".stamp-baselines", ".stamp-dev"):
@@ -137,7 +166,7 @@ def serve(command: Command, root: Path, env: dict) -> str:
         proc = subprocess.Popen(["bash", "-c", command.line], cwd=root, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # make run imports the official data first
         while time.monotonic() < deadline:
             assert proc.poll() is None, f"{command.line!r} exited with {proc.returncode}:\n{log.read_text()}"
             try:
@@ -148,8 +177,10 @@ def serve(command: Command, root: Path, env: dict) -> str:
                 time.sleep(0.3)
                 continue
             assert response.status_code < 500, f"{command.line!r}: / answered {response.status_code}"
+            if command.line.startswith("make run"):  # how to get an operator, not an admin link
+                assert "manage.py createsuperuser" in log.read_text(), log.read_text()
             return f"{command.line}: HTTP {response.status_code}"
-        raise AssertionError(f"{command.line!r} did not answer within 120 s:\n{log.read_text()}")
+        raise AssertionError(f"{command.line!r} did not answer within 300 s:\n{log.read_text()}")
     finally:
         stop(proc)
 
@@ -183,6 +214,7 @@ def test_readme_commands_work_as_written(scratch):
     assert not set(SKIPPED) - lines, f"SKIPPED lists commands the README no longer has: {set(SKIPPED) - lines}"
     ran, skipped = [], []
     began = time.monotonic()
+    scratch_database = None
     for block in blocks:
         env = base_env(root, stamps, home, data)  # a new shell per block
         for command in block:
@@ -191,11 +223,26 @@ def test_readme_commands_work_as_written(scratch):
                 skipped.append(f"{command.line}: {reason}")
                 continue
             start = time.monotonic()
-            if command.line.startswith(SERVERS):
-                ran.append(serve(command, root, env))
-            else:
-                ran.append(run(command, root, env, official=official))
+            if command.line == README_DATABASE:
+                line, scratch_database = postgres_scratch()
+                command = Command(line, command.block, command.documented)
+            elif command.line == README_BROKER and SUITE_BROKER:
+                command = Command(f"export CELERY_BROKER_URL={SUITE_BROKER}", command.block, command.documented)
+            try:
+                if command.line.startswith(SERVERS):
+                    ran.append(serve(command, root, env))
+                else:
+                    ran.append(run(command, root, env, official=official))
+            except BaseException:
+                if scratch_database:
+                    drop_database(scratch_database)
+                raise
             ran[-1] += f" ({time.monotonic() - start:.1f} s)"
+        if is_postgres_block(block) and scratch_database:
+            # make run created the database it was pointed at, and migrated and imported into it.
+            assert drop_database(scratch_database), f"make run did not create and fill {scratch_database}"
+            ran.append(f"(the PostgreSQL block's database {scratch_database} was created by make run)")
+            scratch_database = None
     print("\n".join(["ran:", *ran, "skipped:", *skipped, f"in {time.monotonic() - began:.0f} s"]))
     assert len(ran) >= 15 and len(skipped) <= 10
     assert any(r.startswith("make run: HTTP 200 ") for r in ran)

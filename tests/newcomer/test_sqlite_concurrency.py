@@ -38,7 +38,7 @@ def lab_server(tmp, workers: int, **env_extra):
     manage(env, "import_clues", "--demo")
     manage(env, "ensure_local_researcher", "--password-file", str(tmp / "researcher-password"))  # the study's owner
     out = manage(env, "launch_study", "--name", "lab", "--tasks", "sst2", "--shots", "0",
-                 "--workers", str(workers), "--no-filter-fraction")
+                 "--workers", str(workers), "--no-filter-fraction", "--platform", "prolific")
     join_path = next(line.split()[2] for line in out.splitlines() if line.startswith("sst2 0 "))
     port = free_port()
     log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed below)

@@ -9,7 +9,7 @@ from django.db import models
 
 from annotation import services
 from annotation.models import Study
-from annotation.selectors import is_researcher
+from annotation.selectors import is_researcher, local_trial_platform
 
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
@@ -38,7 +38,7 @@ def _type(field: models.Field):
 
 def _help(field: models.Field) -> str:
     if field.name == "name":
-        return field.help_text
+        return str(field.help_text)
     default = field.get_default()
     shown = "generated" if field.name in ("completion_code", "screenout_code") else (
         "none" if default in (None, "") else default)
@@ -66,7 +66,9 @@ def add_parameter(parser, field: models.Field) -> None:
 
 
 class Command(BaseCommand):
-    help = ("Create a study (one cohort per task x shots) and open its cohorts for joining. Prints "
+    help = ("Create a study (one cohort per task x shots) and open its cohorts for joining; without --platform "
+            "and without a Prolific token (PROLIFIC_API_TOKEN) it recruits through a generic link, to try locally. "
+            "Prints "
             "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
             "field of the same name (limits: annotation.models.Study).")
 
@@ -95,11 +97,23 @@ class Command(BaseCommand):
         owner = self._owner(options["owner"])
         given = {name: options[name] for name in Study.parameters() if options[name] is not _UNSET}
         name, tasks = given.pop("name"), given.pop("tasks")
+        # Without --platform and without a Prolific token: a generic link, said so (selectors.local_trial_platform).
+        trial = local_trial_platform() if "platform" not in given else None
+        if trial:
+            given["platform"] = trial
         try:
             study = services.create_study(name=name, tasks=tasks, created_by=owner, launch=True, **given)
         except ValidationError as exc:
             problems = [f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages]
             raise CommandError("cannot create the study: " + "; ".join(problems)) from None
         self.stdout.write(f"study {study.pk}")
-        for cohort in sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots)):
+        cohorts = sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots))
+        for cohort in cohorts:
             self.stdout.write(f"{cohort.task.slug} {cohort.shots} {cohort.join_path}")
+        if trial:
+            query = study.provider.join_query(study).replace("{WORKER_ID}", "me")
+            self.stderr.write(
+                f"No Prolific token is configured (PROLIFIC_API_TOKEN), so the study recruits through a generic link "
+                f"(--platform {trial}); give --platform prolific to publish it on Prolific. Try it "
+                f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
+                f"new worker).")
