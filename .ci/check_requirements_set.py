@@ -390,6 +390,7 @@ class Smoke:
                         HOME=str(work), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
         self.fetched: list[str] = []
         self.post_only: list[str] = []
+        self.skipped: list[str] = []  # routes whose object this set cannot make (a baseline run in runtime.txt)
 
     def manage(self, *commands: list[str], extra_env: dict | None = None, quiet: bool = False) -> list[str]:
         """Run management commands in one process (each interpreter start costs seconds), as `manage.py` runs
@@ -512,8 +513,9 @@ class Smoke:
     def urls(self, site: dict, enrollment: int, cohort: int) -> list[tuple[str, str]]:
         """(who, path) for every URL pattern, its parameters filled; the export routes once per kind and format."""
         token = self.join_path.strip("/").split("/")[-1]
-        ids = {"studies": self.study, "cohorts": cohort, "enrollments": enrollment}
-        plain = {"study_id": self.study, "cohort_id": cohort, "enrollment_id": enrollment, "token": token}
+        ids = {"studies": self.study, "cohorts": cohort, "enrollments": enrollment, "runs": site.get("run")}
+        plain = {"study_id": self.study, "cohort_id": cohort, "enrollment_id": enrollment, "token": token,
+                 "clues_id": site.get("clues_id")}
         table, rows = site["table_formats"], site["row_formats"]
         found = []
         for route in site["routes"]:
@@ -530,6 +532,9 @@ class Smoke:
                 variants = [route.replace("<str:kind>", k) + ("" if k == "predictions" else f"?fmt={f}")
                             for k in site["export_kinds"]
                             for f in (table if k == "table" else [""] if k == "predictions" else rows)]
+            if "<int:pk>" in route and route.split("/<int:pk>")[0].rsplit("/", 1)[-1] == "runs" and not ids["runs"]:
+                self.skipped.append(route)  # no baseline run in this set (run_baselines is the baselines set's)
+                continue
             for variant in variants:
                 def fill(match, variant=variant, route=route):
                     name = match.group(1)
@@ -549,6 +554,11 @@ class Smoke:
         operator.log_in(*self.operator)
         enrollment = self.worker_finishes(worker)
         cohort = json.loads(researcher.request(f"/api/studies/{self.study}/")[1])["cohorts"][0]["id"]
+        # An item the worker answered (the item pages) and a baseline run, if this set made one.
+        items = json.loads(researcher.request(f"/api/studies/{self.study}/export/items/?fmt=json")[1])
+        rows = items["rows"] if isinstance(items, dict) else items
+        runs = json.loads(researcher.request("/api/baselines/runs/")[1])["runs"]
+        site = {**site, "clues_id": rows[0]["clues_id"] if rows else None, "run": runs[0]["id"] if runs else None}
         sites = {"worker": worker, "researcher": researcher}
         failures = []
         urls = self.urls(site, enrollment, cohort)
@@ -565,7 +575,8 @@ class Smoke:
         if failures:
             raise Failed("pages that did not answer 200:\n  " + "\n  ".join(failures))
         say(f"  {len(self.fetched)} pages and downloads answered 200 (POST-only, 405 on GET: "
-            f"{', '.join(self.post_only)})")
+            f"{', '.join(self.post_only)})" + (f"; no object in this set for: {', '.join(self.skipped)}"
+                                                 if self.skipped else ""))
 
 
 def postgres_database(url: str, python: str, env: dict, *, create: bool) -> None:
