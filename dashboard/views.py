@@ -321,46 +321,39 @@ def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> Http
     return None
 
 
-@researcher_required
-@require_POST
-def enrollment_filter(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    failed = _enrollment_action(request, enrollment_id, services.filter_enrollment)
+def _enrollment_post(request: HttpRequest, enrollment_id: int, service, done: str) -> HttpResponse:
+    """A researcher's action on one worker (with a reason): the cohort page, with the row's error or ``done``
+    (formatted with the worker id and the enrollment's state) as a message."""
+    failed = _enrollment_action(request, enrollment_id, service)
     if failed is not None:
         return failed
     enrollment = enrollment_for(request, enrollment_id)
-    messages.success(request, f"Filtered worker {enrollment.worker.external_id}.")
+    messages.success(request, done.format(worker=enrollment.worker.external_id, state=enrollment.state))
     return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+
+
+@researcher_required
+@require_POST
+def enrollment_filter(request: HttpRequest, enrollment_id: int) -> HttpResponse:
+    return _enrollment_post(request, enrollment_id, services.filter_enrollment, "Filtered worker {worker}.")
 
 
 @researcher_required
 @require_POST
 def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    failed = _enrollment_action(request, enrollment_id, services.reinstate_enrollment)
-    if failed is not None:
-        return failed
-    enrollment = enrollment_for(request, enrollment_id)
-    messages.success(request, f"Reinstated worker {enrollment.worker.external_id} ({enrollment.state}).")
-    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+    return _enrollment_post(request, enrollment_id, services.reinstate_enrollment,
+                            "Reinstated worker {worker} ({state}).")
 
 
 @researcher_required
 @require_POST
 def enrollment_leave_out(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    failed = _enrollment_action(request, enrollment_id, services.leave_out_of_results)
-    if failed is not None:
-        return failed
-    enrollment = enrollment_for(request, enrollment_id)
-    messages.success(request, f"Worker {enrollment.worker.external_id} is left out of the results "
-                              "(they keep their place and pay).")
-    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+    return _enrollment_post(request, enrollment_id, services.leave_out_of_results,
+                            "Worker {worker} is left out of the results (they keep their place and pay).")
 
 
 @researcher_required
 @require_POST
 def enrollment_put_back(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    failed = _enrollment_action(request, enrollment_id, services.put_back_in_results)
-    if failed is not None:
-        return failed
-    enrollment = enrollment_for(request, enrollment_id)
-    messages.success(request, f"Worker {enrollment.worker.external_id} is counted in the results again.")
-    return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
+    return _enrollment_post(request, enrollment_id, services.put_back_in_results,
+                            "Worker {worker} is counted in the results again.")

@@ -128,33 +128,32 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enro
 def leave_out_of_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """A researcher leaves a worker out of every result once filtering is closed (``protocol.leave_out_refusal``);
     the worker goes on, finishes and is paid as before. Audited with the reason; undone by ``put_back_in_results``."""
-    reason = require_reason(reason)
-    with transaction.atomic():
-        enrollment = load_enrollment(enrollment_id, lock=True)
+    def refusal(enrollment: Enrollment) -> str | None:
         started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
-        refusal = leave_out_refusal(enrollment.state, int(started), enrollment.left_out)
-        if refusal:
-            raise Conflict(refusal)
-        enrollment.left_out = True
-        enrollment.save(update_fields=["left_out"])
-        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor,
-                                  action="leave out of results", from_state=enrollment.state,
-                                  to_state=enrollment.state, reason=reason)
-        return enrollment
+        return leave_out_refusal(enrollment.state, int(started), enrollment.left_out)
+
+    return _set_left_out(enrollment_id, True, refusal, actor=actor, action="leave out of results", reason=reason)
 
 
 def put_back_in_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """Undo ``leave_out_of_results`` (audited with the reason)."""
+    def refusal(enrollment: Enrollment) -> str | None:
+        return None if enrollment.left_out else "this worker is not left out of the results"
+
+    return _set_left_out(enrollment_id, False, refusal, actor=actor, action="put back in results", reason=reason)
+
+
+def _set_left_out(enrollment_id: int, left_out: bool, refusal, *, actor: str, action: str, reason: str) -> Enrollment:
     reason = require_reason(reason)
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
-        if not enrollment.left_out:
-            raise Conflict("this worker is not left out of the results")
-        enrollment.left_out = False
+        why_not = refusal(enrollment)
+        if why_not:
+            raise Conflict(why_not)
+        enrollment.left_out = left_out
         enrollment.save(update_fields=["left_out"])
-        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor,
-                                  action="put back in results", from_state=enrollment.state,
-                                  to_state=enrollment.state, reason=reason)
+        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor, action=action,
+                                  from_state=enrollment.state, to_state=enrollment.state, reason=reason)
         return enrollment
 
 

@@ -355,3 +355,15 @@ def render_answer(task: TaskSpec, example: AdapterExample) -> str:
 
 def candidate_texts(example: AdapterExample) -> list[str]:
     return distinct(example.context[s:e] for s, e in example.candidates)
+
+
+class PredictCounter:
+    """``progress("predict", done, total)`` after each answered request."""
+
+    def __init__(self, progress: Progress | None, total: int):
+        self.progress, self.total, self.n = progress, total, 0
+
+    def __call__(self):
+        self.n += 1
+        if self.progress:
+            self.progress("predict", self.n, self.total)

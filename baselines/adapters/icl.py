@@ -59,6 +59,7 @@ from .base import (
     AdapterError,
     AdapterExample,
     AdapterResult,
+    PredictCounter,
     Progress,
     candidate_texts,
     normalize_label,
@@ -188,7 +189,7 @@ class ICLSession:
             requests.append(request)
             used.append(n)
             notes["queries_truncated"] += int(truncated)
-        done = _Counter(progress, len(test))
+        done = PredictCounter(progress, len(test))
         scored = [j for j, r in enumerate(requests) if isinstance(r, LoglikelihoodRequest)]
         generated = [j for j, r in enumerate(requests) if isinstance(r, GenerationRequest)]
         scores = self._answer(self.backend.loglikelihood, requests, scored, used, notes, done)
@@ -228,16 +229,6 @@ class ICLSession:
         return {}
 
 
-class _Counter:
-    """``progress("predict", done, total)`` after each answered request."""
-
-    def __init__(self, progress: Progress | None, total: int):
-        self.progress, self.total, self.n = progress, total, 0
-
-    def __call__(self):
-        self.n += 1
-        if self.progress:
-            self.progress("predict", self.n, self.total)
 
 
 class ICLAdapter(Adapter):

@@ -39,6 +39,7 @@ from .base import (
     AdapterError,
     AdapterExample,
     AdapterResult,
+    PredictCounter,
     Progress,
     candidate_texts,
     distinct,
@@ -232,7 +233,7 @@ class WorkerAdapter(Adapter):
                            "in the training."
             start = time.perf_counter()
             asks = [[*messages, ("user", f"{pending}\n\nTest item:\n{item_text(task, ex)}")] for ex in test]
-            done = _Counter(progress, len(test))
+            done = PredictCounter(progress, len(test))
             try:
                 replies = ask(asks, done)
             except ContextTooSmall as exc:
@@ -260,13 +261,3 @@ class WorkerAdapter(Adapter):
                 predictions=predictions, device=backend.device, train_seconds=train_seconds,
                 predict_seconds=predict_seconds, train_examples_per_second=None, peak_gpu_memory_bytes=None,
                 notes=notes, usage=backend.tally.as_dict())
-
-
-class _Counter:
-    def __init__(self, progress: Progress | None, total: int):
-        self.progress, self.total, self.n = progress, total, 0
-
-    def __call__(self):
-        self.n += 1
-        if self.progress:
-            self.progress("predict", self.n, self.total)
