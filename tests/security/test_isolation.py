@@ -15,7 +15,8 @@ from django.test import Client
 
 from annotation.models import Answer, Enrollment
 from annotation.session import SESSION_KEY
-from tests.annotation.factories import WorkerClient, cohort, make_study, pid_for, prolific
+from tasks_data.models import Example
+from tests.annotation.factories import WorkerClient, baseline_runs, cohort, make_study, pid_for, prolific
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -131,8 +132,11 @@ def test_every_researcher_route_needs_an_account_with_the_researcher_role(resear
     sst0 = cohort(study, "sst2", 0)
     worker = WorkerClient(sst0, "P1")
     enrollment = Enrollment.objects.get()
+    (run, *_) = baseline_runs("sst2", 0, "empty", "", [0.5])  # every researcher may read the reference runs
+    item = Example.objects.filter(task__slug="sst2", role=Example.Role.TEST).order_by("position").first()
     values = {"pk": str(study.pk), "study_id": str(study.pk), "cohort_id": str(sst0.pk),
-              "enrollment_id": str(enrollment.pk), "kind": "table", "fmt": "csv"}
+              "enrollment_id": str(enrollment.pk), "kind": "table", "fmt": "csv", "run_id": str(run.pk),
+              "clues_id": str(item.clues_id)}
     paths = researcher_routes(values)
     assert len(paths) >= 25
     plain = Client()

@@ -34,12 +34,14 @@ _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 def concrete(pattern: str, values: dict[str, str]) -> str:
     """The pattern with every parameter filled from ``values`` (by name; "1" when absent).
 
-    A ``pk`` after ``cohorts/`` or ``enrollments/`` takes ``cohort_id`` or ``enrollment_id``.
+    A ``pk`` after ``cohorts/``, ``enrollments/`` or ``runs/`` takes ``cohort_id``, ``enrollment_id`` or ``run_id``.
     """
     if "cohorts/<int:pk>" in pattern and "cohort_id" in values:
         values = {**values, "pk": values["cohort_id"]}
     elif "enrollments/<int:pk>" in pattern and "enrollment_id" in values:
         values = {**values, "pk": values["enrollment_id"]}
+    elif "runs/<int:pk>" in pattern and "run_id" in values:
+        values = {**values, "pk": values["run_id"]}
     path = _CONVERTER.sub(lambda m: values.get(m.group(2), "1"), pattern)
     path = _GROUP.sub(lambda m: values.get(m.group(1), "1"), path)
     return "/" + path.replace("^", "").replace("$", "").replace("\\", "")
