@@ -125,7 +125,7 @@ def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> service
         state = services.current_item(enrollment_id=enrollment_id)
         if state.item is None:
             return state
-        services.submit_answer(enrollment_id=enrollment_id, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment_id, item=state.item_handle, answer=choose(state.item))
 
 
 class WorkerClient:
@@ -183,7 +183,7 @@ def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), w
             return enrollment
         wrong = wrong_training if state.step == "training" else wrong_test
         choose = wrong_answer if state.done in wrong else gold_answer
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=choose(state.item))
 
 
 def fake_model_rows(study):

@@ -39,7 +39,7 @@ def train(enrollment, correct: int):
         state = services.current_item(enrollment_id=enrollment.pk)
         if state.step != "training":
             return state
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=choose(state.item))
 
 
 def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_screen_out_code():
@@ -112,7 +112,7 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     # A researcher-filtered worker cannot answer.
     assert services.current_item(enrollment_id=enrollment.pk).step == "filtered"
     with pytest.raises(services.Conflict):
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=1, answer=["positive"])
+        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=1), answer=["positive"])
     # Reinstated mid-training: back to training.
     response = client.post(url + "reinstate/", {"reason": "mistake"}, content_type="application/json")
     assert response.status_code == 200 and response.json()["state"] == "training"
@@ -123,7 +123,7 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     client.post(url + "reinstate/", {"reason": "r"}, content_type="application/json")
     assert Enrollment.objects.get(pk=enrollment.pk).state == "testing"
     item = services.current_item(enrollment_id=enrollment.pk).item
-    services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=["positive"])
+    services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk), answer=["positive"])
     response = client.post(url + "filter/", {"reason": "late"}, content_type="application/json")
     assert response.status_code == 409 and "test step has started" in response.json()["detail"]
 

@@ -149,7 +149,7 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
                     if not _on_screen(page, sel):
                         missing[name].append((pk, sel))
                 screens[name].append(page.evaluate("document.documentElement.scrollHeight / innerHeight"))
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=pk, answer=[])
+        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=pk), answer=[])
     print(f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
           f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
           f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
@@ -171,7 +171,7 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
             first = next(i for s, i in toks if s == start)
             last = max(i for s, i in toks if s < end)
             return example, first, last
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=example.pk, answer=[])
+        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk), answer=[])
         page.goto("/work/")
         wait_view(page, "item")
 

@@ -91,7 +91,7 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
         enrollment = Enrollment.objects.get(worker__external_id=pid_for(f"P-{task}"))
         for _ in range(skip):  # move the worker far into the test step
             state = services.current_item(enrollment_id=enrollment.pk)
-            services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk,
+            services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
                                    answer=gold_answer(state.item))
         n_current, response = queries(worker.current)
         assert response.json()["progress"]["done"] == skip

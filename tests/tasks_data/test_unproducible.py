@@ -85,7 +85,7 @@ def test_left_out_of_the_training_s1_that_filters(official):
     study = make_study(tasks=["conll03"], shots=[10], chain=2, filter_floor=1.0, filter_fraction=None)
     enrollment = join(cohort(study, "conll03", 10), "perfect")
     while (state := services.current_item(enrollment_id=enrollment.pk)).step == "training" and state.item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
     enrollment.refresh_from_db()
     answers = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING).select_related("example")
     unreachable = [a for a in answers if a.example.gold_unproducible]

@@ -68,7 +68,7 @@ def answer_current(enrollment: Enrollment, *, right: bool = True):
                 start = item.context.find(g)
                 if start >= 0:
                     raw.append({"start": start, "end": start + len(g)})
-    return services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=raw)
+    return services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk), answer=raw)
 
 
 def fake_model_rows(study):

@@ -361,7 +361,7 @@ def test_the_last_test_answer_is_final_once_the_study_is_completed(demo_data):
 def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
     enrollment, client = _worker("squad2", shots=0)
     state = services.current_item(enrollment_id=enrollment.pk)
-    first = services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk,
+    first = services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
                                    answer=[]).answer  # "no answer"
     html = client.get("/work/revise/").content.decode()
     assert 'data-initial="[]"' in html and "Change answer" in html
