@@ -112,7 +112,8 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     # A researcher-filtered worker cannot answer.
     assert services.current_item(enrollment_id=enrollment.pk).step == "filtered"
     with pytest.raises(services.Conflict):
-        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=1), answer=["positive"])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=1)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["positive"])
     # Reinstated mid-training: back to training.
     response = client.post(url + "reinstate/", {"reason": "mistake"}, content_type="application/json")
     assert response.status_code == 200 and response.json()["state"] == "training"
@@ -123,7 +124,8 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     client.post(url + "reinstate/", {"reason": "r"}, content_type="application/json")
     assert Enrollment.objects.get(pk=enrollment.pk).state == "testing"
     item = services.current_item(enrollment_id=enrollment.pk).item
-    services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk), answer=["positive"])
+    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["positive"])
     response = client.post(url + "filter/", {"reason": "late"}, content_type="application/json")
     assert response.status_code == 409 and "test step has started" in response.json()["detail"]
 

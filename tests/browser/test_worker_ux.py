@@ -149,7 +149,8 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
                     if not _on_screen(page, sel):
                         missing[name].append((pk, sel))
                 screens[name].append(page.evaluate("document.documentElement.scrollHeight / innerHeight"))
-        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=pk), answer=[])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=[])
     print(f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
           f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
           f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
@@ -171,7 +172,8 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
             first = next(i for s, i in toks if s == start)
             last = max(i for s, i in toks if s < end)
             return example, first, last
-        services.submit_answer(enrollment_id=enrollment.pk, item=services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk), answer=[])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=[])
         page.goto("/work/")
         wait_view(page, "item")
 
