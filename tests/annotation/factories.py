@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 from django.test import Client
 
-from annotation import services
-from annotation.models import Cohort, Enrollment
+from annotation import attention, services
+from annotation.models import AttentionCheck, Cohort, Enrollment
+from annotation.session import SESSION_KEY
 from tasks_data.models import Example
 from tasks_data.registry import AnswerKind
 
@@ -128,6 +129,18 @@ def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> service
         services.submit_answer(enrollment_id=enrollment_id, item=state.item_handle, answer=choose(state.item))
 
 
+def example_of(enrollment_id: int, handle: str) -> Example:
+    """The example (or attention check, as the item shown) behind an enrollment's handle: the tests' oracle."""
+    enrollment = Enrollment.objects.select_related("cohort__task").get(pk=enrollment_id)
+    for example in Example.objects.filter(task_id=enrollment.cohort.task_id):
+        if services.item_handle(enrollment_id=enrollment_id, item_id=example.pk) == handle:
+            return example
+    for check in AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id):
+        if services.item_handle(enrollment_id=enrollment_id, item_id=check.item_id) == handle:
+            return attention.as_item(check, enrollment.cohort.task)
+    raise LookupError(f"no item of enrollment {enrollment_id} has the handle {handle!r}")
+
+
 class WorkerClient:
     """A worker's browser: joins through the link, then calls the worker API with the CSRF header."""
 
@@ -145,7 +158,19 @@ class WorkerClient:
     def current(self):
         return self.client.get("/api/work/current/")
 
-    def answer(self, item: int, answer, **extra):
+    @property
+    def enrollment_id(self) -> int | None:
+        return self.client.session.get(SESSION_KEY)
+
+    def example(self, handle: str) -> Example:
+        """The item behind a handle this worker was shown (the test's oracle: a worker cannot do this)."""
+        return example_of(self.enrollment_id, handle)
+
+    def handle(self, item) -> str:
+        """This worker's handle of an item (an Example or its id): a worker has it only for the item shown."""
+        return services.item_handle(enrollment_id=self.enrollment_id, item_id=getattr(item, "pk", item))
+
+    def answer(self, item: str, answer, **extra):
         body = {"item": item, "answer": answer, **extra}
         return self.send("post", "/api/work/answer/", body)
 

@@ -21,7 +21,7 @@ def answer_training(worker: WorkerClient, wrong: set[int] = frozenset()) -> dict
             return state
         example = Example.objects.get(pk=state["item"]["id"])
         choose = wrong_answer if state["progress"]["done"] in wrong else gold_answer
-        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
+        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
 
 
 def test_pid_case_variants_are_one_worker_and_cannot_enter_another_cohort_of_the_task():

@@ -163,7 +163,7 @@ def test_a_span_check_marks_a_word(researcher):
     assert "Mark the word &#x27;river&#x27;." in page and 'data-e="28">river</span>' in page  # the worker page
     item = worker.current().json()["item"]
     real = Example.objects.filter(task__slug="conll03", role="test").order_by("position").first()
-    skipped = worker.answer(real.pk, [])  # a worker who tries to skip the check
+    skipped = worker.answer(worker.handle(real), [])  # a worker who tries to skip the check
     assert skipped.status_code == 409 and not Answer.objects.exists()
     start = item["context"].index("river")
     assert worker.answer(item["id"], [{"start": start, "end": start + 5}]).status_code == 201

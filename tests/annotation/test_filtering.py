@@ -61,7 +61,7 @@ def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_scr
     assert "below the floor" in event.reason and event.actor == "system"
     # Never enters the test step.
     test_item = Example.objects.filter(task__slug="sst2", role="test").order_by("position").first()
-    assert worker.answer(test_item.pk, ["positive"]).status_code == 409
+    assert worker.answer(worker.handle(test_item), ["positive"]).status_code == 409
 
 
 def test_the_fraction_rule_applies_once_two_others_finished_training():

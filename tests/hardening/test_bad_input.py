@@ -184,9 +184,9 @@ def test_tricky_unicode_round_trips_and_offsets_are_code_points():
     # In code points: accepted, stored as the very gold string, full marks.
     utf16 = len(example.context[:start].encode("utf-16-le")) // 2
     assert utf16 > start  # characters outside the BMP before the answer: the two counts differ
-    wrong = worker.answer(example.pk, [{"start": utf16, "end": utf16 + len(gold), "text": gold}])
+    wrong = worker.answer(worker.handle(example), [{"start": utf16, "end": utf16 + len(gold), "text": gold}])
     assert_refused(wrong, 400, "does not match")
-    right = worker.answer(example.pk, [{"start": start, "end": start + len(gold), "text": gold}])
+    right = worker.answer(worker.handle(example), [{"start": start, "end": start + len(gold), "text": gold}])
     assert right.status_code == 201, right.content
     assert right.json()["s1"] == 1.0
     assert Answer.objects.get().texts == [gold]
@@ -202,7 +202,7 @@ def test_a_whole_journey_on_tricky_text_scores_every_gold_answer_fully(task):
         example = Example.objects.select_related("task").get(pk=item["id"])
         if task == "record":  # candidates carry their text, sliced in code points
             assert all(c["text"] == example.context[c["start"]:c["end"]] for c in item["candidates"])
-        response = worker.answer(example.pk, gold_answer(example))
+        response = worker.answer(worker.handle(example), gold_answer(example))
         assert response.status_code == 201, response.content
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.COMPLETED and enrollment.training_s1 == 1.0

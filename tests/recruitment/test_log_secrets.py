@@ -59,7 +59,7 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
         while (state := worker.current().json()).get("item") is not None:
             example = Example.objects.get(pk=state["item"]["id"])
             secrets.update({f"gold {example.pk} {i}": g for i, g in enumerate(example.gold)})
-            assert worker.answer(example.pk, gold_answer(example)).status_code in (200, 201)
+            assert worker.answer(worker.handle(example), gold_answer(example)).status_code in (200, 201)
     # Refused and failing joins: forged, someone else's session, Prolific refusing (401), Prolific down.
     forged_pid = pid_for("forger-logged")
     secrets["forged pid"] = forged_pid

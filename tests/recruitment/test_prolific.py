@@ -59,7 +59,7 @@ def finish(worker, choose=gold_answer):
         if state.get("item") is None:
             return state
         example = Example.objects.get(pk=state["item"]["id"])
-        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
+        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
 
 
 def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):

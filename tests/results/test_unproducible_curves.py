@@ -29,7 +29,7 @@ def test_unproducible_training_items_are_flagged_for_the_worker_and_on_every_cur
     flags = {}
     while (state := worker.current().json())["item"] is not None:
         example = Example.objects.select_related("task").get(pk=state["item"]["id"])
-        body = worker.answer(example.pk, gold_answer(example)).json()
+        body = worker.answer(worker.handle(example), gold_answer(example)).json()
         if body["step"] == "training":
             flags[example.pk] = body["gold_unproducible"]
         else:

@@ -71,9 +71,9 @@ def test_a_worker_journey_and_its_failures_log_nothing_sensitive(log_output, res
         state = worker.current().json()
         example = Example.objects.select_related("task").get(pk=state["item"]["id"])
         if n == 0:  # refusals first: each is logged by Django as a 4xx with the path
-            worker.answer(example.pk, [{"start": 0, "end": 10_000}])  # 400
+            worker.answer(worker.handle(example), [{"start": 0, "end": 10_000}])  # 400
             worker.send("post", "/api/work/answer/", {"item": example.pk, "answer": []}, csrf=False)  # 403 CSRF
-        assert worker.answer(example.pk, gold_answer(example)).status_code == 201
+        assert worker.answer(worker.handle(example), gold_answer(example)).status_code == 201
         for gold in example.gold:
             secrets[f"gold of item {example.pk}"] = gold
     # The join link replayed, refused, with a bad token; a missing parameter.
