@@ -66,7 +66,7 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
         assert not keys_anywhere(body) & FORBIDDEN_KEYS, "no gold before the answer"
         if body["item"] is None:
             return {"pid": pid, "step": body["step"], "completion": body["completion"], "test": sent}
-        example = Example.objects.select_related("task").get(pk=body["item"]["id"])
+        example = worker.example(body["item"]["id"])
         training = body["step"] == "training"
         answer = noisy_answer(example, rng, p_training if training else p_test)
         response = worker.answer(worker.handle(example), answer)

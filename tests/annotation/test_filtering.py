@@ -49,7 +49,7 @@ def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_scr
     enrollment = Enrollment.objects.get()
     for _ in range(10):
         item = worker.current().json()["item"]
-        last = worker.answer(item["id"], wrong_answer(Example.objects.get(pk=item["id"]))).json()
+        last = worker.answer(item["id"], wrong_answer(worker.example(item["id"]))).json()
     assert last["next_step"] == "filtered"
     assert last["completion"]["code"] == "SOUT"
     assert last["completion"]["redirect_url"].endswith("cc=SOUT")

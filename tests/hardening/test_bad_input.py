@@ -175,7 +175,7 @@ def test_tricky_unicode_round_trips_and_offsets_are_code_points():
     """Contexts with combining marks, right-to-left text, a bidi override and emoji (ZWJ, outside the BMP)."""
     worker = bound_worker(task="squad2", shots=10)
     state = worker.current().json()
-    example = Example.objects.select_related("task").get(pk=state["item"]["id"])
+    example = worker.example(state["item"]["id"])
     assert state["item"]["context"] == example.context  # exactly the stored text, through JSON
     for piece in (COMBINING, RTL, EMOJI, ASTRAL):
         assert piece in example.context
@@ -199,7 +199,7 @@ def test_a_whole_journey_on_tricky_text_scores_every_gold_answer_fully(task):
     enrollment = Enrollment.objects.get()
     while (state := worker.current().json())["item"] is not None:
         item = state["item"]
-        example = Example.objects.select_related("task").get(pk=item["id"])
+        example = worker.example(item["id"])
         if task == "record":  # candidates carry their text, sliced in code points
             assert all(c["text"] == example.context[c["start"]:c["end"]] for c in item["candidates"])
         response = worker.answer(worker.handle(example), gold_answer(example))

@@ -48,7 +48,7 @@ def walk(worker: WorkerClient) -> list[dict]:
         if state["item"] is None:
             rows.append({"step": state["step"], "done": state["progress"]["done"], "current": n_current})
             return rows
-        example = Example.objects.select_related("task").get(pk=state["item"]["id"])
+        example = worker.example(state["item"]["id"])
         n_answer, answered = queries(lambda: worker.answer(worker.handle(example), gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201, answered.content
         body = answered.json()

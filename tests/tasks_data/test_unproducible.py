@@ -101,7 +101,7 @@ def test_feedback_page_says_the_gold_cannot_be_marked_exactly(official):
     worker = WorkerClient(cohort(study, "conll03", 10), "fb")
     seen = {True: 0, False: 0}
     while (current := worker.current().json())["step"] == "training":
-        item = Example.objects.get(pk=current["item"]["id"])
+        item = worker.example(current["item"]["id"])
         assert worker.answer(worker.handle(item), gold_answer(item)).status_code == 201
         page = worker.client.get("/work/").content.decode()
         assert ("cannot be marked exactly" in page) is item.gold_unproducible
