@@ -132,9 +132,9 @@ def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> service
 def example_of(enrollment_id: int, handle: str) -> Example:
     """The example (or attention check, as the item shown) behind an enrollment's handle: the tests' oracle."""
     enrollment = Enrollment.objects.select_related("cohort__task").get(pk=enrollment_id)
-    for example in Example.objects.filter(task_id=enrollment.cohort.task_id).select_related("task"):
-        if services.item_handle(enrollment_id=enrollment_id, item_id=example.pk) == handle:
-            return example
+    for pk in Example.objects.filter(task_id=enrollment.cohort.task_id).values_list("pk", flat=True):
+        if services.item_handle(enrollment_id=enrollment_id, item_id=pk) == handle:
+            return Example.objects.select_related("task").get(pk=pk)
     for check in AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id):
         if services.item_handle(enrollment_id=enrollment_id, item_id=check.item_id) == handle:
             return attention.as_item(check, enrollment.cohort.task)

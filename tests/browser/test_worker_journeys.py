@@ -135,9 +135,10 @@ def _cannot_change(page, enrollment, example):
     assert page.locator('input[name="answer_id"]').input_value() == answer_id
     assert page.locator("#answer-form").count() == 0  # nothing to answer on the page
 
-    # A replayed form POST with another answer: refused (409), nothing changes.
+    # A replayed form POST with another answer (the handle the page posted): refused (409), nothing changes.
     token = page.locator('input[name="csrfmiddlewaretoken"]').first.input_value()
-    response = page.request.post("/work/answer/", form={"csrfmiddlewaretoken": token, "example_id": str(example.pk),
+    example_handle = services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk)
+    response = page.request.post("/work/answer/", form={"csrfmiddlewaretoken": token, "item": example_handle,
                                                         "none": "1"})
     assert response.status == 409
     assert Answer.objects.get(pk=answer.pk).texts == answer.texts

@@ -55,7 +55,7 @@ def test_oversized_bodies_are_413_with_a_message_before_anything_is_read(researc
     client = Client()
     client.force_login(researcher)
     assert_refused(client.post("/api/studies/", big, content_type="application/json"), 413, "bytes")
-    page = worker.client.post("/work/answer/", {"example_id": item, "label": "positive", "pad": "x" * LIMIT})
+    page = worker.client.post("/work/answer/", {"item": item, "label": "positive", "pad": "x" * LIMIT})
     assert page.status_code == 413 and "Request too large" in page.content.decode()
     for path in ("/accounts/login/", "/admin/login/"):
         assert Client().post(path, {"username": "x", "password": "x" * LIMIT}).status_code == 413

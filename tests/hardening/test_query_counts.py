@@ -135,8 +135,8 @@ def page_counts(client: Client, example_answer) -> dict[str, int]:
     htmx = {"HTTP_HX_REQUEST": "true"}
     counts = {"GET /work/": queries(lambda: client.get("/work/"))[0],
               "GET /work/ (htmx)": queries(lambda: client.get("/work/", **htmx))[0]}
-    example_id, form = example_answer()
-    n, response = queries(lambda: client.post("/work/answer/", {"example_id": example_id, **form}, **htmx))
+    handle, form = example_answer()
+    n, response = queries(lambda: client.post("/work/answer/", {"item": handle, **form}, **htmx))
     assert response.status_code == 200 and response.get("X-Answer-Status") is None, response.content[:300]
     counts["POST /work/answer/ (htmx)"] = n
     return counts
@@ -154,8 +154,8 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
     start = queries(lambda: client.post("/work/start/"))[0]
 
     def current_answer():
-        item = services.current_item(enrollment_id=enrollment.pk).item
-        return item.pk, {"label": item.gold[0]}
+        handle = worker.current().json()["item"]["id"]  # as the worker is shown it
+        return handle, {"label": worker.example(handle).gold[0]}
 
     seen = {}
     for _ in range(16):
