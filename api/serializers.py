@@ -2,7 +2,8 @@
 
 The worker payloads (``work_state_payload``, ``submit_payload``) are the contract crowd
 platforms and the worker UI depend on; they never carry the gold answer of an item before
-the worker answered it, nor the item's CLUES id.
+the worker answered it, nor the item's CLUES id or database id (items are addressed by their
+handle, ``annotation.handles``).
 """
 
 from __future__ import annotations
