@@ -48,8 +48,9 @@ def walk(worker: WorkerClient) -> list[dict]:
         if state["item"] is None:
             rows.append({"step": state["step"], "done": state["progress"]["done"], "current": n_current})
             return rows
-        example = worker.example(state["item"]["id"])
-        n_answer, answered = queries(lambda: worker.answer(worker.handle(example), gold_answer(example)))  # noqa: B023
+        handle = state["item"]["id"]
+        example = worker.example(handle)
+        n_answer, answered = queries(lambda: worker.answer(handle, gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201, answered.content
         body = answered.json()
         rows.append({"step": state["step"], "done": state["progress"]["done"], "total": state["progress"]["total"],
@@ -95,8 +96,9 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
                                    answer=gold_answer(state.item))
         n_current, response = queries(worker.current)
         assert response.json()["progress"]["done"] == skip
-        example = Example.objects.select_related("task").get(pk=response.json()["item"]["id"])
-        n_answer, answered = queries(lambda: worker.answer(worker.handle(example), gold_answer(example)))  # noqa: B023
+        handle = response.json()["item"]["id"]
+        example = worker.example(handle)
+        n_answer, answered = queries(lambda: worker.answer(handle, gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201
         counts[task] = (n_current, n_answer)
     assert counts["sst2"] == counts["mnli"], counts

@@ -54,6 +54,9 @@ _MASKS = [
     (re.compile(r'(name="csrfmiddlewaretoken" value=")[^"]+'), r"\1CSRF"),
     (re.compile(r'("X-CSRFToken": ")[^"]+'), r"\1CSRF"),
     (re.compile(r'(name="answer_id" value=")\d+'), r"\1ID"),
+    # Each worker's handle of an item is their own (annotation.handles): the same item, another handle.
+    (re.compile(r'(name="item" value=")[a-z2-7]{16}'), r"\1HANDLE"),
+    (re.compile(r'("(?:id|item)":")[a-z2-7]{16}"'), r'\1HANDLE"'),
     (re.compile(r"WORKER-[AB]"), "WORKER-X"),
 ]
 
