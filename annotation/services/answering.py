@@ -149,7 +149,6 @@ class SubmitResult:
     item: str = ""  # the handle the answer was posted with
 
 
-
 def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
     """Store one answer, once (rules 3, 5, 6); at the end of a step, move the worker on.
 
