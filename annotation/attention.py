@@ -96,10 +96,10 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
 
 
 def _reserve_item_id() -> int:
-    """The id the worker sees for a check: taken from the examples' own id sequence, so that it looks
-    like any item's id and no example imported later can ever get it (answers and revisions are keyed
-    by item id). PostgreSQL: ``nextval`` of the identity sequence; SQLite: the AUTOINCREMENT counter
-    (Django declares AutoFields AUTOINCREMENT there, so a reserved id is never reused)."""
+    """The check's item id: taken from the examples' own id sequence, so that no example imported later
+    can ever get it (answers, revisions and the worker's handle, ``annotation.handles``, are keyed by item
+    id; the worker never sees the id itself). PostgreSQL: ``nextval`` of the identity sequence; SQLite: the
+    AUTOINCREMENT counter (Django declares AutoFields AUTOINCREMENT there, so a reserved id is never reused)."""
     table = Example._meta.db_table
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

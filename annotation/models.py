@@ -363,5 +363,5 @@ class AttentionAnswer(models.Model):
 
     @property
     def example_id(self) -> int:
-        """The item id the worker answered (the API's ``item``)."""
+        """The item id answered (the worker knew it only by its handle, ``annotation.handles``)."""
         return self.attention_check.item_id

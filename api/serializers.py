@@ -2,7 +2,8 @@
 
 The worker payloads (``work_state_payload``, ``submit_payload``) are the contract crowd
 platforms and the worker UI depend on; they never carry the gold answer of an item before
-the worker answered it, nor the item's CLUES id.
+the worker answered it, nor the item's CLUES id or database id (items are addressed by their
+handle, ``annotation.handles``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from tasks_data.registry import AnswerKind, TaskSpec
 # ---------------------------------------------------------------- workers
 
 
-def item_payload(example: Example, spec: TaskSpec) -> dict:
-    """What a worker sees of an item: never the gold answer, the CLUES id, or answerability."""
+def item_payload(example: Example, spec: TaskSpec, handle: str) -> dict:
+    """What a worker sees of an item: its handle (``annotation.handles``), never the gold answer, the CLUES id,
+    the database id or answerability."""
     kind = spec.answer_kind
-    item: dict = {"id": example.pk, "kind": kind.value, "question": example.question}
+    item: dict = {"id": handle, "kind": kind.value, "question": example.question}
     if spec.context_is_pair:
         item["premise"], item["hypothesis"] = example.context, example.hypothesis
     else:
@@ -51,7 +53,7 @@ def work_state_payload(state: services.WorkState) -> dict:
     return {
         "step": state.step,
         "progress": {"done": state.done, "total": state.total},
-        "item": item_payload(state.item, spec) if state.item is not None else None,
+        "item": item_payload(state.item, spec, state.item_handle) if state.item is not None else None,
         "task": task_payload(spec),
         "completion": completion_payload(state.enrollment),
     }
@@ -60,7 +62,7 @@ def work_state_payload(state: services.WorkState) -> dict:
 def submit_payload(result: services.SubmitResult, enrollment) -> dict:
     """``POST /api/work/answer/`` (201): training answers get the gold and S1 of that item."""
     payload = {
-        "item": result.answer.example_id,
+        "item": result.item,
         "step": "training" if result.step == "training" else "test",
         "progress": {"done": result.done, "total": result.total},
         "next_step": step_name(result.next_state),
@@ -75,7 +77,8 @@ def submit_payload(result: services.SubmitResult, enrollment) -> dict:
 
 
 class AnswerSubmitSerializer(serializers.Serializer):
-    item = serializers.IntegerField(help_text="The item's id, as GET /api/work/current/ gave it.")
+    item = serializers.CharField(trim_whitespace=False, max_length=64,
+                                 help_text="The item's handle: item.id as GET /api/work/current/ gave it.")
     answer = serializers.JSONField(
         help_text='A label ["positive"]; spans [{"start": s, "end": e}] (end exclusive); [] for none.')
 
@@ -101,14 +104,15 @@ class WorkStateSerializer(serializers.Serializer):
     step = serializers.ChoiceField(choices=["training", "test", "done", "filtered", "withdrawn", "expired"])
     progress = ProgressSerializer()
     item = serializers.DictField(allow_null=True, help_text=(
-        "id, kind (label|spans|span_or_none|entity), question, context (MNLI: premise and hypothesis), "
+        "id (the item's handle for this worker, a string: post it back as item), kind "
+        "(label|spans|span_or_none|entity), question, context (MNLI: premise and hypothesis), "
         "labels (label kind), candidates [{start, end, text}] (entity kind)"))
     task = serializers.DictField()
     completion = CompletionSerializer(allow_null=True)
 
 
 class SubmitResultSerializer(serializers.Serializer):
-    item = serializers.IntegerField()
+    item = serializers.CharField(help_text="The handle of the item answered.")
     step = serializers.ChoiceField(choices=["training", "test"])
     progress = ProgressSerializer()
     next_step = serializers.CharField()

@@ -170,7 +170,7 @@ class WorkAnswerView(WorkerView):
     def post(self, request):
         body = AnswerSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.submit_answer(enrollment_id=self.enrollment_id, example_id=body.validated_data["item"],
+        result = services.submit_answer(enrollment_id=self.enrollment_id, item=body.validated_data["item"],
                                         answer=body.validated_data["answer"])
         return Response(submit_payload(result, result.answer.enrollment), status=status.HTTP_201_CREATED)
 
@@ -394,6 +394,6 @@ class WorkReviseView(WorkerView):
         body = AnswerSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         answer = services.revise_last_test_answer(enrollment_id=self.enrollment_id,
-                                                  example_id=body.validated_data["item"],
+                                                  item=body.validated_data["item"],
                                                   answer=body.validated_data["answer"])
-        return Response({"item": answer.example_id, "position": answer.position, "answer": answer.texts})
+        return Response({"item": body.validated_data["item"], "position": answer.position, "answer": answer.texts})

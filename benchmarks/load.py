@@ -48,6 +48,8 @@ import psycopg
 import redis
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: the handles are computed by the platform's own code
+    sys.path.insert(0, str(REPO))
 PYTHON = sys.executable
 RETRYABLE = {502, 503, 504}
 
@@ -71,6 +73,7 @@ class Server:
     hot_path: str = "sql"  # the worker's hot path: hand-written SQL or the ORM oracle (settings.CLUES_HOT_PATH)
     proc: subprocess.Popen | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="clues-bench-")))
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))  # one for every process it starts
 
     @property
     def database_url(self) -> str:
@@ -85,7 +88,7 @@ class Server:
             **os.environ,
             "DATABASE_URL": self.database_url,
             "DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(50),
+            "SECRET_KEY": self.secret_key,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             # Plain HTTP on loopback: no TLS redirect, cookies without the Secure flag.
             "SECURE_SSL_REDIRECT": "0",
@@ -161,14 +164,18 @@ class Server:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stored_answers(self) -> Counter:
-        """(worker external id, item id) -> how many rows, read straight from the database."""
+        """(worker external id, item handle) -> how many rows, read straight from the database; the handle is the
+        one the worker was shown and acknowledged (the worker never sees an item's database id)."""
+        from annotation.handles import item_handle
+
         with psycopg.connect(self.database_url) as conn:
             rows = conn.execute(
-                "SELECT w.external_id, a.example_id, count(*) FROM annotation_answer a "
+                "SELECT w.external_id, e.id, a.example_id, count(*) FROM annotation_answer a "
                 "JOIN annotation_enrollment e ON e.id = a.enrollment_id "
-                "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2"
+                "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2, 3"
             ).fetchall()
-        return Counter({(pid, item): n for pid, item, n in rows})
+        return Counter({(pid, item_handle(enrollment_id=enrollment, item_id=item, secret=self.secret_key)): n
+                        for pid, enrollment, item, n in rows})
 
 
 # ---------------------------------------------------------------- simulated workers

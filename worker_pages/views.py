@@ -158,6 +158,7 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
     ctx.update(
         view="item",
         item=item,
+        item_handle=state.item_handle,
         step=state.step,
         progress=_progress(state.step, state.done, state.total, enrollment.cohort.shots),
         question=_question(spec, item),
@@ -388,13 +389,12 @@ def answer(request: HttpRequest) -> HttpResponse:
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
-    try:
-        example_id = int(request.POST.get("example_id", ""))
-    except ValueError:
+    item = request.POST.get("item", "")
+    if not item:
         return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
     try:
         raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=example_id, answer=raw)
+        services.submit_answer(enrollment_id=enrollment.pk, item=item, answer=raw)
     except services.Conflict:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 409, notice=_CONFLICT_NOTICE)
@@ -460,13 +460,12 @@ def revise(request: HttpRequest) -> HttpResponse:
         return _render_stage(request, enrollment, context=ctx)
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    try:
-        example_id = int(request.POST.get("example_id", ""))
-    except ValueError:
+    item = request.POST.get("item", "")
+    if not item:
         return _refused(request, enrollment, 400, error="The answer could not be read. Please try again.")
     try:
         raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
-        answer = services.revise_last_test_answer(enrollment_id=enrollment.pk, example_id=example_id, answer=raw)
+        answer = services.revise_last_test_answer(enrollment_id=enrollment.pk, item=item, answer=raw)
     except services.Conflict:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 409, notice=_NOT_REVISABLE)

@@ -5,7 +5,8 @@ enforced here (or by a database constraint) and nowhere else. One module per sub
 
 - ``studies``: create a study and its cohorts, launch, close and re-open them;
 - ``joining``: the worker's identity from the join link (the study's crowd provider), and enrollment (rules 1, 2);
-- ``answering``: the items of each step, the current item, storing and revising answers (3, 5, 6);
+- ``answering``: the items of each step, the current item, storing and revising answers (3, 5, 6), each
+  item addressed by its handle (``annotation.handles``), never its database id;
 - ``filtering``: the end of training (rule 4), filter / reinstate / withdraw / expire;
 - ``completion``: the code a finished or filtered worker gets;
 - ``hot_sql``: the worker's hot-path statements, written in SQL for speed.
@@ -15,6 +16,7 @@ the names below are its whole public surface.
 """
 
 from ..answers import InvalidAnswer
+from ..handles import item_handle
 from ..protocol import JoinRefused, TransitionNotAllowed
 from .answering import SubmitResult, WorkState, current_item, item_order, revise_last_test_answer, submit_answer
 from .completion import completion
@@ -37,7 +39,7 @@ __all__ = [
     "create_study", "data_errors", "launch_cohorts", "close_cohort", "reopen_cohort", "close_study",
     # workers
     "join", "JoinOutcome", "NOT_ALLOWED", "RESUME_PARAM", "current_item", "WorkState", "item_order", "submit_answer",
-    "SubmitResult", "revise_last_test_answer", "completion",
+    "SubmitResult", "revise_last_test_answer", "completion", "item_handle",
     # researchers' actions and the clock
     "filter_enrollment", "reinstate_enrollment", "leave_out_of_results", "put_back_in_results", "withdraw",
     "expire_stale",

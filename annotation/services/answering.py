@@ -18,6 +18,7 @@ from tasks_data.s1 import item_s1
 
 from .. import attention
 from ..answers import validate_answer
+from ..handles import is_handle_of, item_handle
 from ..models import Answer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
 from .errors import Conflict
@@ -85,6 +86,13 @@ class WorkState:
     item: Example | None = None
     enrollment: Enrollment | None = None
 
+    @property
+    def item_handle(self) -> str | None:
+        """What the worker answers the item by (``annotation.handles``); never the item's database id."""
+        if self.item is None:
+            return None
+        return item_handle(enrollment_id=self.enrollment.pk, item_id=self.item.pk)
+
 
 def current_item(*, enrollment_id: int) -> WorkState:
     """Where the worker is; records when the current item was first served.
@@ -138,13 +146,16 @@ class SubmitResult:
     gold: list[str] | None = None  # training step only
     s1: float | None = None  # training step only
     events: list[str] = field(default_factory=list)
+    item: str = ""  # the handle the answer was posted with
 
 
-def submit_answer(*, enrollment_id: int, example_id: int, answer) -> SubmitResult:
+def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
     """Store one answer, once (rules 3, 5, 6); at the end of a step, move the worker on.
 
-    Raises Conflict (409): not in a step, the item is not the current one, or it is already
-    answered; InvalidAnswer (400). Nothing is stored when it raises.
+    ``item`` is the current item's handle (``annotation.handles``), as the worker was shown it.
+    Raises Conflict (409): not in a step, the item is not the current one (any other handle,
+    another enrollment's or a made-up one), or it is already answered; InvalidAnswer (400).
+    Nothing is stored when it raises.
 
     The enrollment's row lock serialises a worker's submissions; the answers are counted after
     the lock is taken, so the count includes every submission committed before. A constant
@@ -162,13 +173,10 @@ def submit_answer(*, enrollment_id: int, example_id: int, answer) -> SubmitResul
         total = step_total(enrollment, step)
         check, checks_done, checks = _attention(enrollment, step, done)
         if check is not None:
-            return _submit_check(enrollment, check, example_id, answer, done + checks_done, total + checks)
+            return _submit_check(enrollment, check, item, answer, done + checks_done, total + checks)
         example = item_at(enrollment, step, done) if done < total else None
-        if example is None or example.pk != example_id:
-            if (isinstance(example_id, int) and 0 < example_id < 2**63
-                    and Answer.objects.filter(enrollment_id=enrollment.pk, example_id=example_id).exists()):
-                raise Conflict("this item was already answered; answers are final")
-            raise Conflict("this is not the current item: items are answered one at a time, in order")
+        if example is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=example.pk):
+            _refuse_other_item(enrollment, item)
         spec = enrollment.cohort.task.spec
         valid = validate_answer(spec, example, answer)
         score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
@@ -183,7 +191,8 @@ def submit_answer(*, enrollment_id: int, example_id: int, answer) -> SubmitResul
         served = enrollment.current_served_at
         enrollment.current_served_at = None
         done += 1
-        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state)
+        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state,
+                              item=item)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
             if done == total:
@@ -199,8 +208,10 @@ def submit_answer(*, enrollment_id: int, example_id: int, answer) -> SubmitResul
         return result
 
 
-def revise_last_test_answer(*, enrollment_id: int, example_id: int, answer) -> Answer:
+def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> Answer:
     """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
+
+    ``item`` is that answer's handle (``annotation.handles``).
 
     The paper makes an answer final once its gold is shown: training answers (gold shown at once),
     an older test answer, and the last one once the enrollment has left the test step stay final
@@ -217,7 +228,7 @@ def revise_last_test_answer(*, enrollment_id: int, example_id: int, answer) -> A
             raise Conflict("answers can be changed only during the test step: this answer is final")
         last = (Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
                 .select_related("example").order_by("-position").first())
-        if last is None or not isinstance(example_id, int) or last.example_id != example_id or (
+        if last is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.example_id) or (
                 enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk,
                                                                                           last.answered_at)):
             raise Conflict("only your last test answer can be changed, until you submit the next one")
@@ -236,11 +247,22 @@ def revise_last_test_answer(*, enrollment_id: int, example_id: int, answer) -> A
         return last
 
 
-def _submit_check(enrollment: Enrollment, check, example_id, raw_answer, done: int, total: int) -> SubmitResult:
+def _refuse_other_item(enrollment: Enrollment, handle) -> None:
+    """Conflict for a handle that is not the current item's: "already answered" when it is one of this
+    enrollment's answered items, tests and checks alike (a check must answer a repeat as any item does),
+    else "not the current item". Only on a refusal, so the hot path pays nothing for it."""
+    answered = [*Answer.objects.filter(enrollment_id=enrollment.pk).values_list("example_id", flat=True),
+                *enrollment.attention_answers.values_list("attention_check__item_id", flat=True)]
+    if any(is_handle_of(handle, enrollment_id=enrollment.pk, item_id=pk) for pk in answered):
+        raise Conflict("this item was already answered; answers are final")
+    raise Conflict("this is not the current item: items are answered one at a time, in order")
+
+
+def _submit_check(enrollment: Enrollment, check, handle, raw_answer, done: int, total: int) -> SubmitResult:
     """Store an attention check's answer apart from test answers (``annotation.attention``)."""
-    if example_id != check.item_id:
-        raise Conflict("this is not the current item: items are answered one at a time, in order")
+    if not is_handle_of(handle, enrollment_id=enrollment.pk, item_id=check.item_id):
+        _refuse_other_item(enrollment, handle)
     answer = attention.store_answer(enrollment, check, raw_answer)
     hot_path().mark_served(enrollment.pk, None)
     return SubmitResult(step=Answer.Step.TEST, answer=answer, done=done + 1, total=total,
-                        next_state=enrollment.state)
+                        next_state=enrollment.state, item=handle)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 from django.test import Client
 
-from annotation import services
-from annotation.models import Cohort, Enrollment
+from annotation import attention, services
+from annotation.models import AttentionCheck, Cohort, Enrollment
+from annotation.session import SESSION_KEY
 from tasks_data.models import Example
 from tasks_data.registry import AnswerKind
 
@@ -125,7 +126,19 @@ def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> service
         state = services.current_item(enrollment_id=enrollment_id)
         if state.item is None:
             return state
-        services.submit_answer(enrollment_id=enrollment_id, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment_id, item=state.item_handle, answer=choose(state.item))
+
+
+def example_of(enrollment_id: int, handle: str) -> Example:
+    """The example (or attention check, as the item shown) behind an enrollment's handle: the tests' oracle."""
+    enrollment = Enrollment.objects.select_related("cohort__task").get(pk=enrollment_id)
+    for pk in Example.objects.filter(task_id=enrollment.cohort.task_id).values_list("pk", flat=True):
+        if services.item_handle(enrollment_id=enrollment_id, item_id=pk) == handle:
+            return Example.objects.select_related("task").get(pk=pk)
+    for check in AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id):
+        if services.item_handle(enrollment_id=enrollment_id, item_id=check.item_id) == handle:
+            return attention.as_item(check, enrollment.cohort.task)
+    raise LookupError(f"no item of enrollment {enrollment_id} has the handle {handle!r}")
 
 
 class WorkerClient:
@@ -145,7 +158,19 @@ class WorkerClient:
     def current(self):
         return self.client.get("/api/work/current/")
 
-    def answer(self, item: int, answer, **extra):
+    @property
+    def enrollment_id(self) -> int | None:
+        return self.client.session.get(SESSION_KEY)
+
+    def example(self, handle: str) -> Example:
+        """The item behind a handle this worker was shown (the test's oracle: a worker cannot do this)."""
+        return example_of(self.enrollment_id, handle)
+
+    def handle(self, item) -> str:
+        """This worker's handle of an item (an Example or its id): a worker has it only for the item shown."""
+        return services.item_handle(enrollment_id=self.enrollment_id, item_id=getattr(item, "pk", item))
+
+    def answer(self, item: str, answer, **extra):
         body = {"item": item, "answer": answer, **extra}
         return self.send("post", "/api/work/answer/", body)
 
@@ -183,7 +208,7 @@ def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), w
             return enrollment
         wrong = wrong_training if state.step == "training" else wrong_test
         choose = wrong_answer if state.done in wrong else gold_answer
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=choose(state.item))
 
 
 def fake_model_rows(study):

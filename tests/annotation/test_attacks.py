@@ -7,7 +7,6 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Enrollment, Worker
-from tasks_data.models import Example
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, wrong_answer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -19,9 +18,9 @@ def answer_training(worker: WorkerClient, wrong: set[int] = frozenset()) -> dict
         state = worker.current().json()
         if state["step"] != "training":
             return state
-        example = Example.objects.get(pk=state["item"]["id"])
+        example = worker.example(state["item"]["id"])
         choose = wrong_answer if state["progress"]["done"] in wrong else gold_answer
-        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
+        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
 
 
 def test_pid_case_variants_are_one_worker_and_cannot_enter_another_cohort_of_the_task():

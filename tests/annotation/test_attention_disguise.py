@@ -7,7 +7,6 @@ import pytest
 from django.test import Client
 
 from annotation.models import Answer, AttentionCheck
-from tasks_data.models import Example
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -35,34 +34,34 @@ def test_the_description_counts_the_items_the_worker_will_see(worker):
 
 def test_the_answer_before_a_check_cannot_be_changed_once_the_check_is_answered(worker):
     first = worker.current().json()["item"]
-    example = Example.objects.select_related("task").get(pk=first["id"])
+    example = worker.example(first["id"])
     assert worker.answer(first["id"], gold_answer(example)).status_code == 201
     # Control: right after an item, "Change it" works.
     page = worker.client.get("/work/").content.decode()
     assert 'data-role="undo"' in page
     check = worker.current().json()["item"]
-    assert check["id"] == AttentionCheck.objects.get().item_id
+    assert worker.example(check["id"]).pk == AttentionCheck.objects.get().item_id
     assert worker.answer(check["id"], ["negative"]).status_code == 201
     page = worker.client.get("/work/").content.decode()
     assert 'data-role="undo"' not in page, "no Change it for the item before the check"
     assert "can no longer be changed" in worker.client.get("/work/revise/").content.decode()
-    posted = worker.client.post("/work/revise/", {"example_id": first["id"], "label": "negative"},
+    posted = worker.client.post("/work/revise/", {"item": first["id"], "label": "negative"},
                                 HTTP_X_CSRFTOKEN=worker.csrf)
     assert posted.status_code == 409
     api = worker.send("post", "/api/work/revise/", {"item": first["id"], "answer": ["negative"]})
     assert api.status_code == 409
-    assert Answer.objects.get(example_id=first["id"]).texts == [example.gold[0]], "the answer is unchanged"
+    assert Answer.objects.get(example=example).texts == [example.gold[0]], "the answer is unchanged"
 
 
 def test_after_a_check_the_previous_item_is_numbered_as_the_worker_saw_it(worker):
     for _ in range(2):  # item 1, then the check (item 2 as the worker sees it)
         item = worker.current().json()["item"]
         check_id = AttentionCheck.objects.get().item_id
-        answer = ["negative"] if item["id"] == check_id else gold_answer(
-            Example.objects.select_related("task").get(pk=item["id"]))
+        shown = worker.example(item["id"])
+        answer = ["negative"] if shown.pk == check_id else gold_answer(shown)
         assert worker.answer(item["id"], answer).status_code == 201
     third = worker.current().json()["item"]  # test item 2, the worker's item 3
-    assert worker.answer(third["id"], gold_answer(Example.objects.select_related("task").get(pk=third["id"]))) \
+    assert worker.answer(third["id"], gold_answer(worker.example(third["id"]))) \
         .status_code == 201
     page = worker.client.get("/work/").content.decode()
     assert "Your answer to item 3:" in page and "item <strong>4</strong> of 5" in page

@@ -92,7 +92,8 @@ def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
     enrollment = services.join(token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24,
                                                                              "SESSION_ID": "x"}).enrollment
     item = services.current_item(enrollment_id=enrollment.pk).item
-    results = run_together(10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk,
+    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    results = run_together(10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, item=handle,
                                                                 answer=["negative"]))
     stored = [r for r in results if isinstance(r, services.SubmitResult)]
     assert len(stored) == 1

@@ -66,10 +66,10 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
         assert not keys_anywhere(body) & FORBIDDEN_KEYS, "no gold before the answer"
         if body["item"] is None:
             return {"pid": pid, "step": body["step"], "completion": body["completion"], "test": sent}
-        example = Example.objects.select_related("task").get(pk=body["item"]["id"])
+        example = worker.example(body["item"]["id"])
         training = body["step"] == "training"
         answer = noisy_answer(example, rng, p_training if training else p_test)
-        response = worker.answer(example.pk, answer)
+        response = worker.answer(worker.handle(example), answer)
         assert response.status_code == 201, response.json()
         result = response.json()
         if training:
@@ -79,7 +79,7 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
         else:
             assert "gold" not in result and "s1" not in result
             sent[example.pk] = _texts(example, answer)
-        assert worker.answer(example.pk, answer).status_code == 409  # answers are final
+        assert worker.answer(worker.handle(example), answer).status_code == 409  # answers are final
 
 
 def _texts(example: Example, answer: list) -> list[str]:

@@ -39,7 +39,7 @@ def train(enrollment, correct: int):
         state = services.current_item(enrollment_id=enrollment.pk)
         if state.step != "training":
             return state
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=choose(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=choose(state.item))
 
 
 def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_screen_out_code():
@@ -49,7 +49,7 @@ def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_scr
     enrollment = Enrollment.objects.get()
     for _ in range(10):
         item = worker.current().json()["item"]
-        last = worker.answer(item["id"], wrong_answer(Example.objects.get(pk=item["id"]))).json()
+        last = worker.answer(item["id"], wrong_answer(worker.example(item["id"]))).json()
     assert last["next_step"] == "filtered"
     assert last["completion"]["code"] == "SOUT"
     assert last["completion"]["redirect_url"].endswith("cc=SOUT")
@@ -61,7 +61,7 @@ def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_scr
     assert "below the floor" in event.reason and event.actor == "system"
     # Never enters the test step.
     test_item = Example.objects.filter(task__slug="sst2", role="test").order_by("position").first()
-    assert worker.answer(test_item.pk, ["positive"]).status_code == 409
+    assert worker.answer(worker.handle(test_item), ["positive"]).status_code == 409
 
 
 def test_the_fraction_rule_applies_once_two_others_finished_training():
@@ -112,7 +112,8 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     # A researcher-filtered worker cannot answer.
     assert services.current_item(enrollment_id=enrollment.pk).step == "filtered"
     with pytest.raises(services.Conflict):
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=1, answer=["positive"])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=1)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["positive"])
     # Reinstated mid-training: back to training.
     response = client.post(url + "reinstate/", {"reason": "mistake"}, content_type="application/json")
     assert response.status_code == 200 and response.json()["state"] == "training"
@@ -123,7 +124,8 @@ def test_a_researcher_filters_and_reinstates_with_a_reason_until_the_test_step_s
     client.post(url + "reinstate/", {"reason": "r"}, content_type="application/json")
     assert Enrollment.objects.get(pk=enrollment.pk).state == "testing"
     item = services.current_item(enrollment_id=enrollment.pk).item
-    services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=["positive"])
+    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["positive"])
     response = client.post(url + "filter/", {"reason": "late"}, content_type="application/json")
     assert response.status_code == 409 and "test step has started" in response.json()["detail"]
 

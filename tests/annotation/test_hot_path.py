@@ -54,7 +54,7 @@ def _journey(settings, implementation, enrollment_id: int) -> None:
             return
         # A reload serves the same item.
         assert services.current_item(enrollment_id=enrollment_id).item.pk == state.item.pk
-        services.submit_answer(enrollment_id=enrollment_id, example_id=state.item.pk,
+        services.submit_answer(enrollment_id=enrollment_id, item=state.item_handle,
                                answer=(gold_answer if n % 3 else wrong_answer)(state.item))
         n += 1
 

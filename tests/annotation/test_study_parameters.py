@@ -103,8 +103,8 @@ def test_an_answer_form_with_spans_nested_1000_deep_is_a_400_not_a_500(researche
     client = Client()
     assert client.get(cohort(study, "conll03", 0).join_path, {"worker_id": "deep"}).status_code == 302
     enrollment = Enrollment.objects.get(worker__external_id="deep")
-    item = services.current_item(enrollment_id=enrollment.pk).item
-    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[" * 1000 + "]" * 1000})
+    handle = services.current_item(enrollment_id=enrollment.pk).item_handle
+    response = client.post("/work/answer/", {"item": handle, "spans": "[" * 1000 + "]" * 1000})
     assert response.status_code == 400
     assert "could not be read" in response.content.decode()
     assert not Answer.objects.filter(enrollment=enrollment).exists()

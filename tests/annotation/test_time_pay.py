@@ -55,7 +55,8 @@ def test_served_and_answered_times_active_time_and_pay_are_recorded_shown_and_ex
         served.append(clock.now)
         clock.advance(answering)
         services.current_item(enrollment_id=enrollment.pk)  # a reload does not move the served time
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=gold_answer(item))
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=gold_answer(item))
     answers = list(Answer.objects.filter(enrollment=enrollment).order_by("position"))
     assert [a.served_at for a in answers] == served
     start = enrollment.enrolled_at
@@ -80,7 +81,8 @@ def test_a_lower_idle_cap_lowers_active_time(clock):
     for wait in (100, 10):
         clock.advance(wait)
         item = services.current_item(enrollment_id=enrollment.pk).item
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=gold_answer(item))
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=gold_answer(item))
     assert selectors.enrollment_row(Enrollment.objects.get())["active_seconds"] == 60 + 10
 
 

@@ -179,7 +179,8 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     answer_all(done.pk, gold_answer)
     training = join(cohort(study, "sst2", 10), "TRAIN")
     item = services.current_item(enrollment_id=training.pk).item
-    services.submit_answer(enrollment_id=training.pk, example_id=item.pk, answer=gold_answer(item))
+    handle = services.item_handle(enrollment_id=training.pk, item_id=item.pk)
+    services.submit_answer(enrollment_id=training.pk, item=handle, answer=gold_answer(item))
     client = logged_in(researcher)
     rows = {name_of(r["worker"]): r for r in client.get(f"/api/studies/{study.pk}/enrollments/").json()}
     assert rows["DONE"]["state"] == "completed" and rows["DONE"]["test_done"] == rows["DONE"]["test_total"] == n

@@ -37,8 +37,8 @@ def test_current_item_shape_for_a_label_task_and_no_gold_or_clues_id():
     first = Example.objects.get(pk=training_ids(sst10)[0])
     assert body["step"] == "training"
     assert body["progress"] == {"done": 0, "total": 10}
-    assert body["item"] == {"id": first.pk, "kind": "label", "question": first.question, "context": first.context,
-                            "labels": ["positive", "negative"]}
+    assert body["item"] == {"id": worker.handle(first), "kind": "label", "question": first.question,
+                            "context": first.context, "labels": ["positive", "negative"]}
     assert body["completion"] is None
     assert not keys_anywhere(body) & FORBIDDEN_KEYS
     assert first.clues_id not in str(body["item"].get("id"))
@@ -48,9 +48,10 @@ def test_current_item_shape_for_a_label_task_and_no_gold_or_clues_id():
                                         ("record", "entity")])
 def test_current_item_shape_per_kind(task, kind):
     c = cohort(make_study(tasks=[task], shots=[0]), task, 0)
-    body = WorkerClient(c, "P1").current().json()
+    worker = WorkerClient(c, "P1")
+    body = worker.current().json()
     item = body["item"]
-    example = Example.objects.get(pk=item["id"])
+    example = worker.example(item["id"])
     assert body["step"] == "test"
     assert item["kind"] == kind
     assert not keys_anywhere(body) & FORBIDDEN_KEYS
@@ -75,10 +76,10 @@ def test_training_items_come_one_at_a_time_in_file_order_with_gold_only_after_ea
         current = worker.current().json()
         assert current["step"] == "training" and current["progress"]["done"] == position
         assert not keys_anywhere(current) & FORBIDDEN_KEYS, "no gold before the answer"
-        item = Example.objects.get(pk=current["item"]["id"])
+        item = worker.example(current["item"]["id"])
         served.append(item.pk)
         answer = gold_answer(item) if position % 2 else wrong_answer(item)
-        response = worker.answer(item.pk, answer)
+        response = worker.answer(worker.handle(item), answer)
         assert response.status_code == 201, response.json()
         body = response.json()
         assert body["gold"] == item.gold
@@ -92,10 +93,10 @@ def test_training_items_come_one_at_a_time_in_file_order_with_gold_only_after_ea
 def test_a_second_submission_of_the_same_item_is_409_and_changes_nothing():
     sst10 = cohort(make_study(shots=[10]), "sst2", 10)
     worker = WorkerClient(sst10, "P1")
-    item = Example.objects.get(pk=worker.current().json()["item"]["id"])
-    assert worker.answer(item.pk, wrong_answer(item)).status_code == 201
+    item = worker.example(worker.current().json()["item"]["id"])
+    assert worker.answer(worker.handle(item), wrong_answer(item)).status_code == 201
     before = list(Answer.objects.values_list("pk", "texts", "s1", "answered_at"))
-    again = worker.answer(item.pk, gold_answer(item))
+    again = worker.answer(worker.handle(item), gold_answer(item))
     assert again.status_code == 409
     assert "already answered" in again.json()["detail"]
     assert "gold" not in again.json()
@@ -106,11 +107,11 @@ def test_items_cannot_be_skipped_or_answered_out_of_order():
     sst10 = cohort(make_study(shots=[10]), "sst2", 10)
     worker = WorkerClient(sst10, "P1")
     later = Example.objects.get(pk=training_ids(sst10)[3])
-    response = worker.answer(later.pk, gold_answer(later))
+    response = worker.answer(worker.handle(later), gold_answer(later))
     assert response.status_code == 409
     assert "not the current item" in response.json()["detail"]
     test_item = Example.objects.filter(task__slug="sst2", role="test").first()
-    assert worker.answer(test_item.pk, ["positive"]).status_code == 409
+    assert worker.answer(worker.handle(test_item), ["positive"]).status_code == 409
     assert not Answer.objects.exists()
 
 
@@ -118,9 +119,9 @@ def test_items_cannot_be_skipped_or_answered_out_of_order():
 def test_answers_have_no_update_or_delete_path(method):
     sst10 = cohort(make_study(shots=[10]), "sst2", 10)
     worker = WorkerClient(sst10, "P1")
-    item = Example.objects.get(pk=worker.current().json()["item"]["id"])
-    worker.answer(item.pk, wrong_answer(item))
-    response = worker.send(method, "/api/work/answer/", {"item": item.pk, "answer": gold_answer(item)})
+    item = worker.example(worker.current().json()["item"]["id"])
+    worker.answer(worker.handle(item), wrong_answer(item))
+    response = worker.send(method, "/api/work/answer/", {"item": worker.handle(item), "answer": gold_answer(item)})
     assert response.status_code == 405
     assert response.json()["detail"]
     assert list(Answer.objects.values_list("texts", flat=True)) == [wrong_answer(item)]
@@ -129,8 +130,8 @@ def test_answers_have_no_update_or_delete_path(method):
 def test_a_stored_answer_cannot_be_saved_again_or_deleted_and_is_unique_per_item():
     sst10 = cohort(make_study(shots=[10]), "sst2", 10)
     worker = WorkerClient(sst10, "P1")
-    item = Example.objects.get(pk=worker.current().json()["item"]["id"])
-    worker.answer(item.pk, ["positive"])
+    item = worker.example(worker.current().json()["item"]["id"])
+    worker.answer(worker.handle(item), ["positive"])
     answer = Answer.objects.get()
     answer.texts = ["negative"]
     with pytest.raises(ImmutableAnswer):
@@ -152,14 +153,14 @@ def test_zero_shot_workers_go_straight_to_the_test_step_and_never_see_gold():
     for position in range(n):
         current = worker.current().json()
         assert current["step"] == "test"
-        assert current["item"]["id"] == order[position]
-        item = Example.objects.get(pk=current["item"]["id"])
-        response = worker.answer(item.pk, gold_answer(item))
+        assert worker.example(current["item"]["id"]).pk == order[position]
+        item = worker.example(current["item"]["id"])
+        response = worker.answer(worker.handle(item), gold_answer(item))
         assert response.status_code == 201
         body = response.json()
         assert not keys_anywhere(body) & FORBIDDEN_KEYS, "no gold and no S1 in the test step"
         assert body["progress"] == {"done": position + 1, "total": n}
-        again = worker.answer(item.pk, gold_answer(item))
+        again = worker.answer(worker.handle(item), gold_answer(item))
         assert again.status_code == 409
     done = worker.current().json()
     assert done["step"] == "done" and done["item"] is None
@@ -172,7 +173,7 @@ def test_test_order_is_the_file_order_by_default_and_a_fixed_per_worker_shuffle_
                       .values_list("pk", flat=True))
     plain = cohort(make_study(shots=[0]), "sst2", 0)
     a = WorkerClient(plain, "A")
-    assert a.current().json()["item"]["id"] == file_order[0]
+    assert a.example(a.current().json()["item"]["id"]).pk == file_order[0]
     shuffled = cohort(make_study(tasks=["mnli", "sst2"], shots=[0], test_order="shuffle"), "sst2", 0)
     b, c = WorkerClient(shuffled, "B"), WorkerClient(shuffled, "C")
     orders = {name_of(e.worker.external_id): services.item_order(enrollment=e, step="test")
@@ -180,13 +181,13 @@ def test_test_order_is_the_file_order_by_default_and_a_fixed_per_worker_shuffle_
     assert orders["B"] != orders["C"]
     assert sorted(orders["B"]) == sorted(file_order) and orders["B"] != file_order
     first_b = b.current().json()["item"]["id"]
-    assert first_b == orders["B"][0]
+    assert b.example(first_b).pk == orders["B"][0]
     assert b.current().json()["item"]["id"] == first_b, "the same worker always gets the same order"
     b.answer(first_b, ["positive"])
-    assert b.current().json()["item"]["id"] == orders["B"][1]
+    assert b.example(b.current().json()["item"]["id"]).pk == orders["B"][1]
     enrollment_b = Enrollment.objects.select_related("cohort__study").get(worker__external_id=pid_for("B"))
     assert services.item_order(enrollment=enrollment_b, step="test") == orders["B"]
-    assert c.current().json()["item"]["id"] == orders["C"][0]
+    assert c.example(c.current().json()["item"]["id"]).pk == orders["C"][0]
 
 
 def test_completion_gives_the_code_and_the_prolific_redirect():
@@ -249,12 +250,12 @@ INVALID = [
 def test_invalid_answers_are_400_with_a_message_naming_the_problem_and_nothing_is_stored(task, make, message):
     c = cohort(make_study(tasks=[task], shots=[0]), task, 0)
     worker = WorkerClient(c, "P1")
-    item = Example.objects.get(pk=worker.current().json()["item"]["id"])
-    response = worker.answer(item.pk, make(item))
+    item = worker.example(worker.current().json()["item"]["id"])
+    response = worker.answer(worker.handle(item), make(item))
     assert response.status_code == 400
     assert message in response.json()["detail"]
     assert not Answer.objects.exists()
-    assert worker.current().json()["item"]["id"] == item.pk
+    assert worker.current().json()["item"]["id"] == worker.handle(item)
 
 
 @pytest.mark.parametrize("task", ["conll03", "squad2"])
@@ -269,16 +270,16 @@ def test_the_empty_answer_is_allowed_where_the_kind_allows_none(task):
 def test_spans_are_stored_as_context_slices_and_record_takes_a_candidate():
     c = cohort(make_study(tasks=["record"], shots=[0]), "record", 0)
     worker = WorkerClient(c, "P1")
-    item = Example.objects.get(pk=worker.current().json()["item"]["id"])
+    item = worker.example(worker.current().json()["item"]["id"])
     s, e = item.candidates[-1]
-    assert worker.answer(item.pk, [{"start": s, "end": e, "text": item.context[s:e]}]).status_code == 201
+    assert worker.answer(worker.handle(item), [{"start": s, "end": e, "text": item.context[s:e]}]).status_code == 201
     answer = Answer.objects.get()
     assert answer.texts == [item.context[s:e]] and answer.spans == [[s, e]]
 
 
 @pytest.mark.parametrize("raw, message", [("{not json", "JSON parse error"), ('["a list"]', "dictionary"),
                                           ('{"answer": ["positive"]}', "item"),
-                                          ('{"item": "x", "answer": ["positive"]}', "item"),
+                                          ('{"item": ["x"], "answer": ["positive"]}', "item"),
                                           ('{"item": 1}', "answer")])
 def test_malformed_bodies_are_400_with_a_message(raw, message):
     worker = WorkerClient(cohort(make_study(shots=[0]), "sst2", 0), "P1")
@@ -327,8 +328,12 @@ def test_a_worker_cannot_read_or_answer_another_workers_items():
     assert bob.client.get(f"/api/work/current/?enrollment={alice_enrollment.pk}").json()["progress"]["done"] == 0
     assert Answer.objects.filter(enrollment=alice_enrollment).count() == 1
     assert not Answer.objects.exclude(enrollment=alice_enrollment).exists()
-    # Bob's answer to the first item lands in Bob's enrollment only.
-    assert bob.answer(first, ["negative"]).status_code == 201
+    # Alice's handle of the first item is not Bob's: refused as any other item; Bob's own lands in his enrollment.
+    bob_first = bob.current().json()["item"]["id"]
+    assert bob.example(bob_first) == alice.example(first) and bob_first != first
+    refused = bob.answer(first, ["negative"])
+    assert refused.status_code == 409 and "not the current item" in refused.json()["detail"]
+    assert bob.answer(bob_first, ["negative"]).status_code == 201
     assert Answer.objects.get(enrollment=alice_enrollment).texts == ["positive"]
 
 
@@ -338,7 +343,7 @@ def test_a_worker_can_withdraw_and_the_place_is_freed():
     assert WorkerClient(sst0, "P2").join_response.status_code == 409
     response = worker.send("post", "/api/work/withdraw/", {"reason": "no time"})
     assert response.status_code == 200 and response.json()["step"] == "withdrawn"
-    assert worker.answer(Example.objects.filter(role="test").first().pk, ["positive"]).status_code == 409
+    assert worker.answer(worker.handle(Example.objects.filter(role="test").first()), ["positive"]).status_code == 409
     assert WorkerClient(sst0, "P2").join_response.status_code == 302
 
 

@@ -119,7 +119,7 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
             gold = state.item.gold[0]
             other = next(label for label in ("positive", "negative") if label != gold)
             answer = other if (state.step == "test" and i % wrong_every == 0) else gold
-            protocol.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=[answer])
+            protocol.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=[answer])
             if state.step == "test":
                 human.setdefault(state.item.clues_id, []).append(item_s1([answer], state.item.gold, alternatives=False))
     run_command("--tasks", "sst2", "--methods", "majority", "--shots", "10")

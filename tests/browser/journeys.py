@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-from annotation.models import Answer
+from annotation.models import Answer, Enrollment
 from tasks_data.models import Example
+from tests.annotation.factories import example_of
 
 LAPTOP = {"width": 1366, "height": 800}  # the widths of issue 11's review
 PHONE = {"width": 390, "height": 844}
 
 
-def item_id(page) -> int:
-    return int(page.locator('#answer-form input[name="example_id"]').input_value())
+def item_handle(page) -> str:
+    """The handle the page's answer form posts (``annotation.handles``): all the worker knows of the item."""
+    return page.locator('#answer-form input[name="item"]').input_value()
+
+
+def example_for(handle: str) -> Example:
+    """The item behind a handle shown in the browser (the test's oracle; the newest enrollment first)."""
+    for enrollment_id in Enrollment.objects.order_by("-pk").values_list("pk", flat=True):
+        try:
+            return example_of(enrollment_id, handle)
+        except LookupError:
+            continue
+    raise LookupError(f"no enrollment has an item with the handle {handle!r}")
 
 
 def current_example(page) -> Example:
-    return Example.objects.get(pk=item_id(page))
+    return example_for(item_handle(page))
+
+
+def item_id(page) -> int:
+    """The database id of the item shown (through the oracle: the page itself never carries it)."""
+    return current_example(page).pk
 
 
 def view(page) -> str:
@@ -25,13 +42,14 @@ def wait_view(page, name: str):
     page.wait_for_selector(f'#stage[data-view="{name}"]')
 
 
-def after_item(page, old_id: int) -> str:
-    """Wait until the page has left item ``old_id`` (feedback, the next item, or the end); return the view."""
+def after_item(page, old: str) -> str:
+    """Wait until the page has left the item with handle ``old`` (feedback, the next item, or the end); return
+    the view."""
     page.wait_for_function(
         """old => { const s = document.getElementById('stage'); if (!s) return false;
                     if (s.dataset.view !== 'item') return true;
-                    const i = s.querySelector('input[name="example_id"]'); return i && i.value !== String(old); }""",
-        arg=old_id,
+                    const i = s.querySelector('input[name="item"]'); return i && i.value !== old; }""",
+        arg=old,
     )
     return view(page)
 

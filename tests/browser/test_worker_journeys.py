@@ -21,6 +21,7 @@ from tests.browser.journeys import (
     current_example,
     drag,
     gold_token_ranges,
+    item_handle,
     item_id,
     stored_answer,
     tok,
@@ -73,6 +74,7 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
     shot_none = shot_spans = shot_feedback = seen_test = False
     while view(page) == "item":
         example = current_example(page)
+        shown = item_handle(page)  # the handle the page posts
         step = "training" if enrollment.cohort.shots and page.locator(".steps li.current").inner_text() == "Training" \
             else "test"
         expected = sorted(dict.fromkeys(example.gold))
@@ -98,7 +100,7 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
             else:
                 page.locator('[data-role="submit"]').click()
         old = example.pk
-        new_view = after_item(page, old)
+        new_view = after_item(page, shown)
         answer = stored_answer(enrollment.pk, old)
         assert answer is not None and sorted(answer.texts) == expected, (example.context, answer and answer.texts)
         if step == "training":
@@ -135,9 +137,10 @@ def _cannot_change(page, enrollment, example):
     assert page.locator('input[name="answer_id"]').input_value() == answer_id
     assert page.locator("#answer-form").count() == 0  # nothing to answer on the page
 
-    # A replayed form POST with another answer: refused (409), nothing changes.
+    # A replayed form POST with another answer (the handle the page posted): refused (409), nothing changes.
     token = page.locator('input[name="csrfmiddlewaretoken"]').first.input_value()
-    response = page.request.post("/work/answer/", form={"csrfmiddlewaretoken": token, "example_id": str(example.pk),
+    example_handle = services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk)
+    response = page.request.post("/work/answer/", form={"csrfmiddlewaretoken": token, "item": example_handle,
                                                         "none": "1"})
     assert response.status == 409
     assert Answer.objects.get(pk=answer.pk).texts == answer.texts
@@ -188,12 +191,13 @@ def test_sst2_worker_keyboard_only(pages, shoot, demo_data):
     first_feedback = True
     while view(page) == "item":
         example = current_example(page)
+        shown = item_handle(page)  # the handle the page posts
         # A number key chooses (nothing is sent yet), Enter submits.
         page.keyboard.press(str(labels.index(example.gold[0]) + 1))
         expect(page.locator("[data-choice]")).to_have_text(example.gold[0])
         assert stored_answer(enrollment.pk, example.pk) is None
         page.keyboard.press("Enter")
-        new_view = after_item(page, example.pk)
+        new_view = after_item(page, shown)
         assert stored_answer(enrollment.pk, example.pk).texts == [example.gold[0]]
         if new_view == "feedback":
             expect(page.locator('[data-role="next"]')).to_be_focused()
@@ -219,6 +223,7 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
     n = 0
     while view(page) == "item":
         example = current_example(page)
+        shown = item_handle(page)  # the handle the page posts
         good = [c for c in example.candidates if example.context[c[0]:c[1]] in example.gold]
         choice = page.locator(f'.cand[data-s="{good[0][0]}"][data-e="{good[0][1]}"]')
         if n % 3 == 1:  # keyboard: focus the entity, Enter chooses it and moves to Submit, Enter submits
@@ -233,7 +238,7 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
             if n == 0:
                 shoot(page, "09-widget-entity")
             page.locator('[data-role="submit"]').click()
-        new_view = after_item(page, example.pk)
+        new_view = after_item(page, shown)
         assert stored_answer(enrollment.pk, example.pk).s1 == 1.0
         if new_view == "feedback":
             if n == 0:
@@ -324,6 +329,7 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
     # Find a test item with a multi-word name; answer the ones before it with the gold, by mouse.
     while True:
         example = current_example(page)
+        shown = item_handle(page)  # the handle the page posts
         ranges = gold_token_ranges(page, example) if example.gold else []
         if any(b > a for a, b in ranges):
             break
@@ -333,7 +339,7 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
             page.locator('[data-role="submit"]').click()
         else:
             page.get_by_role("button", name="None in this text").click()
-        after_item(page, example.pk)
+        after_item(page, shown)
     first, last = next((a, b) for a, b in ranges if b > a)
 
     # Overlaps are refused in the page: mark the last word, then try the whole name over it.
@@ -373,5 +379,5 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
             page.keyboard.press("Shift+ArrowRight")
         page.keyboard.press("Space")
     page.keyboard.press("Enter")
-    after_item(page, example.pk)
+    after_item(page, shown)
     assert sorted(stored_answer(enrollment.pk, example.pk).texts) == sorted(dict.fromkeys(example.gold))

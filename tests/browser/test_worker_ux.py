@@ -24,7 +24,18 @@ from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import pid_for
-from tests.browser.journeys import LAPTOP, PHONE, chips, current_example, item_id, stored_answer, tok, view, wait_view
+from tests.browser.journeys import (
+    LAPTOP,
+    PHONE,
+    chips,
+    current_example,
+    item_handle,
+    item_id,
+    stored_answer,
+    tok,
+    view,
+    wait_view,
+)
 from tests.worker_pages.factories import cohort_of, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -65,6 +76,7 @@ def test_test_step_choose_then_submit_and_change_the_last_answer(pages, shoot, d
     expect(page.locator(".label-btn")).to_have_text([re.compile(r"1\s+entailment"), re.compile(r"2\s+neutral"),
                                                      re.compile(r"3\s+contradiction")])
     first = current_example(page)
+    first_handle = item_handle(page)
     expect(page.locator('[data-role="submit"]')).to_be_disabled()
     page.keyboard.press("2")  # a number key chooses, nothing is sent
     expect(page.locator("[data-choice]")).to_have_text("neutral")
@@ -75,7 +87,7 @@ def test_test_step_choose_then_submit_and_change_the_last_answer(pages, shoot, d
     assert stored_answer(enrollment.pk, first.pk) is None
     page.keyboard.press("Enter")
     wait_view(page, "item")
-    page.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{first.pk}'")
+    page.wait_for_function(f"() => document.querySelector('input[name=item]').value !== '{first_handle}'")
     assert stored_answer(enrollment.pk, first.pk).texts == ["entailment"]
     expect(page.locator('[data-role="previous"]')).to_contain_text("Your answer to item 1: entailment")
     shoot(page, f"17-test-item-with-previous-{size['width']}", phone=False)
@@ -103,14 +115,14 @@ def test_test_step_choose_then_submit_and_change_the_last_answer(pages, shoot, d
     assert stored_answer(enrollment.pk, first.pk).texts == ["contradiction"]
 
     # Answer item 2 with the mouse: choose, then Submit. Item 1 is now final, even for a replayed POST.
-    second = current_example(page)
+    second_handle = item_handle(page)
     page.locator(".label-btn", has_text="neutral").click()
     assert _on_screen(page, '[data-role="submit"]')
     page.locator('[data-role="submit"]').click()
-    page.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{second.pk}'")
+    page.wait_for_function(f"() => document.querySelector('input[name=item]').value !== '{second_handle}'")
     expect(page.locator('[data-role="previous"]')).to_contain_text("Your answer to item 2: neutral")
     token = page.locator('input[name="csrfmiddlewaretoken"]').first.input_value()
-    response = page.request.post("/work/revise/", form={"csrfmiddlewaretoken": token, "example_id": str(first.pk),
+    response = page.request.post("/work/revise/", form={"csrfmiddlewaretoken": token, "item": first_handle,
                                                         "label": "neutral"})
     assert response.status == 409
     assert stored_answer(enrollment.pk, first.pk).texts == ["contradiction"]
@@ -149,7 +161,8 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
                     if not _on_screen(page, sel):
                         missing[name].append((pk, sel))
                 screens[name].append(page.evaluate("document.documentElement.scrollHeight / innerHeight"))
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=pk, answer=[])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=[])
     print(f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
           f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
           f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
@@ -171,7 +184,8 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
             first = next(i for s, i in toks if s == start)
             last = max(i for s, i in toks if s < end)
             return example, first, last
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=example.pk, answer=[])
+        handle = services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=[])
         page.goto("/work/")
         wait_view(page, "item")
 
@@ -185,6 +199,7 @@ def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(
     expect(page.locator("details.instructions")).not_to_have_attribute("open", "")
     assert "clues_instructions" not in page.evaluate("document.cookie")
     example, first, last = _multiword_item(page, enrollment)
+    example_handle = item_handle(page)
     expect(page.locator(".hint-touch")).to_be_visible()
     row = page.locator("[data-touch-pending]")
     expect(row).to_be_visible()  # the row is there before any tap: a tap never makes the bar grow
@@ -237,7 +252,7 @@ def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(
     assert _on_screen(page, '[data-role="submit"]')
     # (A touch tap right after the synthetic CDP gesture gets no click in headless Chromium: a click here.)
     page.locator('[data-role="submit"]').click()
-    page.wait_for_function(f"() => document.querySelector('input[name=example_id]')?.value !== '{example.pk}'")
+    page.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{example_handle}'")
     assert example.gold[0] in stored_answer(enrollment.pk, example.pk).texts
 
 
@@ -336,11 +351,12 @@ def test_changing_the_last_span_and_entity_answers_starts_from_them(pages, shoot
     page = pages.new(viewport=LAPTOP)
     enrollment = _join_and_start(page, cohort_of(study, "squad2", 0), "REV-SPANS")
     example = current_example(page)
+    example_handle = item_handle(page)
     tok(page, 1).click()
     tok(page, 2).click(modifiers=["Shift"])
     marked = chips(page)
     page.keyboard.press("Enter")
-    page.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{example.pk}'")
+    page.wait_for_function(f"() => document.querySelector('input[name=item]').value !== '{example_handle}'")
     page.keyboard.press("u")
     expect(page.locator(".banner.revising")).to_be_visible()
     assert item_id(page) == example.pk
@@ -359,11 +375,12 @@ def test_changing_the_last_span_and_entity_answers_starts_from_them(pages, shoot
     other = pages.new(viewport=PHONE)
     enrollment = _join_and_start(other, cohort_of(study, "record", 0), "REV-ENT")
     example = current_example(other)
+    example_handle = item_handle(other)
     cand = other.locator(".cand").nth(1)
     name = cand.inner_text()
     cand.click()
     other.locator('[data-role="submit"]').click()
-    other.wait_for_function(f"() => document.querySelector('input[name=example_id]').value !== '{example.pk}'")
+    other.wait_for_function(f"() => document.querySelector('input[name=item]').value !== '{example_handle}'")
     other.locator('[data-role="undo"]').click()
     expect(other.locator(".banner.revising")).to_be_visible()
     expect(other.locator(".cand.chosen")).to_have_count(1)

@@ -30,6 +30,7 @@ from tests.browser.journeys import (
     chips,
     current_example,
     gold_token_ranges,
+    item_handle,
     stored_answer,
     tok,
     view,
@@ -151,7 +152,7 @@ class Walk:
 
     def answer(self, example: Example):
         page, kind = self.page, self.cohort.task.spec.answer_kind.value
-        old = example.pk
+        old = item_handle(page)
         if kind == "label":
             if self.phone:
                 page.locator(".label-btn").filter(has_text=re.compile(rf"\b{re.escape(example.gold[0])}$")).first.tap()

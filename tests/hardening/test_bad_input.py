@@ -55,7 +55,7 @@ def test_oversized_bodies_are_413_with_a_message_before_anything_is_read(researc
     client = Client()
     client.force_login(researcher)
     assert_refused(client.post("/api/studies/", big, content_type="application/json"), 413, "bytes")
-    page = worker.client.post("/work/answer/", {"example_id": item, "label": "positive", "pad": "x" * LIMIT})
+    page = worker.client.post("/work/answer/", {"item": item, "label": "positive", "pad": "x" * LIMIT})
     assert page.status_code == 413 and "Request too large" in page.content.decode()
     for path in ("/accounts/login/", "/admin/login/"):
         assert Client().post(path, {"username": "x", "password": "x" * LIMIT}).status_code == 413
@@ -175,7 +175,7 @@ def test_tricky_unicode_round_trips_and_offsets_are_code_points():
     """Contexts with combining marks, right-to-left text, a bidi override and emoji (ZWJ, outside the BMP)."""
     worker = bound_worker(task="squad2", shots=10)
     state = worker.current().json()
-    example = Example.objects.select_related("task").get(pk=state["item"]["id"])
+    example = worker.example(state["item"]["id"])
     assert state["item"]["context"] == example.context  # exactly the stored text, through JSON
     for piece in (COMBINING, RTL, EMOJI, ASTRAL):
         assert piece in example.context
@@ -184,9 +184,9 @@ def test_tricky_unicode_round_trips_and_offsets_are_code_points():
     # In code points: accepted, stored as the very gold string, full marks.
     utf16 = len(example.context[:start].encode("utf-16-le")) // 2
     assert utf16 > start  # characters outside the BMP before the answer: the two counts differ
-    wrong = worker.answer(example.pk, [{"start": utf16, "end": utf16 + len(gold), "text": gold}])
+    wrong = worker.answer(worker.handle(example), [{"start": utf16, "end": utf16 + len(gold), "text": gold}])
     assert_refused(wrong, 400, "does not match")
-    right = worker.answer(example.pk, [{"start": start, "end": start + len(gold), "text": gold}])
+    right = worker.answer(worker.handle(example), [{"start": start, "end": start + len(gold), "text": gold}])
     assert right.status_code == 201, right.content
     assert right.json()["s1"] == 1.0
     assert Answer.objects.get().texts == [gold]
@@ -199,10 +199,10 @@ def test_a_whole_journey_on_tricky_text_scores_every_gold_answer_fully(task):
     enrollment = Enrollment.objects.get()
     while (state := worker.current().json())["item"] is not None:
         item = state["item"]
-        example = Example.objects.select_related("task").get(pk=item["id"])
+        example = worker.example(item["id"])
         if task == "record":  # candidates carry their text, sliced in code points
             assert all(c["text"] == example.context[c["start"]:c["end"]] for c in item["candidates"])
-        response = worker.answer(example.pk, gold_answer(example))
+        response = worker.answer(worker.handle(example), gold_answer(example))
         assert response.status_code == 201, response.content
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.COMPLETED and enrollment.training_s1 == 1.0

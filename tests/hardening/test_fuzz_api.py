@@ -34,7 +34,7 @@ def test_fuzz_the_api_from_its_schema(researcher):
     worker = WorkerClient(cohort(study, "sst2", 10), "FUZZ1")
     for _ in range(3):
         state = services.current_item(enrollment_id=worker.client.session["enrollment_id"])
-        services.submit_answer(enrollment_id=state.enrollment.pk, example_id=state.item.pk,
+        services.submit_answer(enrollment_id=state.enrollment.pk, item=state.item_handle,
                                answer=gold_answer(state.item))
     worker.client.raise_request_exception = False
     researcher_client = Client(raise_request_exception=False)

@@ -48,8 +48,9 @@ def walk(worker: WorkerClient) -> list[dict]:
         if state["item"] is None:
             rows.append({"step": state["step"], "done": state["progress"]["done"], "current": n_current})
             return rows
-        example = Example.objects.select_related("task").get(pk=state["item"]["id"])
-        n_answer, answered = queries(lambda: worker.answer(example.pk, gold_answer(example)))  # noqa: B023
+        handle = state["item"]["id"]
+        example = worker.example(handle)
+        n_answer, answered = queries(lambda: worker.answer(handle, gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201, answered.content
         body = answered.json()
         rows.append({"step": state["step"], "done": state["progress"]["done"], "total": state["progress"]["total"],
@@ -91,12 +92,13 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
         enrollment = Enrollment.objects.get(worker__external_id=pid_for(f"P-{task}"))
         for _ in range(skip):  # move the worker far into the test step
             state = services.current_item(enrollment_id=enrollment.pk)
-            services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk,
+            services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
                                    answer=gold_answer(state.item))
         n_current, response = queries(worker.current)
         assert response.json()["progress"]["done"] == skip
-        example = Example.objects.select_related("task").get(pk=response.json()["item"]["id"])
-        n_answer, answered = queries(lambda: worker.answer(example.pk, gold_answer(example)))  # noqa: B023
+        handle = response.json()["item"]["id"]
+        example = worker.example(handle)
+        n_answer, answered = queries(lambda: worker.answer(handle, gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201
         counts[task] = (n_current, n_answer)
     assert counts["sst2"] == counts["mnli"], counts
@@ -135,8 +137,8 @@ def page_counts(client: Client, example_answer) -> dict[str, int]:
     htmx = {"HTTP_HX_REQUEST": "true"}
     counts = {"GET /work/": queries(lambda: client.get("/work/"))[0],
               "GET /work/ (htmx)": queries(lambda: client.get("/work/", **htmx))[0]}
-    example_id, form = example_answer()
-    n, response = queries(lambda: client.post("/work/answer/", {"example_id": example_id, **form}, **htmx))
+    handle, form = example_answer()
+    n, response = queries(lambda: client.post("/work/answer/", {"item": handle, **form}, **htmx))
     assert response.status_code == 200 and response.get("X-Answer-Status") is None, response.content[:300]
     counts["POST /work/answer/ (htmx)"] = n
     return counts
@@ -154,8 +156,8 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
     start = queries(lambda: client.post("/work/start/"))[0]
 
     def current_answer():
-        item = services.current_item(enrollment_id=enrollment.pk).item
-        return item.pk, {"label": item.gold[0]}
+        handle = worker.current().json()["item"]["id"]  # as the worker is shown it
+        return handle, {"label": worker.example(handle).gold[0]}
 
     seen = {}
     for _ in range(16):

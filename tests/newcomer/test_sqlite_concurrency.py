@@ -131,7 +131,7 @@ def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_th
         holder.execute("BEGIN IMMEDIATE")  # another writer keeps the lock past the 1-second wait
         try:
             api = c.post("/api/work/answer/", headers=headers, json=answer)
-            page = c.post("/work/answer/", headers=headers, data={"example_id": item["id"], "label": item["labels"][0]})
+            page = c.post("/work/answer/", headers=headers, data={"item": item["id"], "label": item["labels"][0]})
         finally:
             holder.rollback()
             holder.close()

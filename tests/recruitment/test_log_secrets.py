@@ -38,7 +38,6 @@ def logs(caplog):
 
 
 def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_capture_on_commit_callbacks):
-    from tasks_data.models import Example
 
     trim_test_set("sst2", 3)
     researcher.set_password("pw-rita-prolific-77")
@@ -57,9 +56,9 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     assert worker.join_response.status_code == 302
     with django_capture_on_commit_callbacks(execute=True):
         while (state := worker.current().json()).get("item") is not None:
-            example = Example.objects.get(pk=state["item"]["id"])
+            example = worker.example(state["item"]["id"])
             secrets.update({f"gold {example.pk} {i}": g for i, g in enumerate(example.gold)})
-            assert worker.answer(example.pk, gold_answer(example)).status_code in (200, 201)
+            assert worker.answer(worker.handle(example), gold_answer(example)).status_code in (200, 201)
     # Refused and failing joins: forged, someone else's session, Prolific refusing (401), Prolific down.
     forged_pid = pid_for("forger-logged")
     secrets["forged pid"] = forged_pid

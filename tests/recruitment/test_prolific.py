@@ -52,14 +52,13 @@ def arrive(fake, cohort_, name):
 
 def finish(worker, choose=gold_answer):
     """Answer every item (the gold by default) through the worker API; returns the last state."""
-    from tasks_data.models import Example
 
     while True:
         state = worker.current().json()
         if state.get("item") is None:
             return state
-        example = Example.objects.get(pk=state["item"]["id"])
-        assert worker.answer(example.pk, choose(example)).status_code in (200, 201)
+        example = worker.example(state["item"]["id"])
+        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
 
 
 def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):

@@ -13,11 +13,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 
 def answer_one(worker):
-    from tasks_data.models import Example
 
     state = worker.current().json()
-    example = Example.objects.get(pk=state["item"]["id"])
-    assert worker.answer(example.pk, gold_answer(example)).status_code in (200, 201)
+    example = worker.example(state["item"]["id"])
+    assert worker.answer(worker.handle(example), gold_answer(example)).status_code in (200, 201)
     return worker.current().json()
 
 

@@ -12,7 +12,6 @@ from django.db.models import F
 from django.test import Client
 
 from annotation.models import Answer
-from tasks_data.models import Example
 from tasks_data.registry import TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
 
@@ -22,8 +21,8 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 def _walk(c, pid: str) -> None:
     worker = WorkerClient(c, pid)
     while (state := worker.current().json())["item"] is not None:
-        example = Example.objects.select_related("task").get(pk=state["item"]["id"])
-        assert worker.answer(example.pk, gold_answer(example)).status_code == 201
+        example = worker.example(state["item"]["id"])
+        assert worker.answer(worker.handle(example), gold_answer(example)).status_code == 201
 
 
 def test_every_task_declares_its_minimum():

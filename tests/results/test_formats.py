@@ -39,7 +39,7 @@ def _complete_through_the_join_link(study, worker_id: str) -> Enrollment:
     assert response.status_code in (200, 302)
     enrollment = Enrollment.objects.get(cohort=sst0, worker__external_id=worker_id)
     while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
     return enrollment
 
 

@@ -48,7 +48,8 @@ def study(clues, django_db_blocker):
         complete(sst10, "C", wrong_test={3, 4})
         unfinished = join(sst0, "U")  # in the test step: not in any result
         item = services.current_item(enrollment_id=unfinished.pk).item
-        services.submit_answer(enrollment_id=unfinished.pk, example_id=item.pk, answer=["positive"])
+        handle = services.item_handle(enrollment_id=unfinished.pk, item_id=item.pk)
+        services.submit_answer(enrollment_id=unfinished.pk, item=handle, answer=["positive"])
         gone = join(sst0, "W")
         services.withdraw(enrollment_id=gone.pk, actor="worker")
     return study

@@ -218,7 +218,7 @@ def test_an_unfinished_worker_changes_no_extra(sst):
     before = table_cells(sst)
     unfinished = join(cohort(sst, "sst2", 10), "U")
     services.submit_answer(enrollment_id=unfinished.pk,
-                           example_id=services.current_item(enrollment_id=unfinished.pk).item.pk, answer=["negative"])
+                           item=services.current_item(enrollment_id=unfinished.pk).item_handle, answer=["negative"])
     assert table_cells(sst) == before
 
 
@@ -270,7 +270,7 @@ def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, resea
     # on the next request (the cohort's fingerprint changed), nothing else invalidated by hand.
     enrollment = join(cohort(sst, "sst2", 0), "Z")
     while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
     api = client.get(f"/api/studies/{sst.pk}/results/").json()
     assert api["cells"][0]["n"] == 1 and api["cells"][0]["mean"] == pytest.approx(100.0)
     assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from tasks_data.models import Example, TrainingSetItem
+from tasks_data.models import TrainingSetItem
 from tasks_data.selectors import unproducible_training_counts
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, trim_test_set
 
@@ -28,8 +28,8 @@ def test_unproducible_training_items_are_flagged_for_the_worker_and_on_every_cur
     worker = WorkerClient(c, "Q1")
     flags = {}
     while (state := worker.current().json())["item"] is not None:
-        example = Example.objects.select_related("task").get(pk=state["item"]["id"])
-        body = worker.answer(example.pk, gold_answer(example)).json()
+        example = worker.example(state["item"]["id"])
+        body = worker.answer(worker.handle(example), gold_answer(example)).json()
         if body["step"] == "training":
             flags[example.pk] = body["gold_unproducible"]
         else:

@@ -72,7 +72,7 @@ def test_a_worker_cannot_act_on_another_enrollment_through_the_worker_pages():
     # Bob's page, fed Alice's ids, acts on Bob's enrollment only.
     bob.client.post("/work/start/")
     second = alice.current().json()["item"]["id"]
-    response = bob.client.post("/work/answer/", {"example_id": second, "label": "negative"})
+    response = bob.client.post("/work/answer/", {"item": second, "label": "negative"})
     assert response.status_code == 409
     bob.client.post("/work/next/", {"answer_id": alice_answer.pk})
     assert bob.client.session.get("work_feedback_seen") != alice_answer.pk

@@ -65,15 +65,15 @@ def test_a_worker_journey_and_its_failures_log_nothing_sensitive(log_output, res
     worker.client.raise_request_exception = False
     secrets["session id"] = worker.client.cookies[settings.SESSION_COOKIE_NAME].value
     secrets["csrf token"] = worker.csrf
-    from tasks_data.models import Example
 
     for n in range(33):
         state = worker.current().json()
-        example = Example.objects.select_related("task").get(pk=state["item"]["id"])
+        handle = state["item"]["id"]
+        example = worker.example(handle)
         if n == 0:  # refusals first: each is logged by Django as a 4xx with the path
-            worker.answer(example.pk, [{"start": 0, "end": 10_000}])  # 400
-            worker.send("post", "/api/work/answer/", {"item": example.pk, "answer": []}, csrf=False)  # 403 CSRF
-        assert worker.answer(example.pk, gold_answer(example)).status_code == 201
+            worker.answer(handle, [{"start": 0, "end": 10_000}])  # 400
+            worker.send("post", "/api/work/answer/", {"item": handle, "answer": []}, csrf=False)  # 403 CSRF
+        assert worker.answer(handle, gold_answer(example)).status_code == 201
         for gold in example.gold:
             secrets[f"gold of item {example.pk}"] = gold
     # The join link replayed, refused, with a bad token; a missing parameter.

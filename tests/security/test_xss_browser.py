@@ -34,7 +34,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 LEFT_ITEM = """old => { const s = document.getElementById('stage'); if (!s) return false;
                         if (s.dataset.view !== 'item') return true;
-                        const i = s.querySelector('input[name="example_id"]'); return i && i.value !== old; }"""
+                        const i = s.querySelector('input[name="item"]'); return i && i.value !== old; }"""
 
 
 def assert_inert(page, where: str):
@@ -63,7 +63,7 @@ def journey(base_url: str, join_url: str) -> dict:
                 seen["item"] += 1
                 literal = next(p for p in XSS if p in page.locator("#stage").inner_text())
                 expect(page.get_by_text(literal, exact=False).first).to_be_visible()
-                old = page.locator('#answer-form input[name="example_id"]').input_value()
+                old = page.locator('#answer-form input[name="item"]').input_value()
                 page.keyboard.press("1")  # choose the first label...
                 page.keyboard.press("Enter")  # ...and submit it
                 page.wait_for_function(LEFT_ITEM, arg=old)

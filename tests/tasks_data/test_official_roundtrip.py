@@ -74,7 +74,7 @@ def annotator(slug: str):
     study = make_study(tasks=[slug], shots=[0], filter_floor=None, filter_fraction=None)
     enrollment = join(cohort(study, slug, 0), f"roundtrip-{slug}")
     while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=_mixed(state.item,
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=_mixed(state.item,
                                                                                                     state.done))
     enrollment.refresh_from_db()
     return enrollment

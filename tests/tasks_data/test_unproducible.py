@@ -85,7 +85,7 @@ def test_left_out_of_the_training_s1_that_filters(official):
     study = make_study(tasks=["conll03"], shots=[10], chain=2, filter_floor=1.0, filter_fraction=None)
     enrollment = join(cohort(study, "conll03", 10), "perfect")
     while (state := services.current_item(enrollment_id=enrollment.pk)).step == "training" and state.item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk, answer=gold_answer(state.item))
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
     enrollment.refresh_from_db()
     answers = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TRAINING).select_related("example")
     unreachable = [a for a in answers if a.example.gold_unproducible]
@@ -101,8 +101,8 @@ def test_feedback_page_says_the_gold_cannot_be_marked_exactly(official):
     worker = WorkerClient(cohort(study, "conll03", 10), "fb")
     seen = {True: 0, False: 0}
     while (current := worker.current().json())["step"] == "training":
-        item = Example.objects.get(pk=current["item"]["id"])
-        assert worker.answer(item.pk, gold_answer(item)).status_code == 201
+        item = worker.example(current["item"]["id"])
+        assert worker.answer(worker.handle(item), gold_answer(item)).status_code == 201
         page = worker.client.get("/work/").content.decode()
         assert ("cannot be marked exactly" in page) is item.gold_unproducible
         seen[item.gold_unproducible] += 1

@@ -68,7 +68,7 @@ def answer_current(enrollment: Enrollment, *, right: bool = True):
                 start = item.context.find(g)
                 if start >= 0:
                     raw.append({"start": start, "end": start + len(g)})
-    return services.submit_answer(enrollment_id=enrollment.pk, example_id=item.pk, answer=raw)
+    return services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=raw)
 
 
 def fake_model_rows(study):
@@ -83,3 +83,8 @@ def fake_model_rows(study):
             for split, s1 in ((1, mean - 2.4748737), (2, mean + 2.4748737)):
                 BaselineRun.objects.create(task=task_row, method="FT", model="BERT-Base <b>", shots=shots, split=split,
                                            seed=0, status=BaselineRun.Status.COMPLETED, s1=s1 / 100)
+
+
+def handle(enrollment: Enrollment, item) -> str:
+    """The enrollment's handle of an item (an Example or its id): what the page's ``item`` field carries."""
+    return services.item_handle(enrollment_id=enrollment.pk, item_id=getattr(item, "pk", item))

@@ -12,7 +12,7 @@ from annotation.models import Answer, Enrollment
 from annotation.session import ACK_KEY
 from tasks_data.models import Example
 from tests.annotation.factories import pid_for
-from tests.worker_pages.factories import answer_current, bind, cohort_of, enroll, make_study
+from tests.worker_pages.factories import answer_current, bind, cohort_of, enroll, handle, make_study
 
 ALL_TASKS = ("sst2", "mnli", "conll03", "wikiann", "squad2", "record")
 NASTY = "<script>alert('x')</script> Tom & \"Jerry\" <b>bold</b>"
@@ -37,7 +37,7 @@ def test_without_a_bound_enrollment_the_worker_is_sent_to_the_study_link(client,
     response = client.get("/work/")
     assert response.status_code == 403
     assert "use your study link" in response.content.decode()
-    htmx = client.post("/work/answer/", {"example_id": "1"}, HTTP_HX_REQUEST="true")
+    htmx = client.post("/work/answer/", {"item": "1"}, HTTP_HX_REQUEST="true")
     assert htmx.status_code == 204 and htmx["HX-Redirect"] == "/work/"
 
 
@@ -51,7 +51,7 @@ def test_join_link_then_description_then_start_then_first_item(demo_data):
     response, html = _page(client)
     assert response.status_code == 200 and 'data-view="description"' in html
     assert "Training: 30 items" in html and "Test: 12 items" in html and "Each text comes 3 times" in html
-    assert 'name="example_id"' not in html  # no item before Start
+    assert 'name="item"' not in html  # no item before Start
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("P1"))
     assert enrollment.current_served_at is None  # reading the description is not time on an item
     assert client.post("/work/start/").status_code == 302
@@ -70,7 +70,7 @@ def test_a_returning_worker_lands_where_they_are(demo_data):
     client.post("/work/next/", {"answer_id": result.answer.pk})
     _, html = _page(client)
     assert 'data-view="item"' in html and "item <strong>4</strong> of 10" in html
-    assert f'value="{services.current_item(enrollment_id=enrollment.pk).item.pk}"' in html
+    assert f'value="{services.current_item(enrollment_id=enrollment.pk).item_handle}"' in html
     # Another browser the next day (a new session bound to the same enrollment) resumes too.
     other = bind(Client(), enrollment, started=False)
     _, html = _page(other)
@@ -166,7 +166,8 @@ def test_offsets_are_python_code_points_in_the_page(demo_data):
     _, html = _page(client)
     start = context.index("Zoë")  # code points: the emoji count 1 each (UTF-16 would say 2)
     assert f'data-s="{start}" data-e="{start + 3}">Zoë</span>' in html
-    response = client.post("/work/answer/", {"example_id": item.pk, "spans": json.dumps([[start, start + 9]])})
+    response = client.post("/work/answer/",
+                           {"item": handle(enrollment, item), "spans": json.dumps([[start, start + 9]])})
     assert response.status_code == 302
     assert Answer.objects.get(enrollment=enrollment, example=item).texts == ["Zoë Ñúñez"]
 
@@ -178,36 +179,36 @@ def test_a_second_answer_is_refused_and_the_current_state_shown(demo_data):
     enrollment, client = _worker("sst2", 10)
     item = services.current_item(enrollment_id=enrollment.pk).item
     wrong = "negative" if item.gold[0] == "positive" else "positive"
-    assert client.post("/work/answer/", {"example_id": item.pk, "label": item.gold[0]}).status_code == 302
+    assert client.post("/work/answer/", {"item": handle(enrollment, item), "label": item.gold[0]}).status_code == 302
     # The back button, a second tab or a replayed form: the same item again, with another label.
-    response = client.post("/work/answer/", {"example_id": item.pk, "label": wrong})
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "label": wrong})
     html = response.content.decode()
     assert response.status_code == 409 and response["X-Answer-Status"] == "409"
     assert "already been answered" in html and 'data-view="feedback"' in html
     assert Answer.objects.get(enrollment=enrollment, example=item).texts == [item.gold[0]]
     # Through htmx: a normal (200) rendering of where the worker is, the refusal in the page and a header.
-    response = client.post("/work/answer/", {"example_id": item.pk, "label": wrong}, HTTP_HX_REQUEST="true")
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "label": wrong}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200 and response["X-Answer-Status"] == "409"
     assert html.lstrip().startswith('<div id="stage"') and "already been answered" in html
     # An item ahead of the current one is refused too.
     later = services.item_order(enrollment=enrollment, step="training")[3]
-    response = client.post("/work/answer/", {"example_id": later, "label": "positive"})
+    response = client.post("/work/answer/", {"item": handle(enrollment, later), "label": "positive"})
     assert response.status_code == 409 and not Answer.objects.filter(enrollment=enrollment, example_id=later).exists()
 
 
 def test_an_invalid_answer_is_refused_with_the_reason(demo_data):
     enrollment, client = _worker("conll03", 10)
     item = services.current_item(enrollment_id=enrollment.pk).item
-    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[]"})
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "spans": "[]"})
     assert response.status_code == 400 and "nothing is marked" in response.content.decode()
-    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "[[0, 2], [1, 3]]"})
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "spans": "[[0, 2], [1, 3]]"})
     assert response.status_code == 400 and "overlap" in response.content.decode()
-    response = client.post("/work/answer/", {"example_id": item.pk, "spans": "not json"},
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "spans": "not json"},
                            HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and response["X-Answer-Status"] == "400"
     assert not Answer.objects.filter(enrollment=enrollment).exists()
-    response = client.post("/work/answer/", {"example_id": item.pk, "none": "1"})
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "none": "1"})
     assert response.status_code == 302 and Answer.objects.get(enrollment=enrollment).texts == []
 
 
@@ -240,7 +241,8 @@ def test_mturk_completion_posts_back_and_the_last_htmx_answer_reloads(demo_data)
     for _ in range(total - 1):
         answer_current(enrollment)
     item = services.current_item(enrollment_id=enrollment.pk).item
-    response = client.post("/work/answer/", {"example_id": item.pk, "label": item.gold[0]}, HTTP_HX_REQUEST="true")
+    response = client.post("/work/answer/", {"item": handle(enrollment, item), "label": item.gold[0]},
+                           HTTP_HX_REQUEST="true")
     assert response["HX-Redirect"].endswith("/work/")
     _, html = _page(client)
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html and "data-autosubmit" in html
@@ -257,7 +259,7 @@ def test_filtered_worker_sees_the_screenout_code_after_the_last_feedback(demo_da
     _, html = _page(client)
     assert 'data-view="filtered"' in html and "OUT456" in html and "DONE123" not in html
     assert "https://app.prolific.com/submissions/complete?cc=OUT456" in html
-    response = client.post("/work/answer/", {"example_id": result.answer.example_id, "label": "positive"})
+    response = client.post("/work/answer/", {"item": handle(enrollment, result.answer.example_id), "label": "positive"})
     assert response.status_code == 409 and 'data-view="filtered"' in response.content.decode()
 
 
@@ -269,7 +271,7 @@ def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
     enrollment, client = _worker("sst2", 0)
     services.withdraw(enrollment_id=enrollment.pk, actor="worker")
     _, html = _page(client)
-    assert 'data-view="ended"' in html and "You have withdrawn" in html and 'name="example_id"' not in html
+    assert 'data-view="ended"' in html and "You have withdrawn" in html and 'name="item"' not in html
     late, client = _worker("mnli", 0, time_limit_minutes=5)
     Enrollment.objects.filter(pk=late.pk).update(enrolled_at=timezone.now() - timedelta(minutes=6))
     _, html = _page(client)
@@ -294,11 +296,11 @@ def test_only_the_latest_test_answer_can_be_changed_through_http(demo_data):
     response, html = _page(client)
     assert 'data-role="undo"' in html and "Your answer to item 1" in html
     html = client.get("/work/revise/").content.decode()
-    assert f'name="example_id" value="{first.example_id}"' in html and 'action="/work/revise/"' in html
+    assert f'name="item" value="{handle(enrollment, first.example_id)}"' in html and 'action="/work/revise/"' in html
     assert f'value="{first.example.gold[0]}" data-key' in html and " checked>" in html
 
     # Changed: stored, S1 recomputed, audited with both values.
-    response = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong})
+    response = client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong})
     assert response.status_code == 302
     stored = Answer.objects.get(pk=first.pk)
     assert stored.texts == [wrong] and stored.s1 == 0.0 and stored.position == 0
@@ -306,23 +308,24 @@ def test_only_the_latest_test_answer_can_be_changed_through_http(demo_data):
     assert event["before"]["texts"] == [first.example.gold[0]] and event["after"]["texts"] == [wrong]
     assert event["example_id"] == first.example_id
     # ... and back again (still the latest): S1 back to 1.
-    assert client.post("/work/revise/", {"example_id": first.example_id, "label": first.example.gold[0]},
+    assert client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": first.example.gold[0]},
                        HTTP_HX_REQUEST="true").status_code == 200
     assert Answer.objects.get(pk=first.pk).s1 == 1.0 and len(_revision_events(enrollment)) == 2
 
     # Once the next answer is in, the first one is final: refused (409), nothing changes.
     second = answer_current(enrollment, right=True).answer
-    response = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong})
+    response = client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong})
     assert response.status_code == 409 and "can no longer be changed" in response.content.decode()
-    htmx = client.post("/work/revise/", {"example_id": first.example_id, "label": wrong}, HTTP_HX_REQUEST="true")
+    htmx = client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong},
+                       HTTP_HX_REQUEST="true")
     assert htmx.status_code == 200 and htmx["X-Answer-Status"] == "409"
     assert Answer.objects.get(pk=first.pk).texts == [first.example.gold[0]]
     # An item not answered yet (the current one) cannot be "revised" into an answer either.
     current = services.current_item(enrollment_id=enrollment.pk).item
-    assert client.post("/work/revise/", {"example_id": current.pk, "label": "positive"}).status_code == 409
+    assert client.post("/work/revise/", {"item": handle(enrollment, current), "label": "positive"}).status_code == 409
     assert not Answer.objects.filter(enrollment=enrollment, example=current).exists()
     # An invalid answer for the latest one: 400, nothing changes.
-    response = client.post("/work/revise/", {"example_id": second.example_id, "label": "maybe"})
+    response = client.post("/work/revise/", {"item": handle(enrollment, second.example_id), "label": "maybe"})
     assert response.status_code == 400 and Answer.objects.get(pk=second.pk).texts == second.texts
     assert len(_revision_events(enrollment)) == 2
 
@@ -334,14 +337,15 @@ def test_training_answers_and_others_answers_cannot_be_changed(demo_data):
     html = _page(client)[1]
     assert 'data-role="undo"' not in html  # training answers are final: nothing offered
     wrong = next(x for x in ("positive", "negative") if x != training.example.gold[0])
-    assert client.post("/work/revise/", {"example_id": training.example_id, "label": wrong}).status_code == 409
+    response = client.post("/work/revise/", {"item": handle(enrollment, training.example_id), "label": wrong})
+    assert response.status_code == 409
     assert "can no longer be changed" in client.get("/work/revise/").content.decode()
     assert Answer.objects.get(pk=training.pk).texts == training.texts
 
     # Another worker's latest test answer: this client is bound to its own enrollment, so it is refused.
     other, _ = _worker("sst2", shots=0)
     theirs = answer_current(other, right=True).answer
-    response = client.post("/work/revise/", {"example_id": theirs.example_id, "label": wrong})
+    response = client.post("/work/revise/", {"item": handle(enrollment, theirs.example_id), "label": wrong})
     assert response.status_code == 409
     assert Answer.objects.get(pk=theirs.pk).texts == theirs.texts and not _revision_events(other)
 
@@ -354,14 +358,15 @@ def test_the_last_test_answer_is_final_once_the_study_is_completed(demo_data):
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.COMPLETED
     wrong = next(x for x in ("positive", "negative") if x != last.example.gold[0])
-    assert client.post("/work/revise/", {"example_id": last.example_id, "label": wrong}).status_code == 409
+    response = client.post("/work/revise/", {"item": handle(enrollment, last.example_id), "label": wrong})
+    assert response.status_code == 409
     assert Answer.objects.get(pk=last.pk).texts == last.texts
 
 
 def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
     enrollment, client = _worker("squad2", shots=0)
     state = services.current_item(enrollment_id=enrollment.pk)
-    first = services.submit_answer(enrollment_id=enrollment.pk, example_id=state.item.pk,
+    first = services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
                                    answer=[]).answer  # "no answer"
     html = client.get("/work/revise/").content.decode()
     assert 'data-initial="[]"' in html and "Change answer" in html
@@ -370,7 +375,7 @@ def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
     if item.gold:
         start = item.context.find(item.gold[0])
         raw = {"spans": json.dumps([[start, start + len(item.gold[0])]])}
-    assert client.post("/work/revise/", {"example_id": item.pk, **raw}).status_code == 302
+    assert client.post("/work/revise/", {"item": handle(enrollment, item), **raw}).status_code == 302
     stored = Answer.objects.get(pk=first.pk)
     assert stored.s1 == 1.0
     if item.gold:
@@ -384,17 +389,18 @@ def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
     study = make_study(tasks=("sst2",), shots=(0,))
     worker = WorkerClient(cohort_of(study, "sst2", 0), "API-REV")
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("API-REV"))
+    first_handle = worker.current().json()["item"]["id"]  # as the worker was shown the item
     first = answer_current(enrollment, right=True).answer
     wrong = next(x for x in ("positive", "negative") if x != first.example.gold[0])
-    response = worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]})
+    response = worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [wrong]})
     assert response.status_code == 200, response.content
-    assert response.json() == {"item": first.example_id, "position": 0, "answer": [wrong]}  # no S1, no gold
+    assert response.json() == {"item": first_handle, "position": 0, "answer": [wrong]}  # no S1, no gold
     assert Answer.objects.get(pk=first.pk).s1 == 0.0
     answer_current(enrollment, right=True)
-    response = worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [first.example.gold[0]]})
+    response = worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [first.example.gold[0]]})
     assert response.status_code == 409 and "last test answer" in response.json()["detail"]
     assert Answer.objects.get(pk=first.pk).texts == [wrong]
-    assert worker.send("post", "/api/work/revise/", {"item": first.example_id, "answer": [wrong]},
+    assert worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [wrong]},
                        csrf=False).status_code == 403
 
 
