@@ -41,7 +41,7 @@ def test_current_item_shape_for_a_label_task_and_no_gold_or_clues_id():
                             "context": first.context, "labels": ["positive", "negative"]}
     assert body["completion"] is None
     assert not keys_anywhere(body) & FORBIDDEN_KEYS
-    assert first.clues_id not in str(body["item"].get("id"))
+    assert body["item"]["id"] not in (first.clues_id, str(first.pk))  # a handle: neither the CLUES nor the row id
 
 
 @pytest.mark.parametrize("task, kind", [("mnli", "label"), ("conll03", "spans"), ("squad2", "span_or_none"),
