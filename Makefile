@@ -4,7 +4,7 @@
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
 #   make test       set up everything in .venv-test, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes
 #                   options); a `make run` server's .venv is left alone
-#   make lint       ruff check, import contracts and the type checker (mypy)
+#   make lint       ruff check and format check, import contracts and the type checker (mypy)
 #   make bench      run benchmarks/*.py (BENCH=load runs one)
 #   make baselines  add torch + transformers for manage.py run_baselines
 #   make manage ARGS="import_clues --demo"   any manage.py command, in the virtual environment
@@ -84,6 +84,7 @@ test: $(STAMP_DEV)
 
 lint: $(STAMP_DEV)
 	$(TPY) -m ruff check .
+	$(TPY) -m ruff format --check .
 	$(TEST_VENV)/bin/lint-imports
 	$(TPY) -m mypy
 

@@ -73,8 +73,19 @@ CONFIGURED_MODULES = {
 }
 # Routes the worker's flow itself proves (Smoke.worker_finishes): a second GET would be a second worker.
 WORKER_FLOW = {"join/<str:token>/": "the join (302 to /work/)", "api/work/answer/": "every answer (201)"}
-ENV_DROP = ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV",
-            "PYTHONPATH", "PYTHONHOME", "DEBUG", "PROLIFIC_API_TOKEN", "CLUES_DATA")
+ENV_DROP = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CACHE_URL",
+    "REDIS_URL",
+    "DJANGO_SETTINGS_MODULE",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "DEBUG",
+    "PROLIFIC_API_TOKEN",
+    "CLUES_DATA",
+)
 
 
 def say(message: str) -> None:
@@ -101,8 +112,9 @@ def requirement_files(path: Path, seen: list[Path] | None = None) -> list[Path]:
 
 def set_key(name: str, python: str) -> str:
     digest = hashlib.sha256()
-    version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True, text=True,
-                             check=True).stdout
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version)"], capture_output=True, text=True, check=True
+    ).stdout
     digest.update(version.encode())
     for path in requirement_files(ROOT / SETS[name]):
         digest.update(path.read_bytes())
@@ -128,8 +140,13 @@ def build_venv(name: str, cache: Path, python: str) -> Path:
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     env = {**os.environ, "PIP_CACHE_DIR": str(cache / "pip"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PIP_NO_CACHE_DIR", None)
-    result = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                             "-r", str(ROOT / SETS[name])], env=env, cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "-r", str(ROOT / SETS[name])],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if result.returncode:
         shutil.rmtree(venv, ignore_errors=True)
         raise Failed(f"pip cannot install {SETS[name]}:\n{result.stdout}{result.stderr}")
@@ -144,8 +161,7 @@ def build_venv(name: str, cache: Path, python: str) -> Path:
 
 
 def project_packages() -> list[str]:
-    return sorted(p.name for p in ROOT.iterdir()
-                  if (p / "__init__.py").is_file() and p.name not in DEV_ONLY_PACKAGES)
+    return sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name not in DEV_ONLY_PACKAGES)
 
 
 def project_modules(set_name: str) -> list[str]:
@@ -183,11 +199,15 @@ def missing_distributions(requirements: str) -> list[str]:
                 continue
             needed = installed.get(canonicalize_name(requirement.name))
             if needed is None:
-                problems.append(f"{dist.metadata['Name']} {dist.version} needs {requirement.name}"
-                                f"{requirement.specifier or ''}, which {requirements} does not pin")
+                problems.append(
+                    f"{dist.metadata['Name']} {dist.version} needs {requirement.name}"
+                    f"{requirement.specifier or ''}, which {requirements} does not pin"
+                )
             elif requirement.specifier and not requirement.specifier.contains(needed.version, prereleases=True):
-                problems.append(f"{dist.metadata['Name']} {dist.version} needs {requirement}, but {requirements} "
-                                f"pins {needed.metadata['Name']}=={needed.version}")
+                problems.append(
+                    f"{dist.metadata['Name']} {dist.version} needs {requirement}, but {requirements} "
+                    f"pins {needed.metadata['Name']}=={needed.version}"
+                )
     return problems
 
 
@@ -211,8 +231,10 @@ def import_problem(what: str, exc: BaseException, requirements: str) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         if top not in project_packages():
-            return (f"{what}: No module named {exc.name!r}: no package of {requirements} provides it "
-                    f"(pin the package that does, with everything it pulls in)")
+            return (
+                f"{what}: No module named {exc.name!r}: no package of {requirements} provides it "
+                f"(pin the package that does, with everything it pulls in)"
+            )
     return f"{what}: {type(exc).__name__}: {exc}"
 
 
@@ -318,14 +340,20 @@ def probe(set_name: str, dump: Path | None, requirements: str | None = None) -> 
         print(f"{requirements} alone does not load the project:", file=sys.stderr)
         print("\n".join(f"  {p}" for p in problems), file=sys.stderr)
         return 1
-    print(f"{requirements}: imported {loaded} modules ({len(modules)} of the project), {commands} management "
-          f"commands, {len(tasks)} Celery tasks, {len(routes)} URL patterns, {rendered} export formats")
+    print(
+        f"{requirements}: imported {loaded} modules ({len(modules)} of the project), {commands} management "
+        f"commands, {len(tasks)} Celery tasks, {len(routes)} URL patterns, {rendered} export formats"
+    )
     if dump:
         from results import exports, formats, views
 
         try:  # the export registry: a kind or format added there is fetched without editing this script
-            registry = {"table_formats": list(formats.TABLE_FORMATS), "row_formats": list(formats.ROW_FORMATS),
-                        "export_kinds": list(exports.EXPORT_KINDS), "row_downloads": list(views.ROW_DOWNLOADS)}
+            registry = {
+                "table_formats": list(formats.TABLE_FORMATS),
+                "row_formats": list(formats.ROW_FORMATS),
+                "export_kinds": list(exports.EXPORT_KINDS),
+                "row_downloads": list(views.ROW_DOWNLOADS),
+            }
         except AttributeError as exc:
             print(f"the export registry moved ({exc}): update Smoke's reading of it in {__file__}", file=sys.stderr)
             return 1
@@ -374,10 +402,12 @@ class Site:
 
     def log_in(self, username: str, password: str) -> None:
         self.request("/accounts/login/")
-        form = urllib.parse.urlencode({"username": username, "password": password,
-                                       "csrfmiddlewaretoken": self.csrf()}).encode()
-        status, _, headers = self.request("/accounts/login/", form,
-                                          {"Content-Type": "application/x-www-form-urlencoded"})
+        form = urllib.parse.urlencode(
+            {"username": username, "password": password, "csrfmiddlewaretoken": self.csrf()}
+        ).encode()
+        status, _, headers = self.request(
+            "/accounts/login/", form, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
         if status != 302:
             raise Failed(f"log-in as {username} answered {status}, not a redirect")
 
@@ -386,8 +416,12 @@ class Smoke:
     def __init__(self, set_name: str, venv: Path, work: Path, database_url: str | None):
         self.set_name, self.python, self.work = set_name, str(venv / "bin" / "python"), work
         self.env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
-        self.env.update(DATABASE_URL=database_url or f"sqlite:///{work / 'smoke.sqlite3'}", DEBUG="1",
-                        HOME=str(work), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+        self.env.update(
+            DATABASE_URL=database_url or f"sqlite:///{work / 'smoke.sqlite3'}",
+            DEBUG="1",
+            HOME=str(work),
+            PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        )
         self.fetched: list[str] = []
         self.post_only: list[str] = []
         self.skipped: list[str] = []  # routes whose object this set cannot make (a baseline run in runtime.txt)
@@ -396,19 +430,27 @@ class Smoke:
         """Run management commands in one process (each interpreter start costs seconds), as `manage.py` runs
         them (``call_command``); their outputs, in order. The first failure stops with its output."""
         results = self.work / "commands.json"
-        code = ("import io, json, sys, time, traceback\nimport django\ndjango.setup()\n"
-                "from django.core.management import call_command\nout = []\n"
-                "for args in json.loads(sys.argv[1]):\n"
-                "    stdout, stderr, began = io.StringIO(), io.StringIO(), time.monotonic()\n"
-                "    try:\n        call_command(*args, stdout=stdout, stderr=stderr)\n"
-                "    except BaseException:\n"
-                "        out.append({'failed': args, 'output': stdout.getvalue() + stderr.getvalue() + "
-                "traceback.format_exc()})\n        break\n"
-                "    out.append({'args': args, 'stdout': stdout.getvalue(), 'seconds': time.monotonic() - began})\n"
-                "open(sys.argv[2], 'w').write(json.dumps(out))\n")
+        code = (
+            "import io, json, sys, time, traceback\nimport django\ndjango.setup()\n"
+            "from django.core.management import call_command\nout = []\n"
+            "for args in json.loads(sys.argv[1]):\n"
+            "    stdout, stderr, began = io.StringIO(), io.StringIO(), time.monotonic()\n"
+            "    try:\n        call_command(*args, stdout=stdout, stderr=stderr)\n"
+            "    except BaseException:\n"
+            "        out.append({'failed': args, 'output': stdout.getvalue() + stderr.getvalue() + "
+            "traceback.format_exc()})\n        break\n"
+            "    out.append({'args': args, 'stdout': stdout.getvalue(), 'seconds': time.monotonic() - began})\n"
+            "open(sys.argv[2], 'w').write(json.dumps(out))\n"
+        )
         env = {**self.env, "DJANGO_SETTINGS_MODULE": "clues_platform.settings", **(extra_env or {})}
-        result = subprocess.run([self.python, "-c", code, json.dumps(commands), str(results)], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=900)
+        result = subprocess.run(
+            [self.python, "-c", code, json.dumps(commands), str(results)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         done = json.loads(results.read_text()) if results.exists() else []
         results.unlink(missing_ok=True)
         for step in done:
@@ -417,8 +459,9 @@ class Smoke:
             if not quiet:
                 say(f"  manage.py {' '.join(step['args'])[:90]}: ok ({step['seconds']:.1f} s)")
         if result.returncode or len(done) != len(commands):
-            raise Failed(f"the management commands stopped ({result.returncode}):\n"
-                         f"{(result.stdout + result.stderr)[-4000:]}")
+            raise Failed(
+                f"the management commands stopped ({result.returncode}):\n{(result.stdout + result.stderr)[-4000:]}"
+            )
         return [step["stdout"] for step in done]
 
     @staticmethod
@@ -430,17 +473,37 @@ class Smoke:
 
     def prepare(self) -> dict:
         dump = self.work / "site.json"
-        result = subprocess.run([self.python, __file__, "probe", self.set_name, "--dump", str(dump)], cwd=ROOT,
-                                env=self.env, capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [self.python, __file__, "probe", self.set_name, "--dump", str(dump)],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if result.returncode:
             raise Failed(result.stderr.strip() or result.stdout.strip())
         say(result.stdout.strip())
         self.operator = ("operator", "operator-" + os.urandom(6).hex())
-        commands = [["migrate", "--noinput", "-v0"], ["import_clues", "--demo"],
-                    ["ensure_local_researcher", "--password-file", str(self.work / "researcher-password")],
-                    ["createsuperuser", "--noinput", "--username", self.operator[0], "--email", "op@example.org"],
-                    ["launch_study", "--name", "smoke", "--tasks", "sst2", "--shots", "0", "--workers", "1",
-                     "--platform", "generic"]]
+        commands = [
+            ["migrate", "--noinput", "-v0"],
+            ["import_clues", "--demo"],
+            ["ensure_local_researcher", "--password-file", str(self.work / "researcher-password")],
+            ["createsuperuser", "--noinput", "--username", self.operator[0], "--email", "op@example.org"],
+            [
+                "launch_study",
+                "--name",
+                "smoke",
+                "--tasks",
+                "sst2",
+                "--shots",
+                "0",
+                "--workers",
+                "1",
+                "--platform",
+                "generic",
+            ],
+        ]
         if self.set_name == "baselines":
             commands.append(["run_baselines", "--methods", "empty", "majority"])
         outputs = self.manage(*commands, extra_env={"DJANGO_SUPERUSER_PASSWORD": self.operator[1]})
@@ -453,8 +516,9 @@ class Smoke:
         """``export_results`` for every kind and format of the registry, in one process (each start costs seconds)."""
         calls = []
         for kind in site["export_kinds"]:
-            formats = site["table_formats"] if kind == "table" else [None] if kind == "predictions" \
-                else site["row_formats"]
+            formats = (
+                site["table_formats"] if kind == "table" else [None] if kind == "predictions" else site["row_formats"]
+            )
             for fmt in formats:
                 args = ["--study", str(self.study), "--kind", kind]
                 args += ["--out", str(self.work / f"export-{kind}.{fmt or 'zip'}")]
@@ -467,16 +531,23 @@ class Smoke:
         self.manage(*(["export_results", *args] for args in calls), quiet=True)
         empty = [path.name for path in sorted(self.work.glob("export-*")) if path.stat().st_size == 0]
         if len(list(self.work.glob("export-*"))) != len(calls) or empty:
-            raise Failed(f"export_results wrote {len(list(self.work.glob('export-*')))} of {len(calls)} files "
-                         f"(empty: {empty})")
+            raise Failed(
+                f"export_results wrote {len(list(self.work.glob('export-*')))} of {len(calls)} files (empty: {empty})"
+            )
         say(f"  manage.py export_results: {len(calls)} kinds x formats written ({time.monotonic() - began:.1f} s)")
 
     def serve(self) -> subprocess.Popen:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
         log = open(self.work / "server.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen([self.python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=ROOT,
-                                env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [self.python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -499,14 +570,14 @@ class Smoke:
             if status != 200 or state["item"] is None:
                 break
             item = state["item"]
-            status, answer = worker.post_json("/api/work/answer/", {"item": item["id"],
-                                                                   "answer": item.get("labels", [])[:1]})
+            status, answer = worker.post_json(
+                "/api/work/answer/", {"item": item["id"], "answer": item.get("labels", [])[:1]}
+            )
             if status != 201:
                 raise Failed(f"answering item {item['id']} answered {status}: {answer}")
         if not state.get("completion"):
             raise Failed(f"the worker did not finish: {state}")
-        enrollment = json.loads(self.researcher_site.request(
-            f"/api/studies/{self.study}/enrollments/")[1])
+        enrollment = json.loads(self.researcher_site.request(f"/api/studies/{self.study}/enrollments/")[1])
         rows = enrollment["results"] if isinstance(enrollment, dict) else enrollment
         return rows[0]["id"]
 
@@ -514,8 +585,13 @@ class Smoke:
         """(who, path) for every URL pattern, its parameters filled; the export routes once per kind and format."""
         token = self.join_path.strip("/").split("/")[-1]
         ids = {"studies": self.study, "cohorts": cohort, "enrollments": enrollment, "runs": site.get("run")}
-        plain = {"study_id": self.study, "cohort_id": cohort, "enrollment_id": enrollment, "token": token,
-                 "clues_id": site.get("clues_id")}
+        plain = {
+            "study_id": self.study,
+            "cohort_id": cohort,
+            "enrollment_id": enrollment,
+            "token": token,
+            "clues_id": site.get("clues_id"),
+        }
         table, rows = site["table_formats"], site["row_formats"]
         found = []
         for route in site["routes"]:
@@ -524,21 +600,27 @@ class Smoke:
             who = "worker" if route.startswith(("work/", "api/work/", "join/")) else "researcher"
             variants = [route]
             if "<str:kind>.<str:fmt>" in route:  # the dashboard's row downloads (and the table under results/)
-                variants = [route.replace("<str:kind>.<str:fmt>", f"{k}.{f}")
-                            for k in ["table", *site["row_downloads"]] for f in (table if k == "table" else rows)]
+                variants = [
+                    route.replace("<str:kind>.<str:fmt>", f"{k}.{f}")
+                    for k in ["table", *site["row_downloads"]]
+                    for f in (table if k == "table" else rows)
+                ]
             elif "<str:fmt>" in route:
                 variants = [route.replace("<str:fmt>", f) for f in table]
             elif "<str:kind>" in route:  # the API's exports: ?fmt= per kind
-                variants = [route.replace("<str:kind>", k) + ("" if k == "predictions" else f"?fmt={f}")
-                            for k in site["export_kinds"]
-                            for f in (table if k == "table" else [""] if k == "predictions" else rows)]
+                variants = [
+                    route.replace("<str:kind>", k) + ("" if k == "predictions" else f"?fmt={f}")
+                    for k in site["export_kinds"]
+                    for f in (table if k == "table" else [""] if k == "predictions" else rows)
+                ]
             if "<int:pk>" in route and route.split("/<int:pk>")[0].rsplit("/", 1)[-1] == "runs" and not ids["runs"]:
                 self.skipped.append(route)  # no baseline run in this set (run_baselines is the baselines set's)
                 continue
             for variant in variants:
+
                 def fill(match, variant=variant, route=route):
                     name = match.group(1)
-                    before = variant[:match.start()].rstrip("/").rsplit("/", 1)[-1]
+                    before = variant[: match.start()].rstrip("/").rsplit("/", 1)[-1]
                     value = ids.get(before) if name == "pk" else plain.get(name)
                     if value is None:
                         raise Failed(f"the checker cannot fill <{name}> in {route!r}: teach Smoke.urls")
@@ -562,8 +644,11 @@ class Smoke:
         sites = {"worker": worker, "researcher": researcher}
         failures = []
         urls = self.urls(site, enrollment, cohort)
-        urls += [("operator", "/admin/"), ("researcher", f"/dashboard/studies/{self.study}/results/?models=1"),
-                 ("researcher", f"/api/studies/{self.study}/export/table/?fmt=md&with_baselines=1")]
+        urls += [
+            ("operator", "/admin/"),
+            ("researcher", f"/dashboard/studies/{self.study}/results/?models=1"),
+            ("researcher", f"/api/studies/{self.study}/export/table/?fmt=md&with_baselines=1"),
+        ]
         for who, path in urls:
             status, body, headers = (sites.get(who) or operator).request(path)
             if status == 405:
@@ -574,9 +659,11 @@ class Smoke:
                 failures.append(f"GET {path} ({who}) answered {status}: {body[:300]!r}")
         if failures:
             raise Failed("pages that did not answer 200:\n  " + "\n  ".join(failures))
-        say(f"  {len(self.fetched)} pages and downloads answered 200 (POST-only, 405 on GET: "
-            f"{', '.join(self.post_only)})" + (f"; no object in this set for: {', '.join(self.skipped)}"
-                                                 if self.skipped else ""))
+        say(
+            f"  {len(self.fetched)} pages and downloads answered 200 (POST-only, 405 on GET: "
+            f"{', '.join(self.post_only)})"
+            + (f"; no object in this set for: {', '.join(self.skipped)}" if self.skipped else "")
+        )
 
 
 def postgres_database(url: str, python: str, env: dict, *, create: bool) -> None:
@@ -585,9 +672,11 @@ def postgres_database(url: str, python: str, env: dict, *, create: bool) -> None
     name = parts.path.lstrip("/")
     maintenance = parts._replace(scheme="postgresql", path="/postgres").geturl()
     statement = f'CREATE DATABASE "{name}"' if create else f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
-    code = ("import psycopg, sys\nwith psycopg.connect(sys.argv[1], autocommit=True) as c:\n"
-            f"    c.execute('DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)')\n"
-            f"    c.execute({statement!r})\n")
+    code = (
+        "import psycopg, sys\nwith psycopg.connect(sys.argv[1], autocommit=True) as c:\n"
+        f"    c.execute('DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)')\n"
+        f"    c.execute({statement!r})\n"
+    )
     subprocess.run([python, "-c", code, maintenance], env=env, check=True, capture_output=True, text=True)
 
 
@@ -623,8 +712,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("check", help="build, probe, smoke (the default)")
     run.add_argument("set", choices=SETS)
-    run.add_argument("--cache", type=Path,
-                     default=Path(os.environ.get("CLUES_CI_CACHE") or Path.home() / ".cache" / "clues-ci"))
+    run.add_argument(
+        "--cache", type=Path, default=Path(os.environ.get("CLUES_CI_CACHE") or Path.home() / ".cache" / "clues-ci")
+    )
     run.add_argument("--database-url", default=None)
     run.add_argument("--python", default=sys.executable)
     inner = sub.add_parser("probe", help="inside an environment: import everything the set must load")

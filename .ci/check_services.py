@@ -27,8 +27,10 @@ def check_postgres(url: str) -> str:
             row = conn.execute("SHOW server_version").fetchone()
             version = row[0] if row else "?"
     except psycopg.Error as exc:
-        fail(f"PostgreSQL at {parts.hostname}:{parts.port or 5432} is not reachable ({exc}).\n"
-             "    Start it (e.g. `service postgresql start`) or point DATABASE_URL at a running server.")
+        fail(
+            f"PostgreSQL at {parts.hostname}:{parts.port or 5432} is not reachable ({exc}).\n"
+            "    Start it (e.g. `service postgresql start`) or point DATABASE_URL at a running server."
+        )
     return f"PostgreSQL {version} at {parts.hostname}:{parts.port or 5432}"
 
 
@@ -40,8 +42,10 @@ def check_redis(url: str) -> str:
         client.ping()
         version = client.info("server").get("redis_version", "?")
     except (redis.RedisError, OSError, ValueError) as exc:
-        fail(f"Redis at {url} is not reachable ({exc}).\n"
-             "    Start it (e.g. `service redis-server start`) or point CELERY_BROKER_URL at a running server.")
+        fail(
+            f"Redis at {url} is not reachable ({exc}).\n"
+            "    Start it (e.g. `service redis-server start`) or point CELERY_BROKER_URL at a running server."
+        )
     return f"Redis {version} at {url}"
 
 

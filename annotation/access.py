@@ -61,5 +61,9 @@ def cohort_for(request: HttpRequest, cohort_id: int) -> Cohort:
 
 def enrollment_for(request: HttpRequest, enrollment_id: int) -> Enrollment:
     """An enrollment of one of the researcher's studies, or 404."""
-    return get_object_or_404(Enrollment.objects.select_related("cohort__study", "cohort__task", "worker")
-                             .filter(cohort__study__in=selectors.studies_visible_to(request.user)), pk=enrollment_id)
+    return get_object_or_404(
+        Enrollment.objects.select_related("cohort__study", "cohort__task", "worker").filter(
+            cohort__study__in=selectors.studies_visible_to(request.user)
+        ),
+        pk=enrollment_id,
+    )

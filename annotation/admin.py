@@ -42,9 +42,25 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ("name", "created_by", "created_at", "platform", "workers_per_cohort", "pay_rate", "closed_at")
     list_filter = ("platform", "test_order")
     search_fields = ("name",)
-    readonly_fields = ("created_by", "created_at", "tasks", "shots", "chain", "workers_per_cohort", "pay_rate",
-                       "filter_floor", "filter_fraction", "platform", "worker_id_param", "completion_code",
-                       "screenout_code", "test_order", "idle_cap_seconds", "time_limit_minutes", "closed_at")
+    readonly_fields = (
+        "created_by",
+        "created_at",
+        "tasks",
+        "shots",
+        "chain",
+        "workers_per_cohort",
+        "pay_rate",
+        "filter_floor",
+        "filter_fraction",
+        "platform",
+        "worker_id_param",
+        "completion_code",
+        "screenout_code",
+        "test_order",
+        "idle_cap_seconds",
+        "time_limit_minutes",
+        "closed_at",
+    )
     inlines = [CohortInline]
 
     def has_add_permission(self, request):
@@ -81,8 +97,7 @@ class EnrollmentAdmin(ViewOnlyAdmin):
 class AnswerAdmin(ViewOnlyAdmin):
     list_display = ("enrollment", "step", "position", "example", "texts", "s1", "answered_at")
     list_filter = ("step", "enrollment__cohort__study")
-    list_select_related = ("enrollment__worker", "enrollment__cohort__study", "enrollment__cohort__task",
-                           "example")
+    list_select_related = ("enrollment__worker", "enrollment__cohort__study", "enrollment__cohort__task", "example")
     raw_id_fields = ("enrollment", "example")
 
 

@@ -31,7 +31,7 @@ def _is_int(value) -> bool:
 
 def _span(item, index: int, context: str) -> tuple[int, int]:
     if not isinstance(item, dict):
-        raise InvalidAnswer(f"answer[{index}] must be an object {{\"start\": int, \"end\": int}}")
+        raise InvalidAnswer(f'answer[{index}] must be an object {{"start": int, "end": int}}')
     unknown = set(item) - {"start", "end", "text"}
     if unknown:
         raise InvalidAnswer(f"answer[{index}] has unknown field(s): {', '.join(sorted(unknown))}")
@@ -39,12 +39,15 @@ def _span(item, index: int, context: str) -> tuple[int, int]:
     if not _is_int(start) or not _is_int(end):
         raise InvalidAnswer(f"answer[{index}]: start and end must be integers")
     if not 0 <= start < end <= len(context):
-        raise InvalidAnswer(f"answer[{index}]: offsets {start}..{end} are outside the context "
-                            f"(0..{len(context)}, end exclusive, start < end)")
+        raise InvalidAnswer(
+            f"answer[{index}]: offsets {start}..{end} are outside the context "
+            f"(0..{len(context)}, end exclusive, start < end)"
+        )
     text = context[start:end]
     if "text" in item and item["text"] != text:
-        raise InvalidAnswer(f"answer[{index}]: text {item['text']!r} does not match the context at "
-                            f"{start}..{end} ({text!r})")
+        raise InvalidAnswer(
+            f"answer[{index}]: text {item['text']!r} does not match the context at {start}..{end} ({text!r})"
+        )
     if text != text.strip():
         raise InvalidAnswer(f"answer[{index}]: the span {text!r} starts or ends with whitespace")
     return start, end
@@ -61,7 +64,7 @@ def validate_answer(spec: TaskSpec, example: Example, answer) -> ValidatedAnswer
 
     if kind is AnswerKind.LABEL:
         if len(answer) != 1 or not isinstance(answer[0], str):
-            raise InvalidAnswer(f"answer must be one label, e.g. [\"{spec.labels[0]}\"]")
+            raise InvalidAnswer(f'answer must be one label, e.g. ["{spec.labels[0]}"]')
         if answer[0] not in spec.labels:
             raise InvalidAnswer(f"{answer[0]!r} is not a label of {spec.name} ({', '.join(spec.labels)})")
         return ValidatedAnswer(texts=[answer[0]], spans=None)

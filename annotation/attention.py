@@ -46,9 +46,13 @@ def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[st
         # is one word, so "river" could not be marked there.
         unmarkable = [p for p in parts if not re.search(rf"(?<!\S){re.escape(p)}(?!\S)", context)]
         if unmarkable:
-            raise ValidationError({"expected": "the worker marks whole words between spaces: "
-                                               f"{', '.join(repr(p) for p in unmarkable)} is part of a word "
-                                               "(write the text with a space around it)"})
+            raise ValidationError(
+                {
+                    "expected": "the worker marks whole words between spaces: "
+                    f"{', '.join(repr(p) for p in unmarkable)} is part of a word "
+                    "(write the text with a space around it)"
+                }
+            )
     if kind is not AnswerKind.SPANS and len(parts) > 1:
         raise ValidationError({"expected": "this task takes one answer (or none)"})
     if kind is AnswerKind.ENTITY:
@@ -62,8 +66,9 @@ def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[st
     return parts, []
 
 
-def add_check(study: Study, *, task: str, position: int, question: str, context: str, expected: str,
-              actor: str) -> AttentionCheck:
+def add_check(
+    study: Study, *, task: str, position: int, question: str, context: str, expected: str, actor: str
+) -> AttentionCheck:
     """Write one attention check; ValidationError (field: message) when it cannot be used as asked."""
     if task not in study.tasks:
         raise ValidationError({"task": f"not a task of this study ({', '.join(study.tasks)})"})
@@ -77,11 +82,23 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
     if len(context) > AttentionCheck.MAX_CONTEXT:  # a TextField's max_length is not a validator
         raise ValidationError({"context": f"at most {AttentionCheck.MAX_CONTEXT} characters"})
     if Enrollment.objects.filter(cohort__study=study, cohort__task=task_row).exists():
-        raise ValidationError({"task": "workers have already joined this task's cohorts: every worker of a cohort "
-                                       "must see the same checks"})
+        raise ValidationError(
+            {
+                "task": "workers have already joined this task's cohorts: every worker of a cohort "
+                "must see the same checks"
+            }
+        )
     answer, candidates = _expected(spec.answer_kind, spec.labels, context, expected)
-    check = AttentionCheck(study=study, task=task_row, position=position, question=question.strip(),
-                           context=context, expected=answer, candidates=candidates, item_id=0)
+    check = AttentionCheck(
+        study=study,
+        task=task_row,
+        position=position,
+        question=question.strip(),
+        context=context,
+        expected=answer,
+        candidates=candidates,
+        item_id=0,
+    )
     check.full_clean(exclude=["item_id"])
     with transaction.atomic():
         Study.objects.select_for_update().filter(pk=study.pk).first()
@@ -90,8 +107,12 @@ def add_check(study: Study, *, task: str, position: int, question: str, context:
         if not study.has_attention_checks:
             study.has_attention_checks = True
             study.save(update_fields=["has_attention_checks"])
-        AuditEvent.objects.create(study=study, actor=actor, action="add attention check",
-                                  reason=f"{spec.name}, before test item {position}: {check.question}")
+        AuditEvent.objects.create(
+            study=study,
+            actor=actor,
+            action="add attention check",
+            reason=f"{spec.name}, before test item {position}: {check.question}",
+        )
     return check
 
 
@@ -105,8 +126,10 @@ def _reserve_item_id() -> int:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [table])
             return cursor.fetchone()[0]
-        top = max(Example.objects.aggregate(m=Max("id"))["m"] or 0,
-                  AttentionCheck.objects.aggregate(m=Max("item_id"))["m"] or 0)
+        top = max(
+            Example.objects.aggregate(m=Max("id"))["m"] or 0,
+            AttentionCheck.objects.aggregate(m=Max("item_id"))["m"] or 0,
+        )
         if connection.vendor == "sqlite":
             cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
             row = cursor.fetchone()
@@ -122,8 +145,11 @@ def _reserve_item_id() -> int:
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
     """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
-    checks = list(AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
-                  .annotate(answered=Exists(answered)).order_by("position", "id"))
+    checks = list(
+        AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
+        .annotate(answered=Exists(answered))
+        .order_by("position", "id")
+    )
     due = next((c for c in checks if not c.answered and c.position <= done), None)
     return due, sum(c.answered for c in checks), len(checks)
 
@@ -146,26 +172,43 @@ def answered_before(enrollment_id: int, moment) -> int:
 
 def as_item(check: AttentionCheck, task: Task) -> Example:
     """The check as the item a worker sees (an unsaved Example: the worker pages and API render it as any)."""
-    return Example(pk=check.item_id, task=task, role=Example.Role.TEST, clues_id="", context=check.context,
-                   question=check.question, gold=check.expected, candidates=check.candidates)
+    return Example(
+        pk=check.item_id,
+        task=task,
+        role=Example.Role.TEST,
+        clues_id="",
+        context=check.context,
+        question=check.question,
+        gold=check.expected,
+        candidates=check.candidates,
+    )
 
 
 def store_answer(enrollment: Enrollment, check: AttentionCheck, raw_answer) -> AttentionAnswer:
     """Validate and store a worker's answer to a check (``InvalidAnswer`` as for any item)."""
     valid = validate_answer(enrollment.cohort.task.spec, as_item(check, enrollment.cohort.task), raw_answer)
     return AttentionAnswer.objects.create(
-        enrollment=enrollment, attention_check=check, texts=valid.texts, spans=valid.spans,
-        passed=as_set(valid.texts) == as_set(check.expected), served_at=enrollment.current_served_at)
+        enrollment=enrollment,
+        attention_check=check,
+        texts=valid.texts,
+        spans=valid.spans,
+        passed=as_set(valid.texts) == as_set(check.expected),
+        served_at=enrollment.current_served_at,
+    )
 
 
 def cohort_results(cohort: Cohort) -> dict[int, dict]:
     """Per enrollment of the cohort: ``{"answered", "failed": [{"question", "expected", "given"}]}`` (1 query)."""
     out: dict[int, dict] = {}
-    for a in (AttentionAnswer.objects.filter(enrollment__cohort=cohort).select_related("attention_check")
-              .order_by("enrollment_id", "attention_check__position", "attention_check_id")):
+    for a in (
+        AttentionAnswer.objects.filter(enrollment__cohort=cohort)
+        .select_related("attention_check")
+        .order_by("enrollment_id", "attention_check__position", "attention_check_id")
+    ):
         row = out.setdefault(a.enrollment_id, {"answered": 0, "failed": []})
         row["answered"] += 1
         if not a.passed:
-            row["failed"].append({"question": a.attention_check.question, "expected": a.attention_check.expected,
-                                  "given": a.texts})
+            row["failed"].append(
+                {"question": a.attention_check.question, "expected": a.attention_check.expected, "given": a.texts}
+            )
     return out

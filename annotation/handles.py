@@ -30,4 +30,5 @@ def item_handle(*, enrollment_id: int, item_id: int, secret: str | None = None) 
 def is_handle_of(handle, *, enrollment_id: int, item_id: int) -> bool:
     """Whether ``handle`` (anything a client posted) is this enrollment's handle of the item (constant time)."""
     return isinstance(handle, str) and hmac.compare_digest(
-        handle.encode("utf-8", "surrogatepass"), item_handle(enrollment_id=enrollment_id, item_id=item_id).encode())
+        handle.encode("utf-8", "surrogatepass"), item_handle(enrollment_id=enrollment_id, item_id=item_id).encode()
+    )

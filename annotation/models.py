@@ -54,55 +54,106 @@ class Study(models.Model):
     MAX_TIME_LIMIT_MINUTES = 30 * 24 * 60
 
     name = models.CharField(max_length=200, help_text="For you; workers do not see it.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+",
-                                   editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    tasks = models.JSONField(help_text="Task slugs, e.g. [\"sst2\", \"conll03\"].")
+    tasks = models.JSONField(help_text='Task slugs, e.g. ["sst2", "conll03"].')
     shots = models.JSONField(default=all_shot_conditions, help_text="Shot conditions among 0, 10, 20 and 30.")
     chain = models.PositiveSmallIntegerField(
-        default=1, validators=_bounds(min(SPLITS), max(SPLITS)),
-        help_text="Training files nest 10 in 20 in 30; a chain is named by its 10-shot split.")
+        default=1,
+        validators=_bounds(min(SPLITS), max(SPLITS)),
+        help_text="Training files nest 10 in 20 in 30; a chain is named by its 10-shot split.",
+    )
     workers_per_cohort = models.PositiveSmallIntegerField(
-        default=3, validators=_bounds(1, MAX_WORKERS_PER_COHORT),
-        help_text="Workers who must finish the test step in each cohort.")
-    pay_rate = models.DecimalField(max_digits=7, decimal_places=2, default=12, validators=_bounds(0, MAX_PAY_RATE),
-                                   verbose_name="pay rate (per hour)", help_text="Per hour, in the pay currency.")
+        default=3,
+        validators=_bounds(1, MAX_WORKERS_PER_COHORT),
+        help_text="Workers who must finish the test step in each cohort.",
+    )
+    pay_rate = models.DecimalField(
+        max_digits=7,
+        decimal_places=2,
+        default=12,
+        validators=_bounds(0, MAX_PAY_RATE),
+        verbose_name="pay rate (per hour)",
+        help_text="Per hour, in the pay currency.",
+    )
     # Prolific pays in the account's currency (rewards in its pence / cents); publishing refuses a mismatch.
-    pay_currency = models.CharField(max_length=3, choices=[("USD", "USD"), ("GBP", "GBP")], default="USD",
-                                    help_text="The currency of the pay rate (your Prolific account's currency).")
+    pay_currency = models.CharField(
+        max_length=3,
+        choices=[("USD", "USD"), ("GBP", "GBP")],
+        default="USD",
+        help_text="The currency of the pay rate (your Prolific account's currency).",
+    )
     filter_floor = models.FloatField(
-        null=True, blank=True, validators=_bounds(0, 1), verbose_name="filter: floor",
+        null=True,
+        blank=True,
+        validators=_bounds(0, 1),
+        verbose_name="filter: floor",
         help_text="Filter a worker whose training S1 (0-1) is below this. Empty: off.",
     )
     filter_fraction = models.FloatField(
-        null=True, blank=True, default=0.5, validators=_bounds(0, 1),
+        null=True,
+        blank=True,
+        default=0.5,
+        validators=_bounds(0, 1),
         verbose_name="filter: fraction of the others' mean",
         help_text="Filter a worker below this fraction of the mean training S1 of the cohort's other workers. "
-                  "Empty: off.",
+        "Empty: off.",
     )
     # The crowd platform's slug (crowd.PROVIDERS): every platform question goes to ``provider``.
-    platform = models.CharField(max_length=10, choices=crowd.choices, default=crowd.DEFAULT,
-                                verbose_name="recruitment platform", help_text="Where the workers come from.")
-    worker_id_param = models.CharField(max_length=50, default="worker_id", verbose_name="worker-id parameter",
-                                       help_text="Generic link only: the query parameter that carries the worker id.")
+    platform = models.CharField(
+        max_length=10,
+        choices=crowd.choices,
+        default=crowd.DEFAULT,
+        verbose_name="recruitment platform",
+        help_text="Where the workers come from.",
+    )
+    worker_id_param = models.CharField(
+        max_length=50,
+        default="worker_id",
+        verbose_name="worker-id parameter",
+        help_text="Generic link only: the query parameter that carries the worker id.",
+    )
     completion_code = models.CharField(max_length=50, validators=[code_validator], help_text="Empty: one is generated.")
-    screenout_code = models.CharField(max_length=50, validators=[code_validator], verbose_name="screen-out code",
-                                      help_text="Given to filtered workers (paid for the training). Empty: generated.")
+    screenout_code = models.CharField(
+        max_length=50,
+        validators=[code_validator],
+        verbose_name="screen-out code",
+        help_text="Given to filtered workers (paid for the training). Empty: generated.",
+    )
     # Identity (crowd providers), time limit (rule 7) and Prolific review (the recruitment app).
-    worker_id_pattern = models.CharField(max_length=200, blank=True, verbose_name="worker-id pattern",
-                                         help_text="Generic link only: a regular expression the worker id must match.")
+    worker_id_pattern = models.CharField(
+        max_length=200,
+        blank=True,
+        verbose_name="worker-id pattern",
+        help_text="Generic link only: a regular expression the worker id must match.",
+    )
     expected_minutes = models.PositiveIntegerField(
-        default=30, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="expected duration (minutes)",
-        help_text="The Prolific reward and the default time limit (twice it) follow.")
-    manual_review = models.BooleanField(default=False, verbose_name="Prolific: review every submission by hand",
-                                        help_text="Never approve Prolific submissions automatically.")
+        default=30,
+        validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
+        verbose_name="expected duration (minutes)",
+        help_text="The Prolific reward and the default time limit (twice it) follow.",
+    )
+    manual_review = models.BooleanField(
+        default=False,
+        verbose_name="Prolific: review every submission by hand",
+        help_text="Never approve Prolific submissions automatically.",
+    )
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
     idle_cap_seconds = models.PositiveIntegerField(
-        default=300, validators=_bounds(1, MAX_IDLE_CAP_SECONDS), verbose_name="idle cap (seconds)",
-        help_text="A gap between answers counts at most this long for pay.")
+        default=300,
+        validators=_bounds(1, MAX_IDLE_CAP_SECONDS),
+        verbose_name="idle cap (seconds)",
+        help_text="A gap between answers counts at most this long for pay.",
+    )
     time_limit_minutes = models.PositiveIntegerField(
-        null=True, blank=True, validators=_bounds(1, MAX_TIME_LIMIT_MINUTES), verbose_name="time limit (minutes)",
-        help_text="Enrollments older than this expire. Empty: twice the expected duration.")
+        null=True,
+        blank=True,
+        validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
+        verbose_name="time limit (minutes)",
+        help_text="Enrollments older than this expire. Empty: twice the expected duration.",
+    )
     closed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
     # hot path reads it with the study and looks for checks only then. Off by default, as in the paper.
@@ -166,8 +217,14 @@ class Cohort(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="cohorts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="cohorts")
     shots = models.PositiveSmallIntegerField()
-    training_set = models.ForeignKey(TrainingSet, null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="cohorts", help_text="None for 0 shots.")
+    training_set = models.ForeignKey(
+        TrainingSet,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="cohorts",
+        help_text="None for 0 shots.",
+    )
     target = models.PositiveSmallIntegerField()
     join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
     launched_at = models.DateTimeField(null=True, blank=True)
@@ -180,8 +237,9 @@ class Cohort(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "task", "shots"], name="cohort_unique_cell"),
             models.CheckConstraint(
-                condition=(models.Q(shots=0, training_set__isnull=True)
-                           | models.Q(shots__gt=0, training_set__isnull=False)),
+                condition=(
+                    models.Q(shots=0, training_set__isnull=True) | models.Q(shots__gt=0, training_set__isnull=False)
+                ),
                 name="cohort_training_set_iff_shots",
             ),
         ]
@@ -203,8 +261,9 @@ class Worker(models.Model):
 
     platform = models.CharField(max_length=10, choices=crowd.choices)
     external_id = models.CharField(max_length=100)
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="worker")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="worker"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -246,16 +305,22 @@ class Enrollment(models.Model):
     # Shown on the description page to workers whose platform cannot vouch for them again (generic link,
     # lab accounts): with it, a worker who lost their browser opens the join link again and continues.
     resume_code = models.CharField(max_length=16, blank=True, default="", editable=False)
-    platform_status = models.CharField(max_length=20, blank=True,
-                                       help_text="Last status of the submission seen on the crowd platform.")
+    platform_status = models.CharField(
+        max_length=20, blank=True, help_text="Last status of the submission seen on the crowd platform."
+    )
     # Set by a researcher, with a reason in the audit log, once filtering is closed (the test step has started):
     # the worker finishes and is paid as any other, and no result counts them (annotation.selectors.in_results).
     left_out = models.BooleanField(default=False, help_text="Left out of every result by a researcher (audited).")
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]
-        constraints = [models.UniqueConstraint(fields=["worker", "task"], name="enrollment_one_cohort_per_task",
-                                               condition=~models.Q(verification="superseded"))]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["worker", "task"],
+                name="enrollment_one_cohort_per_task",
+                condition=~models.Q(verification="superseded"),
+            )
+        ]
 
     def __str__(self):
         return f"{self.worker} in {self.cohort}"
@@ -302,8 +367,9 @@ class AuditEvent(models.Model):
     REASON_MAX_LENGTH = 2000  # one limit for every reason field (form, API, withdraw)
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="audit_events")
-    enrollment = models.ForeignKey(Enrollment, null=True, blank=True, on_delete=models.CASCADE,
-                                   related_name="audit_events")
+    enrollment = models.ForeignKey(
+        Enrollment, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
+    )
     at = models.DateTimeField(auto_now_add=True)
     actor = models.CharField(max_length=150, help_text="'worker', 'system', or the researcher's username.")
     action = models.CharField(max_length=40)
@@ -330,8 +396,9 @@ class AttentionCheck(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="attention_checks")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveIntegerField(help_text="Shown before the test item at this 0-based position.")
-    question = models.CharField(max_length=MAX_QUESTION, help_text="The instruction, e.g. 'For this item choose "
-                                                                    "negative.'")
+    question = models.CharField(
+        max_length=MAX_QUESTION, help_text="The instruction, e.g. 'For this item choose negative.'"
+    )
     context = models.TextField(max_length=MAX_CONTEXT, help_text="The text shown, as an item's context.")
     expected = models.JSONField(help_text="The expected answer set ([] = none).")
     candidates = models.JSONField(default=list, blank=True, help_text="ReCoRD-like tasks: [[start, end), ...].")
@@ -358,8 +425,7 @@ class AttentionAnswer(models.Model):
 
     class Meta:
         ordering = ["enrollment", "attention_check"]
-        constraints = [models.UniqueConstraint(fields=["enrollment", "attention_check"],
-                                               name="attention_answer_once")]
+        constraints = [models.UniqueConstraint(fields=["enrollment", "attention_check"], name="attention_answer_once")]
 
     @property
     def example_id(self) -> int:

@@ -75,8 +75,15 @@ class TransitionNotAllowed(Exception):
     pass
 
 
-def transition(enrollment: Enrollment, to_state: str, *, actor: str, action: str, reason: str = "",
-               update_fields: tuple[str, ...] = ()) -> AuditEvent:
+def transition(
+    enrollment: Enrollment,
+    to_state: str,
+    *,
+    actor: str,
+    action: str,
+    reason: str = "",
+    update_fields: tuple[str, ...] = (),
+) -> AuditEvent:
     """Move ``enrollment`` to ``to_state`` (saving it) and record the event."""
     from_state = enrollment.state if enrollment.pk else None
     if to_state not in ALLOWED[from_state]:
@@ -87,8 +94,13 @@ def transition(enrollment: Enrollment, to_state: str, *, actor: str, action: str
     else:
         enrollment.save()
     event = AuditEvent.objects.create(
-        study_id=enrollment.cohort.study_id, enrollment=enrollment, actor=actor, action=action,
-        from_state=from_state or "", to_state=to_state, reason=reason,
+        study_id=enrollment.cohort.study_id,
+        enrollment=enrollment,
+        actor=actor,
+        action=action,
+        from_state=from_state or "",
+        to_state=to_state,
+        reason=reason,
     )
     if from_state in HOLDS_SLOT and to_state not in HOLDS_SLOT:  # rule 2: the crowd platform may fill it again
         events.place_freed.send(sender=Enrollment, enrollment=enrollment)
@@ -120,8 +132,7 @@ def filtering_decision(own: float, others: list[float], *, floor: float | None, 
     if fraction is not None and len(others) >= 2:
         mean = sum(others) / len(others)
         if own < fraction * mean:
-            return (f"training S1 {own:.3f} is below {fraction:g} x the mean {mean:.3f} "
-                    f"of {len(others)} other worker(s)")
+            return f"training S1 {own:.3f} is below {fraction:g} x the mean {mean:.3f} of {len(others)} other worker(s)"
     return ""
 
 
@@ -155,8 +166,10 @@ def leave_out_refusal(state: str, test_answers: int, left_out: bool) -> str | No
     if left_out:
         return "this worker is already left out of the results"
     if state not in (State.TESTING, State.COMPLETED) or (state == State.TESTING and not test_answers):
-        return (f"only a worker whose test step has started, or who has finished, can be left out of the results "
-                f"(this one is {state}; before the test step, filter them instead)")
+        return (
+            f"only a worker whose test step has started, or who has finished, can be left out of the results "
+            f"(this one is {state}; before the test step, filter them instead)"
+        )
     return None
 
 
@@ -276,8 +289,12 @@ class WorkerPage(str, enum.Enum):
     ENDED = "ended"  # withdrawn or expired
 
 
-_PAGE_OF_STEP = {"training": WorkerPage.ITEM, "test": WorkerPage.ITEM, "done": WorkerPage.DONE,
-                 "filtered": WorkerPage.FILTERED}
+_PAGE_OF_STEP = {
+    "training": WorkerPage.ITEM,
+    "test": WorkerPage.ITEM,
+    "done": WorkerPage.DONE,
+    "filtered": WorkerPage.FILTERED,
+}
 
 
 def page_of_step(step: str) -> WorkerPage:
@@ -285,8 +302,15 @@ def page_of_step(step: str) -> WorkerPage:
     return _PAGE_OF_STEP.get(step, WorkerPage.ENDED)
 
 
-def worker_page(state: str, *, shots: int, started: bool, has_answers: Callable[[], bool],
-                last_training_answer: Callable[[], int | None], feedback_seen: int | None) -> WorkerPage:
+def worker_page(
+    state: str,
+    *,
+    shots: int,
+    started: bool,
+    has_answers: Callable[[], bool],
+    last_training_answer: Callable[[], int | None],
+    feedback_seen: int | None,
+) -> WorkerPage:
     """Which page a worker sees, from the enrollment's state and what they acknowledged.
 
     ``started``: the worker pressed Start on this enrollment's description; ``feedback_seen``: the id of

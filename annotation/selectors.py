@@ -44,9 +44,13 @@ def in_results(prefix: str = "") -> Q:
     """The enrollments every result counts (one place): completed, and not admitted unverified
     while Prolific was unreachable (until the sync verifies them) nor superseded by the genuine participant,
     and not left out by a researcher. ``prefix`` e.g. "enrollment__"."""
-    return (Q(**{f"{prefix}state__in": RESULT_STATES})
-            & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)})
-            & Q(**{f"{prefix}left_out": False}))
+    return (
+        Q(**{f"{prefix}state__in": RESULT_STATES})
+        & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)})
+        & Q(**{f"{prefix}left_out": False})
+    )
+
+
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
@@ -89,8 +93,13 @@ def cohort_key(slug: str, shots: int) -> tuple[int, int]:
 
 def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
     """Number of test items of each task (one query)."""
-    rows = (Example.objects.filter(task_id__in=set(task_ids), role=Example.Role.TEST).order_by()
-            .values("task_id").annotate(n=Count("id")).values_list("task_id", "n"))
+    rows = (
+        Example.objects.filter(task_id__in=set(task_ids), role=Example.Role.TEST)
+        .order_by()
+        .values("task_id")
+        .annotate(n=Count("id"))
+        .values_list("task_id", "n")
+    )
     return dict(rows)
 
 
@@ -116,33 +125,42 @@ def study_grid(study: Study) -> list[dict]:
     """
     cohorts = study_cohorts(study)
     states: dict[int, dict[str, int]] = defaultdict(dict)
-    for cohort_id, state, n in (Enrollment.objects.filter(cohort__study=study).order_by()
-                                .values("cohort_id", "state").annotate(n=Count("id"))
-                                .values_list("cohort_id", "state", "n")):
+    for cohort_id, state, n in (
+        Enrollment.objects.filter(cohort__study=study)
+        .order_by()
+        .values("cohort_id", "state")
+        .annotate(n=Count("id"))
+        .values_list("cohort_id", "state", "n")
+    ):
         states[cohort_id][state] = n
-    test_done = dict(Answer.objects.filter(enrollment__cohort__study=study, step=Answer.Step.TEST,
-                                           enrollment__state__in=HOLDS_SLOT).order_by()
-                     .values("enrollment__cohort_id").annotate(n=Count("id"))
-                     .values_list("enrollment__cohort_id", "n"))
+    test_done = dict(
+        Answer.objects.filter(enrollment__cohort__study=study, step=Answer.Step.TEST, enrollment__state__in=HOLDS_SLOT)
+        .order_by()
+        .values("enrollment__cohort_id")
+        .annotate(n=Count("id"))
+        .values_list("enrollment__cohort_id", "n")
+    )
     n_test = test_item_counts(c.task_id for c in cohorts)
     rows = []
     for cohort in cohorts:
         counts = states.get(cohort.pk, {})
-        rows.append({
-            "cohort": cohort,
-            "task": cohort.task.slug,
-            "task_name": cohort.task.spec.name,
-            "shots": cohort.shots,
-            "enrolled": sum(counts.get(s, 0) for s in HOLDS_SLOT),
-            "target": cohort.target,
-            "training_finished": counts.get(State.TESTING, 0) + counts.get(State.COMPLETED, 0),
-            "test_items_done": test_done.get(cohort.pk, 0),
-            "test_items_total": cohort.target * n_test.get(cohort.task_id, 0),
-            "completed": counts.get(State.COMPLETED, 0),
-            "filtered": counts.get(State.FILTERED, 0),
-            "accepting": cohort.launched_at is not None and cohort.closed_at is None and study.is_open,
-            "join_path": cohort.join_path,
-        })
+        rows.append(
+            {
+                "cohort": cohort,
+                "task": cohort.task.slug,
+                "task_name": cohort.task.spec.name,
+                "shots": cohort.shots,
+                "enrolled": sum(counts.get(s, 0) for s in HOLDS_SLOT),
+                "target": cohort.target,
+                "training_finished": counts.get(State.TESTING, 0) + counts.get(State.COMPLETED, 0),
+                "test_items_done": test_done.get(cohort.pk, 0),
+                "test_items_total": cohort.target * n_test.get(cohort.task_id, 0),
+                "completed": counts.get(State.COMPLETED, 0),
+                "filtered": counts.get(State.FILTERED, 0),
+                "accepting": cohort.launched_at is not None and cohort.closed_at is None and study.is_open,
+                "join_path": cohort.join_path,
+            }
+        )
     return rows
 
 
@@ -153,10 +171,11 @@ def training_chance(training_set_ids: Iterable[int]) -> dict[int, float]:
     cannot be marked (as the training S1 does, ``services.filtering.finish_training``).
     """
     per_set: dict[int, list[float]] = defaultdict(list)
-    rows = (TrainingSetItem.objects.filter(training_set_id__in=set(training_set_ids),
-                                           example__gold_unproducible=False)
-            .values_list("training_set_id", "training_set__task__slug", "example__gold", "example__context",
-                         "example__candidates"))
+    rows = TrainingSetItem.objects.filter(
+        training_set_id__in=set(training_set_ids), example__gold_unproducible=False
+    ).values_list(
+        "training_set_id", "training_set__task__slug", "example__gold", "example__context", "example__candidates"
+    )
     for set_id, slug, gold, context, candidates in rows:
         spec = TASKS.get(slug)
         if spec is not None:
@@ -168,18 +187,24 @@ def training_chance(training_set_ids: Iterable[int]) -> dict[int, float]:
 def last_activity(enrollments: Iterable[Enrollment]) -> dict[int, datetime]:
     """{enrollment id: its last sign of life} (1 query): the latest of joining, an item served, an answer."""
     enrollments = list(enrollments)
-    answered = dict(Answer.objects.filter(enrollment__in=enrollments).order_by().values("enrollment_id")
-                    .annotate(last=Max("answered_at")).values_list("enrollment_id", "last"))
-    return {e.pk: max(t for t in (e.enrolled_at, e.current_served_at, answered.get(e.pk)) if t is not None)
-            for e in enrollments}
+    answered = dict(
+        Answer.objects.filter(enrollment__in=enrollments)
+        .order_by()
+        .values("enrollment_id")
+        .annotate(last=Max("answered_at"))
+        .values_list("enrollment_id", "last")
+    )
+    return {
+        e.pk: max(t for t in (e.enrolled_at, e.current_served_at, answered.get(e.pk)) if t is not None)
+        for e in enrollments
+    }
 
 
 def cohort_attention(study: Study, *, now: datetime) -> dict[int, dict]:
     """Per cohort id: ``idle`` (workers in a step with no activity for longer than the study's idle
     cap), ``below_chance`` (slot holders whose training S1 is at or below the chance level) and
     ``last_activity`` (the latest sign of life of any worker in a step, or None) (3 queries)."""
-    enrollments = list(Enrollment.objects.filter(cohort__study=study, state__in=HOLDS_SLOT)
-                       .select_related("cohort"))
+    enrollments = list(Enrollment.objects.filter(cohort__study=study, state__in=HOLDS_SLOT).select_related("cohort"))
     active = [e for e in enrollments if e.state in ACTIVE_STATES]
     last = last_activity(active)
     chance = training_chance({e.cohort.training_set_id for e in enrollments if e.training_s1 is not None})
@@ -208,13 +233,19 @@ def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: floa
     joining to the first answer, then between answers; uncapped, unlike active time). Signals
     for the researcher to read, never a rule that filters or rejects.
     """
-    durations = [(answered - served).total_seconds() for step, served, answered in answers
-                 if step == Answer.Step.TEST and served is not None]
+    durations = [
+        (answered - served).total_seconds()
+        for step, served, answered in answers
+        if step == Answer.Step.TEST and served is not None
+    ]
     fast = sum(d < min_seconds for d in durations)
     times = [enrolled_at, *sorted(answered for _step, _served, answered in answers)]
     gaps = sorted(((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)), reverse=True)
-    return {"fast_answers": fast, "fast_share": fast / len(durations) if durations else None,
-            "longest_gaps": [round(g, 1) for g in gaps[:LONGEST_GAPS]]}
+    return {
+        "fast_answers": fast,
+        "fast_share": fast / len(durations) if durations else None,
+        "longest_gaps": [round(g, 1) for g in gaps[:LONGEST_GAPS]],
+    }
 
 
 def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
@@ -227,8 +258,10 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     times: dict[int, list] = defaultdict(list)
     timing: dict[int, list[tuple]] = defaultdict(list)
     for enrollment_id, step, s1, answered_at, quirk, served_at in (
-            Answer.objects.filter(enrollment_id__in=ids).order_by("enrollment_id", "step", "position")
-            .values_list("enrollment_id", "step", "s1", "answered_at", "example__gold_unproducible", "served_at")):
+        Answer.objects.filter(enrollment_id__in=ids)
+        .order_by("enrollment_id", "step", "position")
+        .values_list("enrollment_id", "step", "s1", "answered_at", "example__gold_unproducible", "served_at")
+    ):
         timing[enrollment_id].append((step, served_at, answered_at))
         if step == Answer.Step.TRAINING:
             curves[enrollment_id].append(s1)
@@ -240,35 +273,44 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     rows = []
     for e in enrollments:
         study = e.cohort.study
-        seconds = active_seconds(enrolled_at=e.enrolled_at, answered_at=times[e.pk],
-                                 idle_cap_seconds=study.idle_cap_seconds)
+        seconds = active_seconds(
+            enrolled_at=e.enrolled_at, answered_at=times[e.pk], idle_cap_seconds=study.idle_cap_seconds
+        )
         test = test_s1s[e.pk]
-        rows.append({
-            "enrollment": e,
-            "worker": e.worker.external_id,
-            "platform": e.worker.platform,
-            "task": e.cohort.task.slug,
-            "task_name": e.cohort.task.spec.name,
-            "shots": e.cohort.shots,
-            "state": e.state,
-            "enrolled_at": e.enrolled_at,
-            "training_s1": e.training_s1,
-            "learning_curve": curves[e.pk],
-            "learning_curve_unproducible": unproducible[e.pk],  # per training item: gold cannot be marked exactly
-            "training_done": len(curves[e.pk]),
-            "test_done": len(test),
-            "test_total": n_test.get(e.task_id, 0),
-            "active_seconds": seconds,
-            "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate),
-            **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
-            # Only a completed enrollment has a test S1: the mean over every test item.
-            "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
-        })
+        rows.append(
+            {
+                "enrollment": e,
+                "worker": e.worker.external_id,
+                "platform": e.worker.platform,
+                "task": e.cohort.task.slug,
+                "task_name": e.cohort.task.spec.name,
+                "shots": e.cohort.shots,
+                "state": e.state,
+                "enrolled_at": e.enrolled_at,
+                "training_s1": e.training_s1,
+                "learning_curve": curves[e.pk],
+                "learning_curve_unproducible": unproducible[e.pk],  # per training item: gold cannot be marked exactly
+                "training_done": len(curves[e.pk]),
+                "test_done": len(test),
+                "test_total": n_test.get(e.task_id, 0),
+                "active_seconds": seconds,
+                "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate),
+                **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
+                # Only a completed enrollment has a test S1: the mean over every test item.
+                "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
+            }
+        )
     return rows
 
 
-def study_enrollments(study: Study, *, cohort: Cohort | None = None, cohorts: Iterable[int] | None = None,
-                      state: str | None = None, results: bool | None = None) -> list[dict]:
+def study_enrollments(
+    study: Study,
+    *,
+    cohort: Cohort | None = None,
+    cohorts: Iterable[int] | None = None,
+    state: str | None = None,
+    results: bool | None = None,
+) -> list[dict]:
     """Every enrollment of a study (optionally of one cohort or of the given cohort ids, in one state; with
     ``results`` True only those ``in_results``, False only the others), see ``cohort_enrollments``."""
     qs = Enrollment.objects.filter(cohort__study=study).select_related("worker", "cohort__task", "cohort__study")
@@ -353,8 +395,11 @@ def prediction_rows(enrollment: Enrollment) -> list[dict]:
     reads it too.
     """
     kind = enrollment.cohort.task.spec.answer_kind
-    answers = (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).order_by("example__position")
-               .values_list("example__clues_id", "example__clues_id_is_number", "texts"))
+    answers = (
+        Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
+        .order_by("example__position")
+        .values_list("example__clues_id", "example__clues_id_is_number", "texts")
+    )
     return [prediction_row(kind, clues_id, number, texts) for clues_id, number, texts in answers]
 
 
@@ -364,5 +409,5 @@ def prediction_row(kind, clues_id: str, clues_id_is_number: bool, texts: Sequenc
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:
-    qs = (Enrollment.objects.filter(in_results(), cohort__study=study).select_related("worker", "cohort__task"))
+    qs = Enrollment.objects.filter(in_results(), cohort__study=study).select_related("worker", "cohort__task")
     return sorted(qs, key=lambda e: (*cohort_key(e.cohort.task.slug, e.cohort.shots), e.enrolled_at, e.pk))

@@ -66,6 +66,10 @@ class WorkerSessionScheme(OpenApiAuthenticationExtension):
     name = "workerSession"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME,
-                "description": "The session cookie set by the join link /join/<token>/; unsafe methods also need "
-                               "the X-CSRFToken header (value of the csrftoken cookie)."}
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": settings.SESSION_COOKIE_NAME,
+            "description": "The session cookie set by the join link /join/<token>/; unsafe methods also need "
+            "the X-CSRFToken header (value of the csrftoken cookie).",
+        }

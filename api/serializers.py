@@ -39,8 +39,12 @@ def completion_payload(enrollment) -> dict | None:
     done = services.completion(enrollment=enrollment)
     if done is None:
         return None
-    return {"code": done.code, "redirect_url": done.redirect_url, "post_url": done.post_url,
-            "post_fields": dict(done.post_fields)}
+    return {
+        "code": done.code,
+        "redirect_url": done.redirect_url,
+        "post_url": done.post_url,
+        "post_fields": dict(done.post_fields),
+    }
 
 
 def task_payload(spec: TaskSpec) -> dict:
@@ -77,15 +81,18 @@ def submit_payload(result: services.SubmitResult, enrollment) -> dict:
 
 
 class AnswerSubmitSerializer(serializers.Serializer):
-    item = serializers.CharField(trim_whitespace=False, max_length=64,
-                                 help_text="The item's handle: item.id as GET /api/work/current/ gave it.")
+    item = serializers.CharField(
+        trim_whitespace=False, max_length=64, help_text="The item's handle: item.id as GET /api/work/current/ gave it."
+    )
     answer = serializers.JSONField(
-        help_text='A label ["positive"]; spans [{"start": s, "end": e}] (end exclusive); [] for none.')
+        help_text='A label ["positive"]; spans [{"start": s, "end": e}] (end exclusive); [] for none.'
+    )
 
 
 class WithdrawSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="",
-                                   max_length=AuditEvent.REASON_MAX_LENGTH)
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=AuditEvent.REASON_MAX_LENGTH
+    )
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -103,10 +110,14 @@ class CompletionSerializer(serializers.Serializer):
 class WorkStateSerializer(serializers.Serializer):
     step = serializers.ChoiceField(choices=["training", "test", "done", "filtered", "withdrawn", "expired"])
     progress = ProgressSerializer()
-    item = serializers.DictField(allow_null=True, help_text=(
-        "id (the item's handle for this worker, a string: post it back as item), kind "
-        "(label|spans|span_or_none|entity), question, context (MNLI: premise and hypothesis), "
-        "labels (label kind), candidates [{start, end, text}] (entity kind)"))
+    item = serializers.DictField(
+        allow_null=True,
+        help_text=(
+            "id (the item's handle for this worker, a string: post it back as item), kind "
+            "(label|spans|span_or_none|entity), question, context (MNLI: premise and hypothesis), "
+            "labels (label kind), candidates [{start, end, text}] (entity kind)"
+        ),
+    )
     task = serializers.DictField()
     completion = CompletionSerializer(allow_null=True)
 
@@ -116,12 +127,17 @@ class SubmitResultSerializer(serializers.Serializer):
     step = serializers.ChoiceField(choices=["training", "test"])
     progress = ProgressSerializer()
     next_step = serializers.CharField()
-    gold = serializers.ListField(child=serializers.CharField(), required=False,
-                                 help_text="Training step only: the gold answer (MRC: its alternatives).")
+    gold = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Training step only: the gold answer (MRC: its alternatives).",
+    )
     s1 = serializers.FloatField(required=False, help_text="Training step only: S1 (0-1) of this answer.")
     gold_unproducible = serializers.BooleanField(
-        required=False, help_text="Training step only: the gold cannot be marked exactly in the text (a quirk of the "
-                                  "data); the item is left out of the training S1 that filters.")
+        required=False,
+        help_text="Training step only: the gold cannot be marked exactly in the text (a quirk of the "
+        "data); the item is left out of the training S1 that filters.",
+    )
     completion = CompletionSerializer(allow_null=True)
 
 
@@ -132,17 +148,25 @@ class StudyCreateSerializer(serializers.ModelSerializer):
     """Derived from the Study model: its fields, limits (min/max from the validators) and defaults;
     services.create_study then runs ``Study.full_clean`` (400 with the field's errors)."""
 
-    tasks = serializers.ListField(child=serializers.CharField(max_length=50), allow_empty=False,
-                                  help_text=Study._meta.get_field("tasks").help_text)
-    shots = serializers.ListField(child=serializers.IntegerField(), required=False,
-                                  help_text=f"Shot conditions among {Study.SHOT_CONDITIONS} (default: all).")
+    tasks = serializers.ListField(
+        child=serializers.CharField(max_length=50),
+        allow_empty=False,
+        help_text=Study._meta.get_field("tasks").help_text,
+    )
+    shots = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text=f"Shot conditions among {Study.SHOT_CONDITIONS} (default: all).",
+    )
     launch = serializers.BooleanField(default=False, help_text="Open every cohort for joining at once.")
 
     class Meta:
         model = Study
         fields = [*Study.parameters(), "launch"]
-        extra_kwargs = {"completion_code": {"required": False, "allow_blank": True},
-                        "screenout_code": {"required": False, "allow_blank": True}}
+        extra_kwargs = {
+            "completion_code": {"required": False, "allow_blank": True},
+            "screenout_code": {"required": False, "allow_blank": True},
+        }
 
 
 class CohortRowSerializer(serializers.Serializer):
@@ -204,19 +228,29 @@ class EnrollmentRowSerializer(serializers.Serializer):
     active_seconds = serializers.FloatField(help_text="Idle gaps capped at the study's idle_cap_seconds.")
     pay = serializers.DecimalField(max_digits=9, decimal_places=2, help_text="In the pay currency: active time x rate.")
     test_s1 = serializers.FloatField(allow_null=True, help_text="0-1, completed enrollments only.")
-    left_out = serializers.BooleanField(source="enrollment.left_out",
-                                        help_text="Left out of every result by a researcher (audited).")
+    left_out = serializers.BooleanField(
+        source="enrollment.left_out", help_text="Left out of every result by a researcher (audited)."
+    )
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="",
-                                   max_length=AuditEvent.REASON_MAX_LENGTH,
-                                   help_text="Kept in the audit log; required to filter or reinstate.")
+    reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=AuditEvent.REASON_MAX_LENGTH,
+        help_text="Kept in the audit log; required to filter or reinstate.",
+    )
 
 
 class LaunchSerializer(serializers.Serializer):
-    cohorts = serializers.ListField(child=serializers.IntegerField(), required=False, allow_null=True, default=None,
-                                    help_text="Cohort ids to open; all of the study's when left out.")
+    cohorts = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Cohort ids to open; all of the study's when left out.",
+    )
 
 
 class AuditEventSerializer(serializers.ModelSerializer):

@@ -75,8 +75,10 @@ def api_exception_handler(exc, context):
     """DRF's handler, plus the protocol's exceptions, and a ``detail`` message on every 4xx."""
     if isinstance(exc, Enrollment.DoesNotExist):
         # A session bound to an enrollment that no longer exists (e.g. a database reset).
-        return Response({"detail": "this browser session's enrollment no longer exists: open your study link again"},
-                        status=status.HTTP_403_FORBIDDEN)
+        return Response(
+            {"detail": "this browser session's enrollment no longer exists: open your study link again"},
+            status=status.HTTP_403_FORBIDDEN,
+        )
     if isinstance(exc, (services.Conflict, services.TransitionNotAllowed)):
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, services.InvalidAnswer):
@@ -108,8 +110,9 @@ class SafeJSONParser(JSONParser):
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply") from None
         if _has_lone_surrogate(data):
-            raise ParseError("JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), "
-                             "which is not a character")
+            raise ParseError(
+                "JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), which is not a character"
+            )
         return data
 
 
@@ -155,29 +158,42 @@ class WorkerView(ApiView):
 
 
 class WorkCurrentView(WorkerView):
-    @extend_schema(tags=["work"], responses={200: WorkStateSerializer, 403: OpenApiTypes.OBJECT},
-                   summary="Where the worker is: step, progress and the current item (never its gold).")
+    @extend_schema(
+        tags=["work"],
+        responses={200: WorkStateSerializer, 403: OpenApiTypes.OBJECT},
+        summary="Where the worker is: step, progress and the current item (never its gold).",
+    )
     def get(self, request):
         return Response(work_state_payload(services.current_item(enrollment_id=self.enrollment_id)))
 
 
 class WorkAnswerView(WorkerView):
-    @extend_schema(tags=["work"], request=AnswerSubmitSerializer,
-                   responses={201: SubmitResultSerializer,
-                              400: OpenApiResponse(description="invalid answer; detail names the problem"),
-                              409: OpenApiResponse(description="already answered, or not the current item")},
-                   summary="Answer the current item, once; the training step returns its gold and S1.")
+    @extend_schema(
+        tags=["work"],
+        request=AnswerSubmitSerializer,
+        responses={
+            201: SubmitResultSerializer,
+            400: OpenApiResponse(description="invalid answer; detail names the problem"),
+            409: OpenApiResponse(description="already answered, or not the current item"),
+        },
+        summary="Answer the current item, once; the training step returns its gold and S1.",
+    )
     def post(self, request):
         body = AnswerSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.submit_answer(enrollment_id=self.enrollment_id, item=body.validated_data["item"],
-                                        answer=body.validated_data["answer"])
+        result = services.submit_answer(
+            enrollment_id=self.enrollment_id, item=body.validated_data["item"], answer=body.validated_data["answer"]
+        )
         return Response(submit_payload(result, result.answer.enrollment), status=status.HTTP_201_CREATED)
 
 
 class WorkWithdrawView(WorkerView):
-    @extend_schema(tags=["work"], request=WithdrawSerializer, responses={200: WorkStateSerializer},
-                   summary="The worker leaves the study; their place goes to someone else.")
+    @extend_schema(
+        tags=["work"],
+        request=WithdrawSerializer,
+        responses={200: WorkStateSerializer},
+        summary="The worker leaves the study; their place goes to someone else.",
+    )
     def post(self, request):
         body = WithdrawSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -205,12 +221,15 @@ class ResearcherView(ApiView):
         return get_object_or_404(self.studies(), pk=pk)
 
     def get_cohort(self, pk: int) -> Cohort:
-        return get_object_or_404(Cohort.objects.select_related("study", "task")
-                                 .filter(study__in=self.studies()), pk=pk)
+        return get_object_or_404(Cohort.objects.select_related("study", "task").filter(study__in=self.studies()), pk=pk)
 
     def get_enrollment(self, pk: int) -> Enrollment:
-        return get_object_or_404(Enrollment.objects.select_related("cohort__study", "cohort__task", "worker")
-                                 .filter(cohort__study__in=self.studies()), pk=pk)
+        return get_object_or_404(
+            Enrollment.objects.select_related("cohort__study", "cohort__task", "worker").filter(
+                cohort__study__in=self.studies()
+            ),
+            pk=pk,
+        )
 
     @property
     def actor(self) -> str:
@@ -218,13 +237,18 @@ class ResearcherView(ApiView):
 
 
 class StudyListView(ResearcherView):
-    @extend_schema(tags=["studies"], responses=StudySerializer(many=True),
-                   summary="Your studies (a superuser sees all).")
+    @extend_schema(
+        tags=["studies"], responses=StudySerializer(many=True), summary="Your studies (a superuser sees all)."
+    )
     def get(self, request):
         return Response(StudySerializer(self.studies().select_related("created_by"), many=True).data)
 
-    @extend_schema(tags=["studies"], request=StudyCreateSerializer, responses={201: StudyDetailSerializer},
-                   summary="Create a study and its cohorts (one per task x shots); launch: open them at once.")
+    @extend_schema(
+        tags=["studies"],
+        request=StudyCreateSerializer,
+        responses={201: StudyDetailSerializer},
+        summary="Create a study and its cohorts (one per task x shots); launch: open them at once.",
+    )
     def post(self, request):
         body = StudyCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -233,16 +257,22 @@ class StudyListView(ResearcherView):
 
 
 class StudyDetailView(ResearcherView):
-    @extend_schema(tags=["studies"], responses=StudyDetailSerializer,
-                   summary="A study with its cohorts' progress (selectors.study_grid).")
+    @extend_schema(
+        tags=["studies"],
+        responses=StudyDetailSerializer,
+        summary="A study with its cohorts' progress (selectors.study_grid).",
+    )
     def get(self, request, pk: int):
         return Response(StudyDetailSerializer(self.get_study(pk)).data)
 
 
 class StudyLaunchView(ResearcherView):
-    @extend_schema(tags=["studies"], request=LaunchSerializer,
-                   responses=inline_serializer("Launched", {"launched": serializers.IntegerField()}),
-                   summary="Open cohorts for joining (all of the study's, or the given ids).")
+    @extend_schema(
+        tags=["studies"],
+        request=LaunchSerializer,
+        responses=inline_serializer("Launched", {"launched": serializers.IntegerField()}),
+        summary="Open cohorts for joining (all of the study's, or the given ids).",
+    )
     def post(self, request, pk: int):
         study = self.get_study(pk)
         body = LaunchSerializer(data=request.data)
@@ -257,8 +287,12 @@ class StudyLaunchView(ResearcherView):
 
 
 class StudyCloseView(ResearcherView):
-    @extend_schema(tags=["studies"], request=ReasonSerializer, responses=StudyDetailSerializer,
-                   summary="Close the study: no one joins any of its cohorts any more.")
+    @extend_schema(
+        tags=["studies"],
+        request=ReasonSerializer,
+        responses=StudyDetailSerializer,
+        summary="Close the study: no one joins any of its cohorts any more.",
+    )
     def post(self, request, pk: int):
         study = self.get_study(pk)
         body = ReasonSerializer(data=request.data)
@@ -268,18 +302,24 @@ class StudyCloseView(ResearcherView):
 
 
 class CohortLaunchView(ResearcherView):
-    @extend_schema(tags=["cohorts"], request=None,
-                   responses=inline_serializer("CohortLaunched", {"launched": serializers.IntegerField()}),
-                   summary="Open one cohort for joining.")
+    @extend_schema(
+        tags=["cohorts"],
+        request=None,
+        responses=inline_serializer("CohortLaunched", {"launched": serializers.IntegerField()}),
+        summary="Open one cohort for joining.",
+    )
     def post(self, request, pk: int):
         cohort = self.get_cohort(pk)
         return Response({"launched": services.launch_cohorts(study=cohort.study, cohorts=[cohort], actor=self.actor)})
 
 
 class CohortCloseView(ResearcherView):
-    @extend_schema(tags=["cohorts"], request=ReasonSerializer,
-                   responses=inline_serializer("CohortClosed", {"closed": serializers.BooleanField()}),
-                   summary="Close one cohort: its link takes no new workers (those enrolled go on).")
+    @extend_schema(
+        tags=["cohorts"],
+        request=ReasonSerializer,
+        responses=inline_serializer("CohortClosed", {"closed": serializers.BooleanField()}),
+        summary="Close one cohort: its link takes no new workers (those enrolled go on).",
+    )
     def post(self, request, pk: int):
         cohort = self.get_cohort(pk)
         body = ReasonSerializer(data=request.data)
@@ -289,11 +329,16 @@ class CohortCloseView(ResearcherView):
 
 
 class CohortReopenView(ResearcherView):
-    @extend_schema(tags=["cohorts"], request=ReasonSerializer,
-                   responses={200: inline_serializer("CohortReopened", {"closed": serializers.BooleanField()}),
-                              400: OpenApiResponse(description="no reason given"),
-                              409: OpenApiResponse(description="not closed, no places left, or the study is closed")},
-                   summary="Re-open a closed cohort that has places left; the reason is kept in the audit log.")
+    @extend_schema(
+        tags=["cohorts"],
+        request=ReasonSerializer,
+        responses={
+            200: inline_serializer("CohortReopened", {"closed": serializers.BooleanField()}),
+            400: OpenApiResponse(description="no reason given"),
+            409: OpenApiResponse(description="not closed, no places left, or the study is closed"),
+        },
+        summary="Re-open a closed cohort that has places left; the reason is kept in the audit log.",
+    )
     def post(self, request, pk: int):
         cohort = self.get_cohort(pk)
         body = ReasonSerializer(data=request.data)
@@ -303,10 +348,15 @@ class CohortReopenView(ResearcherView):
 
 
 class StudyEnrollmentsView(ResearcherView):
-    @extend_schema(tags=["enrollments"], responses=EnrollmentRowSerializer(many=True),
-                   parameters=[OpenApiParameter("cohort", int, description="only this cohort"),
-                               OpenApiParameter("state", str, description="only this state")],
-                   summary="Every enrollment with its progress, active time and pay.")
+    @extend_schema(
+        tags=["enrollments"],
+        responses=EnrollmentRowSerializer(many=True),
+        parameters=[
+            OpenApiParameter("cohort", int, description="only this cohort"),
+            OpenApiParameter("state", str, description="only this state"),
+        ],
+        summary="Every enrollment with its progress, active time and pay.",
+    )
     def get(self, request, pk: int):
         study = self.get_study(pk)
         cohort = None
@@ -323,15 +373,22 @@ class StudyEnrollmentsView(ResearcherView):
 
 
 class EnrollmentDetailView(ResearcherView):
-    @extend_schema(tags=["enrollments"], responses=EnrollmentRowSerializer,
-                   summary="One enrollment with its progress, active time and pay.")
+    @extend_schema(
+        tags=["enrollments"],
+        responses=EnrollmentRowSerializer,
+        summary="One enrollment with its progress, active time and pay.",
+    )
     def get(self, request, pk: int):
         return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
 
 
 class EnrollmentFilterView(ResearcherView):
-    @extend_schema(tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
-                   summary="Filter a worker (with a reason), until their test step has started.")
+    @extend_schema(
+        tags=["enrollments"],
+        request=ReasonSerializer,
+        responses=EnrollmentRowSerializer,
+        summary="Filter a worker (with a reason), until their test step has started.",
+    )
     def post(self, request, pk: int):
         enrollment = self.get_enrollment(pk)
         body = ReasonSerializer(data=request.data)
@@ -343,8 +400,12 @@ class EnrollmentFilterView(ResearcherView):
 class EnrollmentReinstateView(ResearcherView):
     service = staticmethod(services.reinstate_enrollment)
 
-    @extend_schema(tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
-                   summary="Reinstate a filtered worker (with a reason), if the cohort has room.")
+    @extend_schema(
+        tags=["enrollments"],
+        request=ReasonSerializer,
+        responses=EnrollmentRowSerializer,
+        summary="Reinstate a filtered worker (with a reason), if the cohort has room.",
+    )
     def post(self, request, pk: int):
         enrollment = self.get_enrollment(pk)
         body = ReasonSerializer(data=request.data)
@@ -353,25 +414,38 @@ class EnrollmentReinstateView(ResearcherView):
         return Response(EnrollmentRowSerializer(selectors.enrollment_row(self.get_enrollment(pk))).data)
 
 
-@extend_schema_view(post=extend_schema(
-    tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
-    summary="Leave a worker out of every result (with a reason), once their test step has started; they keep "
-            "their place and pay."))
+@extend_schema_view(
+    post=extend_schema(
+        tags=["enrollments"],
+        request=ReasonSerializer,
+        responses=EnrollmentRowSerializer,
+        summary="Leave a worker out of every result (with a reason), once their test step has started; they keep "
+        "their place and pay.",
+    )
+)
 class EnrollmentLeaveOutView(EnrollmentReinstateView):
     service = staticmethod(services.leave_out_of_results)
 
 
-@extend_schema_view(post=extend_schema(
-    tags=["enrollments"], request=ReasonSerializer, responses=EnrollmentRowSerializer,
-    summary="Count a worker left out of the results again (with a reason)."))
+@extend_schema_view(
+    post=extend_schema(
+        tags=["enrollments"],
+        request=ReasonSerializer,
+        responses=EnrollmentRowSerializer,
+        summary="Count a worker left out of the results again (with a reason).",
+    )
+)
 class EnrollmentPutBackView(EnrollmentReinstateView):
     service = staticmethod(services.put_back_in_results)
 
 
 class StudyAuditView(ResearcherView):
-    @extend_schema(tags=["studies"], responses=AuditEventSerializer(many=True),
-                   parameters=[OpenApiParameter("q", str, description="text in action, actor or reason")],
-                   summary="The audit log: every transition and researcher action, with time, actor and reason.")
+    @extend_schema(
+        tags=["studies"],
+        responses=AuditEventSerializer(many=True),
+        parameters=[OpenApiParameter("q", str, description="text in action, actor or reason")],
+        summary="The audit log: every transition and researcher action, with time, actor and reason.",
+    )
     def get(self, request, pk: int):
         events = selectors.audit_log(self.get_study(pk))
         q = request.query_params.get("q")
@@ -385,15 +459,20 @@ class StudyAuditView(ResearcherView):
 class WorkReviseView(WorkerView):
     """The latest test answer can be changed until the next one is submitted (no S1: no gold leaks)."""
 
-    @extend_schema(tags=["work"], request=AnswerSubmitSerializer,
-                   responses={200: OpenApiResponse(description="the changed answer: item, position, answer"),
-                              400: OpenApiResponse(description="invalid answer; detail names the problem"),
-                              409: OpenApiResponse(description="not the latest test answer, or the step is over")},
-                   summary="Change your latest test answer, until you submit the next one (audited).")
+    @extend_schema(
+        tags=["work"],
+        request=AnswerSubmitSerializer,
+        responses={
+            200: OpenApiResponse(description="the changed answer: item, position, answer"),
+            400: OpenApiResponse(description="invalid answer; detail names the problem"),
+            409: OpenApiResponse(description="not the latest test answer, or the step is over"),
+        },
+        summary="Change your latest test answer, until you submit the next one (audited).",
+    )
     def post(self, request):
         body = AnswerSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        answer = services.revise_last_test_answer(enrollment_id=self.enrollment_id,
-                                                  item=body.validated_data["item"],
-                                                  answer=body.validated_data["answer"])
+        answer = services.revise_last_test_answer(
+            enrollment_id=self.enrollment_id, item=body.validated_data["item"], answer=body.validated_data["answer"]
+        )
         return Response({"item": body.validated_data["item"], "position": answer.position, "answer": answer.texts})

@@ -17,8 +17,12 @@ class BaselineRun(models.Model):
     method = models.CharField(max_length=20)
     model = models.CharField(max_length=300, help_text="transformers name or local path; '' for reference predictors")
     # Part of the run's identity: the same model name on two servers is two models.
-    server = models.CharField(max_length=300, blank=True, default="",
-                              help_text="base URL of the OpenAI-compatible server; '' when the model runs in process")
+    server = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="base URL of the OpenAI-compatible server; '' when the model runs in process",
+    )
     shots = models.PositiveSmallIntegerField()
     split = models.PositiveSmallIntegerField()
     seed = models.IntegerField()
@@ -46,8 +50,10 @@ class BaselineRun(models.Model):
     class Meta:
         ordering = ["task", "method", "model", "shots", "split", "seed"]
         constraints = [
-            models.UniqueConstraint(fields=["task", "method", "model", "server", "shots", "split", "seed"],
-                                    name="baselinerun_unique_run_per_server"),
+            models.UniqueConstraint(
+                fields=["task", "method", "model", "server", "shots", "split", "seed"],
+                name="baselinerun_unique_run_per_server",
+            ),
         ]
 
     def __str__(self):

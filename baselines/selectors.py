@@ -22,8 +22,15 @@ from .models import BaselineResponse, BaselineRun
 
 _TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 #: How a row names its method (the results table: "Qwen2.5-7B (as a worker)").
-METHOD_WORDS = {"worker": "as a worker", "icl": "in context", "ft": "fine-tuned", "pt": "prompt-tuned",
-                "s2s": "seq2seq", "empty": "empty answer", "majority": "majority label"}
+METHOD_WORDS = {
+    "worker": "as a worker",
+    "icl": "in context",
+    "ft": "fine-tuned",
+    "pt": "prompt-tuned",
+    "s2s": "seq2seq",
+    "empty": "empty answer",
+    "majority": "majority label",
+}
 
 
 def completed_runs():
@@ -52,11 +59,24 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
         groups[row_key(run)].append(run)
     rows = []
     for (task, method, model, server, shots), members in sorted(
-            groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])):
+        groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])
+    ):
         mean, std = mean_std(100 * r.s1 for r in members)
-        rows.append({"task": task, "method": method, "model": model, "server": server, "shots": shots,
-                     "label": row_label(method, model, server), "mean": mean, "std": std, "n": len(members),
-                     "splits": sorted({r.split for r in members}), "seeds": sorted({r.seed for r in members})})
+        rows.append(
+            {
+                "task": task,
+                "method": method,
+                "model": model,
+                "server": server,
+                "shots": shots,
+                "label": row_label(method, model, server),
+                "mean": mean,
+                "std": std,
+                "n": len(members),
+                "splits": sorted({r.split for r in members}),
+                "seeds": sorted({r.seed for r in members}),
+            }
+        )
     return rows
 
 
@@ -69,8 +89,9 @@ def model_item_means(runs: Iterable[BaselineRun]) -> dict[tuple, dict[str, float
     return {key: {i: statistics.fmean(v) for i, v in items.items()} for key, items in sums.items()}
 
 
-def agreement_with(runs: Iterable[BaselineRun], majorities: Mapping[tuple[str, int], Mapping[str, Sequence[str]]]
-                   ) -> dict[tuple, float]:
+def agreement_with(
+    runs: Iterable[BaselineRun], majorities: Mapping[tuple[str, int], Mapping[str, Sequence[str]]]
+) -> dict[tuple, float]:
     """Per model row: the share (percent) of the items with a human majority answer where the model's answer is
     the same (compared as S1 compares answers: as sets), averaged over the row's runs. ``majorities``:
     ``{(task, shots): {CLUES id: majority answer}}``; rows without a cohort are left out."""
@@ -79,8 +100,11 @@ def agreement_with(runs: Iterable[BaselineRun], majorities: Mapping[tuple[str, i
         majority = majorities.get((run.task.slug, run.shots))
         if not majority:
             continue
-        same = [as_set(p["prediction"]) == as_set(majority[str(p["id"])])
-                for p in run.predictions or [] if str(p["id"]) in majority]
+        same = [
+            as_set(p["prediction"]) == as_set(majority[str(p["id"])])
+            for p in run.predictions or []
+            if str(p["id"]) in majority
+        ]
         if same:
             shares[row_key(run)].append(100 * sum(same) / len(same))
     return {key: statistics.fmean(v) for key, v in shares.items()}
@@ -92,21 +116,52 @@ def run_list(runs=None) -> list[dict]:
     out = []
     for run in runs:
         usage = run.usage or {}
-        out.append({"id": run.pk, "task": run.task.slug, "method": run.method, "model": run.model,
-                    "server": run.server, "shots": run.shots, "split": run.split, "seed": run.seed,
-                    "status": run.status, "s1": None if run.s1 is None else 100 * run.s1,
-                    "requests": usage.get("requests"), "tokens": run.total_tokens, "seconds": usage.get("seconds"),
-                    "resumed": usage.get("resumed"), "finished_at": run.finished_at.isoformat() if run.finished_at
-                    else None})
+        out.append(
+            {
+                "id": run.pk,
+                "task": run.task.slug,
+                "method": run.method,
+                "model": run.model,
+                "server": run.server,
+                "shots": run.shots,
+                "split": run.split,
+                "seed": run.seed,
+                "status": run.status,
+                "s1": None if run.s1 is None else 100 * run.s1,
+                "requests": usage.get("requests"),
+                "tokens": run.total_tokens,
+                "seconds": usage.get("seconds"),
+                "resumed": usage.get("resumed"),
+                "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            }
+        )
     return out
 
 
-RUN_FIELDS = ("id", "task", "method", "model", "server", "shots", "split", "seed", "status", "s1", "requests",
-              "tokens", "seconds", "resumed", "finished_at")
+RUN_FIELDS = (
+    "id",
+    "task",
+    "method",
+    "model",
+    "server",
+    "shots",
+    "split",
+    "seed",
+    "status",
+    "s1",
+    "requests",
+    "tokens",
+    "seconds",
+    "resumed",
+    "finished_at",
+)
 
 
 def transcript(run: BaselineRun) -> list[dict]:
     """A run's requests to its server and the answers, in the order they were answered (for audit)."""
-    return [{"key": key, "request": request, "response": response, "at": at.isoformat()}
-            for key, request, response, at in BaselineResponse.objects.filter(run=run).order_by("pk")
-            .values_list("key", "request", "response", "created_at")]
+    return [
+        {"key": key, "request": request, "response": response, "at": at.isoformat()}
+        for key, request, response, at in BaselineResponse.objects.filter(run=run)
+        .order_by("pk")
+        .values_list("key", "request", "response", "created_at")
+    ]

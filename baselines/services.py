@@ -39,8 +39,9 @@ class Skipped:
 SERVER_BACKEND = "openai"
 
 
-def models_by_method(methods: Sequence[str], models: Sequence[str] | Mapping[str, Sequence[str]] | None
-                     ) -> dict[str, list[str] | None]:
+def models_by_method(
+    methods: Sequence[str], models: Sequence[str] | Mapping[str, Sequence[str]] | None
+) -> dict[str, list[str] | None]:
     """Which models each method runs: every model for every method (a list), or per method (a mapping:
     ``{"ft": [PATH], "icl": [NAME]}``; a method the mapping leaves out runs its default model)."""
     if models is None or not isinstance(models, Mapping):
@@ -51,10 +52,18 @@ def models_by_method(methods: Sequence[str], models: Sequence[str] | Mapping[str
     return {m: (list(models[m]) if models.get(m) else None) for m in methods}
 
 
-def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DEFAULT_METHODS,
-              models: Sequence[str] | Mapping[str, Sequence[str]] | None = None, shots: Sequence[int] = SHOTS,
-              splits: Sequence[int] = SPLITS, seed: int = 42, config: dict | None = None, server: str = "",
-              seeds: Sequence[int] | None = None) -> tuple[list[BaselineRun], list[Skipped]]:
+def plan_runs(
+    *,
+    tasks: Sequence[str] | None = None,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    models: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+    shots: Sequence[int] = SHOTS,
+    splits: Sequence[int] = SPLITS,
+    seed: int = 42,
+    config: dict | None = None,
+    server: str = "",
+    seeds: Sequence[int] | None = None,
+) -> tuple[list[BaselineRun], list[Skipped]]:
     """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped.
 
     ``server``: the base URL of an OpenAI-compatible server; the methods that can run over one
@@ -78,21 +87,26 @@ def plan_runs(*, tasks: Sequence[str] | None = None, methods: Sequence[str] = DE
             over_server = bool(server) and SERVER_BACKEND in adapter.backends
             names = list(per_method[method] or [adapter.default_model]) if adapter.needs_model else [""]
             if adapter.needs_model and not all(names):
-                raise ValueError(f"method {method!r} has no default model here: name one with --models "
-                                 + ("(the model's name as the server lists it)" if over_server else
-                                    "(a local checkpoint folder)"))
+                raise ValueError(
+                    f"method {method!r} has no default model here: name one with --models "
+                    + ("(the model's name as the server lists it)" if over_server else "(a local checkpoint folder)")
+                )
             run_config = {**(config or {}), **({"backend": SERVER_BACKEND} if over_server else {})}
             for name in names:
                 for k in shots:
                     if k == 0 and not adapter.zero_shot:
                         skipped.append(Skipped(slug, method, "needs training examples (0 shots)"))
                         continue
-                    for s in (sorted(splits)[:1] if k == 0 else splits):  # no training file: one split
+                    for s in sorted(splits)[:1] if k == 0 else splits:  # no training file: one split
                         if k and (slug, k, s) not in files:
                             skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
                             continue
-                        runs += [_run_row(task_rows[slug], method, name, server if over_server else "", k, s,
-                                          one_seed, run_config) for one_seed in seeds]
+                        runs += [
+                            _run_row(
+                                task_rows[slug], method, name, server if over_server else "", k, s, one_seed, run_config
+                            )
+                            for one_seed in seeds
+                        ]
     return runs, skipped
 
 
@@ -110,15 +124,26 @@ def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[
         server = normalise_base_url(server)
     needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]
     if needs_server and not server:
-        raise ValueError(f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
-                         "with --api-base (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1")
+        raise ValueError(
+            f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
+            "with --api-base (or OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1"
+        )
     return models_by_method(methods, models), server
 
 
-def _run_row(task: Task, method: str, model: str, server: str, shots: int, split: int, seed: int,
-             config: dict) -> BaselineRun:
-    run, created = BaselineRun.objects.get_or_create(task=task, method=method, model=model, server=server,
-                                                     shots=shots, split=split, seed=seed, defaults={"config": config})
+def _run_row(
+    task: Task, method: str, model: str, server: str, shots: int, split: int, seed: int, config: dict
+) -> BaselineRun:
+    run, created = BaselineRun.objects.get_or_create(
+        task=task,
+        method=method,
+        model=model,
+        server=server,
+        shots=shots,
+        split=split,
+        seed=seed,
+        defaults={"config": config},
+    )
     if not created and run.status != BaselineRun.Status.COMPLETED and run.config != config:
         # a run to retry takes this sweep's settings (concurrency, timeout, --set); its identity is unchanged
         BaselineRun.objects.filter(pk=run.pk).exclude(status=BaselineRun.Status.COMPLETED).update(config=config)
@@ -128,8 +153,11 @@ def _run_row(task: Task, method: str, model: str, server: str, shots: int, split
 
 def to_adapter_example(example: Example) -> AdapterExample:
     return AdapterExample(
-        uid=str(example.pk), context=example.context, question=example.question,
-        answers=tuple(example.gold), hypothesis=example.hypothesis,
+        uid=str(example.pk),
+        context=example.context,
+        question=example.question,
+        answers=tuple(example.gold),
+        hypothesis=example.hypothesis,
         candidates=tuple(tuple(c) for c in example.candidates),
         answer_starts=tuple(example.answer_starts or ()),
     )
@@ -154,8 +182,9 @@ def _claim(run_id: int) -> BaselineRun | None:
         return run
 
 
-def execute_run(run_id: int, *, device: str = "auto",
-                progress: Callable[[str, int, int], None] | None = None) -> BaselineRun:
+def execute_run(
+    run_id: int, *, device: str = "auto", progress: Callable[[str, int, int], None] | None = None
+) -> BaselineRun:
     """Adapt and predict for one run, score it with S1, store it once. Failures are recorded."""
     run = _claim(run_id)
     if run is None:
@@ -165,32 +194,47 @@ def execute_run(run_id: int, *, device: str = "auto",
         train = []
         if run.shots:  # zero shots: no training file, the description alone
             training_set = TrainingSet.objects.get(task=run.task, shots=run.shots, split=run.split)
-            train = [to_adapter_example(item.example)
-                     for item in training_set.items.select_related("example").order_by("position")]
+            train = [
+                to_adapter_example(item.example)
+                for item in training_set.items.select_related("example").order_by("position")
+            ]
         tests = list(test_examples(run.task))
         adapter = METHODS[run.method]()
         settings = {k: v for k, v in run.config.items() if k not in ("extra", "server", "store")}
-        config = AdapterConfig(model=adapter.model_path(run.model), seed=run.seed, device=device, **settings,
-                               extra=dict(run.config.get("extra", {})), server=run.server,
-                               store=RunStore(run) if run.server else None)
+        config = AdapterConfig(
+            model=adapter.model_path(run.model),
+            seed=run.seed,
+            device=device,
+            **settings,
+            extra=dict(run.config.get("extra", {})),
+            server=run.server,
+            store=RunStore(run) if run.server else None,
+        )
         result = adapter.run(spec, train, [to_adapter_example(e) for e in tests], config, progress=progress)
         if len(result.predictions) != len(tests):
             raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")
         scores = item_scores(run.task, tests, result.predictions)
     except Exception as exc:  # any failure is this run's, and the sweep goes on
         BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING).update(
-            status=BaselineRun.Status.FAILED, finished_at=timezone.now(),
+            status=BaselineRun.Status.FAILED,
+            finished_at=timezone.now(),
             error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc(limit=8)}",
         )
         return BaselineRun.objects.get(pk=run.pk)
     # Stored only if this attempt still owns the run: a duplicate delivery cannot store twice.
     BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING, attempts=run.attempts).update(
-        status=BaselineRun.Status.COMPLETED, finished_at=timezone.now(), device=result.device,
-        train_seconds=result.train_seconds, predict_seconds=result.predict_seconds,
+        status=BaselineRun.Status.COMPLETED,
+        finished_at=timezone.now(),
+        device=result.device,
+        train_seconds=result.train_seconds,
+        predict_seconds=result.predict_seconds,
         examples_per_second=result.train_examples_per_second,
-        peak_gpu_memory_bytes=result.peak_gpu_memory_bytes, s1=corpus_s1(scores),
+        peak_gpu_memory_bytes=result.peak_gpu_memory_bytes,
+        s1=corpus_s1(scores),
         predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions, strict=True)],
-        item_scores=scores, notes=result.notes, usage=result.usage,
+        item_scores=scores,
+        notes=result.notes,
+        usage=result.usage,
     )
     return BaselineRun.objects.get(pk=run.pk)
 
@@ -218,15 +262,22 @@ def _imported_run(raw, where: str) -> dict:
         raise ValueError(f"{where}: task {slug!r} is not imported here (run import_clues first)")
     tests = list(test_examples(task))
     if not isinstance(predictions, list) or len(predictions) != len(tests):
-        raise ValueError(f"{where}: {len(predictions) if isinstance(predictions, list) else 'no'} "
-                         f"predictions for {len(tests)} test items")
+        raise ValueError(
+            f"{where}: {len(predictions) if isinstance(predictions, list) else 'no'} "
+            f"predictions for {len(tests)} test items"
+        )
     preds = []
     for example, item in zip(tests, predictions, strict=True):
-        if not isinstance(item, dict) or str(item.get("id")) != example.clues_id \
-                or not isinstance(item.get("prediction"), list) \
-                or not all(isinstance(p, str) for p in item["prediction"]):
-            raise ValueError(f"{where}: predictions must be {{\"id\", \"prediction\": [str]}} in "
-                             f"test-file order; expected id {example.clues_id!r}, got {item!r:.80}")
+        if (
+            not isinstance(item, dict)
+            or str(item.get("id")) != example.clues_id
+            or not isinstance(item.get("prediction"), list)
+            or not all(isinstance(p, str) for p in item["prediction"])
+        ):
+            raise ValueError(
+                f'{where}: predictions must be {{"id", "prediction": [str]}} in '
+                f"test-file order; expected id {example.clues_id!r}, got {item!r:.80}"
+            )
         preds.append(item["prediction"])
     numbers = {}
     for key in _RUN_NUMBERS:
@@ -234,18 +285,27 @@ def _imported_run(raw, where: str) -> dict:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
             raise ValueError(f"{where}: {key} must be a non-negative number")
         numbers[key] = value
-    return {"task": task, "method": method, "model": model, "shots": shots, "split": split, "seed": seed,
-            "tests": tests, "preds": preds, "numbers": numbers}
+    return {
+        "task": task,
+        "method": method,
+        "model": model,
+        "shots": shots,
+        "split": split,
+        "seed": seed,
+        "tests": tests,
+        "preds": preds,
+        "numbers": numbers,
+    }
 
 
 def import_runs(payload: dict) -> tuple[int, int]:
     """Store runs exported by ``benchmarks/gpu_sweep.py``: every run checked, its predictions
     re-scored against this database's gold, all stored in one transaction. -> (created, kept)."""
     if not isinstance(payload, dict) or payload.get("format") != RUNS_FORMAT:
-        raise ValueError(f"not a baseline-runs file (expected \"format\": {RUNS_FORMAT!r})")
+        raise ValueError(f'not a baseline-runs file (expected "format": {RUNS_FORMAT!r})')
     runs = payload.get("runs")
     if not isinstance(runs, list) or not runs:
-        raise ValueError("\"runs\" must be a non-empty list")
+        raise ValueError('"runs" must be a non-empty list')
     created = kept = 0
     with transaction.atomic():
         for n, raw in enumerate(runs, start=1):
@@ -253,8 +313,15 @@ def import_runs(payload: dict) -> tuple[int, int]:
             task, tests, preds = r["task"], r["tests"], r["preds"]
             scores = item_scores(task, tests, preds)
             run, _ = BaselineRun.objects.select_for_update().get_or_create(
-                task=task, method=r["method"], model=r["model"], server=str(raw.get("server") or ""),
-                shots=r["shots"], split=r["split"], seed=r["seed"], defaults={"config": raw.get("config") or {}})
+                task=task,
+                method=r["method"],
+                model=r["model"],
+                server=str(raw.get("server") or ""),
+                shots=r["shots"],
+                split=r["split"],
+                seed=r["seed"],
+                defaults={"config": raw.get("config") or {}},
+            )
             if run.status == BaselineRun.Status.COMPLETED:
                 kept += 1
                 continue

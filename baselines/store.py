@@ -13,7 +13,8 @@ class RunStore:
     def __init__(self, run: BaselineRun):
         self.run_id = run.pk
         self._answers: dict[str, dict] = dict(
-            BaselineResponse.objects.filter(run_id=run.pk).values_list("key", "response"))
+            BaselineResponse.objects.filter(run_id=run.pk).values_list("key", "response")
+        )
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -24,5 +25,6 @@ class RunStore:
     def put(self, key: str, request: dict, response: dict) -> None:
         # ignore_conflicts: a second worker that ran the same request (a duplicate delivery) keeps the first answer
         BaselineResponse.objects.bulk_create(
-            [BaselineResponse(run_id=self.run_id, key=key, request=request, response=response)], ignore_conflicts=True)
+            [BaselineResponse(run_id=self.run_id, key=key, request=request, response=response)], ignore_conflicts=True
+        )
         self._answers.setdefault(key, response)

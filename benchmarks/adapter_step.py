@@ -46,8 +46,12 @@ def sst2_examples(n: int) -> tuple[list[AdapterExample], str]:
         examples = load_split(str(zip_path), task, task.train_filename(30, 1))
         if len(examples) >= n:
             return examples[:n], f"{zip_path.name}:{task.train_filename(30, 1)}"
-    out = [AdapterExample(uid=str(i), context=_FALLBACK[i % 2][0], question="positive or negative?",
-                          answers=(_FALLBACK[i % 2][1],)) for i in range(n)]
+    out = [
+        AdapterExample(
+            uid=str(i), context=_FALLBACK[i % 2][0], question="positive or negative?", answers=(_FALLBACK[i % 2][1],)
+        )
+        for i in range(n)
+    ]
     return out, "built-in sentences (CLUES zip not found)"
 
 
@@ -126,18 +130,26 @@ def main(argv=None) -> int:
 
     a, b = statistics.median(adapter_ms), statistics.median(bare_ms)
     shape = tuple(batch["input_ids"].shape)
-    print(f"device: {device}" + (f" ({torch.cuda.get_device_name(device)})"
-                                 if device.type == "cuda" else f" ({torch.get_num_threads()} threads)"))
+    print(
+        f"device: {device}"
+        + (
+            f" ({torch.cuda.get_device_name(device)})"
+            if device.type == "cuda"
+            else f" ({torch.get_num_threads()} threads)"
+        )
+    )
     print(f"model: {session.model_path}")
-    print(f"batch: {shape[0]} x {shape[1]} tokens from {source}; "
-          f"precision: {'bf16 autocast' if device.type == 'cuda' and config.bf16 else 'fp32'}")
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}; "
-          f"{args.rounds} rounds x {args.steps} interleaved steps per side after {args.warmup} "
-          "warm-up steps")
-    print(f"adapter step: median {a:.1f} ms  mean {statistics.mean(adapter_ms):.1f} ms  "
-          f"min {min(adapter_ms):.1f} ms")
-    print(f"bare step:    median {b:.1f} ms  mean {statistics.mean(bare_ms):.1f} ms  "
-          f"min {min(bare_ms):.1f} ms")
+    print(
+        f"batch: {shape[0]} x {shape[1]} tokens from {source}; "
+        f"precision: {'bf16 autocast' if device.type == 'cuda' and config.bf16 else 'fp32'}"
+    )
+    print(
+        f"torch {torch.__version__}, transformers {transformers.__version__}; "
+        f"{args.rounds} rounds x {args.steps} interleaved steps per side after {args.warmup} "
+        "warm-up steps"
+    )
+    print(f"adapter step: median {a:.1f} ms  mean {statistics.mean(adapter_ms):.1f} ms  min {min(adapter_ms):.1f} ms")
+    print(f"bare step:    median {b:.1f} ms  mean {statistics.mean(bare_ms):.1f} ms  min {min(bare_ms):.1f} ms")
     print(f"ratio adapter/bare (medians): {a / b:.3f}")
     if device.type == "cuda":
         print(f"peak GPU memory: {torch.cuda.max_memory_allocated(device) / 2**20:.0f} MiB")

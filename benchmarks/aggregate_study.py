@@ -31,8 +31,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build_study(tasks=None, shots=(0, 10, 20, 30), workers: int = 3, *, seed: int = 0, quality: float = 0.8,
-                name: str = "aggregation benchmark"):
+def build_study(
+    tasks=None,
+    shots=(0, 10, 20, 30),
+    workers: int = 3,
+    *,
+    seed: int = 0,
+    quality: float = 0.8,
+    name: str = "aggregation benchmark",
+):
     """A launched study whose every cohort has ``workers`` completed annotators (bulk_create).
 
     Each annotator answers every training and test item, the gold with probability ``quality``
@@ -67,11 +74,20 @@ def build_study(tasks=None, shots=(0, 10, 20, 30), workers: int = 3, *, seed: in
     for cohort in study.cohorts.select_related("task").order_by("pk"):
         spec = cohort.task.spec
         alternatives = spec.answer_kind.gold_is_alternatives
-        training = [item.example for item in TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
-                    .select_related("example").order_by("position")] if cohort.training_set_id else []
+        training = (
+            [
+                item.example
+                for item in TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
+                .select_related("example")
+                .order_by("position")
+            ]
+            if cohort.training_set_id
+            else []
+        )
         test = list(Example.objects.filter(task=cohort.task, role=Example.Role.TEST).order_by("position"))
-        people = Worker.objects.bulk_create([
-            Worker(platform=study.platform, external_id=f"bench-{study.pk}-{cohort.pk}-{i}") for i in range(workers)])
+        people = Worker.objects.bulk_create(
+            [Worker(platform=study.platform, external_id=f"bench-{study.pk}-{cohort.pk}-{i}") for i in range(workers)]
+        )
         plans = []
         for _ in people:
             plan = []
@@ -81,19 +97,40 @@ def build_study(tasks=None, shots=(0, 10, 20, 30), workers: int = 3, *, seed: in
                     score = item_s1(texts, example.gold, alternatives=alternatives)
                     plan.append((step, position, example, texts, score))
             plans.append(plan)
-        enrollments = Enrollment.objects.bulk_create([
-            Enrollment(cohort=cohort, worker=worker, task=cohort.task, state=Enrollment.State.COMPLETED,
-                       order_seed=rng.getrandbits(62), completed_at=start,
-                       training_finished_at=start if training else None,
-                       training_s1=(sum(p[4] for p in plan if p[0] == Answer.Step.TRAINING) / len(training)
-                                    if training else None))
-            for worker, plan in zip(people, plans, strict=True)])
-        Answer.objects.bulk_create([
-            Answer(enrollment=enrollment, example=example, step=step, position=position, texts=texts, spans=None,
-                   s1=s1, served_at=start + timedelta(seconds=position))
-            for enrollment, plan in zip(enrollments, plans, strict=True)
-            for step, position, example, texts, s1 in plan
-        ], batch_size=5000)
+        enrollments = Enrollment.objects.bulk_create(
+            [
+                Enrollment(
+                    cohort=cohort,
+                    worker=worker,
+                    task=cohort.task,
+                    state=Enrollment.State.COMPLETED,
+                    order_seed=rng.getrandbits(62),
+                    completed_at=start,
+                    training_finished_at=start if training else None,
+                    training_s1=(
+                        sum(p[4] for p in plan if p[0] == Answer.Step.TRAINING) / len(training) if training else None
+                    ),
+                )
+                for worker, plan in zip(people, plans, strict=True)
+            ]
+        )
+        Answer.objects.bulk_create(
+            [
+                Answer(
+                    enrollment=enrollment,
+                    example=example,
+                    step=step,
+                    position=position,
+                    texts=texts,
+                    spans=None,
+                    s1=s1,
+                    served_at=start + timedelta(seconds=position),
+                )
+                for enrollment, plan in zip(enrollments, plans, strict=True)
+                for step, position, example, texts, s1 in plan
+            ],
+            batch_size=5000,
+        )
     return study
 
 
@@ -111,13 +148,28 @@ def add_model_runs(study, *, splits: int = 5, quality: float = 0.6, seed: int = 
         test = list(Example.objects.filter(task=task, role=Example.Role.TEST).order_by("position"))
         for shots in [k for k in study.shots if k]:
             for split in range(1, splits + 1):
-                predictions = [{"id": e.clues_id, "prediction": list(e.gold[:1]) if rng.random() < quality else
-                                ["xyz"]} for e in test]
-                scores = [item_s1(p["prediction"], e.gold, alternatives=alternatives)
-                          for p, e in zip(predictions, test, strict=True)]
-                runs.append(BaselineRun(task=task, method="bench", model="bench-model", shots=shots, split=split,
-                                        seed=0, status=BaselineRun.Status.COMPLETED, s1=sum(scores) / len(scores),
-                                        predictions=predictions, item_scores=scores))
+                predictions = [
+                    {"id": e.clues_id, "prediction": list(e.gold[:1]) if rng.random() < quality else ["xyz"]}
+                    for e in test
+                ]
+                scores = [
+                    item_s1(p["prediction"], e.gold, alternatives=alternatives)
+                    for p, e in zip(predictions, test, strict=True)
+                ]
+                runs.append(
+                    BaselineRun(
+                        task=task,
+                        method="bench",
+                        model="bench-model",
+                        shots=shots,
+                        split=split,
+                        seed=0,
+                        status=BaselineRun.Status.COMPLETED,
+                        s1=sum(scores) / len(scores),
+                        predictions=predictions,
+                        item_scores=scores,
+                    )
+                )
     BaselineRun.objects.bulk_create(runs)
     return len(runs)
 
@@ -127,8 +179,7 @@ def request_urls(study) -> list[tuple[str, str]]:
     from results import exports, formats
 
     pk = study.pk
-    urls = [("results page", f"/dashboard/studies/{pk}/results/"),
-            ("API results", f"/api/studies/{pk}/results/")]
+    urls = [("results page", f"/dashboard/studies/{pk}/results/"), ("API results", f"/api/studies/{pk}/results/")]
     for fmt in formats.TABLE_FORMATS:
         urls.append((f"table .{fmt}", f"/dashboard/studies/{pk}/results/download.{fmt}"))
         urls.append((f"table .{fmt} + models", f"/dashboard/studies/{pk}/results/download.{fmt}?models=1"))
@@ -174,12 +225,21 @@ def build_study_extra_annotator(study) -> int:
 
     cohort = study.cohorts.select_related("task").order_by("pk").first()
     worker = Worker.objects.create(platform=study.platform, external_id=f"bench-{study.pk}-extra")
-    enrollment = Enrollment.objects.create(cohort=cohort, worker=worker, task=cohort.task,
-                                           state=Enrollment.State.COMPLETED, order_seed=1,
-                                           completed_at=timezone.now())
+    enrollment = Enrollment.objects.create(
+        cohort=cohort,
+        worker=worker,
+        task=cohort.task,
+        state=Enrollment.State.COMPLETED,
+        order_seed=1,
+        completed_at=timezone.now(),
+    )
     test = Example.objects.filter(task=cohort.task, role=Example.Role.TEST).order_by("position")
-    Answer.objects.bulk_create([Answer(enrollment=enrollment, example=e, step=Answer.Step.TEST, position=i,
-                                       texts=list(e.gold[:1]), s1=1.0) for i, e in enumerate(test)])
+    Answer.objects.bulk_create(
+        [
+            Answer(enrollment=enrollment, example=e, step=Answer.Step.TEST, position=i, texts=list(e.gold[:1]), s1=1.0)
+            for i, e in enumerate(test)
+        ]
+    )
     return cohort.pk
 
 
@@ -257,8 +317,11 @@ def main(argv=None) -> int:
     from tasks_data.registry import TASKS
 
     if "annotation_answer" not in connection.introspection.table_names():
-        print(f"the database ({connection.vendor}: {connection.settings_dict['NAME']}) is not migrated: run "
-              "`make run` once, or `make manage ARGS=migrate`", file=sys.stderr)
+        print(
+            f"the database ({connection.vendor}: {connection.settings_dict['NAME']}) is not migrated: run "
+            "`make run` once, or `make manage ARGS=migrate`",
+            file=sys.stderr,
+        )
         return 2
     print(f"database: {connection.vendor}")
     try:
@@ -271,9 +334,11 @@ def main(argv=None) -> int:
             began = time.perf_counter()
             study = build_study(wanted, args.shots, args.workers)
             answers = Answer.objects.filter(enrollment__cohort__study=study)
-            print(f"built study {study.pk}: {study.cohorts.count()} cohorts, "
-                  f"{answers.filter(step='test').count()} test answers, {answers.count()} answers in all, "
-                  f"in {time.perf_counter() - began:.1f} s")
+            print(
+                f"built study {study.pk}: {study.cohorts.count()} cohorts, "
+                f"{answers.filter(step='test').count()} test answers, {answers.count()} answers in all, "
+                f"in {time.perf_counter() - began:.1f} s"
+            )
             with connection.cursor() as cursor:
                 # Fresh planner statistics, as a live database has them (autovacuum) but a just-filled one lacks.
                 # One statement per call: SQLite's driver runs only one at a time.
@@ -299,8 +364,10 @@ def main(argv=None) -> int:
             print(f"slowest median: {slowest * 1000:.0f} ms (target: under 300 ms)")
             began = time.perf_counter()
             extra = build_study_extra_annotator(study)
-            print(f"\none more annotator completed cohort {extra} ({time.perf_counter() - began:.1f} s to build); "
-                  "the next requests:")
+            print(
+                f"\none more annotator completed cohort {extra} ({time.perf_counter() - began:.1f} s to build); "
+                "the next requests:"
+            )
             for name, first, _median, queries, status in measure_requests(study, client, 0)[:2]:
                 print(f"{name:28s} {first * 1000:7.0f} ms {'':10s} {queries:8d} {status}")
             raise _Rollback

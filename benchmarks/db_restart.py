@@ -46,8 +46,13 @@ def cluster() -> list[str]:
 
 
 def pg_ctl(action: str) -> None:
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", *cluster(), action], check=True,
-                   capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", *cluster(), action],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def pg_ready(url: str) -> bool:
@@ -83,8 +88,14 @@ async def probe(server: Server, join_path: str, timeline: dict, seen: dict) -> N
                 except httpx.TransportError:
                     continue
                 if response.status_code == 503:
-                    seen.setdefault(path, (response.headers.get("content-type"), response.headers.get("retry-after"),
-                                           response.text[:200]))
+                    seen.setdefault(
+                        path,
+                        (
+                            response.headers.get("content-type"),
+                            response.headers.get("retry-after"),
+                            response.text[:200],
+                        ),
+                    )
                 elif response.status_code == 200 and "ready" in timeline and path == "/api/work/current/":
                     seen.setdefault("back", time.monotonic())
             await asyncio.sleep(0.1)
@@ -92,9 +103,19 @@ async def probe(server: Server, join_path: str, timeline: dict, seen: dict) -> N
 
 async def run(server: Server, join_path: str, args, stats: Stats, timeline: dict, seen: dict) -> None:
     async with asyncio.TaskGroup() as group:
-        group.create_task(run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                      think=args.think, prefix="fa", retry_unavailable=True, stats=stats,
-                                      ramp=1.0))
+        group.create_task(
+            run_workers(
+                server,
+                join_path,
+                workers=args.workers,
+                answers=args.answers,
+                think=args.think,
+                prefix="fa",
+                retry_unavailable=True,
+                stats=stats,
+                ramp=1.0,
+            )
+        )
         group.create_task(outage(server, after=args.after, down=args.down, timeline=timeline))
         group.create_task(probe(server, join_path, timeline, seen))
 
@@ -117,8 +138,11 @@ def main() -> int:
     stats, timeline, seen = Stats(), {}, {}
     server.start()
     try:
-        print(f"db restart: {args.workers} workers, {args.answers} answers each, {args.think:g} s think time; "
-              f"PostgreSQL stopped after {args.after:g} s for {args.down:g} s; {server.describe()}", flush=True)
+        print(
+            f"db restart: {args.workers} workers, {args.answers} answers each, {args.think:g} s think time; "
+            f"PostgreSQL stopped after {args.after:g} s for {args.down:g} s; {server.describe()}",
+            flush=True,
+        )
         asyncio.run(run(server, join_path, args, stats, timeline, seen))
     finally:
         if not pg_ready(f"{server.pg}/postgres"):
@@ -139,11 +163,14 @@ def main() -> int:
     connection_errors = sum(n for status, n in statuses.items() if not isinstance(status, int))
     ok, text = integrity(stats, stored, "fa")
     ready = timeline.get("ready")
-    first_ok = next((t for t, kind, status in stats.events if ready and t >= ready and kind == "answer"
-                     and status == 201), None)
+    first_ok = next(
+        (t for t, kind, status in stats.events if ready and t >= ready and kind == "answer" and status == 201), None
+    )
     last_503 = max((t for t, _, status in stats.events if status == 503), default=None)
-    print(f"\nPostgreSQL down for {timeline['ready'] - timeline['stop']:.1f} s (stopping took "
-          f"{timeline['stopped'] - timeline['stop']:.1f} s, starting {timeline['ready'] - timeline['start']:.1f} s)")
+    print(
+        f"\nPostgreSQL down for {timeline['ready'] - timeline['stop']:.1f} s (stopping took "
+        f"{timeline['stopped'] - timeline['stop']:.1f} s, starting {timeline['ready'] - timeline['start']:.1f} s)"
+    )
     print(f"responses        {by_status}")
     print(f"503 (unavailable, retried)   {unavailable}")
     print(f"500 (server error)           {served_500}")
@@ -159,13 +186,19 @@ def main() -> int:
             content_type, retry_after, body = seen[path]
             print(f"a 503 of {path:19s} {content_type}, Retry-After {retry_after}: {body!r}")
     outage_lines = [line for line in log if "database unavailable" in line]
-    print(f"server log       {len(log)} lines, {len(outage_lines)} of them one-line 503 records, "
-          f"{sum('Traceback' in line for line in log)} tracebacks; e.g. {outage_lines[0] if outage_lines else '-'}")
+    print(
+        f"server log       {len(log)} lines, {len(outage_lines)} of them one-line 503 records, "
+        f"{sum('Traceback' in line for line in log)} tracebacks; e.g. {outage_lines[0] if outage_lines else '-'}"
+    )
     print(f"errors           {len(stats.errors)} {stats.errors[:3]}")
     print(f"integrity        {text}")
-    checks = [("no 500", served_500 == 0), ("503s while down", unavailable > 0 and len(seen) >= 2),
-              ("every acknowledged answer stored once", ok), ("recovered", first_ok is not None),
-              ("every worker finished", not stats.errors)]
+    checks = [
+        ("no 500", served_500 == 0),
+        ("503s while down", unavailable > 0 and len(seen) >= 2),
+        ("every acknowledged answer stored once", ok),
+        ("recovered", first_ok is not None),
+        ("every worker finished", not stats.errors),
+    ]
     print("checks           " + ", ".join(f"[{'met' if good else 'MISSED'}] {name}" for name, good in checks))
     return 0 if all(good for _, good in checks) else 1
 

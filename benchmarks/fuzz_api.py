@@ -79,8 +79,11 @@ def send(identity: Identity, case):
     query = {k: v for k, v in (case.query or {}).items() if v is not None}
     if query:
         path += "?" + urlencode(query, doseq=True)
-    headers = {f"HTTP_{k.upper().replace('-', '_')}": str(v) for k, v in (case.headers or {}).items()
-               if k.lower() not in ("authorization", "cookie", "x-csrftoken", "content-type", "content-length")}
+    headers = {
+        f"HTTP_{k.upper().replace('-', '_')}": str(v)
+        for k, v in (case.headers or {}).items()
+        if k.lower() not in ("authorization", "cookie", "x-csrftoken", "content-type", "content-length")
+    }
     headers.update(identity.headers)
     kwargs = {}
     if case.body is not NOT_SET:
@@ -93,10 +96,14 @@ def send(identity: Identity, case):
             from django.test.client import MULTIPART_CONTENT, encode_multipart
 
             boundary = "fuzzboundary"
-            body = {k: ("" if v is None else v if isinstance(v, (str, bytes)) else json.dumps(v, default=_jsonable))
-                    for k, v in case.body.items()}
-            kwargs = {"data": encode_multipart(boundary, body),
-                      "content_type": MULTIPART_CONTENT.replace("BoUnDaRyStRiNg", boundary)}
+            body = {
+                k: ("" if v is None else v if isinstance(v, (str, bytes)) else json.dumps(v, default=_jsonable))
+                for k, v in case.body.items()
+            }
+            kwargs = {
+                "data": encode_multipart(boundary, body),
+                "content_type": MULTIPART_CONTENT.replace("BoUnDaRyStRiNg", boundary),
+            }
         else:
             raw = case.body if isinstance(case.body, (str, bytes)) else json.dumps(case.body, default=_jsonable)
             kwargs = {"data": raw, "content_type": media}
@@ -120,8 +127,15 @@ def check(case, response, identity: Identity) -> str | None:
     return None
 
 
-def fuzz(operation, identities: list[Identity], tally: Tally, *, examples: int, ids: list[int] = (),
-         derandomize: bool = False) -> None:
+def fuzz(
+    operation,
+    identities: list[Identity],
+    tally: Tally,
+    *,
+    examples: int,
+    ids: list[int] = (),
+    derandomize: bool = False,
+) -> None:
     """``examples`` positive and as many negative cases of one operation, each sent as one of the identities.
 
     ``ids``: existing objects for an ``{id}`` path parameter; half of the cases use one of them, so that
@@ -136,11 +150,18 @@ def fuzz(operation, identities: list[Identity], tally: Tally, *, examples: int, 
     for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
         strategy = operation.as_strategy(generation_mode=mode)
         if ids and "{id}" in operation.path:
-            strategy = st.one_of(strategy, *(operation.as_strategy(generation_mode=mode, path_parameters={"id": i})
-                                             for i in ids))
+            strategy = st.one_of(
+                strategy, *(operation.as_strategy(generation_mode=mode, path_parameters={"id": i}) for i in ids)
+            )
 
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=derandomize,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            derandomize=derandomize,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=strategy, who=st.integers(min_value=0, max_value=9))
         def run(case, who):
             # 8 in 10 cases as the operation's own role, the others as a stranger or the other role.
@@ -162,9 +183,11 @@ def summary(tally: Tally) -> str:
     per_op: dict[str, Counter] = {}
     for (name, status), n in tally.statuses.items():
         per_op.setdefault(name, Counter())[status] += n
-    lines = [f"{tally.cases} cases, {len(per_op)} operations, "
-             f"{sum(n for (_, s), n in tally.statuses.items() if s >= 500)} server errors, "
-             f"{len(tally.failures)} failures"]
+    lines = [
+        f"{tally.cases} cases, {len(per_op)} operations, "
+        f"{sum(n for (_, s), n in tally.statuses.items() if s >= 500)} server errors, "
+        f"{len(tally.failures)} failures"
+    ]
     for name in sorted(per_op):
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(per_op[name].items()))
         lines.append(f"  {name:45s} {sum(per_op[name].values()):5d}  ({statuses})")
@@ -176,14 +199,17 @@ def summary(tally: Tally) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, default=150,
-                        help="positive and negative cases per operation and per mode (default 150)")
+    parser.add_argument(
+        "--examples", type=int, default=150, help="positive and negative cases per operation and per mode (default 150)"
+    )
     args = parser.parse_args()
     env = {**os.environ, "FUZZ_EXAMPLES": str(args.examples)}
     command = [sys.executable, "-m", "pytest", "tests/hardening/test_fuzz_api.py", "-q", "-s", "-p", "no:cacheprovider"]
     database = env.get("DATABASE_URL", "SQLite (set DATABASE_URL for PostgreSQL)")
-    print(f"fuzz: {args.examples} positive + {args.examples} negative cases per operation; database {database}",
-          flush=True)
+    print(
+        f"fuzz: {args.examples} positive + {args.examples} negative cases per operation; database {database}",
+        flush=True,
+    )
     return subprocess.run(command, cwd=REPO, env=env).returncode
 
 

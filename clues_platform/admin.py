@@ -24,7 +24,8 @@ class OperatorLoginForm(AdminAuthenticationForm):
         if not (user.is_active and user.is_superuser):
             raise forms.ValidationError(
                 "The admin is for the platform's operators. Researchers: use the dashboard at /dashboard/.",
-                code="invalid_login")
+                code="invalid_login",
+            )
 
 
 class OperatorsAdminSite(admin.AdminSite):

@@ -36,8 +36,7 @@ def server_error(request, *args, **kwargs):
         if wants_json(request):
             response = JsonResponse({"detail": message}, status=503)
         else:
-            response = HttpResponse(f"<!doctype html><title>Briefly unavailable</title><p>{message}</p>",
-                                    status=503)
+            response = HttpResponse(f"<!doctype html><title>Briefly unavailable</title><p>{message}</p>", status=503)
         response["Retry-After"] = RETRY_AFTER_SECONDS
         return response
     if request.path.startswith("/api/"):

@@ -22,8 +22,10 @@ _PARAMS = re.compile(
 
 # Prolific API paths carry submission (SESSION_ID), study, group and bonus ids: the HTTP client's own request
 # lines ("HTTP Request: GET .../submissions/<id>/") and the client's error messages quote them.
-_PROLIFIC_PATH = re.compile(r"(\b(?:submissions|studies|bulk-bonus-payments|participant-groups)/)"
-                            r"(?!bonus-payments/)[A-Za-z0-9_.%~-]{4,}")
+_PROLIFIC_PATH = re.compile(
+    r"(\b(?:submissions|studies|bulk-bonus-payments|participant-groups)/)"
+    r"(?!bonus-payments/)[A-Za-z0-9_.%~-]{4,}"
+)
 
 
 # Prolific's ids (participants, submissions, studies) are 24 hexadecimal characters, wherever they appear

@@ -16,8 +16,9 @@ def refusal(request: HttpRequest, status: int, title: str, message: str) -> Http
     """A short refusal: JSON (``detail``) for the API and JSON clients, a small HTML page otherwise."""
     if wants_json(request):
         return JsonResponse({"detail": message}, status=status)
-    return HttpResponse(f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1>"
-                        f"<p>{escape(message)}</p>", status=status)
+    return HttpResponse(
+        f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1><p>{escape(message)}</p>", status=status
+    )
 
 
 class RequestLimitsMiddleware:
@@ -39,8 +40,12 @@ class RequestLimitsMiddleware:
         except ValueError:
             length = 0
         if limit is not None and length > limit:
-            return refusal(request, 413, "Request too large",
-                           f"the request body is {length} bytes; the most this site accepts is {limit} bytes")
+            return refusal(
+                request,
+                413,
+                "Request too large",
+                f"the request body is {length} bytes; the most this site accepts is {limit} bytes",
+            )
         if "\x00" in request.path or b"\x00" in unquote_to_bytes(request.META.get("QUERY_STRING", "")):
             return refusal(request, 400, "Bad request", "the address contains a NUL character")
         return self.get_response(request)

@@ -132,8 +132,10 @@ def too_many_requests(request: HttpRequest, message: str, retry_after: int) -> H
     if wants_json(request):
         response = JsonResponse({"detail": message}, status=429)
     else:
-        response = HttpResponse(f"<!doctype html><title>Too many requests</title><h1>Too many requests</h1>"
-                                f"<p>{escape(message)}</p>", status=429)
+        response = HttpResponse(
+            f"<!doctype html><title>Too many requests</title><h1>Too many requests</h1><p>{escape(message)}</p>",
+            status=429,
+        )
     response["Retry-After"] = str(retry_after)
     return response
 
@@ -208,8 +210,10 @@ def release_login_reservation(sender, request=None, user=None, **kwargs):
         request._login_reservations = []
 
 
-LOGIN_BLOCKED = ("Too many failed logins from this address or for this user name. "
-                 "Please wait {minutes} minute(s) before trying again.")
+LOGIN_BLOCKED = (
+    "Too many failed logins from this address or for this user name. "
+    "Please wait {minutes} minute(s) before trying again."
+)
 
 
 class LoginRateLimitMiddleware:

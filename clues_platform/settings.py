@@ -42,8 +42,10 @@ if not SECRET_KEY:
     SECRET_KEY = DEVELOPMENT_SECRET_KEY
 elif not DEBUG and (SECRET_KEY == DEVELOPMENT_SECRET_KEY or SECRET_KEY.startswith("django-insecure-")):
     # The development key is public (it is in this file): with it anyone could forge sessions.
-    raise ImproperlyConfigured("SECRET_KEY is the public development key: set a secret one in the environment "
-                               "when DEBUG=0 (e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))')")
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the public development key: set a secret one in the environment "
+        "when DEBUG=0 (e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
 if not DEBUG and not ALLOWED_HOSTS:
@@ -292,8 +294,10 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "clues_platform.log_filters.RedactFilter"},
-                "outage": {"()": "clues_platform.log_filters.DatabaseOutageFilter"}},
+    "filters": {
+        "redact": {"()": "clues_platform.log_filters.RedactFilter"},
+        "outage": {"()": "clues_platform.log_filters.DatabaseOutageFilter"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["outage", "redact"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -303,8 +307,10 @@ LOGGING = {
         "django.db.backends": {"level": "DEBUG" if env_bool("LOG_SQL", False) else "INFO"},
         # The HTTP client's own records are redacted where they are made (Prolific ids in request lines),
         # so that no handler, at any level, ever sees them: a logger's filter applies to its own records only.
-        **{name: {"filters": ["redact"]} for name in ("httpx", "httpcore.connection", "httpcore.http11",
-                                                       "httpcore.proxy")},
+        **{
+            name: {"filters": ["redact"]}
+            for name in ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.proxy")
+        },
     },
 }
 

@@ -11,8 +11,12 @@ from worker_pages import urls as worker_urls
 urlpatterns = [
     path("", task_list, name="task-list"),
     # One "protocol" namespace: the join link, the protocol API and the results API.
-    path("", include((worker_urls.join_urlpatterns + api_urls.urlpatterns + results_urls.api_urlpatterns,
-                      api_urls.app_name))),
+    path(
+        "",
+        include(
+            (worker_urls.join_urlpatterns + api_urls.urlpatterns + results_urls.api_urlpatterns, api_urls.app_name)
+        ),
+    ),
     path("", include(worker_urls.urlpatterns)),
     path("", include("dashboard.urls")),
     path("", include("recruitment.urls")),
@@ -21,8 +25,11 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from installed static files (drf-spectacular-sidecar); its start-up script is a file of its own
     # (?script) and the page has no inline style, as the Content-Security-Policy requires (templates/api_docs.html).
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="api_docs.html"),
-         name="swagger-ui"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="api_docs.html"),
+        name="swagger-ui",
+    ),
 ]
 
 if apps.is_installed("benchmarks.ceiling"):

@@ -35,5 +35,15 @@ def choices() -> list[tuple[str, str]]:
     return [(p.slug, p.name) for p in PROVIDERS.values()]
 
 
-__all__ = ["PROVIDERS", "DEFAULT", "get", "choices", "completion_origins", "CrowdProvider", "Identity",
-           "Completion", "InvalidIdentity", "LoginRequired"]
+__all__ = [
+    "PROVIDERS",
+    "DEFAULT",
+    "get",
+    "choices",
+    "completion_origins",
+    "CrowdProvider",
+    "Identity",
+    "Completion",
+    "InvalidIdentity",
+    "LoginRequired",
+]

@@ -40,8 +40,10 @@ def compile_pattern(pattern: str):
         return re2.compile(pattern, _options())
     except re2.error as exc:
         detail = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"not a valid regular expression: {detail} (RE2 syntax, matched in linear time: "
-                         "no backreferences or lookarounds)") from None
+        raise ValueError(
+            f"not a valid regular expression: {detail} (RE2 syntax, matched in linear time: "
+            "no backreferences or lookarounds)"
+        ) from None
 
 
 def check_pattern(pattern: str) -> str:
@@ -54,8 +56,10 @@ class GenericLink(CrowdProvider):
     slug = "generic"
     name = "generic link"
     offers_resume_code = True
-    way_back_help = ("If you already started this study in another browser, type the resume code shown on the "
-                     "study's first page below to continue where you stopped.")
+    way_back_help = (
+        "If you already started this study in another browser, type the resume code shown on the "
+        "study's first page below to continue where you stopped."
+    )
 
     def identity(self, params: Mapping[str, str], *, study: StudySettings, user: Any = None) -> Identity:
         param = study.worker_id_param
@@ -65,8 +69,9 @@ class GenericLink(CrowdProvider):
         try:
             matcher = compile_pattern(study.worker_id_pattern) if study.worker_id_pattern else None
         except ValueError:  # a study saved before the pattern rules: refuse every id rather than guess
-            raise InvalidIdentity(f"the {param} parameter cannot be checked: the study's pattern is not valid") \
-                from None
+            raise InvalidIdentity(
+                f"the {param} parameter cannot be checked: the study's pattern is not valid"
+            ) from None
         if matcher is not None and not matcher.fullmatch(worker_id):
             raise InvalidIdentity(f"the {param} parameter does not have the form this study expects")
         return Identity(worker_id)
@@ -82,5 +87,7 @@ class GenericLink(CrowdProvider):
         return f"?{study.worker_id_param}={{WORKER_ID}}"
 
     def link_note(self, study: StudySettings) -> str:
-        return (f"Replace {{WORKER_ID}} with your platform's placeholder for the worker id "
-                f"(parameter {study.worker_id_param}).")
+        return (
+            f"Replace {{WORKER_ID}} with your platform's placeholder for the worker id "
+            f"(parameter {study.worker_id_param})."
+        )

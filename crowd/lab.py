@@ -12,8 +12,10 @@ class LabAccounts(CrowdProvider):
     slug = "local"
     name = "local accounts (lab)"
     offers_resume_code = True
-    way_back_help = ("If you already started this study in another browser, log in with the same lab account "
-                     "here and open the link again, or type the resume code shown on the study's first page below.")
+    way_back_help = (
+        "If you already started this study in another browser, log in with the same lab account "
+        "here and open the link again, or type the resume code shown on the study's first page below."
+    )
     refusal_help = "Please ask the researcher who invited you."
     uses_accounts = True
 

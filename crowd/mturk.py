@@ -31,8 +31,10 @@ def check_submit_to(value: str) -> str:
     parts = urlsplit(raw)
     origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
     if origin not in SUBMIT_HOSTS or parts.path or parts.query or parts.fragment or "@" in parts.netloc:
-        raise InvalidIdentity("the turkSubmitTo parameter is not Mechanical Turk's own address "
-                              f"({' or '.join(SUBMIT_HOSTS)}); please open the HIT from Mechanical Turk")
+        raise InvalidIdentity(
+            "the turkSubmitTo parameter is not Mechanical Turk's own address "
+            f"({' or '.join(SUBMIT_HOSTS)}); please open the HIT from Mechanical Turk"
+        )
     return origin
 
 
@@ -40,8 +42,10 @@ class MechanicalTurk(CrowdProvider):
     slug = "mturk"
     name = "Mechanical Turk (legacy)"
     refusal_help = "On Mechanical Turk, please return the HIT."
-    way_back_help = ("If you already started this HIT in another browser, open it again from the same accepted "
-                     "assignment on Mechanical Turk: you continue where you stopped.")
+    way_back_help = (
+        "If you already started this HIT in another browser, open it again from the same accepted "
+        "assignment on Mechanical Turk: you continue where you stopped."
+    )
     completion_origins = SUBMIT_HOSTS
     preview_note = "Accept the HIT to start."
 
@@ -50,8 +54,11 @@ class MechanicalTurk(CrowdProvider):
             return None
         worker_id = normalise_worker_id(self.need(params, "workerId"))
         submit_to = params.get("turkSubmitTo") or ""
-        data = {"assignmentId": self.need(params, "assignmentId"), "hitId": params.get("hitId", "")[:100],
-                "turkSubmitTo": check_submit_to(submit_to) if submit_to else ""}
+        data = {
+            "assignmentId": self.need(params, "assignmentId"),
+            "hitId": params.get("hitId", "")[:100],
+            "turkSubmitTo": check_submit_to(submit_to) if submit_to else "",
+        }
         return Identity(worker_id, data["assignmentId"], data)
 
     def completion(self, code: str, *, data: Mapping[str, Any]) -> Completion:
@@ -62,8 +69,12 @@ class MechanicalTurk(CrowdProvider):
             base = ""  # stored before the allow-list: show the code instead of posting it anywhere
         if not base:
             return Completion(code, return_to="Mechanical Turk")
-        return Completion(code, post_url=f"{base}/mturk/externalSubmit", return_to="Mechanical Turk",
-                          post_fields={"assignmentId": data.get("assignmentId", ""), "completion_code": code})
+        return Completion(
+            code,
+            post_url=f"{base}/mturk/externalSubmit",
+            return_to="Mechanical Turk",
+            post_fields={"assignmentId": data.get("assignmentId", ""), "completion_code": code},
+        )
 
     def link_note(self, study: StudySettings) -> str:
         return "Use as the ExternalQuestion URL: MTurk appends workerId, assignmentId, hitId and turkSubmitTo."

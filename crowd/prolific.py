@@ -22,20 +22,26 @@ def normalise_pid(value: str) -> str:
     """A Prolific participant id: 24 hexadecimal characters, stored in lower case."""
     pid = (value or "").strip().lower()
     if not PID.fullmatch(pid):
-        raise InvalidIdentity("the PROLIFIC_PID parameter is not a Prolific participant id "
-                              "(24 hexadecimal characters); please open the study from Prolific again")
+        raise InvalidIdentity(
+            "the PROLIFIC_PID parameter is not a Prolific participant id "
+            "(24 hexadecimal characters); please open the study from Prolific again"
+        )
     return pid
 
 
 class Prolific(CrowdProvider):
     slug = "prolific"
     name = "Prolific"
-    refusal_help = ("On Prolific, please return your submission (the \u201cReturn\u201d button on the study's "
-                    "page), so that it does not count against you.")
-    way_back_help = ("If you already started this study in another browser: open it again from the study's page "
-                     "on Prolific in this browser. Once Prolific confirms that the submission is yours and still "
-                     "active, you continue where you stopped (or get your completion code again if you finished). "
-                     "Do not return your submission in that case.")
+    refusal_help = (
+        "On Prolific, please return your submission (the \u201cReturn\u201d button on the study's "
+        "page), so that it does not count against you."
+    )
+    way_back_help = (
+        "If you already started this study in another browser: open it again from the study's page "
+        "on Prolific in this browser. Once Prolific confirms that the submission is yours and still "
+        "active, you continue where you stopped (or get your completion code again if you finished). "
+        "Do not return your submission in that case."
+    )
     finish_note = " and are sent back to Prolific"
     screenout_note = " and a code to submit on Prolific"
     study_page = "dashboard-prolific"

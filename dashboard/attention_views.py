@@ -27,17 +27,28 @@ def attention_checks(request: HttpRequest, study_id: int) -> HttpResponse:
             errors["position"] = ["a whole number: the 0-based test item the check comes before"]
         else:
             try:
-                attention.add_check(study, task=request.POST.get("task", ""), position=position,
-                                    question=request.POST.get("question", ""),
-                                    context=request.POST.get("context", ""),
-                                    expected=request.POST.get("expected", ""), actor=actor(request))
+                attention.add_check(
+                    study,
+                    task=request.POST.get("task", ""),
+                    position=position,
+                    question=request.POST.get("question", ""),
+                    context=request.POST.get("context", ""),
+                    expected=request.POST.get("expected", ""),
+                    actor=actor(request),
+                )
             except ValidationError as exc:
                 errors = exc.message_dict
             else:
                 messages.success(request, "Attention check added.")
                 return redirect("dashboard-attention-checks", study_id=study.pk)
     checks = AttentionCheck.objects.filter(study=study).select_related("task").order_by("task_id", "position", "id")
-    ctx = {"study": study, "checks": checks, "errors": errors, "posted": posted,
-           "max_question": AttentionCheck.MAX_QUESTION, "max_context": AttentionCheck.MAX_CONTEXT,
-           "tasks": [(slug, TASKS[slug].name, ", ".join(TASKS[slug].labels)) for slug in study.tasks if slug in TASKS]}
+    ctx = {
+        "study": study,
+        "checks": checks,
+        "errors": errors,
+        "posted": posted,
+        "max_question": AttentionCheck.MAX_QUESTION,
+        "max_context": AttentionCheck.MAX_CONTEXT,
+        "tasks": [(slug, TASKS[slug].name, ", ".join(TASKS[slug].labels)) for slug in study.tasks if slug in TASKS],
+    }
     return render(request, "dashboard/attention_checks.html", ctx, status=400 if errors else 200)

@@ -22,12 +22,15 @@ def _shot_label(k: int) -> str:
 class StudyForm(forms.ModelForm):
     # The two list fields are JSON on the model: shown as checkboxes of the registry's tasks and shots.
     tasks = forms.MultipleChoiceField(
-        choices=[(slug, spec.name) for slug, spec in TASKS.items()], widget=forms.CheckboxSelectMultiple,
+        choices=[(slug, spec.name) for slug, spec in TASKS.items()],
+        widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one task"},
     )
     shots = forms.TypedMultipleChoiceField(
-        choices=[(k, _shot_label(k)) for k in Study.SHOT_CONDITIONS], coerce=int,
-        widget=forms.CheckboxSelectMultiple, initial=list(Study.SHOT_CONDITIONS),
+        choices=[(k, _shot_label(k)) for k in Study.SHOT_CONDITIONS],
+        coerce=int,
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(Study.SHOT_CONDITIONS),
         error_messages={"required": "choose at least one shot condition"},
         help_text="One cohort of new workers per task and shot condition.",
     )
@@ -35,10 +38,13 @@ class StudyForm(forms.ModelForm):
     # created-but-not-launched cohort's link looked usable while it refused every worker. Unticked,
     # the study page says plainly which links refuse workers until launched.
     launch = forms.BooleanField(
-        required=False, initial=True, label="Launch every cohort now",
+        required=False,
+        initial=True,
+        label="Launch every cohort now",
         help_text="Ticked: the join links take workers as soon as you publish them. Unticked: the cohorts are "
-                  "created but their links refuse workers until you launch them from the study page "
-                  "(to try the links yourself first).")
+        "created but their links refuse workers until you launch them from the study page "
+        "(to try the links yourself first).",
+    )
 
     class Meta:
         model = Study
@@ -83,12 +89,17 @@ class StudyForm(forms.ModelForm):
 
 class ReasonForm(forms.Form):
     reason = forms.CharField(
-        max_length=AuditEvent.REASON_MAX_LENGTH, strip=True,
+        max_length=AuditEvent.REASON_MAX_LENGTH,
+        strip=True,
         error_messages={"required": "give a reason: it is kept in the audit log"},
         widget=forms.TextInput(attrs={"placeholder": "reason (kept in the audit log)", "autocomplete": "off"}),
     )
 
 
 class CloseForm(forms.Form):
-    reason = forms.CharField(max_length=AuditEvent.REASON_MAX_LENGTH, required=False, strip=True,
-                             widget=forms.TextInput(attrs={"placeholder": "reason (optional)"}))
+    reason = forms.CharField(
+        max_length=AuditEvent.REASON_MAX_LENGTH,
+        required=False,
+        strip=True,
+        widget=forms.TextInput(attrs={"placeholder": "reason (optional)"}),
+    )

@@ -17,15 +17,28 @@ def sparkline(values: list[float], width: int = 120, height: int = 28) -> dict |
         v = max(0.0, min(1.0, float(v)))
         total += v
         h = max(1.0, v * inner)
-        bars.append({"x": round(i * step + 0.5, 2), "y": round(height - 3 - h, 2), "w": round(max(step - 1, 0.6), 2),
-                     "h": round(h, 2)})
+        bars.append(
+            {
+                "x": round(i * step + 0.5, 2),
+                "y": round(height - 3 - h, 2),
+                "w": round(max(step - 1, 0.6), 2),
+                "h": round(h, 2),
+            }
+        )
         points.append(f"{round(i * step + step / 2, 2)},{round(height - 3 - (total / (i + 1)) * inner, 2)}")
-    return {"w": width, "h": height, "bars": bars, "points": " ".join(points),
-            "first": round(100 * values[0]), "last": round(100 * total / n), "n": n}
+    return {
+        "w": width,
+        "h": height,
+        "bars": bars,
+        "points": " ".join(points),
+        "first": round(100 * values[0]),
+        "last": round(100 * total / n),
+        "n": n,
+    }
 
 
 def duration(seconds: float) -> str:
-    """"42 s", "3 min 05 s", "1 h 02 min"."""
+    """ "42 s", "3 min 05 s", "1 h 02 min"."""
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds} s"

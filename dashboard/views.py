@@ -49,12 +49,14 @@ def study_list(request: HttpRequest) -> HttpResponse:
     rows = []
     for study in studies:
         cohorts = list(study.cohorts.all())
-        rows.append({
-            "study": study,
-            "tasks": [TASKS[s].name if s in TASKS else s for s in study.tasks],
-            "cohorts": len(cohorts),
-            "launched": sum(1 for c in cohorts if c.launched_at and not c.closed_at),
-        })
+        rows.append(
+            {
+                "study": study,
+                "tasks": [TASKS[s].name if s in TASKS else s for s in study.tasks],
+                "cohorts": len(cohorts),
+                "launched": sum(1 for c in cohorts if c.launched_at and not c.closed_at),
+            }
+        )
     return render(request, "dashboard/study_list.html", {"rows": rows})
 
 
@@ -70,17 +72,27 @@ def study_new(request: HttpRequest) -> HttpResponse:
                 form.add_service_errors(exc)
             else:
                 if form.cleaned_data["launch"]:
-                    messages.success(request, f"Created the study \u201c{study.name}\u201d and launched its cohorts: "
-                                              "the join links take workers now.")
+                    messages.success(
+                        request,
+                        f"Created the study \u201c{study.name}\u201d and launched its cohorts: "
+                        "the join links take workers now.",
+                    )
                 else:
-                    messages.warning(request, f"Created the study \u201c{study.name}\u201d. Its cohorts are not "
-                                              "launched: their join links refuse workers until you launch them.")
+                    messages.warning(
+                        request,
+                        f"Created the study \u201c{study.name}\u201d. Its cohorts are not "
+                        "launched: their join links refuse workers until you launch them.",
+                    )
                 return redirect("dashboard-study", study_id=study.pk)
         status = 400
     else:
         form = StudyForm()
-    return render(request, "dashboard/study_new.html",
-                  {"form": form, "unproducible": unproducible_training_counts()}, status=status)
+    return render(
+        request,
+        "dashboard/study_new.html",
+        {"form": form, "unproducible": unproducible_training_counts()},
+        status=status,
+    )
 
 
 def _grid_context(study: Study) -> dict:
@@ -95,14 +107,26 @@ def _grid_context(study: Study) -> dict:
         if r["last_activity"]:
             r["last_activity_ago"] = presentation.duration(max(0.0, (now - r["last_activity"]).total_seconds()))
         r["meter"] = round(100 * r["test_items_done"] / r["test_items_total"]) if r["test_items_total"] else 0
-        r["status"] = cohort_status(r["cohort"], enrolled=r["enrolled"], completed=r["completed"],
-                                    study_open=study.is_open).value
+        r["status"] = cohort_status(
+            r["cohort"], enrolled=r["enrolled"], completed=r["completed"], study_open=study.is_open
+        ).value
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     shots = sorted({r["shots"] for r in rows})
-    matrix = [{"task": slug, "name": TASKS[slug].name if slug in TASKS else slug,
-               "cells": [by_cell.get((slug, k)) for k in shots]} for slug in tasks]
-    return {"study": study, "grid_rows": rows, "matrix": matrix, "shots": shots,
-            "idle_cap": presentation.duration(study.idle_cap_seconds)}
+    matrix = [
+        {
+            "task": slug,
+            "name": TASKS[slug].name if slug in TASKS else slug,
+            "cells": [by_cell.get((slug, k)) for k in shots],
+        }
+        for slug in tasks
+    ]
+    return {
+        "study": study,
+        "grid_rows": rows,
+        "matrix": matrix,
+        "shots": shots,
+        "idle_cap": presentation.duration(study.idle_cap_seconds),
+    }
 
 
 @researcher_required
@@ -114,9 +138,13 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         r["join_url"] = join_url(request, r["cohort"])
         r["shots_label"] = f"{r['shots']} shots"
     # A count, not a flag: the page says how many links refuse workers (issue 11.13).
-    ctx.update(platform_note=study.provider.link_note(study), close_form=CloseForm(),
-               any_unlaunched=sum(1 for r in ctx["grid_rows"]
-                                  if r["cohort"].launched_at is None and r["cohort"].closed_at is None))
+    ctx.update(
+        platform_note=study.provider.link_note(study),
+        close_form=CloseForm(),
+        any_unlaunched=sum(
+            1 for r in ctx["grid_rows"] if r["cohort"].launched_at is None and r["cohort"].closed_at is None
+        ),
+    )
     return render(request, "dashboard/study_detail.html", ctx)
 
 
@@ -169,11 +197,19 @@ def cohort_launch(request: HttpRequest, cohort_id: int) -> HttpResponse:
 # form (``_cohort_confirm.html``) beside the links. The form itself always posts natively and
 # redirects, so both paths end on the same page.
 CONFIRM = {
-    "close": {"title": "Close", "verb": "Close the cohort", "done": "Closed",
-              "effect": "Its join link stops taking new workers at once. Workers already in it keep going "
-                        "and are paid as usual. You can re-open it later while it has places left."},
-    "reopen": {"title": "Re-open", "verb": "Re-open the cohort", "done": "Re-opened",
-               "effect": "Its join link takes new workers again, up to the cohort's target."},
+    "close": {
+        "title": "Close",
+        "verb": "Close the cohort",
+        "done": "Closed",
+        "effect": "Its join link stops taking new workers at once. Workers already in it keep going "
+        "and are paid as usual. You can re-open it later while it has places left.",
+    },
+    "reopen": {
+        "title": "Re-open",
+        "verb": "Re-open the cohort",
+        "done": "Re-opened",
+        "effect": "Its join link takes new workers again, up to the cohort's target.",
+    },
 }
 
 
@@ -211,11 +247,23 @@ def _cohort_confirm(request: HttpRequest, cohort: Cohort, action: str, service) 
     elif request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     slots = _cohort_slots(cohort)
-    ctx = {"cohort": cohort, "study": cohort.study, "action": action, "text": CONFIRM[action], "form": form,
-           "errors": errors, "back": back, "back_to": "cohort" if back.startswith("/dashboard/cohorts/") else "study",
-           "slots": slots, "url": reverse(f"dashboard-cohort-{action}", args=[cohort.pk])}
-    template = "dashboard/_cohort_confirm.html" if request.htmx and request.method == "GET" else \
-        "dashboard/cohort_confirm.html"
+    ctx = {
+        "cohort": cohort,
+        "study": cohort.study,
+        "action": action,
+        "text": CONFIRM[action],
+        "form": form,
+        "errors": errors,
+        "back": back,
+        "back_to": "cohort" if back.startswith("/dashboard/cohorts/") else "study",
+        "slots": slots,
+        "url": reverse(f"dashboard-cohort-{action}", args=[cohort.pk]),
+    }
+    template = (
+        "dashboard/_cohort_confirm.html"
+        if request.htmx and request.method == "GET"
+        else "dashboard/cohort_confirm.html"
+    )
     return render(request, template, ctx, status=status)
 
 
@@ -242,8 +290,12 @@ def _activity(row: dict, last, now, idle_cap_seconds: int, active: bool) -> None
     """Last activity and idle time of a worker (issue 11.11): idle past the study's idle cap, the
     point where their active time (and pay) stops counting, while they are still in a step."""
     seconds = max(0.0, (now - last).total_seconds())
-    row.update(last_activity=last, idle_seconds=seconds if active else None,
-               idle_for=presentation.duration(seconds), idle=active and seconds > idle_cap_seconds)
+    row.update(
+        last_activity=last,
+        idle_seconds=seconds if active else None,
+        idle_for=presentation.duration(seconds),
+        idle=active and seconds > idle_cap_seconds,
+    )
 
 
 def _cohort_events(cohort: Cohort):
@@ -251,16 +303,19 @@ def _cohort_events(cohort: Cohort):
     rows name the cohort as "<task> <k>-shot" at the start of the reason, see services.close_cohort)."""
     label = f"{cohort.task.slug} {cohort.shots}-shot"
     own = Q(enrollment__isnull=True, action__in=("close cohort", "reopen cohort")) & (
-        Q(reason=label) | Q(reason__startswith=f"{label}: "))
-    events = list(selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own)
-                  .order_by("-at", "-id")[:30])
+        Q(reason=label) | Q(reason__startswith=f"{label}: ")
+    )
+    events = list(
+        selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own).order_by("-at", "-id")[:30]
+    )
     for ev in events:
         ev.reason_text = presentation.audit_reason(ev.reason or "")
     return events
 
 
-def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200,
-                 posted: dict | None = None) -> HttpResponse:
+def _cohort_page(
+    request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200, posted: dict | None = None
+) -> HttpResponse:
     rows = selectors.cohort_enrollments(cohort)
     now = timezone.now()
     last = selectors.last_activity([r["enrollment"] for r in rows])
@@ -281,19 +336,30 @@ def _cohort_page(request: HttpRequest, cohort: Cohort, *, errors: dict | None = 
         r["can_reinstate"] = can_reinstate(e.state)
         # Offered where a flag asks for an action and filtering is closed.
         r["can_leave_out"] = can_leave_out(e.state, r["test_done"], e.left_out) and bool(
-            r["below_chance"] or (r["attention"] or {}).get("failed") or r.get("fast_answers"))
+            r["below_chance"] or (r["attention"] or {}).get("failed") or r.get("fast_answers")
+        )
         r["left_out"] = e.left_out
         r["errors"] = (errors or {}).get(e.pk, [])
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
     grid = _cohort_slots(cohort)
-    recruitment = cohort_status(cohort, enrolled=grid["enrolled"], completed=grid["completed"],
-                                study_open=cohort.study.is_open).value
-    ctx = {"cohort": cohort, "study": cohort.study, "rows": rows, "grid": grid, "status": recruitment,
-           "chance": chance, "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
-           "n_idle": sum(1 for r in rows if r["idle"]), "n_below_chance": sum(1 for r in rows if r["below_chance"]),
-           "join_url": join_url(request, cohort), "has_checks": cohort.study.has_attention_checks,
-           "min_answer_seconds": cohort.task.spec.min_answer_seconds,
-           "events": _cohort_events(cohort)}
+    recruitment = cohort_status(
+        cohort, enrolled=grid["enrolled"], completed=grid["completed"], study_open=cohort.study.is_open
+    ).value
+    ctx = {
+        "cohort": cohort,
+        "study": cohort.study,
+        "rows": rows,
+        "grid": grid,
+        "status": recruitment,
+        "chance": chance,
+        "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
+        "n_idle": sum(1 for r in rows if r["idle"]),
+        "n_below_chance": sum(1 for r in rows if r["below_chance"]),
+        "join_url": join_url(request, cohort),
+        "has_checks": cohort.study.has_attention_checks,
+        "min_answer_seconds": cohort.task.spec.min_answer_seconds,
+        "events": _cohort_events(cohort),
+    }
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)
 
 
@@ -313,11 +379,13 @@ def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> Http
     try:
         action(enrollment_id=enrollment.pk, actor=actor(request), reason=form.cleaned_data["reason"])
     except ValidationError as exc:
-        return _cohort_page(request, cohort, errors={enrollment.pk: exc.messages}, posted={enrollment.pk: form},
-                            status=400)
+        return _cohort_page(
+            request, cohort, errors={enrollment.pk: exc.messages}, posted={enrollment.pk: form}, status=400
+        )
     except (services.Conflict, TransitionNotAllowed) as exc:
-        return _cohort_page(request, cohort, errors={enrollment.pk: [str(exc)]}, posted={enrollment.pk: form},
-                            status=409)
+        return _cohort_page(
+            request, cohort, errors={enrollment.pk: [str(exc)]}, posted={enrollment.pk: form}, status=409
+        )
     return None
 
 
@@ -341,19 +409,25 @@ def enrollment_filter(request: HttpRequest, enrollment_id: int) -> HttpResponse:
 @researcher_required
 @require_POST
 def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(request, enrollment_id, services.reinstate_enrollment,
-                            "Reinstated worker {worker} ({state}).")
+    return _enrollment_post(
+        request, enrollment_id, services.reinstate_enrollment, "Reinstated worker {worker} ({state})."
+    )
 
 
 @researcher_required
 @require_POST
 def enrollment_leave_out(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(request, enrollment_id, services.leave_out_of_results,
-                            "Worker {worker} is left out of the results (they keep their place and pay).")
+    return _enrollment_post(
+        request,
+        enrollment_id,
+        services.leave_out_of_results,
+        "Worker {worker} is left out of the results (they keep their place and pay).",
+    )
 
 
 @researcher_required
 @require_POST
 def enrollment_put_back(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(request, enrollment_id, services.put_back_in_results,
-                            "Worker {worker} is counted in the results again.")
+    return _enrollment_post(
+        request, enrollment_id, services.put_back_in_results, "Worker {worker} is counted in the results again."
+    )

@@ -23,8 +23,9 @@ def planned_bonus(enrollment: Enrollment) -> tuple[Decimal, float]:
     """(bonus, active seconds): max(0, active time x rate - base reward)."""
     study = enrollment.cohort.study
     answered = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
-    seconds = active_seconds(enrolled_at=enrollment.enrolled_at, answered_at=answered,
-                             idle_cap_seconds=study.idle_cap_seconds)
+    seconds = active_seconds(
+        enrolled_at=enrollment.enrolled_at, answered_at=answered, idle_cap_seconds=study.idle_cap_seconds
+    )
     earned = pay(seconds=seconds, rate_per_hour=study.pay_rate)
     base = Decimal(reward_cents(study)) / 100
     return max(Decimal("0.00"), earned - base), seconds
@@ -50,18 +51,25 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
     client = client_for(study)
     if client is None:
         raise ValueError(NO_TOKEN)
-    approved = (Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED, platform_status=prolific.APPROVED)
-                .exclude(verification=Enrollment.UNVERIFIED).select_related("cohort__study", "worker"))
+    approved = (
+        Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED, platform_status=prolific.APPROVED)
+        .exclude(verification=Enrollment.UNVERIFIED)
+        .select_related("cohort__study", "worker")
+    )
     for enrollment in approved:
         if not BonusPayment.objects.filter(enrollment=enrollment).exists():
             amount, seconds = planned_bonus(enrollment)
             if amount > 0:
-                BonusPayment.objects.get_or_create(enrollment=enrollment,
-                                                   defaults={"amount": amount, "active_seconds": seconds})
+                BonusPayment.objects.get_or_create(
+                    enrollment=enrollment, defaults={"amount": amount, "active_seconds": seconds}
+                )
     with client:
         for cohort in study.cohorts.exclude(platform_study_id=""):
-            planned = list(BonusPayment.objects.filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED)
-                           .select_related("enrollment__worker"))
+            planned = list(
+                BonusPayment.objects.filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED).select_related(
+                    "enrollment__worker"
+                )
+            )
             if planned:
                 lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
                 try:
@@ -71,10 +79,14 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
                     report.failed += [b.enrollment.worker.external_id for b in planned]
                     continue
                 BonusPayment.objects.filter(pk__in=[b.pk for b in planned], state=BonusPayment.State.PLANNED).update(
-                    state=BonusPayment.State.SET_UP, prolific_bulk_id=str(bulk["id"]))
+                    state=BonusPayment.State.SET_UP, prolific_bulk_id=str(bulk["id"])
+                )
                 audit(study, "prolific bonus set up", f"bulk {bulk['id']}: {len(lines)} bonus(es)", actor=actor)
-        bulk_ids = (BonusPayment.objects.filter(enrollment__cohort__study=study, state=BonusPayment.State.SET_UP)
-                    .values_list("prolific_bulk_id", flat=True).distinct())
+        bulk_ids = (
+            BonusPayment.objects.filter(enrollment__cohort__study=study, state=BonusPayment.State.SET_UP)
+            .values_list("prolific_bulk_id", flat=True)
+            .distinct()
+        )
         for bulk_id in list(bulk_ids):
             rows = BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.SET_UP)
             members = list(rows.select_related("enrollment__worker"))
@@ -84,8 +96,7 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             try:
                 client.pay_bonuses(bulk_id)
             except prolific.ProlificUnreachable as exc:
-                audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}; check it on Prolific",
-                       actor=actor)
+                audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}; check it on Prolific", actor=actor)
                 report.uncertain += [m.enrollment.worker.external_id for m in members]
                 continue
             except prolific.ProlificError as exc:
@@ -98,7 +109,8 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
                     audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}", actor=actor)
                 continue
             BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.PAYING).update(
-                state=BonusPayment.State.PAID, paid_at=timezone.now())
+                state=BonusPayment.State.PAID, paid_at=timezone.now()
+            )
             audit(study, "prolific bonus paid", f"bulk {bulk_id}: {len(members)} bonus(es)", actor=actor)
             report.paid += [(m.enrollment.worker.external_id, m.amount) for m in members]
     return report
@@ -107,9 +119,11 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
 UNKNOWN = "unknown"
 # A row left ``paying`` is a pay call whose outcome nobody knows (interrupted, no answer): shown as such.
 STATE_SHOWN = {BonusPayment.State.PAYING: UNKNOWN}
-SETTLE_HOW = ("check bulk bonus payment {bulk} on Prolific (your workspace's payments), then run "
-              "`manage.py pay_bonuses --study {study} --settle {bulk} --paid` if Prolific paid it, or "
-              "`--not-paid` if it did not (it is then paid by the next run); it is never paid again by itself")
+SETTLE_HOW = (
+    "check bulk bonus payment {bulk} on Prolific (your workspace's payments), then run "
+    "`manage.py pay_bonuses --study {study} --settle {bulk} --paid` if Prolific paid it, or "
+    "`--not-paid` if it did not (it is then paid by the next run); it is never paid again by itself"
+)
 
 
 @dataclass
@@ -129,8 +143,9 @@ class MoneyStates:
 def money_states(study: Study) -> MoneyStates:
     states = MoneyStates()
     unknown: dict[str, list[str]] = {}
-    for state, bulk, pid in (BonusPayment.objects.filter(enrollment__cohort__study=study)
-                             .values_list("state", "prolific_bulk_id", "enrollment__worker__external_id")):
+    for state, bulk, pid in BonusPayment.objects.filter(enrollment__cohort__study=study).values_list(
+        "state", "prolific_bulk_id", "enrollment__worker__external_id"
+    ):
         if state == BonusPayment.State.PAYING:
             unknown.setdefault(bulk, []).append(pid)
         elif state in (BonusPayment.State.PLANNED, BonusPayment.State.SET_UP, BonusPayment.State.PAID):
@@ -142,16 +157,21 @@ def money_states(study: Study) -> MoneyStates:
 def settle(study: Study, *, bulk_id: str, paid: bool, actor: str = "system") -> int:
     """The researcher checked an unknown pay call on Prolific: mark its rows paid, or back to set up (the
     next run pays them). Only rows of this study in ``paying``; returns how many. Audited."""
-    rows = BonusPayment.objects.filter(enrollment__cohort__study=study, prolific_bulk_id=bulk_id,
-                                       state=BonusPayment.State.PAYING)
+    rows = BonusPayment.objects.filter(
+        enrollment__cohort__study=study, prolific_bulk_id=bulk_id, state=BonusPayment.State.PAYING
+    )
     if paid:
         count = rows.update(state=BonusPayment.State.PAID, paid_at=timezone.now())
     else:
         count = rows.update(state=BonusPayment.State.SET_UP)
     if not count:
         raise ValueError(f"no bonus of this study has an unknown outcome in bulk payment {bulk_id[:64]!r}")
-    audit(study, "prolific bonus settled", f"bulk {bulk_id}: {count} bonus(es) "
-          + ("paid on Prolific" if paid else "not paid on Prolific: to pay again"), actor=actor)
+    audit(
+        study,
+        "prolific bonus settled",
+        f"bulk {bulk_id}: {count} bonus(es) " + ("paid on Prolific" if paid else "not paid on Prolific: to pay again"),
+        actor=actor,
+    )
     return count
 
 
@@ -159,16 +179,27 @@ def bonus_rows(study: Study) -> list[dict]:
     """Per approved or completed worker: base reward, bonus (planned/paid) and effective hourly rate."""
     base = Decimal(reward_cents(study)) / 100
     rows = []
-    for e in (Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED)
-              .select_related("worker", "cohort__task", "cohort__study").order_by("pk")):
+    for e in (
+        Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED)
+        .select_related("worker", "cohort__task", "cohort__study")
+        .order_by("pk")
+    ):
         ledger = BonusPayment.objects.filter(enrollment=e).first()
         amount, seconds = (ledger.amount, ledger.active_seconds) if ledger else planned_bonus(e)
         hours = seconds / 3600
-        rows.append({"worker": e.worker.external_id, "task": e.cohort.task.slug, "task_name": e.cohort.task.spec.name,
-                     "shots": e.cohort.shots,
-                     "prolific_status": e.platform_status, "active_minutes": round(seconds / 60, 1),
-                     "base": base, "bonus": amount,
-                     "bonus_state": STATE_SHOWN.get(ledger.state, ledger.state) if ledger else "not planned",
-                     "bulk": ledger.prolific_bulk_id if ledger else "",
-                     "hourly": (float(base + amount) / hours) if hours else math.nan})
+        rows.append(
+            {
+                "worker": e.worker.external_id,
+                "task": e.cohort.task.slug,
+                "task_name": e.cohort.task.spec.name,
+                "shots": e.cohort.shots,
+                "prolific_status": e.platform_status,
+                "active_minutes": round(seconds / 60, 1),
+                "base": base,
+                "bonus": amount,
+                "bonus_state": STATE_SHOWN.get(ledger.state, ledger.state) if ledger else "not planned",
+                "bulk": ledger.prolific_bulk_id if ledger else "",
+                "hourly": (float(base + amount) / hours) if hours else math.nan,
+            }
+        )
     return rows

@@ -72,15 +72,26 @@ def _id(value: str) -> str:
 
 
 class ProlificClient:
-    def __init__(self, token: str, base_url: str = DEFAULT_API_URL, *, timeout: float = 10.0, retries: int = 2,
-                 backoff: float = 0.5):
+    def __init__(
+        self,
+        token: str,
+        base_url: str = DEFAULT_API_URL,
+        *,
+        timeout: float = 10.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+    ):
         if not token:
             raise ValueError("a Prolific API token is needed")
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.retries, self.backoff = retries, backoff
         # Authentication: "Authorization: Token <token>" (https://docs.prolific.com/api-reference/introduction).
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, follow_redirects=False,
-                                  headers={"Authorization": f"Token {token}", "Accept": "application/json"})
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout,
+            follow_redirects=False,
+            headers={"Authorization": f"Token {token}", "Accept": "application/json"},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -93,8 +104,9 @@ class ProlificClient:
 
     # ------------------------------------------------------------ transport
 
-    def _request(self, method: str, path: str, *, json: dict | None = None, idempotent: bool = False,
-                 with_headers: bool = False):
+    def _request(
+        self, method: str, path: str, *, json: dict | None = None, idempotent: bool = False, with_headers: bool = False
+    ):
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
             last = attempt == attempts - 1
@@ -102,16 +114,19 @@ class ProlificClient:
                 response = self._http.request(method, path, json=json)
             except httpx.HTTPError as exc:  # connection refused, reset, timeout...
                 if last:
-                    raise ProlificUnreachable(f"Prolific could not be reached ({method} {_shown(path)}: "
-                                              f"{type(exc).__name__})") from None
+                    raise ProlificUnreachable(
+                        f"Prolific could not be reached ({method} {_shown(path)}: {type(exc).__name__})"
+                    ) from None
             else:
                 if response.status_code < 400:
                     payload = response.json() if response.content else {}
                     return (payload, response.headers) if with_headers else payload
                 if last or not (response.status_code == 429 or response.status_code >= 500):
-                    raise ProlificError(f"Prolific answered {response.status_code} to {method} {_shown(path)}: "
-                                        f"{response.text[:300]}", response.status_code)
-            time.sleep(self.backoff * (2 ** attempt))
+                    raise ProlificError(
+                        f"Prolific answered {response.status_code} to {method} {_shown(path)}: {response.text[:300]}",
+                        response.status_code,
+                    )
+            time.sleep(self.backoff * (2**attempt))
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------ account
@@ -148,8 +163,9 @@ class ProlificClient:
         and only increases of the places (Mephisto docs: prolific_api_oddities.md; Potato
         ``increase_places``). https://docs.prolific.com/api-reference/studies/update-study
         """
-        return self._request("PATCH", f"studies/{_id(study_id)}/", json={"total_available_places": int(places)},
-                             idempotent=True)
+        return self._request(
+            "PATCH", f"studies/{_id(study_id)}/", json={"total_available_places": int(places)}, idempotent=True
+        )
 
     def get_study(self, study_id: str) -> dict:
         """``GET studies/{id}/``: https://docs.prolific.com/api-reference/studies/get-study"""
@@ -194,7 +210,7 @@ class ProlificClient:
                 return
             if not href.startswith(self.base_url):
                 raise ProlificError(f"Prolific's next page is outside the API: {href[:100]}")
-            path = href[len(self.base_url):]
+            path = href[len(self.base_url) :]
 
     def approve(self, submission_id: str) -> dict:
         """``POST submissions/{id}/transition/`` ``{"action": "APPROVE"}`` (only from AWAITING REVIEW).
@@ -213,8 +229,9 @@ class ProlificClient:
         ``total_amount``, in the smallest unit). https://docs.prolific.com/api-reference/bonuses/create-bonus-payments
         """
         csv = "".join(f"{_id(pid)},{amount}\n" for pid, amount in bonuses)
-        return self._request("POST", "submissions/bonus-payments/",
-                             json={"study_id": _id(study_id), "csv_bonuses": csv})
+        return self._request(
+            "POST", "submissions/bonus-payments/", json={"study_id": _id(study_id), "csv_bonuses": csv}
+        )
 
     def pay_bonuses(self, bulk_id: str) -> dict:
         """``POST bulk-bonus-payments/{id}/pay/``: pays (202, asynchronously). Documented as **not
@@ -236,8 +253,12 @@ class ProlificClient:
         subscription (``id``) and the ``X-Hook-Secret`` header to confirm it with.
         https://docs.prolific.com/api-reference/webhooks/create-subscription
         """
-        body, headers = self._request("POST", "hooks/subscriptions/", with_headers=True, json={
-            "workspace_id": _id(workspace_id), "event_type": event_type, "target_url": target_url})
+        body, headers = self._request(
+            "POST",
+            "hooks/subscriptions/",
+            with_headers=True,
+            json={"workspace_id": _id(workspace_id), "event_type": event_type, "target_url": target_url},
+        )
         if isinstance(body.get("results"), list) and body["results"]:
             body = body["results"][0]
         return body, headers.get("X-Hook-Secret", "")

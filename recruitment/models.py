@@ -22,8 +22,9 @@ class ProlificCredential(models.Model):
 class ParticipantGroup(models.Model):
     """One Prolific participant group per task and token owner: who took any cohort of the task."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                              related_name="+")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
     prolific_id = models.CharField(max_length=64)
 

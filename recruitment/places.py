@@ -29,9 +29,12 @@ def places_owed(cohort: Cohort) -> int:
     genuine participant) never counts: Prolific never gave it a place, so none is owed for it.
     """
     kept = [prolific.AWAITING_REVIEW, prolific.APPROVED, prolific.SCREENED_OUT, prolific.PARTIALLY_APPROVED]
-    freed = (Enrollment.objects.filter(cohort=cohort).exclude(state__in=HOLDS_SLOT)
-             .exclude(platform_status__in=prolific.FREES_PROLIFIC_PLACE)
-             .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED)))
+    freed = (
+        Enrollment.objects.filter(cohort=cohort)
+        .exclude(state__in=HOLDS_SLOT)
+        .exclude(platform_status__in=prolific.FREES_PROLIFIC_PLACE)
+        .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
+    )
     return (freed.filter(state=State.FILTERED) | freed.filter(platform_status__in=kept)).distinct().count()
 
 
@@ -68,6 +71,10 @@ def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | No
             client.set_places(cohort.platform_study_id, total)
         row.given_back, row.total = owed, total
         row.save(update_fields=["given_back", "total", "updated_at"])
-        audit(cohort.study, "prolific places", f"{cohort.task.slug} {cohort.shots}-shot: {total} places "
-               f"({owed} given back)", actor=actor)
+        audit(
+            cohort.study,
+            "prolific places",
+            f"{cohort.task.slug} {cohort.shots}-shot: {total} places ({owed} given back)",
+            actor=actor,
+        )
         return total

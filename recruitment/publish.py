@@ -39,13 +39,17 @@ def check_currency(client: prolific.ProlificClient, study: Study) -> None:
     """Refuse to publish when the study's pay currency is not the Prolific account's (rewards are in its cents)."""
     account = str(client.me().get("currency_code") or "").upper()
     if account != study.pay_currency:
-        raise ValueError(f"this study pays in {study.pay_currency} but the Prolific account pays in "
-                         f"{account or 'an unknown currency'}: set the study's pay currency to match")
+        raise ValueError(
+            f"this study pays in {study.pay_currency} but the Prolific account pays in "
+            f"{account or 'an unknown currency'}: set the study's pay currency to match"
+        )
 
 
 def external_url(site_url: str, cohort: Cohort) -> str:
-    return (f"{site_url.rstrip('/')}{cohort.join_path}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
-            f"&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}")
+    return (
+        f"{site_url.rstrip('/')}{cohort.join_path}?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+        f"&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
+    )
 
 
 def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str:
@@ -53,11 +57,12 @@ def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str
     if row is None:
         workspace = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
         if not workspace:
-            raise ValueError("PROLIFIC_WORKSPACE_ID is not set: Prolific creates participant groups only in a "
-                             "workspace (its id is in the workspace's URL on Prolific)")
+            raise ValueError(
+                "PROLIFIC_WORKSPACE_ID is not set: Prolific creates participant groups only in a "
+                "workspace (its id is in the workspace's URL on Prolific)"
+            )
         answer = client.create_participant_group(f"CLUES {cohort.task.slug}: took part", workspace)
-        row = ParticipantGroup.objects.create(owner_id=study.created_by_id, task=cohort.task,
-                                              prolific_id=answer["id"])
+        row = ParticipantGroup.objects.create(owner_id=study.created_by_id, task=cohort.task, prolific_id=answer["id"])
         audit(study, "prolific create group", f"{cohort.task.slug}: {row.prolific_id}")
     return row.prolific_id
 
@@ -65,15 +70,18 @@ def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str
 def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> dict:
     spec = TASKS[cohort.task.slug]
     add = [{"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": group_id}]
-    screen_out = {"action": prolific.FIXED_SCREEN_OUT_PAYMENT, "fixed_screen_out_reward": screenout_reward_cents(
-        study, cohort), "slots": cohort.target}  # more screen-outs than the target pauses the study: look at it
+    screen_out = {
+        "action": prolific.FIXED_SCREEN_OUT_PAYMENT,
+        "fixed_screen_out_reward": screenout_reward_cents(study, cohort),
+        "slots": cohort.target,
+    }  # more screen-outs than the target pauses the study: look at it
     training = f" with {cohort.shots} training examples first" if cohort.shots else ""
     return {
         "name": f"{spec.name}: mark the answers in short texts",
         "internal_name": f"{study.name} / {cohort.task.slug} / {cohort.shots}-shot",
         "description": f"{spec.name}{training}. You mark the answer in each text. About "
-                       f"{study.expected_minutes} minutes. A training step can end the study early "
-                       "(you are paid for it).",
+        f"{study.expected_minutes} minutes. A training step can end the study early "
+        "(you are paid for it).",
         "external_study_url": external_url(site_url, cohort),
         "prolific_id_option": "url_parameters",
         "total_available_places": places_for(cohort),
@@ -82,10 +90,18 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> di
         "reward": reward_cents(study),
         "device_compatibility": ["desktop"],
         "completion_codes": [
-            {"code": study.completion_code, "code_type": prolific.CODE_COMPLETED, "actor": "participant",
-             "actions": [{"action": prolific.MANUALLY_REVIEW}, *add]},
-            {"code": study.screenout_code, "code_type": prolific.CODE_FIXED_SCREENOUT, "actor": "participant",
-             "actions": [screen_out, *add]},
+            {
+                "code": study.completion_code,
+                "code_type": prolific.CODE_COMPLETED,
+                "actor": "participant",
+                "actions": [{"action": prolific.MANUALLY_REVIEW}, *add],
+            },
+            {
+                "code": study.screenout_code,
+                "code_type": prolific.CODE_FIXED_SCREENOUT,
+                "actor": "participant",
+                "actions": [screen_out, *add],
+            },
         ],
         "filters": [{"filter_id": prolific.PARTICIPANT_GROUP_BLOCKLIST, "selected_values": [group_id]}],
     }
@@ -112,12 +128,21 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
                 created = client.create_study(body)
                 cohort.platform_study_id = created["id"]
                 cohort.save(update_fields=["platform_study_id"])
-                ProlificPlaces.objects.update_or_create(cohort=cohort, defaults={
-                    "total": body["total_available_places"],
-                    "given_back": body["total_available_places"] - cohort.target})
-                audit(study, "prolific create study", f"{cohort.task.slug} {cohort.shots}-shot: "
-                       f"{cohort.platform_study_id}, {body['total_available_places']} places, "
-                       f"reward {body['reward']} ({study.pay_currency} cents)", actor=actor)
+                ProlificPlaces.objects.update_or_create(
+                    cohort=cohort,
+                    defaults={
+                        "total": body["total_available_places"],
+                        "given_back": body["total_available_places"] - cohort.target,
+                    },
+                )
+                audit(
+                    study,
+                    "prolific create study",
+                    f"{cohort.task.slug} {cohort.shots}-shot: "
+                    f"{cohort.platform_study_id}, {body['total_available_places']} places, "
+                    f"reward {body['reward']} ({study.pay_currency} cents)",
+                    actor=actor,
+                )
                 if not draft:
                     client.transition_study(cohort.platform_study_id, "PUBLISH")
                     audit(study, "prolific publish", cohort.platform_study_id, actor=actor)

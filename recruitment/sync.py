@@ -26,11 +26,15 @@ from .tokens import client_for, on_prolific
 VERIFIED, UNVERIFIED, SUPERSEDED = Enrollment.VERIFIED, Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
 
 
-REFUSED = ("Prolific does not know this submission for this study; please open the study from Prolific "
-           "again (the link must carry your own SESSION_ID)")
-CANNOT_CHECK = ("this study cannot check your Prolific session right now (Prolific refused the study's request); "
-                "please do not start it: return to Prolific and try again later, or message the researcher "
-                "through Prolific")
+REFUSED = (
+    "Prolific does not know this submission for this study; please open the study from Prolific "
+    "again (the link must carry your own SESSION_ID)"
+)
+CANNOT_CHECK = (
+    "this study cannot check your Prolific session right now (Prolific refused the study's request); "
+    "please do not start it: return to Prolific and try again later, or message the researcher "
+    "through Prolific"
+)
 
 
 def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False) -> str:
@@ -55,8 +59,13 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
         with client:
             submission = client.get_submission(session_id)
     except prolific.ProlificUnreachable:
-        audit(study, "prolific verify unreachable", "Prolific could not be reached; admitted unverified"
-              if not returning else "Prolific could not be reached; a returning participant was asked to retry")
+        audit(
+            study,
+            "prolific verify unreachable",
+            "Prolific could not be reached; admitted unverified"
+            if not returning
+            else "Prolific could not be reached; a returning participant was asked to retry",
+        )
         return UNVERIFIED
     except prolific.ProlificError as exc:
         if exc.status == 404:
@@ -70,8 +79,12 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
     if participant != pid or submission.get("study_id") != cohort.platform_study_id:
         raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, "your Prolific submission for this study is no longer active "
-                               f"({str(submission.get('status'))[:30].lower()})", study.platform)
+        raise JoinRefused(
+            JoinRefusal.NOT_VERIFIED,
+            "your Prolific submission for this study is no longer active "
+            f"({str(submission.get('status'))[:30].lower()})",
+            study.platform,
+        )
     return VERIFIED
 
 
@@ -98,16 +111,22 @@ def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:
     a join with a forged session holds a place only that long."""
     cutoff = timezone.now() - timedelta(minutes=settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES)
     expired = []
-    candidates = Enrollment.objects.filter(cohort=cohort, verification=UNVERIFIED, state__in=ACTIVE_STATES,
-                                           enrolled_at__lt=cutoff)
+    candidates = Enrollment.objects.filter(
+        cohort=cohort, verification=UNVERIFIED, state__in=ACTIVE_STATES, enrolled_at__lt=cutoff
+    )
     for pk in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             enrollment = Enrollment.objects.select_for_update().select_related("cohort__study", "worker").get(pk=pk)
             if enrollment.verification != UNVERIFIED or enrollment.state not in ACTIVE_STATES:
                 continue
-            transition(enrollment, State.EXPIRED, actor=actor, action="expire unverified",
-                       reason=f"Prolific never confirmed this join's session within "
-                              f"{settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES} minutes")
+            transition(
+                enrollment,
+                State.EXPIRED,
+                actor=actor,
+                action="expire unverified",
+                reason=f"Prolific never confirmed this join's session within "
+                f"{settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES} minutes",
+            )
             expired.append(enrollment.worker.external_id)
     return expired
 
@@ -123,8 +142,12 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
         return report
     with client:
         for cohort in study.cohorts.exclude(platform_study_id="").select_related("task"):
-            enrollments = {e.worker.external_id: e for e in Enrollment.objects.filter(cohort=cohort)
-                           .exclude(verification=SUPERSEDED).select_related("worker")}
+            enrollments = {
+                e.worker.external_id: e
+                for e in Enrollment.objects.filter(cohort=cohort)
+                .exclude(verification=SUPERSEDED)
+                .select_related("worker")
+            }
             for sub in client.study_submissions(cohort.platform_study_id):
                 reconcile_submission(client, study, cohort, sub, enrollments, report, actor)
             report.expired += _expire_unmatched(cohort, actor)
@@ -143,8 +166,11 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             report.attention.append((sub_id, pid, "no enrollment here for this participant"))
         return
     with transaction.atomic():
-        enrollment = (Enrollment.objects.select_for_update(of=("self",)).select_related("cohort__study", "worker")
-                      .get(pk=enrollment.pk))
+        enrollment = (
+            Enrollment.objects.select_for_update(of=("self",))
+            .select_related("cohort__study", "worker")
+            .get(pk=enrollment.pk)
+        )
         if enrollment.verification == UNVERIFIED and sub_id == enrollment.platform_session:
             enrollment.verification = VERIFIED
             enrollment.save(update_fields=["verification"])
@@ -154,8 +180,13 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             enrollment.platform_status = status[:20]
             enrollment.save(update_fields=["platform_status"])
         if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING):
-            transition(enrollment, _FREES[status], actor=actor, action="prolific " + status.lower(),
-                       reason=f"Prolific status {status}: the place is free again")
+            transition(
+                enrollment,
+                _FREES[status],
+                actor=actor,
+                action="prolific " + status.lower(),
+                reason=f"Prolific status {status}: the place is free again",
+            )
             report.freed.append(pid)
             return
     if status == prolific.AWAITING_REVIEW:
@@ -170,11 +201,17 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
         # The screen-out code makes the submission SCREENED OUT (paid by Prolific); any other code leaves it
         # awaiting review: never approved automatically, always listed.
         if code == study.completion_code:
-            report.attention.append((sub_id, pid, f"{FILTERED_SENT_COMPLETION} (not the screen-out code): "
-                                                  "approve it, or ask them to return it"))
+            report.attention.append(
+                (
+                    sub_id,
+                    pid,
+                    f"{FILTERED_SENT_COMPLETION} (not the screen-out code): approve it, or ask them to return it",
+                )
+            )
         else:
-            report.attention.append((sub_id, pid, "filtered after training; the submission carries another code "
-                                                  "than the screen-out code"))
+            report.attention.append(
+                (sub_id, pid, "filtered after training; the submission carries another code than the screen-out code")
+            )
     elif enrollment.state != State.COMPLETED:
         report.attention.append((sub_id, pid, f"the enrollment is {enrollment.state}, not completed"))
     elif code != study.completion_code:
@@ -199,5 +236,6 @@ def awaiting_review(study: Study) -> dict[str, int]:
     """What the last sync saw waiting on Prolific for the researcher: submissions awaiting review
     (``total``; the sync approves the rest), and how many of them are filtered workers' (``filtered``)."""
     waiting = Enrollment.objects.filter(cohort__study=study, platform_status=prolific.AWAITING_REVIEW).exclude(
-        verification=SUPERSEDED)
+        verification=SUPERSEDED
+    )
     return {"total": waiting.count(), "filtered": waiting.filter(state=State.FILTERED).count()}

@@ -25,8 +25,7 @@ def give_back_places(cohort_id: int) -> int | None:
         # One attempt: run eagerly (no broker) this is inside a worker's request, and the sync retries.
         return give_back(cohort_id, retries=0)
     except (prolific.ProlificError, Cohort.DoesNotExist) as exc:
-        logger.warning("Giving places back to Prolific for cohort %s failed (the sync will retry): %s",
-                       cohort_id, exc)
+        logger.warning("Giving places back to Prolific for cohort %s failed (the sync will retry): %s", cohort_id, exc)
         return None
 
 
@@ -34,8 +33,9 @@ def give_back_places(cohort_id: int) -> int | None:
 def sync_prolific() -> int:
     """Sync every open study with published Prolific cohorts; one study's failure does not stop the others."""
     count = 0
-    studies = Study.objects.filter(closed_at__isnull=True, platform=Prolific.slug,
-                                   cohorts__platform_study_id__gt="").distinct()
+    studies = Study.objects.filter(
+        closed_at__isnull=True, platform=Prolific.slug, cohorts__platform_study_id__gt=""
+    ).distinct()
     for study in studies:
         try:
             sync(study)

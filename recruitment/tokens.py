@@ -28,8 +28,10 @@ def _fernet():
 
     secret = getattr(settings, "PROLIFIC_TOKEN_KEY", "")
     if not secret:
-        raise TokenKeyMissing("PROLIFIC_TOKEN_KEY is not set: a Prolific token can only be stored encrypted, "
-                              "with a key from the environment")
+        raise TokenKeyMissing(
+            "PROLIFIC_TOKEN_KEY is not set: a Prolific token can only be stored encrypted, "
+            "with a key from the environment"
+        )
     return Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
 
 
@@ -74,16 +76,22 @@ def token_for(study: Study) -> str:
 
 
 def has_token(study: Study) -> bool:
-    return (ProlificCredential.objects.filter(owner_id=study.created_by_id).exists()
-            or bool(getattr(settings, "PROLIFIC_API_TOKEN", "")))
+    return ProlificCredential.objects.filter(owner_id=study.created_by_id).exists() or bool(
+        getattr(settings, "PROLIFIC_API_TOKEN", "")
+    )
 
 
 def client_for(study: Study) -> client.ProlificClient | None:
     token = token_for(study)
     if not token:
         return None
-    return client.ProlificClient(token, settings.PROLIFIC_API_URL, timeout=settings.PROLIFIC_TIMEOUT,
-                                 retries=settings.PROLIFIC_RETRIES, backoff=settings.PROLIFIC_BACKOFF)
+    return client.ProlificClient(
+        token,
+        settings.PROLIFIC_API_URL,
+        timeout=settings.PROLIFIC_TIMEOUT,
+        retries=settings.PROLIFIC_RETRIES,
+        backoff=settings.PROLIFIC_BACKOFF,
+    )
 
 
 NO_TOKEN = "no Prolific token: set PROLIFIC_API_TOKEN or store one on the dashboard"

@@ -19,12 +19,22 @@ from .sync import sync as sync_study
 
 
 def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> HttpResponse:
-    return render(request, "recruitment/study.html", status=status, context={
-        "study": study,
-        "cohorts": study.cohorts.select_related("task", "prolific_places").order_by("task__slug", "shots"),
-        "has_token": tokens.has_token(study), "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
-        "reward_cents": reward_cents(study), "bonuses": bonuses.bonus_rows(study),
-        "awaiting_review": awaiting_review(study), "money": bonuses.money_states(study), **extra})
+    return render(
+        request,
+        "recruitment/study.html",
+        status=status,
+        context={
+            "study": study,
+            "cohorts": study.cohorts.select_related("task", "prolific_places").order_by("task__slug", "shots"),
+            "has_token": tokens.has_token(study),
+            "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
+            "reward_cents": reward_cents(study),
+            "bonuses": bonuses.bonus_rows(study),
+            "awaiting_review": awaiting_review(study),
+            "money": bonuses.money_states(study),
+            **extra,
+        },
+    )
 
 
 @researcher_required
@@ -63,11 +73,17 @@ def sync(request: HttpRequest, study_id: int) -> HttpResponse:
         report = sync_study(study, actor=actor(request))
     except client.ProlificError as exc:
         return _page(request, study, status=502, error=str(exc))
-    return _page(request, study, report=report, notice=(
-        f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
-        f"{len(report.verified)} verified, {len(report.attention)} for you to review "
-        f"({report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
-        f"{len(report.expired)} unverified join(s) expired."))
+    return _page(
+        request,
+        study,
+        report=report,
+        notice=(
+            f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
+            f"{len(report.verified)} verified, {len(report.attention)} for you to review "
+            f"({report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
+            f"{len(report.expired)} unverified join(s) expired."
+        ),
+    )
 
 
 @researcher_required
@@ -79,16 +95,25 @@ def pay(request: HttpRequest, study_id: int) -> HttpResponse:
     except ValueError as exc:
         return _page(request, study, status=400, error=str(exc))
     states = bonuses.money_states(study)  # the ledger, not only this run: an earlier interrupted call stays unknown
-    return _page(request, study, pay_report=report, notice=(
-        f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; "
-        f"{states.unknown_count} unknown (see below how to settle)."))
+    return _page(
+        request,
+        study,
+        pay_report=report,
+        notice=(
+            f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; "
+            f"{states.unknown_count} unknown (see below how to settle)."
+        ),
+    )
 
 
 @csrf_exempt  # Prolific signs its events (X-Prolific-Request-Signature): no cookie, no CSRF token
 @require_POST
 def prolific_hook(request: HttpRequest) -> HttpResponse:
     """Prolific's webhook target: verify, de-duplicate, act (``recruitment.webhooks``)."""
-    outcome = webhooks.receive(request.body, signature=request.headers.get("X-Prolific-Request-Signature", ""),
-                               timestamp=request.headers.get("X-Prolific-Request-Timestamp", ""),
-                               event_id=request.headers.get("X-Event-ID", ""))
+    outcome = webhooks.receive(
+        request.body,
+        signature=request.headers.get("X-Prolific-Request-Signature", ""),
+        timestamp=request.headers.get("X-Prolific-Request-Timestamp", ""),
+        event_id=request.headers.get("X-Event-ID", ""),
+    )
     return HttpResponse(outcome.detail, status=outcome.status, content_type="text/plain")

@@ -60,15 +60,22 @@ def subscribe(client: prolific.ProlificClient, study: Study, *, site_url: str, a
         if not value:
             raise prolific.ProlificError("Prolific's answer has no secret")
         subscription, hook_secret = client.create_hook_subscription(
-            event_type=prolific.SUBMISSION_STATUS_CHANGE, target_url=target, workspace_id=workspace)
+            event_type=prolific.SUBMISSION_STATUS_CHANGE, target_url=target, workspace_id=workspace
+        )
         client.confirm_hook_subscription(str(subscription["id"]), hook_secret)
     except (prolific.ProlificError, KeyError) as exc:
-        audit(study, "prolific webhooks not set up", f"{type(exc).__name__}: the sync alone follows submissions",
-              actor=actor)
+        audit(
+            study,
+            "prolific webhooks not set up",
+            f"{type(exc).__name__}: the sync alone follows submissions",
+            actor=actor,
+        )
         return "webhooks: not set up (Prolific refused or did not answer); the sync alone follows submissions"
     WebhookSubscription.objects.update_or_create(
-        workspace_id=workspace, target_url=target,
-        defaults={"subscription_id": str(subscription["id"]), "secret_encrypted": seal(value)})
+        workspace_id=workspace,
+        target_url=target,
+        defaults={"subscription_id": str(subscription["id"]), "secret_encrypted": seal(value)},
+    )
     audit(study, "prolific webhooks", f"subscribed to {prolific.SUBMISSION_STATUS_CHANGE} at {target}", actor=actor)
     return "webhooks: subscribed"
 
@@ -137,9 +144,13 @@ def receive(body: bytes, *, signature: str, timestamp: str, event_id: str) -> Ou
 def _act(submission_id: str) -> Outcome:
     if not prolific.SAFE_ID.match(submission_id):
         return Outcome(200, "not a submission id")
-    enrollment = (Enrollment.objects.exclude(verification=Enrollment.SUPERSEDED).exclude(cohort__platform_study_id="")
-                  .select_related("cohort__study", "cohort__task", "worker")
-                  .filter(platform_session=submission_id).first())
+    enrollment = (
+        Enrollment.objects.exclude(verification=Enrollment.SUPERSEDED)
+        .exclude(cohort__platform_study_id="")
+        .select_related("cohort__study", "cohort__task", "worker")
+        .filter(platform_session=submission_id)
+        .first()
+    )
     if enrollment is None:
         return Outcome(200, "no enrollment here for this submission")  # the sync lists it if it needs review
     study = enrollment.cohort.study
@@ -150,10 +161,20 @@ def _act(submission_id: str) -> Outcome:
         submission = client.get_submission(submission_id)  # the truth, whatever the event said
         if submission.get("study_id") != enrollment.cohort.platform_study_id:
             return Outcome(200, "not this cohort's submission")
-        row = {"id": submission_id, "participant_id": submission.get("participant"),
-               "status": submission.get("status"),
-               "study_code": submission.get("study_code") or submission.get("entered_code")}
+        row = {
+            "id": submission_id,
+            "participant_id": submission.get("participant"),
+            "status": submission.get("status"),
+            "study_code": submission.get("study_code") or submission.get("entered_code"),
+        }
         report = SyncReport()
-        reconcile_submission(client, study, enrollment.cohort, row, {enrollment.worker.external_id: enrollment},
-                             report, actor="prolific webhook")
+        reconcile_submission(
+            client,
+            study,
+            enrollment.cohort,
+            row,
+            {enrollment.worker.external_id: enrollment},
+            report,
+            actor="prolific webhook",
+        )
     return Outcome(200, "handled")

@@ -26,11 +26,18 @@ def cohort_agreement(study: Study) -> list[dict]:
     for cohort in study_cohorts(study):
         cell = scores.get(cohort.pk)
         pairwise = cell.mean_pairwise_s1 if cell else None
-        rows.append({"cohort": cohort.pk, "task": cohort.task.slug, "shots": cohort.shots, "n": cell.n if cell else 0,
-                     "mean_pairwise_s1_percent": None if pairwise is None else 100 * pairwise,
-                     "fleiss_kappa": cell.fleiss_kappa if cell else None,
-                     "krippendorff_alpha": cell.krippendorff_alpha if cell else None,
-                     "alpha_distance": cell.alpha_distance if cell and cell.n >= 2 else None})
+        rows.append(
+            {
+                "cohort": cohort.pk,
+                "task": cohort.task.slug,
+                "shots": cohort.shots,
+                "n": cell.n if cell else 0,
+                "mean_pairwise_s1_percent": None if pairwise is None else 100 * pairwise,
+                "fleiss_kappa": cell.fleiss_kappa if cell else None,
+                "krippendorff_alpha": cell.krippendorff_alpha if cell else None,
+                "alpha_distance": cell.alpha_distance if cell and cell.n >= 2 else None,
+            }
+        )
     return rows
 
 
@@ -48,10 +55,20 @@ def learning_curves(study: Study) -> list[dict]:
     for cohort in study_cohorts(study):
         for r in scores[cohort.pk].enrollment_rows if cohort.pk in scores else ():
             total = 0.0
-            for position, (s1, quirk) in enumerate(zip(r["learning_curve"], r["learning_curve_unproducible"],
-                                                       strict=True)):
+            for position, (s1, quirk) in enumerate(
+                zip(r["learning_curve"], r["learning_curve_unproducible"], strict=True)
+            ):
                 total += s1
-                rows.append({"enrollment_id": r["enrollment"].pk, "worker": r["worker"], "task": r["task"],
-                             "shots": r["shots"], "position": position, "s1_percent": 100 * s1,
-                             "running_s1_percent": 100 * total / (position + 1), "gold_unproducible": quirk})
+                rows.append(
+                    {
+                        "enrollment_id": r["enrollment"].pk,
+                        "worker": r["worker"],
+                        "task": r["task"],
+                        "shots": r["shots"],
+                        "position": position,
+                        "s1_percent": 100 * s1,
+                        "running_s1_percent": 100 * total / (position + 1),
+                        "gold_unproducible": quirk,
+                    }
+                )
     return rows

@@ -21,15 +21,19 @@ from baselines.selectors import run_list, transcript
 
 
 class BaselineRunListView(ResearcherView):
-    @extend_schema(summary="Every baseline run: task, method, model, server, shots, split, seed, status, S1 "
-                           "(percent), requests, tokens, seconds", responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="Every baseline run: task, method, model, server, shots, split, seed, status, S1 "
+        "(percent), requests, tokens, seconds",
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request):
         return Response({"runs": run_list()})
 
 
 class BaselineRunTranscriptView(ResearcherView):
-    @extend_schema(summary="One run's requests to its inference server and the answers, in order",
-                   responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="One run's requests to its inference server and the answers, in order", responses=OpenApiTypes.OBJECT
+    )
     def get(self, request, pk: int):
         run = get_object_or_404(BaselineRun.objects.select_related("task"), pk=pk)
         return Response({"run": run_list([run])[0], "transcript": transcript(run)})

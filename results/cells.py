@@ -35,10 +35,13 @@ def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
     An annotator's S1 is the mean of the per-item S1 stored with each test answer (computed
     by ``tasks_data.s1`` when the answer was submitted).
     """
-    rows = (Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
-                                  step=Answer.Step.TEST).order_by()
-            .values("enrollment_id", "enrollment__cohort_id").annotate(s1=Avg("s1"))
-            .values_list("enrollment_id", "enrollment__cohort_id", "s1"))
+    rows = (
+        Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study, step=Answer.Step.TEST)
+        .order_by()
+        .values("enrollment_id", "enrollment__cohort_id")
+        .annotate(s1=Avg("s1"))
+        .values_list("enrollment_id", "enrollment__cohort_id", "s1")
+    )
     return {enrollment_id: (cohort_id, s1) for enrollment_id, cohort_id, s1 in rows}
 
 
@@ -67,8 +70,9 @@ def _human_item_means(study: Study, mrc_gold: str = "best") -> dict[tuple[str, i
     for scores in study_scores(study).values():
         if scores.n:
             means = np.nanmean(scores.matrix(mrc_gold), axis=0)
-            out[(scores.task, scores.shots)] = {i: float(v) for i, v in zip(scores.clues_ids, means, strict=True)
-                                                if np.isfinite(v)}
+            out[(scores.task, scores.shots)] = {
+                i: float(v) for i, v in zip(scores.clues_ids, means, strict=True) if np.isfinite(v)
+            }
     return out
 
 
@@ -78,12 +82,17 @@ def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
     mrc = [r for r in runs if mrc_gold != "best" and r.task.spec.answer_kind.gold_is_alternatives and r.predictions]
     if not mrc:
         return runs
-    golds = {(task_id, clues_id): gold for task_id, clues_id, gold in
-             Example.objects.filter(task_id__in={r.task_id for r in mrc}, role=Example.Role.TEST)
-             .values_list("task_id", "clues_id", "gold")}
+    golds = {
+        (task_id, clues_id): gold
+        for task_id, clues_id, gold in Example.objects.filter(
+            task_id__in={r.task_id for r in mrc}, role=Example.Role.TEST
+        ).values_list("task_id", "clues_id", "gold")
+    }
     for run in mrc:
-        run.item_scores = [item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True,
-                                   mrc_gold=mrc_gold) for p in run.predictions]
+        run.item_scores = [
+            item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True, mrc_gold=mrc_gold)
+            for p in run.predictions
+        ]
         run.s1 = corpus_s1(run.item_scores)
     return runs
 
@@ -97,8 +106,10 @@ def runs_fingerprint() -> str:
 def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
     """Per model row (task, method, model, server, shots): per test item (CLUES id), S1 averaged over its runs
     (MRC read by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
-    return remember(f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
-                    lambda: item_means_of_runs(_rescored(list(completed_runs()), mrc_gold)))
+    return remember(
+        f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
+        lambda: item_means_of_runs(_rescored(list(completed_runs()), mrc_gold)),
+    )
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
@@ -114,26 +125,35 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
         return model_cells(_rescored(list(completed_runs()), mrc_gold))
     scores = study_scores(study)
     runs_fp = runs_fingerprint()
-    rows = remember(f"results:model-cells:v{SCORES_VERSION}:{mrc_gold}:{runs_fp}",
-                    lambda: model_cells(_rescored(list(completed_runs()), mrc_gold)))
+    rows = remember(
+        f"results:model-cells:v{SCORES_VERSION}:{mrc_gold}:{runs_fp}",
+        lambda: model_cells(_rescored(list(completed_runs()), mrc_gold)),
+    )
     by_cell = {(s.task, s.shots): s for s in scores.values() if s.n}
     wanted = {(row["task"], row["shots"]) for row in rows} & set(by_cell)
     # Each cohort's gaps are kept under its own fingerprint: a new result computes that cohort's again only.
-    keys = {cell: f"results:gaps:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
-                  f"{by_cell[cell].fingerprint}:{runs_fp}" for cell in wanted}
+    keys = {
+        cell: f"results:gaps:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
+        f"{by_cell[cell].fingerprint}:{runs_fp}"
+        for cell in wanted
+    }
     gaps = cached_many(list(keys.values()))
     missing = [cell for cell in wanted if keys[cell] not in gaps]
     if missing:
         model = model_item_means(mrc_gold)
-        agreement = agreement_with(completed_runs().filter(task__slug__in={c[0] for c in missing}),
-                                   {cell: by_cell[cell].majority for cell in missing})
+        agreement = agreement_with(
+            completed_runs().filter(task__slug__in={c[0] for c in missing}),
+            {cell: by_cell[cell].majority for cell in missing},
+        )
         for cell in missing:
             found = {}
             for row in rows:
                 if (row["task"], row["shots"]) == cell:
                     key = (row["task"], row["method"], row["model"], row["server"], row["shots"])
-                    found[key[1:4]] = {**_gap(by_cell[cell], model.get(key, {}), mrc_gold),
-                                       "agreement": agreement.get(key)}
+                    found[key[1:4]] = {
+                        **_gap(by_cell[cell], model.get(key, {}), mrc_gold),
+                        "agreement": agreement.get(key),
+                    }
             gaps[keys[cell]] = found
         keep_many({keys[cell]: gaps[keys[cell]] for cell in missing})
     for row in rows:
@@ -183,15 +203,22 @@ def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: fl
     """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance) and their price:
     each paid the cohort's mean active time at the study's rate, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
-    out = {"planned": planned, "assurance": DEFAULT_ASSURANCE, "expected_minutes": None, "planned_cost": None,
-           "planned_fee": None, "currency": study.pay_currency}
+    out = {
+        "planned": planned,
+        "assurance": DEFAULT_ASSURANCE,
+        "expected_minutes": None,
+        "planned_cost": None,
+        "planned_fee": None,
+        "currency": study.pay_currency,
+    }
     if scores.active_seconds:
         seconds = statistics.fmean(scores.active_seconds.values())
         out["expected_minutes"] = seconds / 60
         if planned is not None:
             fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
-            cost = plan_cost(annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate),
-                             fee_share=fee_share)
+            cost = plan_cost(
+                annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate), fee_share=fee_share
+            )
             out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, fee_share
     return out
 
@@ -218,9 +245,20 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
         cell_scores = scores.get(cohort.pk) or CohortScores(cohort.pk, cohort.task.slug, cohort.shots)
         s1 = list(cell_scores.annotator_s1(mrc_gold).values())
         mean, std = mean_std(100 * v for v in s1)
-        cell = {"task": cohort.task.slug, "shots": cohort.shots, "mean": mean, "std": std, "n": len(s1),
-                "ci_low": None, "ci_high": None, "ci_task_low": None, "ci_task_high": None, "majority": None,
-                "planned": None, "target_points": target_points}
+        cell = {
+            "task": cohort.task.slug,
+            "shots": cohort.shots,
+            "mean": mean,
+            "std": std,
+            "n": len(s1),
+            "ci_low": None,
+            "ci_high": None,
+            "ci_task_low": None,
+            "ci_task_high": None,
+            "majority": None,
+            "planned": None,
+            "target_points": target_points,
+        }
         if len(s1) >= 2:
             test_set = t_interval(s1).clipped()
             cell["ci_low"], cell["ci_high"] = 100 * test_set.low, 100 * test_set.high

@@ -26,22 +26,55 @@ from .scores import prediction_files, remember, study_key, study_scores
 from .table import Table, build_table
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
-ANNOTATOR_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "training_s1_percent",
-                     "test_s1_percent",
-                     "training_done", "test_done", "test_total", "items_answered", "fast_answer_share",
-                     "longest_idle_seconds", "active_seconds", "pay")
-CURVE_COLUMNS = ("enrollment_id", "worker", "task", "shots", "position", "s1_percent", "running_s1_percent",
-                 "gold_unproducible")
-AGREEMENT_COLUMNS = ("cohort", "task", "shots", "n", "mean_pairwise_s1_percent", "fleiss_kappa", "krippendorff_alpha",
-                     "alpha_distance")
+ANNOTATOR_COLUMNS = (
+    "enrollment_id",
+    "worker",
+    "platform",
+    "task",
+    "shots",
+    "state",
+    "training_s1_percent",
+    "test_s1_percent",
+    "training_done",
+    "test_done",
+    "test_total",
+    "items_answered",
+    "fast_answer_share",
+    "longest_idle_seconds",
+    "active_seconds",
+    "pay",
+)
+CURVE_COLUMNS = (
+    "enrollment_id",
+    "worker",
+    "task",
+    "shots",
+    "position",
+    "s1_percent",
+    "running_s1_percent",
+    "gold_unproducible",
+)
+AGREEMENT_COLUMNS = (
+    "cohort",
+    "task",
+    "shots",
+    "n",
+    "mean_pairwise_s1_percent",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "alpha_distance",
+)
 
 
 def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
     """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
     model rows with their gaps; MRC cells read with ``mrc_gold``, the human and the model rows alike
     (model rows rescored from their stored predictions)."""
-    return build_table(cells.table_cells(study, mrc_gold=mrc_gold),
-                       cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (), mrc_gold=mrc_gold)
+    return build_table(
+        cells.table_cells(study, mrc_gold=mrc_gold),
+        cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (),
+        mrc_gold=mrc_gold,
+    )
 
 
 _S1_KEYS = ("training_s1", "test_s1")  # 0-1 in the selectors, percent in every export
@@ -58,20 +91,23 @@ def annotator_rows(study: Study, *, include_all: bool = False, mrc_gold: str = "
     enrollment_rows = [r for cohort_scores in scores.values() for r in cohort_scores.enrollment_rows]
     if include_all:
         enrollment_rows += selectors.study_enrollments(study, results=False)
-    enrollment_rows.sort(key=lambda r: (*selectors.cohort_key(r["task"], r["shots"]), r["enrolled_at"],
-                                        r["enrollment"].pk))
+    enrollment_rows.sort(
+        key=lambda r: (*selectors.cohort_key(r["task"], r["shots"]), r["enrolled_at"], r["enrollment"].pk)
+    )
     rows = [selectors.annotator_row(r) for r in enrollment_rows]
     rescored = cells.annotator_test_s1_read(study, mrc_gold)
     out = []
     for row in rows:
         row["test_s1"] = rescored.get(row["enrollment_id"], row["test_s1"])
-        out.append({f"{k}_percent" if k in _S1_KEYS else k: _percent(v) if k in _S1_KEYS else v
-                    for k, v in row.items()})
+        out.append(
+            {f"{k}_percent" if k in _S1_KEYS else k: _percent(v) if k in _S1_KEYS else v for k, v in row.items()}
+        )
     return out
 
 
-def export_rows(study: Study, kind: str, *, include_all: bool = False,
-                mrc_gold: str = "best") -> tuple[list[dict], tuple[str, ...]]:
+def export_rows(
+    study: Study, kind: str, *, include_all: bool = False, mrc_gold: str = "best"
+) -> tuple[list[dict], tuple[str, ...]]:
     """(rows, columns) of one row export: ``annotators``, ``learning_curves``, ``agreement`` or ``items``."""
     if kind == "annotators":
         return annotator_rows(study, include_all=include_all, mrc_gold=mrc_gold), ANNOTATOR_COLUMNS
@@ -89,15 +125,18 @@ def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = Fals
     """One row export written as ``fmt`` (csv, json, md); the items' JSON also carries what its columns
     mean and the correlation of human and model item difficulty per cohort and model row."""
     if kind == "items":
+
         def build():
             rows, columns, correlations = items.item_rows(study, mrc_gold=mrc_gold)
             meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
             return formats.render_rows(rows, fmt, columns=columns, meta=meta)
+
         return remember(study_key(study, "export", kind, fmt, mrc_gold, runs=cells.runs_fingerprint()), build)
 
     def build_rows():
         rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
         return formats.render_rows(rows, fmt, columns=columns)
+
     if include_all and kind == "annotators":  # workers still in a step change with every answer: not kept
         return build_rows()
     if kind not in EXPORT_KINDS:
@@ -109,9 +148,12 @@ def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = Fals
 def render_table(study: Study, fmt: str, *, with_baselines: bool = False, mrc_gold: str = "best") -> str:
     """Table 5 written as ``fmt``; kept until a cohort's results (or, with the model rows, a run) change."""
     formats.check_table_format(fmt)
-    return remember(study_key(study, "table", fmt, with_baselines, mrc_gold,
-                              runs=cells.runs_fingerprint() if with_baselines else ""),
-                    lambda: formats.render(study_table(study, with_baselines=with_baselines, mrc_gold=mrc_gold), fmt))
+    return remember(
+        study_key(
+            study, "table", fmt, with_baselines, mrc_gold, runs=cells.runs_fingerprint() if with_baselines else ""
+        ),
+        lambda: formats.render(study_table(study, with_baselines=with_baselines, mrc_gold=mrc_gold), fmt),
+    )
 
 
 def prediction_jsonl(enrollment: Enrollment) -> str:

@@ -32,8 +32,10 @@ from .uncertainty import TARGETS
 SHOTS_LABEL = "#Shots"
 METHOD_LABEL = "Method"
 CI_LABEL = "95% CI"
-GAP_INTERVALS = {"ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
-                 "ci_two_level": "95% interval of the gap over annotators and items (two-level)"}
+GAP_INTERVALS = {
+    "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
+    "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
+}
 CI_TARGETS = (("ci", "this test set"), ("ci_task", "the task's items"))  # Cell attribute, target (uncertainty)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -69,8 +71,9 @@ N_SUFFIX = " n"
 N_NOTE = "n: annotators (human rows), splits (model rows), paired test items (gap rows)."
 
 
-def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
-                interval_columns: bool = False) -> pd.DataFrame:
+def table_frame(
+    table: Table, *, safe: bool = False, n: str | None = None, interval_columns: bool = False
+) -> pd.DataFrame:
     """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with other rows.
 
     Cells read "mean ± std [low, high]" (the 95% interval for this test set beside them). ``n`` (issue 11.12, every
@@ -102,8 +105,9 @@ def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
                     ci = getattr(row.cells[i], attribute)
                     values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
     if table.has_models:
-        index = pd.MultiIndex.from_tuples([(label(r.method), str(r.shots)) for r in table.rows],
-                                          names=[METHOD_LABEL, SHOTS_LABEL])
+        index = pd.MultiIndex.from_tuples(
+            [(label(r.method), str(r.shots)) for r in table.rows], names=[METHOD_LABEL, SHOTS_LABEL]
+        )
     else:
         index = pd.Index([str(r.shots) for r in table.rows], name=SHOTS_LABEL)
     frame = pd.DataFrame(data, index=index, columns=columns)
@@ -115,14 +119,17 @@ def table_frame(table: Table, *, safe: bool = False, n: str | None = None,
 
 def markdown(frame: pd.DataFrame, caption: str | None = None) -> str:
     """A GitHub-flavoured Markdown table (written here: pandas' to_markdown needs tabulate)."""
+
     def esc(value) -> str:
         text = "" if value is None else str(value)
         return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
     index_names = [n or "" for n in frame.index.names]
     header = [*index_names, *[str(c) for c in frame.columns]]
-    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
-             "|" + "|".join(["---"] * len(index_names) + ["---:"] * len(frame.columns)) + "|"]
+    lines = [
+        "| " + " | ".join(esc(h) for h in header) + " |",
+        "|" + "|".join(["---"] * len(index_names) + ["---:"] * len(frame.columns)) + "|",
+    ]
     for key, row in zip(frame.index, frame.itertuples(index=False), strict=True):
         keys = key if isinstance(key, tuple) else (key,)
         lines.append("| " + " | ".join(esc(v) for v in [*keys, *row]) + " |")
@@ -132,8 +139,18 @@ def markdown(frame: pd.DataFrame, caption: str | None = None) -> str:
     return text
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 
 
@@ -152,8 +169,12 @@ def _tex(table: Table) -> str:
     tex.index = tex.index.map(lambda k: tuple(latex_escape(x) for x in k) if isinstance(k, tuple) else latex_escape(k))
     tex.index.names = [latex_escape(n) if n else n for n in frame.index.names]
     caption = ("Human performance on the test set: " + latex_escape(_caption(table))).replace("±", r"$\pm$")
-    return tex.to_latex(escape=False, caption=caption, label="tab:human-performance",
-                        column_format="l" * tex.index.nlevels + "c" * len(tex.columns))
+    return tex.to_latex(
+        escape=False,
+        caption=caption,
+        label="tab:human-performance",
+        column_format="l" * tex.index.nlevels + "c" * len(tex.columns),
+    )
 
 
 def _json(table: Table) -> str:
@@ -171,12 +192,23 @@ def _json(table: Table) -> str:
     # Extras of results.cells.table_cells, beside the cells (whose keys stay as they are).
     if any("ci_low" in c for c in table.cells):
         payload["interval_targets"] = TARGETS
-        payload["intervals"] = [{"task": c["task"], "shots": c["shots"], "confidence": 0.95, "target": target,
-                                 "low": json_value(c.get(f"{key}_low")), "high": json_value(c.get(f"{key}_high"))}
-                                for c in table.cells for key, target in CI_TARGETS]
+        payload["intervals"] = [
+            {
+                "task": c["task"],
+                "shots": c["shots"],
+                "confidence": 0.95,
+                "target": target,
+                "low": json_value(c.get(f"{key}_low")),
+                "high": json_value(c.get(f"{key}_high")),
+            }
+            for c in table.cells
+            for key, target in CI_TARGETS
+        ]
     if any("majority" in c for c in table.cells):
-        payload["majority"] = [{"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")),
-                                "n": c.get("n")} for c in table.cells]
+        payload["majority"] = [
+            {"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")), "n": c.get("n")}
+            for c in table.cells
+        ]
     if table.model_rows:
         payload["gap_intervals"] = GAP_INTERVALS
         payload["model_rows"] = [{k: json_value(v) for k, v in row.items()} for row in table.model_rows]
@@ -196,17 +228,28 @@ class Writer:
     download: bool = True  # offered as a file (html is the page's own rendering)
 
 
-TABLE_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
-    Writer("html", "HTML", "text/html; charset=utf-8", _html, download=False),
-    # Plain CSV: the header row first (a "# note" line above it broke pandas and Excel); the notes are
-    # in the JSON (note, n, mrc_gold_note), each task's n and 95% interval are columns of their own.
-    Writer("csv", "CSV", "text/csv; charset=utf-8",
-           lambda t: table_frame(t, safe=True, n="columns", interval_columns=True).to_csv()),
-    Writer("json", "JSON", "application/json", _json),
-    Writer("md", "Markdown", "text/markdown; charset=utf-8",
-           lambda t: markdown(table_frame(t, safe=True, n="inline"), caption=_caption(t))),
-    Writer("tex", "LaTeX", "application/x-tex; charset=utf-8", _tex),
-)}
+TABLE_WRITERS: dict[str, Writer] = {
+    w.fmt: w
+    for w in (
+        Writer("html", "HTML", "text/html; charset=utf-8", _html, download=False),
+        # Plain CSV: the header row first (a "# note" line above it broke pandas and Excel); the notes are
+        # in the JSON (note, n, mrc_gold_note), each task's n and 95% interval are columns of their own.
+        Writer(
+            "csv",
+            "CSV",
+            "text/csv; charset=utf-8",
+            lambda t: table_frame(t, safe=True, n="columns", interval_columns=True).to_csv(),
+        ),
+        Writer("json", "JSON", "application/json", _json),
+        Writer(
+            "md",
+            "Markdown",
+            "text/markdown; charset=utf-8",
+            lambda t: markdown(table_frame(t, safe=True, n="inline"), caption=_caption(t)),
+        ),
+        Writer("tex", "LaTeX", "application/x-tex; charset=utf-8", _tex),
+    )
+}
 TABLE_FORMATS = tuple(fmt for fmt, w in TABLE_WRITERS.items() if w.download)  # csv, json, md, tex
 
 
@@ -224,8 +267,9 @@ def render(table: Table, fmt: str) -> str:
 
 
 def _rows_frame(rows: Sequence[Mapping], columns: Sequence[str] | None) -> pd.DataFrame:
-    return pd.DataFrame([{k: neutralise(v) for k, v in row.items()} for row in rows],
-                        columns=list(columns) if columns else None)
+    return pd.DataFrame(
+        [{k: neutralise(v) for k, v in row.items()} for row in rows], columns=list(columns) if columns else None
+    )
 
 
 def _rows_md(rows, columns) -> str:
@@ -233,17 +277,31 @@ def _rows_md(rows, columns) -> str:
     return markdown(frame.set_index(frame.columns[0]) if len(frame.columns) else frame)
 
 
-ROW_WRITERS: dict[str, Writer] = {w.fmt: w for w in (
-    Writer("csv", "CSV", "text/csv; charset=utf-8",
-           lambda rows, columns: _rows_frame(rows, columns).to_csv(index=False)),
-    Writer("json", "JSON", "application/json",
-           lambda rows, columns: json.dumps({"rows": rows, "count": len(rows)}, indent=2, ensure_ascii=False) + "\n"),
-    Writer("md", "Markdown", "text/markdown; charset=utf-8", _rows_md),
-)}
+ROW_WRITERS: dict[str, Writer] = {
+    w.fmt: w
+    for w in (
+        Writer(
+            "csv",
+            "CSV",
+            "text/csv; charset=utf-8",
+            lambda rows, columns: _rows_frame(rows, columns).to_csv(index=False),
+        ),
+        Writer(
+            "json",
+            "JSON",
+            "application/json",
+            lambda rows, columns: json.dumps({"rows": rows, "count": len(rows)}, indent=2, ensure_ascii=False) + "\n",
+        ),
+        Writer("md", "Markdown", "text/markdown; charset=utf-8", _rows_md),
+    )
+}
 ROW_FORMATS = tuple(ROW_WRITERS)
 
-CONTENT_TYPES = {**{f: w.content_type for f, w in TABLE_WRITERS.items()},
-                 "jsonl": "application/jsonl; charset=utf-8", "zip": "application/zip"}
+CONTENT_TYPES = {
+    **{f: w.content_type for f, w in TABLE_WRITERS.items()},
+    "jsonl": "application/jsonl; charset=utf-8",
+    "zip": "application/zip",
+}
 
 
 def check_row_format(fmt: str) -> str:
@@ -252,13 +310,15 @@ def check_row_format(fmt: str) -> str:
     return fmt
 
 
-def render_rows(rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None,
-                meta: Mapping | None = None) -> str:
+def render_rows(
+    rows: Sequence[Mapping], fmt: str, *, columns: Sequence[str] | None = None, meta: Mapping | None = None
+) -> str:
     """Flat rows as csv, json (raw values) or md; lists and dicts are kept in JSON only, as is ``meta`` (keys
     beside ``rows`` and ``count``: what the rows' figures mean, figures over the rows)."""
     writer = ROW_WRITERS[check_row_format(fmt)]
-    rows = [{k: json_value(v) for k, v in row.items() if not isinstance(v, (list, dict)) or fmt == "json"}
-            for row in rows]
+    rows = [
+        {k: json_value(v) for k, v in row.items() if not isinstance(v, (list, dict)) or fmt == "json"} for row in rows
+    ]
     if fmt == "json" and meta:
         return json.dumps({"rows": rows, "count": len(rows), **meta}, indent=2, ensure_ascii=False) + "\n"
     return writer.write(rows, columns)

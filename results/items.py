@@ -43,10 +43,10 @@ DEFINITIONS = {
     "majority_s1_percent": "item S1 of the cohort's majority answer (percent)",
     MODEL_PREFIX + "<method> <model>": "the model row's item S1, averaged over its splits (percent)",
     "humans_solve_models_miss": f"the majority answer solves the item (S1 >= {SOLVED_PERCENT:g}%) and every "
-                                "model row misses it; empty without model rows",
+    "model row misses it; empty without model rows",
     "models_solve_humans_miss": "every model row solves the item and the majority answer misses it",
     "correlations": "Spearman's correlation of human and model item difficulty (1 - item S1) per cohort and "
-                    "model row, with its 95% interval (Fisher z, Bonett-Wright standard error)",
+    "model row, with its 95% interval (Fisher z, Bonett-Wright standard error)",
 }
 
 
@@ -58,7 +58,7 @@ def _correlation(human: np.ndarray, model: np.ndarray, confidence: float = 0.95)
     rho = float(stats.spearmanr(1 - human, 1 - model).statistic)
     out["spearman"] = rho
     if abs(rho) < 1:
-        se = math.sqrt((1 + rho ** 2 / 2) / (len(human) - 3))
+        se = math.sqrt((1 + rho**2 / 2) / (len(human) - 3))
         z, q = math.atanh(rho), float(stats.norm.ppf(0.5 + confidence / 2))
         out["ci_low"], out["ci_high"] = math.tanh(z - q * se), math.tanh(z + q * se)
     else:
@@ -77,15 +77,23 @@ def _cohort_items(cell, rows_of: dict[str, dict[str, float]], mrc_gold: str) -> 
     for label, items in rows_of.items():
         model = np.array([items.get(x, np.nan) for x in cell.clues_ids])
         both = np.isfinite(model) & np.isfinite(human)
-        correlations.append({"task": cell.task, "shots": cell.shots, "model_row": label,
-                             **_correlation(human[both], model[both])})
+        correlations.append(
+            {"task": cell.task, "shots": cell.shots, "model_row": label, **_correlation(human[both], model[both])}
+        )
     rows = []
     for i, clues_id in enumerate(cell.clues_ids):
         model_s1 = {label: 100 * items[clues_id] for label, items in rows_of.items() if clues_id in items}
-        row = {"task": cell.task, "shots": cell.shots, "clues_id": clues_id,
-               "human_share_correct": float(share[i]), "human_s1_percent": 100 * float(human[i]),
-               "majority_s1_percent": float(majority[i]), **{MODEL_PREFIX + label: v for label, v in model_s1.items()},
-               "humans_solve_models_miss": None, "models_solve_humans_miss": None}
+        row = {
+            "task": cell.task,
+            "shots": cell.shots,
+            "clues_id": clues_id,
+            "human_share_correct": float(share[i]),
+            "human_s1_percent": 100 * float(human[i]),
+            "majority_s1_percent": float(majority[i]),
+            **{MODEL_PREFIX + label: v for label, v in model_s1.items()},
+            "humans_solve_models_miss": None,
+            "models_solve_humans_miss": None,
+        }
         if model_s1:
             humans_solve = majority[i] >= SOLVED_PERCENT
             row["humans_solve_models_miss"] = bool(humans_solve and max(model_s1.values()) < SOLVED_PERCENT)
@@ -94,25 +102,34 @@ def _cohort_items(cell, rows_of: dict[str, dict[str, float]], mrc_gold: str) -> 
     return rows, correlations
 
 
-def item_rows(study: Study, *, mrc_gold: str = "best", cohort_id: int | None = None
-              ) -> tuple[list[dict], tuple[str, ...], list[dict]]:
+def item_rows(
+    study: Study, *, mrc_gold: str = "best", cohort_id: int | None = None
+) -> tuple[list[dict], tuple[str, ...], list[dict]]:
     """(rows, columns, correlations) of every cohort with annotators in results (or of one), in table order,
     items in test-file order. Each cohort's are kept until its results or the completed runs change."""
     check_mrc_gold(mrc_gold)
     scores = study_scores(study)
     runs = runs_fingerprint()
-    cells = [scores[c.pk] for c in study_cohorts(study) if c.pk in scores and scores[c.pk].n
-             and (cohort_id is None or c.pk == cohort_id)]
-    keys = {cell.cohort_id: f"results:items:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{cell.cohort_id}:"
-                            f"{cell.fingerprint}:{runs}" for cell in cells}
+    cells = [
+        scores[c.pk]
+        for c in study_cohorts(study)
+        if c.pk in scores and scores[c.pk].n and (cohort_id is None or c.pk == cohort_id)
+    ]
+    keys = {
+        cell.cohort_id: f"results:items:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{cell.cohort_id}:"
+        f"{cell.fingerprint}:{runs}"
+        for cell in cells
+    }
     found = cached_many(list(keys.values()))
     if len(found) < len(keys):
         models = model_item_means(mrc_gold)
         for cell in cells:
             if keys[cell.cohort_id] not in found:
-                rows_of = {row_label(method, model, server): items
-                           for (task, method, model, server, shots), items in models.items()
-                           if task == cell.task and shots == cell.shots}
+                rows_of = {
+                    row_label(method, model, server): items
+                    for (task, method, model, server, shots), items in models.items()
+                    if task == cell.task and shots == cell.shots
+                }
                 found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
                 keep_many({keys[cell.cohort_id]: found[keys[cell.cohort_id]]})
     rows, correlations, labels = [], [], []
@@ -136,21 +153,37 @@ def item_detail(study: Study, cohort_id: int, clues_id: str, *, mrc_gold: str = 
     if example is None:
         return None
     kind = cohort.task.spec.answer_kind
-    answers = [{"worker": worker, "enrollment_id": enrollment_id, "answer": texts,
-                "s1_percent": 100 * (s1 if mrc_gold == "best" or not kind.gold_is_alternatives else
-                                     item_s1(texts, example.gold, alternatives=True, mrc_gold=mrc_gold))}
-               for enrollment_id, worker, texts, s1 in
-               Answer.objects.filter(in_results("enrollment__"), enrollment__cohort=cohort, example=example,
-                                     step=Answer.Step.TEST).order_by("enrollment__enrolled_at", "enrollment_id")
-               .values_list("enrollment_id", "enrollment__worker__external_id", "texts", "s1")]
+    answers = [
+        {
+            "worker": worker,
+            "enrollment_id": enrollment_id,
+            "answer": texts,
+            "s1_percent": 100
+            * (
+                s1
+                if mrc_gold == "best" or not kind.gold_is_alternatives
+                else item_s1(texts, example.gold, alternatives=True, mrc_gold=mrc_gold)
+            ),
+        }
+        for enrollment_id, worker, texts, s1 in Answer.objects.filter(
+            in_results("enrollment__"), enrollment__cohort=cohort, example=example, step=Answer.Step.TEST
+        )
+        .order_by("enrollment__enrolled_at", "enrollment_id")
+        .values_list("enrollment_id", "enrollment__worker__external_id", "texts", "s1")
+    ]
     predictions = []
     for run in completed_runs().filter(task=cohort.task, shots=cohort.shots).order_by("method", "model", "split"):
         found = next((p for p in run.predictions or () if str(p.get("id")) == str(clues_id)), None)
         if found is not None:
-            predictions.append({"model_row": row_label(run.method, run.model, run.server), "split": run.split,
-                                "prediction": found["prediction"],
-                                "s1_percent": 100 * item_s1(found["prediction"], example.gold,
-                                                            alternatives=kind.gold_is_alternatives,
-                                                            mrc_gold=mrc_gold)})
+            predictions.append(
+                {
+                    "model_row": row_label(run.method, run.model, run.server),
+                    "split": run.split,
+                    "prediction": found["prediction"],
+                    "s1_percent": 100
+                    * item_s1(
+                        found["prediction"], example.gold, alternatives=kind.gold_is_alternatives, mrc_gold=mrc_gold
+                    ),
+                }
+            )
     return {"cohort": cohort, "example": example, "kind": kind, "answers": answers, "predictions": predictions}
-

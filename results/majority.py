@@ -56,8 +56,9 @@ def majority_answer(answers: Sequence[Iterable[str]], kind: AnswerKind) -> list[
     return most_frequent(answers)
 
 
-def majority_predictions(answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]],
-                         kind: AnswerKind) -> dict[Hashable, list[str]]:
+def majority_predictions(
+    answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]], kind: AnswerKind
+) -> dict[Hashable, list[str]]:
     """``{annotator: {item: answer}}`` -> ``{item: majority answer}`` over the annotators who answered it."""
     by_item: dict[Hashable, list[Sequence[str]]] = {}
     for per_item in answers.values():
@@ -66,8 +67,13 @@ def majority_predictions(answers: Mapping[Hashable, Mapping[Hashable, Sequence[s
     return {item: majority_answer(item_answers, kind) for item, item_answers in by_item.items()}
 
 
-def majority_s1(answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]], golds: Mapping[Hashable, Sequence[str]],
-                kind: AnswerKind, *, mrc_gold: str = "best") -> float:
+def majority_s1(
+    answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]],
+    golds: Mapping[Hashable, Sequence[str]],
+    kind: AnswerKind,
+    *,
+    mrc_gold: str = "best",
+) -> float:
     """S1 (0-1) of the cohort's majority answer over the items in ``golds`` (each must have answers).
 
     ``golds`` maps an item to its gold as stored (NER empty set ``[]``; MRC the alternatives,
@@ -77,5 +83,7 @@ def majority_s1(answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]], go
     missing = [item for item in golds if item not in predictions]
     if missing:
         raise ValueError(f"{len(missing)} item(s) have no answer in the cohort, e.g. {missing[0]!r}")
-    return corpus_s1(item_s1(predictions[item], gold, alternatives=kind.gold_is_alternatives, mrc_gold=mrc_gold)
-                     for item, gold in golds.items())
+    return corpus_s1(
+        item_s1(predictions[item], gold, alternatives=kind.gold_is_alternatives, mrc_gold=mrc_gold)
+        for item, gold in golds.items()
+    )

@@ -55,10 +55,10 @@ def fleiss_kappa(counts: np.ndarray) -> float | None:
     if raters.min() != raters.max() or raters[0] < 2:
         return None
     n, items = raters[0], counts.shape[0]
-    p_item = ((counts ** 2).sum(axis=1) - n) / (n * (n - 1))
+    p_item = ((counts**2).sum(axis=1) - n) / (n * (n - 1))
     p_bar = p_item.mean()
     p_cat = counts.sum(axis=0) / (items * n)
-    p_e = float((p_cat ** 2).sum())
+    p_e = float((p_cat**2).sum())
     if p_e >= 1:
         return None
     return float((p_bar - p_e) / (1 - p_e))

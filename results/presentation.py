@@ -20,22 +20,33 @@ def _num(value) -> float | None:
 
 
 def _series(task: str, cells: list[dict], rows: list[dict], xs: list[int]) -> list[dict]:
-    series = [{"name": "Human", "human": True,
-               "points": [(c["shots"], _num(c["mean"]), _num(c["std"]), c["n"]) for c in cells if c["task"] == task]}]
+    series = [
+        {
+            "name": "Human",
+            "human": True,
+            "points": [(c["shots"], _num(c["mean"]), _num(c["std"]), c["n"]) for c in cells if c["task"] == task],
+        }
+    ]
     by_model: dict[str, list] = {}
     for r in rows:
         if r.get("task") == task and r.get("shots") in xs:
             label = f"{r.get('method', '')} {r.get('model', '')}".strip()
-            by_model.setdefault(label, []).append((int(r["shots"]), _num(r.get("mean")), _num(r.get("std")),
-                                                   r.get("n")))
+            by_model.setdefault(label, []).append(
+                (int(r["shots"]), _num(r.get("mean")), _num(r.get("std")), r.get("n"))
+            )
     for label, points in sorted(by_model.items()):
         series.append({"name": label, "human": False, "points": points})
     return series
 
 
 def _mark(k: int, mean: float, std: float | None, n, x_of, y_of) -> dict:
-    mark = {"x": x_of(k), "y": y_of(mean), "label": f"{k} shots: {mean:.1f}"
-            + (f" ± {std:.1f}" if std is not None else "") + (f" (n={n})" if n is not None else "")}
+    mark = {
+        "x": x_of(k),
+        "y": y_of(mean),
+        "label": f"{k} shots: {mean:.1f}"
+        + (f" ± {std:.1f}" if std is not None else "")
+        + (f" (n={n})" if n is not None else ""),
+    }
     if std is not None:
         mark.update(err=True, y1=y_of(mean - std), y2=y_of(mean + std), xl=mark["x"] - 4, xr=mark["x"] + 4)
     return mark
@@ -62,15 +73,31 @@ def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     for i, ser in enumerate(series):
         pts = sorted((p for p in ser["points"] if p[1] is not None), key=lambda p: xs.index(p[0]))
         marks = [_mark(k, mean, std, n, x_of, y_of) for k, mean, std, n in pts]
-        out_series.append({"name": ser["name"], "human": ser["human"], "color": SERIES_COLORS[i % len(SERIES_COLORS)],
-                           "marks": marks, "path": " ".join(f"{m['x']},{m['y']}" for m in marks),
-                           "legend_y": CHART_H + 16 + 18 * i})
+        out_series.append(
+            {
+                "name": ser["name"],
+                "human": ser["human"],
+                "color": SERIES_COLORS[i % len(SERIES_COLORS)],
+                "marks": marks,
+                "path": " ".join(f"{m['x']},{m['y']}" for m in marks),
+                "legend_y": CHART_H + 16 + 18 * i,
+            }
+        )
     ticks = [{"v": v, "y": y_of(v)} for v in range(lo, hi + 1, 10 if hi - lo <= 50 else 20)]
     return {
-        "task": task, "name": TASKS[task].name if task in TASKS else task, "w": CHART_W,
-        "h": CHART_H + 10 + 18 * len(out_series), "plot_h": CHART_H,
-        "left": pad["left"], "right": CHART_W - pad["right"], "top": pad["top"], "bottom": CHART_H - pad["bottom"],
-        "mid": round(pad["left"] + plot_w / 2, 1), "ymid": -round(pad["top"] + plot_h / 2, 1),
-        "xticks": [{"k": k, "x": x_of(k)} for k in xs], "yticks": ticks, "series": out_series,
+        "task": task,
+        "name": TASKS[task].name if task in TASKS else task,
+        "w": CHART_W,
+        "h": CHART_H + 10 + 18 * len(out_series),
+        "plot_h": CHART_H,
+        "left": pad["left"],
+        "right": CHART_W - pad["right"],
+        "top": pad["top"],
+        "bottom": CHART_H - pad["bottom"],
+        "mid": round(pad["left"] + plot_w / 2, 1),
+        "ymid": -round(pad["top"] + plot_h / 2, 1),
+        "xticks": [{"k": k, "x": x_of(k)} for k in xs],
+        "yticks": ticks,
+        "series": out_series,
         "has_data": any(s["marks"] for s in out_series),
     }

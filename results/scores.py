@@ -92,14 +92,15 @@ class CohortScores:
 def _fingerprints(study: Study) -> dict[int, str]:
     """{cohort id: what its scores are computed from, hashed} for cohorts with answers in results (1 query)."""
     per_cohort: dict[int, list] = defaultdict(list)
-    for row in (Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study,
-                                      step=Answer.Step.TEST).order_by()
-                .values("enrollment__cohort_id", "enrollment_id")
-                .annotate(n=Count("id"), last=Max("id"), total=Sum("s1"))
-                .values_list("enrollment__cohort_id", "enrollment_id", "n", "last", "total")):
+    for row in (
+        Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study, step=Answer.Step.TEST)
+        .order_by()
+        .values("enrollment__cohort_id", "enrollment_id")
+        .annotate(n=Count("id"), last=Max("id"), total=Sum("s1"))
+        .values_list("enrollment__cohort_id", "enrollment_id", "n", "last", "total")
+    ):
         per_cohort[row[0]].append(row[1:])
-    return {cohort_id: hashlib.sha1(repr(sorted(rows)).encode()).hexdigest()
-            for cohort_id, rows in per_cohort.items()}
+    return {cohort_id: hashlib.sha1(repr(sorted(rows)).encode()).hexdigest() for cohort_id, rows in per_cohort.items()}
 
 
 def _key(study: Study, cohort_id: int, fingerprint: str) -> str:
@@ -114,10 +115,20 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
     items: dict[int, dict[int, tuple]] = defaultdict(dict)
     numbers: dict[int, bool] = {}
     for cohort_id, enrollment_id, example_id, position, clues_id, number, gold, texts, s1 in (
-            Answer.objects.filter(in_results("enrollment__"), enrollment__cohort_id__in=by_cohort,
-                                  step=Answer.Step.TEST).order_by()
-            .values_list("enrollment__cohort_id", "enrollment_id", "example_id", "example__position",
-                         "example__clues_id", "example__clues_id_is_number", "example__gold", "texts", "s1")):
+        Answer.objects.filter(in_results("enrollment__"), enrollment__cohort_id__in=by_cohort, step=Answer.Step.TEST)
+        .order_by()
+        .values_list(
+            "enrollment__cohort_id",
+            "enrollment_id",
+            "example_id",
+            "example__position",
+            "example__clues_id",
+            "example__clues_id_is_number",
+            "example__gold",
+            "texts",
+            "s1",
+        )
+    ):
         answers[cohort_id][enrollment_id][example_id] = (texts, s1)
         items[cohort_id][example_id] = (position, clues_id, gold)
         numbers[example_id] = number
@@ -142,8 +153,11 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
                 for i, example_id in enumerate(scores.example_ids):
                     if example_id in given:
                         texts, stored = given[example_id]
-                        m[a, i] = stored if reading == MRC_GOLD[0] else item_s1(
-                            texts, golds[i], alternatives=True, mrc_gold=reading)
+                        m[a, i] = (
+                            stored
+                            if reading == MRC_GOLD[0]
+                            else item_s1(texts, golds[i], alternatives=True, mrc_gold=reading)
+                        )
             scores.s1[reading] = m
         if not kind.gold_is_alternatives:  # the "set" reading of a single gold is the stored S1
             scores.s1[MRC_GOLD[1]] = scores.s1[MRC_GOLD[0]]
@@ -152,15 +166,28 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
         scores.majority = {scores.clues_ids[i]: majority[x] for i, x in enumerate(scores.example_ids) if x in majority}
         for reading in MRC_GOLD:
             scores.majority_s1[reading] = np.array(
-                [item_s1(majority[x], golds[i], alternatives=kind.gold_is_alternatives, mrc_gold=reading)
-                 if x in majority else np.nan for i, x in enumerate(scores.example_ids)])
-        scores.enrollment_rows = [{**r, "enrollment": EnrollmentRef(r["enrollment"].pk, cohort_id)}
-                                  for r in rows.get(cohort_id, [])]
+                [
+                    item_s1(majority[x], golds[i], alternatives=kind.gold_is_alternatives, mrc_gold=reading)
+                    if x in majority
+                    else np.nan
+                    for i, x in enumerate(scores.example_ids)
+                ]
+            )
+        scores.enrollment_rows = [
+            {**r, "enrollment": EnrollmentRef(r["enrollment"].pk, cohort_id)} for r in rows.get(cohort_id, [])
+        ]
         scores.active_seconds = {r["enrollment"].pk: r["active_seconds"] for r in scores.enrollment_rows}
-        files[cohort_id] = {e: "".join(
-            json.dumps(selectors.prediction_row(kind, scores.clues_ids[i], numbers[x], given[x][0]),
-                       ensure_ascii=False) + "\n" for i, x in enumerate(scores.example_ids) if x in given)
-            for e, given in by_annotator.items()}
+        files[cohort_id] = {
+            e: "".join(
+                json.dumps(
+                    selectors.prediction_row(kind, scores.clues_ids[i], numbers[x], given[x][0]), ensure_ascii=False
+                )
+                + "\n"
+                for i, x in enumerate(scores.example_ids)
+                if x in given
+            )
+            for e, given in by_annotator.items()
+        }
         _agreement(scores, cohort.task.spec, texts_by)
         out[cohort_id] = scores
     return out, files
@@ -170,7 +197,7 @@ def _agreement(scores: CohortScores, spec, texts_by: dict[int, dict[int, list[st
     if len(texts_by) < 2:
         return
     ids = sorted(texts_by)
-    pairs = [measures.pairwise_s1(texts_by[x], texts_by[y]) for i, x in enumerate(ids) for y in ids[i + 1:]]
+    pairs = [measures.pairwise_s1(texts_by[x], texts_by[y]) for i, x in enumerate(ids) for y in ids[i + 1 :]]
     pairs = [p for p in pairs if p is not None]
     scores.mean_pairwise_s1 = sum(pairs) / len(pairs) if pairs else None
     if spec.answer_kind is AnswerKind.LABEL:
@@ -210,8 +237,7 @@ def study_scores(study: Study) -> dict[int, CohortScores]:
         for cohort_id, scores in fresh.items():
             scores.fingerprint = fingerprints[cohort_id]
         out.update(fresh)
-        keep_many({**{keys[c]: s for c, s in fresh.items()},
-                    **{keys[c] + ":predictions": f for c, f in files.items()}})
+        keep_many({**{keys[c]: s for c, s in fresh.items()}, **{keys[c] + ":predictions": f for c, f in files.items()}})
     for c, scores in out.items():
         memo[(c, scores.fingerprint)] = scores
     return out

@@ -11,25 +11,38 @@ class TableCellSerializer(serializers.Serializer):
     mean = serializers.FloatField(allow_null=True, help_text="Percent.")
     std = serializers.FloatField(allow_null=True, help_text="Percent, sample std (ddof=1); null when n < 2.")
     n = serializers.IntegerField()
-    ci_low = serializers.FloatField(allow_null=True, required=False,
-                                    help_text="Percent: 95% interval for this test set (t interval over the "
-                                              "annotators' S1).")
+    ci_low = serializers.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="Percent: 95% interval for this test set (t interval over the annotators' S1).",
+    )
     ci_high = serializers.FloatField(allow_null=True, required=False)
-    ci_task_low = serializers.FloatField(allow_null=True, required=False,
-                                         help_text="Percent: 95% interval for the task's items (two-level: "
-                                                   "annotators and items).")
+    ci_task_low = serializers.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="Percent: 95% interval for the task's items (two-level: annotators and items).",
+    )
     ci_task_high = serializers.FloatField(allow_null=True, required=False)
-    majority = serializers.FloatField(allow_null=True, required=False,
-                                      help_text="Percent: S1 of the cohort's majority answer.")
-    planned = serializers.IntegerField(allow_null=True, required=False,
-                                       help_text="Annotators needed for a 95% interval (this test set) of "
-                                                 "± target_points, with probability assurance.")
+    majority = serializers.FloatField(
+        allow_null=True, required=False, help_text="Percent: S1 of the cohort's majority answer."
+    )
+    planned = serializers.IntegerField(
+        allow_null=True,
+        required=False,
+        help_text="Annotators needed for a 95% interval (this test set) of "
+        "± target_points, with probability assurance.",
+    )
     assurance = serializers.FloatField(required=False)
-    expected_minutes = serializers.FloatField(allow_null=True, required=False,
-                                              help_text="The cohort's mean active time per annotator.")
-    planned_cost = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True, required=False,
-                                            help_text="planned x expected time x the study's rate + the platform's "
-                                                      "service fee, in currency.")
+    expected_minutes = serializers.FloatField(
+        allow_null=True, required=False, help_text="The cohort's mean active time per annotator."
+    )
+    planned_cost = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        required=False,
+        help_text="planned x expected time x the study's rate + the platform's service fee, in currency.",
+    )
     planned_fee = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True, required=False)
     fee_share = serializers.FloatField(required=False)
     currency = serializers.CharField(required=False)
@@ -56,7 +69,9 @@ class ResultsSerializer(serializers.Serializer):
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)
     model_rows = serializers.ListField(
-        child=serializers.DictField(), required=False,
+        child=serializers.DictField(),
+        required=False,
         help_text="Model rows (baseline runs, mean ± std over runs) on this study's tasks, with the human-minus-model "
-                  "gap (diff, ci_low, ci_high, items) and agreement (% items where the model gives the majority's "
-                  "answer).")
+        "gap (diff, ci_low, ci_high, items) and agreement (% items where the model gives the majority's "
+        "answer).",
+    )

@@ -16,8 +16,14 @@ def paired_gap(human: dict[str, float], model: dict[str, float], *, seed: int = 
     gap = {"diff": float(diffs.mean()) if len(ids) else None, "ci_low": None, "ci_high": None, "items": len(ids)}
     if len(ids) >= 2 and np.ptp(diffs) > 0:
         # Resampling items keeps each item's human and model scores together: a paired bootstrap.
-        ci = bootstrap((diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
-                       method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+        ci = bootstrap(
+            (diffs,),
+            np.mean,
+            confidence_level=CONFIDENCE,
+            n_resamples=BOOTSTRAP_RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
         gap["ci_low"], gap["ci_high"] = float(ci.low), float(ci.high)
     elif len(ids):
         gap["ci_low"] = gap["ci_high"] = gap["diff"]  # every item differs by the same amount

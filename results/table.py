@@ -21,19 +21,25 @@ from tasks_data.stats import STD_DDOF
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"
-INTERVAL_NOTE = ("[low, high]: 95% interval of the cell's mean for this test set (the mean annotator on these items: "
-                 "t interval over the annotators' S1); the interval for the task's items (annotators and items "
-                 "random, two-level) is in the CSV and JSON files and on the results page. Majority vote: S1 of the "
-                 "cohort's majority answer, scored as one more annotator.")
-GAP_NOTE = ("Gap rows (human − model): the difference, then two 95% intervals: [over the test items, annotators "
-            "fixed: paired bootstrap] and {over annotators and items: two-level}.")
+INTERVAL_NOTE = (
+    "[low, high]: 95% interval of the cell's mean for this test set (the mean annotator on these items: "
+    "t interval over the annotators' S1); the interval for the task's items (annotators and items "
+    "random, two-level) is in the CSV and JSON files and on the results page. Majority vote: S1 of the "
+    "cohort's majority answer, scored as one more annotator."
+)
+GAP_NOTE = (
+    "Gap rows (human − model): the difference, then two 95% intervals: [over the test items, annotators "
+    "fixed: paired bootstrap] and {over annotators and items: two-level}."
+)
 MISSING = "-"
-NOTE = (f"S1 (%) on the test set: mean ± sample standard deviation (ddof={STD_DDOF}) of the annotators' "
-        "S1 in each cohort (n annotators per cell, completed enrollments only).")
+NOTE = (
+    f"S1 (%) on the test set: mean ± sample standard deviation (ddof={STD_DDOF}) of the annotators' "
+    "S1 in each cohort (n annotators per cell, completed enrollments only)."
+)
 
 
 def format_cell(mean: float | None, std: float | None, *, pm: str = "±") -> str:
-    """"83.5 ± 0.6" (percent, one decimal); the mean alone when std is undefined (n < 2)."""
+    """ "83.5 ± 0.6" (percent, one decimal); the mean alone when std is undefined (n < 2)."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return MISSING
     if std is None or (isinstance(std, float) and math.isnan(std)):
@@ -41,8 +47,9 @@ def format_cell(mean: float | None, std: float | None, *, pm: str = "±") -> str
     return f"{mean:.1f} {pm} {std:.1f}"
 
 
-def format_gap(diff: float, low: float | None, high: float | None, low2: float | None = None,
-               high2: float | None = None) -> str:
+def format_gap(
+    diff: float, low: float | None, high: float | None, low2: float | None = None, high2: float | None = None
+) -> str:
     """Human minus model, percent points, with its 95% intervals over the items (paired bootstrap) and over
     annotators and items (two-level): "+12.3 [+8.1, +16.0] {+5.2, +19.0}"."""
     text = f"{diff:+.1f}"
@@ -159,16 +166,21 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
     tasks = sorted({c["task"] for c in cells} | {m["task"] for m in model_rows}, key=lambda s: cohort_key(s, 0))
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
-        human.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["mean"], c["std"]), c.get("n"), _ci(c),
-                                                         _ci(c, "ci_task"))
-    rows = [Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
-            for k in sorted(human, key=lambda k: cohort_key("", k))]
+        human.setdefault(c["shots"], {})[c["task"]] = Cell(
+            format_cell(c["mean"], c["std"]), c.get("n"), _ci(c), _ci(c, "ci_task")
+        )
+    rows = [
+        Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
+        for k in sorted(human, key=lambda k: cohort_key("", k))
+    ]
     majority: dict[int, dict[str, Cell]] = {}
     for c in cells:
         if c.get("majority") is not None:
             majority.setdefault(c["shots"], {})[c["task"]] = Cell(format_cell(c["majority"], None), c.get("n"))
-    rows += [Row("majority", MAJORITY_LABEL, k, tuple(majority[k].get(s, Cell(MISSING, 0)) for s in tasks))
-             for k in sorted(majority, key=lambda k: cohort_key("", k))]
+    rows += [
+        Row("majority", MAJORITY_LABEL, k, tuple(majority[k].get(s, Cell(MISSING, 0)) for s in tasks))
+        for k in sorted(majority, key=lambda k: cohort_key("", k))
+    ]
     models: dict[tuple[str, int], dict[str, Cell]] = {}
     gaps: dict[tuple[str, int], dict[str, Cell]] = {}
     agree: dict[tuple[str, int], dict[str, Cell]] = {}
@@ -177,11 +189,15 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
         models.setdefault(key, {})[m["task"]] = Cell(format_cell(m.get("mean"), m.get("std")), m.get("n"))
         if m.get("diff") is not None:
             gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = Cell(
-                format_gap(m["diff"], m.get("ci_low"), m.get("ci_high"), m.get("ci_two_level_low"),
-                           m.get("ci_two_level_high")), m.get("items"))
+                format_gap(
+                    m["diff"], m.get("ci_low"), m.get("ci_high"), m.get("ci_two_level_low"), m.get("ci_two_level_high")
+                ),
+                m.get("items"),
+            )
         if m.get("agreement") is not None:  # share of items where the model gives the human majority's answer
             agree.setdefault((f"{key[0]} = {MAJORITY_LABEL} (% items)", key[1]), {})[m["task"]] = Cell(
-                format_cell(m["agreement"], None), m.get("n"))
+                format_cell(m["agreement"], None), m.get("n")
+            )
     for kind, group in (("model", models), ("gap", gaps), ("agreement", agree)):
         for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
             rows.append(Row(kind, label, k, tuple(by_task.get(s, Cell(MISSING)) for s in tasks)))

@@ -47,7 +47,7 @@ TASK_ITEMS = "the task's items"
 TARGETS = {
     TEST_SET: "the mean annotator's S1 on this test set: t interval over the annotators' S1 (A - 1 df)",
     TASK_ITEMS: "the mean annotator's S1 on the task's items (the test set one draw of them): two-level "
-                "interval over annotators and items (crossed random-effects variance, Satterthwaite df)",
+    "interval over annotators and items (crossed random-effects variance, Satterthwaite df)",
 }
 
 
@@ -128,9 +128,13 @@ def variance_components(matrix) -> Components:
     grand = m.mean()
     row, col = m.mean(axis=1), m.mean(axis=0)
     resid = m - row[:, None] - col[None, :] + grand
-    return Components(ms_annotators=float(n_i * row.var(ddof=1)), ms_items=float(n_a * col.var(ddof=1)),
-                      ms_residual=float((resid ** 2).sum() / ((n_a - 1) * (n_i - 1))),
-                      n_annotators=n_a, n_items=n_i)
+    return Components(
+        ms_annotators=float(n_i * row.var(ddof=1)),
+        ms_items=float(n_a * col.var(ddof=1)),
+        ms_residual=float((resid**2).sum() / ((n_a - 1) * (n_i - 1))),
+        n_annotators=n_a,
+        n_items=n_i,
+    )
 
 
 def two_level_interval(matrix, *, confidence: float = CONFIDENCE, target: str = TASK_ITEMS) -> Interval:
@@ -145,8 +149,9 @@ def two_level_interval(matrix, *, confidence: float = CONFIDENCE, target: str = 
     a, i = c.n_annotators, c.n_items
     mean = float(np.asarray(matrix, dtype=float).mean())
     items_part = max(c.ms_items - c.ms_residual, 0.0) / (a * i)
-    half = float(np.sqrt(_t(confidence, a - 1) ** 2 * c.ms_annotators / (a * i)
-                         + _t(confidence, i - 1) ** 2 * items_part))
+    half = float(
+        np.sqrt(_t(confidence, a - 1) ** 2 * c.ms_annotators / (a * i) + _t(confidence, i - 1) ** 2 * items_part)
+    )
     return Interval(mean, mean - half, mean + half, confidence, a - 1, target)
 
 
@@ -169,12 +174,13 @@ def reach_probability(sigma: float, annotators: int, half_width: float, *, confi
         return 0.0
     if sigma <= 0:
         return 1.0
-    bound = (n - 1) * n * half_width ** 2 / (_t(confidence, n - 1) ** 2 * sigma ** 2)
+    bound = (n - 1) * n * half_width**2 / (_t(confidence, n - 1) ** 2 * sigma**2)
     return float(special.chdtr(n - 1, bound))  # the chi2(n-1) cdf
 
 
-def annotators_for(sigma: float, half_width: float, *, confidence: float = CONFIDENCE,
-                   assurance: float = 0.8) -> int | None:
+def annotators_for(
+    sigma: float, half_width: float, *, confidence: float = CONFIDENCE, assurance: float = 0.8
+) -> int | None:
     """The fewest annotators (>= 2) whose t interval reaches ``half_width`` with probability ``assurance``
     when their spread is ``sigma``; None when ``MAX_ANNOTATORS`` are not enough."""
     if not half_width > 0:
@@ -193,8 +199,9 @@ def annotators_for(sigma: float, half_width: float, *, confidence: float = CONFI
     return low
 
 
-def annotators_needed(pilot_s1: Sequence[float], half_width: float, *, confidence: float = CONFIDENCE,
-                      assurance: float = 0.8) -> int | None:
+def annotators_needed(
+    pilot_s1: Sequence[float], half_width: float, *, confidence: float = CONFIDENCE, assurance: float = 0.8
+) -> int | None:
     """From a pilot cohort's annotator S1 (0-1), the annotators a cell needs for a t interval ("this test
     set") of ± ``half_width`` (0-1 units) with probability ``assurance``; the spread is the pilot's,
     median-unbiased. None when it cannot be estimated (fewer than 2) or 1000 are not enough."""

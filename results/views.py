@@ -89,11 +89,21 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     # The page's body holds no per-user or per-request content (no form posts, no nonce): it is kept until
     # the study's results, the runs or what the body shows of the study change.
-    key = study_key(study, "page", mrc_gold, target, study.name, str(study.pay_rate), study.pay_currency,
-                    study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
-                    runs=cells.runs_fingerprint())
-    body = remember(key, lambda: render_to_string("dashboard/_results_body.html",
-                                                  _results_context(study, mrc_gold, target)))
+    key = study_key(
+        study,
+        "page",
+        mrc_gold,
+        target,
+        study.name,
+        str(study.pay_rate),
+        study.pay_currency,
+        study.platform,
+        settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+        runs=cells.runs_fingerprint(),
+    )
+    body = remember(
+        key, lambda: render_to_string("dashboard/_results_body.html", _results_context(study, mrc_gold, target))
+    )
     # The body was rendered from an autoescaped template: it is safe to embed.
     return render(request, "dashboard/results.html", {"study": study, "body": mark_safe(body)})
 
@@ -110,18 +120,29 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
     table = build_table(human, rows, mrc_gold=mrc_gold)  # model rows, their gaps and agreement below the humans
     fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
     # The html writer renders an autoescaped template: its output is safe to embed.
-    ctx = {"study": study, "table_html": mark_safe(formats.render(table, "html")),
-           "agreement": agree, "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
-           "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
-           "model_rows": rows, "model_note": note, "note": NOTE,
-           "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
-           "row_formats": [(fmt, formats.ROW_WRITERS[fmt].label) for fmt in formats.ROW_FORMATS],
-           "completed": selectors.completed_enrollments(study),
-           "notes": table.notes[1:],
-           "mrc_gold": mrc_gold, "mrc_gold_choices": MRC_GOLD, "has_mrc": table.mrc_gold_note is not None,
-           "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
-           "planner": human, "target": target, "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
-           "fee_share": fee_share, "fee_percent": round(100 * fee_share, 1)}
+    ctx = {
+        "study": study,
+        "table_html": mark_safe(formats.render(table, "html")),
+        "agreement": agree,
+        "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
+        "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
+        "model_rows": rows,
+        "model_note": note,
+        "note": NOTE,
+        "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
+        "row_formats": [(fmt, formats.ROW_WRITERS[fmt].label) for fmt in formats.ROW_FORMATS],
+        "completed": selectors.completed_enrollments(study),
+        "notes": table.notes[1:],
+        "mrc_gold": mrc_gold,
+        "mrc_gold_choices": MRC_GOLD,
+        "has_mrc": table.mrc_gold_note is not None,
+        "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
+        "planner": human,
+        "target": target,
+        "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
+        "fee_share": fee_share,
+        "fee_percent": round(100 * fee_share, 1),
+    }
     return ctx
 
 
@@ -145,15 +166,26 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
 
 # Row downloads of the dashboard (issue 11.12: everything the API exports, a click away): the
 # kinds of ``exports.export_rows`` plus "pay" (what every worker is owed, finished or not).
-PAY_COLUMNS = ("enrollment_id", "worker", "platform", "task", "shots", "state", "items_answered",
-               "active_seconds", "pay")
+PAY_COLUMNS = (
+    "enrollment_id",
+    "worker",
+    "platform",
+    "task",
+    "shots",
+    "state",
+    "items_answered",
+    "active_seconds",
+    "pay",
+)
 ROW_DOWNLOADS = {
     "annotators": ("Per-annotator results", "completed annotators: training and test S1, time, pay"),
     "pay": ("Pay", "every worker who joined, whatever their state: active time and pay"),
     "learning_curves": ("Learning curves", "each training answer's S1 and the running mean"),
     "agreement": ("Agreement", "mean pairwise S1, Fleiss' kappa and Krippendorff's alpha per cohort"),
-    "items": ("Items: humans against models", "per test item: share of annotators right, majority and model S1, "
-                                                "flags where humans and models differ"),
+    "items": (
+        "Items: humans against models",
+        "per test item: share of annotators right, majority and model S1, flags where humans and models differ",
+    ),
 }
 
 
@@ -195,8 +227,11 @@ def predictions_download(request: HttpRequest, study_id: int) -> HttpResponse:
 def enrollment_predictions_download(request: HttpRequest, enrollment_id: int) -> HttpResponse:
     enrollment = enrollment_for(request, enrollment_id)  # another researcher's: as if it did not exist
     if enrollment.state != Enrollment.State.COMPLETED:  # as the API answers (409)
-        return HttpResponse(f"Only a completed enrollment has a prediction file (this one is {enrollment.state}).",
-                            status=409, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"Only a completed enrollment has a prediction file (this one is {enrollment.state}).",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
     return _attachment(exports.prediction_jsonl(enrollment), "jsonl", exports.prediction_filename(enrollment))
 
 
@@ -204,8 +239,11 @@ def enrollment_predictions_download(request: HttpRequest, enrollment_id: int) ->
 
 
 class EnrollmentPredictionsView(ResearcherView):
-    @extend_schema(tags=["results"], responses={(200, "application/jsonl"): OpenApiTypes.STR},
-                   summary="One completed annotator's test answers in the CLUES prediction format (JSONL).")
+    @extend_schema(
+        tags=["results"],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR},
+        summary="One completed annotator's test answers in the CLUES prediction format (JSONL).",
+    )
     def get(self, request, pk: int):
         enrollment = self.get_enrollment(pk)
         if enrollment.state != Enrollment.State.COMPLETED:
@@ -216,22 +254,38 @@ class EnrollmentPredictionsView(ResearcherView):
 
 
 class StudyResultsView(ResearcherView):
-    @extend_schema(tags=["results"], responses=ResultsSerializer,
-                   parameters=[OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
-                                                description="MRC gold read as the best alternative (default) or "
-                                                            "as one set"),
-                               OpenApiParameter("target", float, description="planner: ± S1 points (default 5)")],
-                   summary="Table 5 cells (percent, sample std ddof=1; 95% interval, majority vote, planner), "
-                           "per-annotator results and agreement.")
+    @extend_schema(
+        tags=["results"],
+        responses=ResultsSerializer,
+        parameters=[
+            OpenApiParameter(
+                "mrc_gold",
+                str,
+                enum=MRC_GOLD,
+                description="MRC gold read as the best alternative (default) or as one set",
+            ),
+            OpenApiParameter("target", float, description="planner: ± S1 points (default 5)"),
+        ],
+        summary="Table 5 cells (percent, sample std ddof=1; 95% interval, majority vote, planner), "
+        "per-annotator results and agreement.",
+    )
     def get(self, request, pk: int):
         study = self.get_study(pk)
         try:
             mrc_gold, target = mrc_gold_param(request.query_params), target_param(request.query_params)
         except BadParameter as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        key = study_key(study, "api-results", mrc_gold, target, str(study.pay_rate), study.pay_currency,
-                        study.platform, settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
-                        runs=cells.runs_fingerprint())
+        key = study_key(
+            study,
+            "api-results",
+            mrc_gold,
+            target,
+            str(study.pay_rate),
+            study.pay_currency,
+            study.platform,
+            settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+            runs=cells.runs_fingerprint(),
+        )
         return Response(remember(key, lambda: _results_payload(study, mrc_gold, target)))
 
 
@@ -262,8 +316,9 @@ class StudyExportView(ResearcherView):
             OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=exports.EXPORT_KINDS),
             OpenApiParameter("fmt", str, description="table: csv|json|md|tex; rows: csv|json|md; predictions: zip"),
             OpenApiParameter("with_baselines", bool, description="table: add the model rows"),
-            OpenApiParameter("mrc_gold", str, enum=MRC_GOLD,
-                             description="table, annotators, items: how MRC gold lists are read"),
+            OpenApiParameter(
+                "mrc_gold", str, enum=MRC_GOLD, description="table, annotators, items: how MRC gold lists are read"
+            ),
             OpenApiParameter("all", bool, description="annotators: every enrollment, not only completed ones"),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
@@ -276,17 +331,24 @@ class StudyExportView(ResearcherView):
                 fmt = request.query_params.get("fmt", "csv")
                 if fmt not in formats.TABLE_FORMATS:
                     raise formats.ExportError(f"fmt must be one of {', '.join(formats.TABLE_FORMATS)}")
-                body = exports.render_table(study, fmt, with_baselines=_flag(request, "with_baselines"),
-                                            mrc_gold=mrc_gold_param(request.query_params))
+                body = exports.render_table(
+                    study,
+                    fmt,
+                    with_baselines=_flag(request, "with_baselines"),
+                    mrc_gold=mrc_gold_param(request.query_params),
+                )
             elif kind == "predictions":
                 fmt, body = "zip", exports.predictions_zip(study)
             elif kind in exports.EXPORT_KINDS:
                 fmt = request.query_params.get("fmt", "csv")
-                body = exports.render_export(study, kind, fmt, include_all=_flag(request, "all"),
-                                             mrc_gold=mrc_gold_param(request.query_params))
+                body = exports.render_export(
+                    study, kind, fmt, include_all=_flag(request, "all"), mrc_gold=mrc_gold_param(request.query_params)
+                )
             else:
-                return Response({"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
-                                status=status.HTTP_404_NOT_FOUND)
+                return Response(
+                    {"detail": f"unknown export {kind!r}: one of {', '.join(exports.EXPORT_KINDS)}"},
+                    status=status.HTTP_404_NOT_FOUND,
+                )
         except (formats.ExportError, BadParameter) as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         response = HttpResponse(body, content_type=formats.CONTENT_TYPES[fmt])
@@ -296,8 +358,11 @@ class StudyExportView(ResearcherView):
 
 # ---------------------------------------------------------------- items: humans against models
 
-ITEM_FLAGS = {"all": "every item", "humans_solve_models_miss": "humans solve, models miss",
-              "models_solve_humans_miss": "models solve, humans miss"}
+ITEM_FLAGS = {
+    "all": "every item",
+    "humans_solve_models_miss": "humans solve, models miss",
+    "models_solve_humans_miss": "models solve, humans miss",
+}
 ITEM_PAGE_ROWS = 500  # one cohort's items at most on the page (every item is in the download)
 
 
@@ -320,18 +385,21 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
     chosen = request.GET.get("cohort", "")
     cohort = next((c for c in cohorts if str(c.pk) == chosen), cohorts[0] if cohorts else None)
     if chosen and (cohort is None or str(cohort.pk) != chosen):
-        return HttpResponseBadRequest("cohort: not a cohort of this study with annotators in results",
-                                      content_type="text/plain; charset=utf-8")
-    rows, columns, correlations = (items.item_rows(study, mrc_gold=mrc_gold, cohort_id=cohort.pk) if cohort
-                                   else ([], (), []))
+        return HttpResponseBadRequest(
+            "cohort: not a cohort of this study with annotators in results", content_type="text/plain; charset=utf-8"
+        )
+    rows, columns, correlations = (
+        items.item_rows(study, mrc_gold=mrc_gold, cohort_id=cohort.pk) if cohort else ([], (), [])
+    )
     flag = request.GET.get("flag") or "all"
     sortable = [c for c in (*items.BASE_COLUMNS, *columns) if c not in ("task", "shots")]
     sort = request.GET.get("sort") or "clues_id"
     order = request.GET.get("order") or ("asc" if sort == "clues_id" else "desc")
     if flag not in ITEM_FLAGS or sort not in sortable or order not in ("asc", "desc"):
-        return HttpResponseBadRequest(f"flag must be one of {', '.join(ITEM_FLAGS)}; sort one of "
-                                      f"{', '.join(sortable)}; order asc or desc",
-                                      content_type="text/plain; charset=utf-8")
+        return HttpResponseBadRequest(
+            f"flag must be one of {', '.join(ITEM_FLAGS)}; sort one of {', '.join(sortable)}; order asc or desc",
+            content_type="text/plain; charset=utf-8",
+        )
     shown = [r for r in rows if cohort and r["task"] == cohort.task.slug and r["shots"] == cohort.shots]
     counts = {f: sum(1 for r in shown if f == "all" or r.get(f)) for f in ITEM_FLAGS}
     if flag != "all":
@@ -341,16 +409,31 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
         shown.sort(key=lambda r: r.get(sort) is None)  # empty values last, whatever the order
     elif order == "desc":
         shown.reverse()
-    model_columns = [c for c in columns if c.startswith(items.MODEL_PREFIX)
-                     and any(c in r for r in shown)] if cohort else []
+    model_columns = (
+        [c for c in columns if c.startswith(items.MODEL_PREFIX) and any(c in r for r in shown)] if cohort else []
+    )
     table = [{"row": r, "models": [r.get(c) for c in model_columns]} for r in shown[:ITEM_PAGE_ROWS]]
-    ctx = {"study": study, "cohorts": cohorts, "cohort": cohort, "flag": flag, "flags": ITEM_FLAGS, "sort": sort,
-           "order": order, "rows": table, "total": len(shown), "limit": ITEM_PAGE_ROWS, "counts": counts,
-           "model_columns": [(c, c[len(items.MODEL_PREFIX):]) for c in model_columns],
-           "correlations": [c for c in correlations if cohort and c["task"] == cohort.task.slug
-                            and c["shots"] == cohort.shots],
-           "mrc_gold": mrc_gold, "definitions": items.DEFINITIONS, "solved": items.SOLVED_PERCENT,
-           "task_name": TASKS[cohort.task.slug].name if cohort and cohort.task.slug in TASKS else ""}
+    ctx = {
+        "study": study,
+        "cohorts": cohorts,
+        "cohort": cohort,
+        "flag": flag,
+        "flags": ITEM_FLAGS,
+        "sort": sort,
+        "order": order,
+        "rows": table,
+        "total": len(shown),
+        "limit": ITEM_PAGE_ROWS,
+        "counts": counts,
+        "model_columns": [(c, c[len(items.MODEL_PREFIX) :]) for c in model_columns],
+        "correlations": [
+            c for c in correlations if cohort and c["task"] == cohort.task.slug and c["shots"] == cohort.shots
+        ],
+        "mrc_gold": mrc_gold,
+        "definitions": items.DEFINITIONS,
+        "solved": items.SOLVED_PERCENT,
+        "task_name": TASKS[cohort.task.slug].name if cohort and cohort.task.slug in TASKS else "",
+    }
     return render(request, "dashboard/items.html", ctx)
 
 
@@ -366,5 +449,8 @@ def study_item(request: HttpRequest, study_id: int, cohort_id: int, clues_id: st
     detail = items.item_detail(study, cohort_id, clues_id, mrc_gold=mrc_gold)
     if detail is None:
         raise Http404("no such item in this study")
-    return render(request, "dashboard/item.html", {"study": study, "mrc_gold": mrc_gold, **detail,
-                                                   "task_name": detail["cohort"].task.spec.name})
+    return render(
+        request,
+        "dashboard/item.html",
+        {"study": study, "mrc_gold": mrc_gold, **detail, "task_name": detail["cohort"].task.spec.name},
+    )

@@ -81,8 +81,11 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
 
     context, hypothesis = row["context"], ""
     if spec.context_is_pair:
-        if (not isinstance(context, list) or len(context) != 2
-                or not all(isinstance(c, str) and c.strip() for c in context)):
+        if (
+            not isinstance(context, list)
+            or len(context) != 2
+            or not all(isinstance(c, str) and c.strip() for c in context)
+        ):
             raise fail("context", "must be a list of two non-empty strings [premise, hypothesis]")
         context, hypothesis = context
     elif not isinstance(context, str) or not context.strip():
@@ -115,7 +118,7 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         if answer == [""] or answer == []:
             gold = ()  # CLUES writes the empty set as [""]
         elif any(not a.strip() for a in answer):
-            raise fail("answer", "an empty string is only allowed alone, as [\"\"] (the empty set)")
+            raise fail("answer", 'an empty string is only allowed alone, as [""] (the empty set)')
         else:
             gold = _distinct(answer)
         not_found = tuple(a for a in gold if a not in context)
@@ -128,10 +131,14 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         texts: list[str] = []
         starts: dict[str, int] = {}
         for i, item in enumerate(answer):
-            if (not isinstance(item, dict) or not isinstance(item.get("text"), str)
-                    or not item["text"].strip() or isinstance(item.get("answer_start"), bool)
-                    or not isinstance(item.get("answer_start"), int)):
-                raise fail("answer", f"item {i} must be {{\"text\": non-empty string, \"answer_start\": integer}}")
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("text"), str)
+                or not item["text"].strip()
+                or isinstance(item.get("answer_start"), bool)
+                or not isinstance(item.get("answer_start"), int)
+            ):
+                raise fail("answer", f'item {i} must be {{"text": non-empty string, "answer_start": integer}}')
             texts.append(item["text"])
             starts.setdefault(item["text"], item["answer_start"])
         if impossible and texts:
@@ -145,13 +152,13 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
         if kind is AnswerKind.ENTITY:
             entities = row.get("entities")
             if not isinstance(entities, list) or not entities:
-                raise fail("entities", "must be a non-empty list of {\"start\", \"end\"}")
+                raise fail("entities", 'must be a non-empty list of {"start", "end"}')
             spans: list[tuple[int, int]] = []
             for i, ent in enumerate(entities):
-                if (not isinstance(ent, dict) or any(
-                        isinstance(ent.get(k), bool) or not isinstance(ent.get(k), int)
-                        for k in ("start", "end"))):
-                    raise fail("entities", f"item {i} must be {{\"start\": int, \"end\": int}}")
+                if not isinstance(ent, dict) or any(
+                    isinstance(ent.get(k), bool) or not isinstance(ent.get(k), int) for k in ("start", "end")
+                ):
+                    raise fail("entities", f'item {i} must be {{"start": int, "end": int}}')
                 start, end = ent["start"], ent["end"] + 1  # CLUES ends are inclusive
                 if not 0 <= start < end <= len(context):
                     raise fail("entities", f"item {i} ({ent['start']}..{ent['end']}) lies outside the context")

@@ -58,8 +58,17 @@ class TaskData:
 
     def fingerprint(self) -> str:
         def rec(r: Record):
-            return [r.clues_id, r.context, r.hypothesis, r.question, list(r.gold), r.genre,
-                    r.is_impossible, [list(c) for c in r.candidates], list(r.answer_starts)]
+            return [
+                r.clues_id,
+                r.context,
+                r.hypothesis,
+                r.question,
+                list(r.gold),
+                r.genre,
+                r.is_impossible,
+                [list(c) for c in r.candidates],
+                list(r.answer_starts),
+            ]
 
         payload = {
             "test": [rec(r) for r in self.test],
@@ -121,7 +130,8 @@ def _release_files(path: Path) -> dict[str, str]:
             archive = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
             raise CluesImportError(
-                [f"{path}: not a zip file (give the CLUES-JSON.zip or its unzipped folder)"]) from None
+                [f"{path}: not a zip file (give the CLUES-JSON.zip or its unzipped folder)"]
+            ) from None
         with archive:
             for name in archive.namelist():
                 if name.endswith(".jsonl") and not name.startswith("__MACOSX"):
@@ -190,8 +200,10 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
             continue
         match = _TRAIN_FILE.match(name)
         if not match or match["prefix"] != spec.clues_prefix:
-            errors.append(f"{folder}/{name}: unexpected file (expected {spec.clues_prefix}_test.jsonl "
-                          f"or {spec.clues_prefix}_train_<K>_<SPLIT>.jsonl)")
+            errors.append(
+                f"{folder}/{name}: unexpected file (expected {spec.clues_prefix}_test.jsonl "
+                f"or {spec.clues_prefix}_train_<K>_<SPLIT>.jsonl)"
+            )
             continue
         shots, split = int(match["shots"]), int(match["split"])
         if shots not in SHOTS:
@@ -200,8 +212,10 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
         rows = parse(name)
         expected = shots * spec.train_rows_per_shot
         if rows and len(rows) != expected:
-            errors.append(f"{folder}/{name}: {len(rows)} rows, expected {expected} ({shots} shots"
-                          + (f" x {spec.train_rows_per_shot} questions)" if spec.train_rows_per_shot > 1 else ")"))
+            errors.append(
+                f"{folder}/{name}: {len(rows)} rows, expected {expected} ({shots} shots"
+                + (f" x {spec.train_rows_per_shot} questions)" if spec.train_rows_per_shot > 1 else ")")
+            )
         seen: set[str] = set()
         for number, record in enumerate(rows, start=1):
             if record.content_key in seen:
@@ -213,15 +227,19 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
     if not split_sets[SHOTS[0]]:
         errors.append(f"{folder}: no training files")
     elif any(split_sets[k] != split_sets[SHOTS[0]] for k in SHOTS):
-        errors.append(f"{folder}: every size needs the same splits, found "
-                      + ", ".join(f"{k}-shot {v}" for k, v in split_sets.items()))
+        errors.append(
+            f"{folder}: every size needs the same splits, found "
+            + ", ".join(f"{k}-shot {v}" for k, v in split_sets.items())
+        )
 
     first_line: dict[str, int] = {}
     for number, record in enumerate(test, start=1):
         earlier = first_line.setdefault(record.clues_id, number)
         if earlier != number:
-            errors.append(f"{folder}/{spec.test_filename}, line {number}, field 'id': {record.clues_id!r} "
-                          f"repeats the id of line {earlier}; test ids must be unique")
+            errors.append(
+                f"{folder}/{spec.test_filename}, line {number}, field 'id': {record.clues_id!r} "
+                f"repeats the id of line {earlier}; test ids must be unique"
+            )
     if len(errors) > start:
         return None
 
@@ -231,15 +249,19 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
         for number, record in enumerate(rows, start=1):
             earlier_gold = gold_by_key.setdefault(record.content_key, record.gold)
             if set(earlier_gold) != set(record.gold):
-                errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: "
-                              f"same example as in another training file with a different answer")
+                errors.append(
+                    f"{folder}/{spec.train_filename(shots, split)}, line {number}: "
+                    f"same example as in another training file with a different answer"
+                )
     test_line = {r.content_key: number for number, r in enumerate(test, start=1)}
     for (shots, split), rows in sorted(train.items()):
         for number, record in enumerate(rows, start=1):
             if record.content_key in test_line:
-                errors.append(f"{folder}/{spec.train_filename(shots, split)}, line {number}: the same example is "
-                              f"line {test_line[record.content_key]} of {spec.test_filename}; a training "
-                              "example must not be in the test set")
+                errors.append(
+                    f"{folder}/{spec.train_filename(shots, split)}, line {number}: the same example is "
+                    f"line {test_line[record.content_key]} of {spec.test_filename}; a training "
+                    "example must not be in the test set"
+                )
     data.chains = _discover_chains(spec, train, errors)
     return None if len(errors) > start else data
 
@@ -301,8 +323,19 @@ def _example_fields(record: Record, kind: AnswerKind, number_ids: frozenset[str]
     }
 
 
-_EXAMPLE_FIELDS = ("clues_id", "context", "hypothesis", "question", "gold", "genre", "is_impossible", "candidates",
-                   "gold_unproducible", "clues_id_is_number", "answer_starts")
+_EXAMPLE_FIELDS = (
+    "clues_id",
+    "context",
+    "hypothesis",
+    "question",
+    "gold",
+    "genre",
+    "is_impossible",
+    "candidates",
+    "gold_unproducible",
+    "clues_id_is_number",
+    "answer_starts",
+)
 
 
 def _test_identity(record: Record) -> str:
@@ -314,8 +347,11 @@ def _write_task(data: TaskData, source: str) -> None:
     kind = data.spec.answer_kind
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
-        wanted[_test_identity(record)] = {"role": Example.Role.TEST, "position": position,
-                                          **_example_fields(record, kind, data.test_number_ids)}
+        wanted[_test_identity(record)] = {
+            "role": Example.Role.TEST,
+            "position": position,
+            **_example_fields(record, kind, data.test_number_ids),
+        }
     positions: dict[str, int] = {}
     for _, rows in sorted(data.train.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         for position, record in enumerate(rows):
@@ -351,22 +387,29 @@ def _write_task(data: TaskData, source: str) -> None:
         training_set, _ = TrainingSet.objects.update_or_create(
             task=task, shots=shots, split=split, defaults={"chain": chain_of[(shots, split)]}
         )
-        items += [TrainingSetItem(training_set=training_set, example_id=by_identity[r.content_key], position=i)
-                  for i, r in enumerate(rows)]
+        items += [
+            TrainingSetItem(training_set=training_set, example_id=by_identity[r.content_key], position=i)
+            for i, r in enumerate(rows)
+        ]
     TrainingSetItem.objects.bulk_create(items, batch_size=1000)
 
     stale = Example.objects.filter(task=task).exclude(identity__in=list(wanted))
     try:
         stale.delete()
     except (ProtectedError, RestrictedError):
-        raise CluesImportError([f"{data.spec.name}: the new data drops examples that annotations or runs "
-                                "already refer to; refusing to replace this task's data"]) from None
+        raise CluesImportError(
+            [
+                f"{data.spec.name}: the new data drops examples that annotations or runs "
+                "already refer to; refusing to replace this task's data"
+            ]
+        ) from None
     task.source, task.fingerprint = source, data.fingerprint()
     task.save()
 
 
-def import_release(path: Path, *, source: str | None = None,
-                   progress: Callable[[str], None] | None = None) -> ImportReport:
+def import_release(
+    path: Path, *, source: str | None = None, progress: Callable[[str], None] | None = None
+) -> ImportReport:
     """Validate ``path`` completely, then write every task in one transaction."""
     tasks, missing = read_release(path, progress=progress)
     source = source or Path(path).name
@@ -378,16 +421,18 @@ def import_release(path: Path, *, source: str | None = None,
             changed = current.get(data.spec.slug) != fingerprint
             if changed:
                 _write_task(data, source)
-            reports.append(TaskReport(
-                spec=data.spec,
-                test=len(data.test),
-                train_rows={k: len(rows) for (k, s), rows in data.train.items()},
-                splits=len({s for _, s in data.train}),
-                chains=data.chains,
-                training_examples=len(data.training_examples),
-                gold_not_in_context=data.gold_not_in_context(),
-                changed=changed,
-            ))
+            reports.append(
+                TaskReport(
+                    spec=data.spec,
+                    test=len(data.test),
+                    train_rows={k: len(rows) for (k, s), rows in data.train.items()},
+                    splits=len({s for _, s in data.train}),
+                    chains=data.chains,
+                    training_examples=len(data.training_examples),
+                    gold_not_in_context=data.gold_not_in_context(),
+                    changed=changed,
+                )
+            )
     return ImportReport(source=source, tasks=reports, missing=missing)
 
 
@@ -412,8 +457,10 @@ def download_official(dest: Path, *, url: str = OFFICIAL_URL, sha256: str = OFFI
                 shutil.copyfileobj(response, tmp)
         except (OSError, ValueError) as exc:
             tmp.close()
-            raise give_up(f"could not download {url}: {exc}. Set CLUES_DATA to a local CLUES-JSON.zip "
-                          "(or its folder), or pass the path to import_clues.") from None
+            raise give_up(
+                f"could not download {url}: {exc}. Set CLUES_DATA to a local CLUES-JSON.zip "
+                "(or its folder), or pass the path to import_clues."
+            ) from None
     digest = _sha256(Path(tmp.name))
     if digest != sha256:
         raise give_up(f"downloaded file from {url} has sha256 {digest}, expected {sha256}; not used")

@@ -38,7 +38,8 @@ class Example(models.Model):
     identity = models.CharField(max_length=64)
     clues_id = models.CharField(max_length=100, help_text="The id as given in the CLUES file.")
     clues_id_is_number = models.BooleanField(
-        default=False, help_text="Test items: the file writes the id as a JSON number (SST-2), and exports do too.")
+        default=False, help_text="Test items: the file writes the id as a JSON number (SST-2), and exports do too."
+    )
     position = models.PositiveIntegerField(help_text="Line number in the test file; first file seen for training.")
     context = models.TextField(help_text="The context; for MNLI the premise.")
     hypothesis = models.TextField(blank=True, help_text="MNLI only.")
@@ -54,8 +55,9 @@ class Example(models.Model):
         default=False,
         help_text="A gold string cannot be found in the context (MRC: no alternative can): full credit is impossible.",
     )
-    answer_starts = models.JSONField(default=list, blank=True,
-                                     help_text="SQuADv2/ReCoRD: the given answer_start of each gold alternative.")
+    answer_starts = models.JSONField(
+        default=list, blank=True, help_text="SQuADv2/ReCoRD: the given answer_start of each gold alternative."
+    )
 
     class Meta:
         ordering = ["task", "role", "position"]

@@ -63,9 +63,12 @@ class PromptMethod:
         return bool(self.verbalizer) and not self.not_applicable
 
 
-_NO_PROMPT = PromptMethod(not_applicable=(
-    "prompt-based fine-tuning covers only SST-2 and MNLI (the paper, section 5.1b, uses LM-BFF's "
-    "templates for them and leaves NER and MRC to future work)"))
+_NO_PROMPT = PromptMethod(
+    not_applicable=(
+        "prompt-based fine-tuning covers only SST-2 and MNLI (the paper, section 5.1b, uses LM-BFF's "
+        "templates for them and leaves NER and MRC to future work)"
+    )
+)
 SPLITS = (1, 2, 3, 4, 5)  # five training files per size
 
 
@@ -116,6 +119,7 @@ class TaskSpec:
             texts = list(candidate_texts)
             return sum(item_s1([t], gold, alternatives=alternatives) for t in texts) / len(texts) if texts else 0.0
         return item_s1([], gold, alternatives=alternatives)
+
     # Answer-time signal (cohort page, annotator export): a test answer given faster than this, from
     # the item being served to the answer, is too fast to have read the item. Set per task from
     # what must be read: a value well under a careful reader's time, so that only skimming shows.
@@ -179,8 +183,9 @@ TASKS: dict[str, TaskSpec] = {
             seconds_per_item=15.0,  # 34 words: 8 s to read and compare, then a choice
             context_is_pair=True,
             extra_fields=("genre",),
-            prompt=PromptMethod(verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
-                                max_length=256),
+            prompt=PromptMethod(
+                verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"}, max_length=256
+            ),
             paper_ft_bert_base={10: (37.0, 5.2), 20: (35.2, 2.7), 30: (35.4, 3.2)},
         ),
         TaskSpec(

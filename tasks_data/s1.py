@@ -42,13 +42,17 @@ from collections.abc import Iterable, Sequence
 
 MRC_GOLD = ("best", "set")  # the default first
 MRC_GOLD_NOTE = {
-    "best": ("MRC gold rule: best single alternative (the SQuAD convention): an item with several distinct "
-             "published answers scores the best of them, each taken as a one-element gold set. The literal "
-             "reading of the official eval/S1.py (the published answer list as one gold set, mrc_gold=set) "
-             "gives lower SQuADv2 numbers; the CLUES release does not say which the authors used."),
-    "set": ("MRC gold rule: the published answer list as one gold set (the literal reading of the official "
-            "eval/S1.py). The platform's default is the best single alternative (the SQuAD convention, "
-            "mrc_gold=best); the CLUES release does not say which the authors used."),
+    "best": (
+        "MRC gold rule: best single alternative (the SQuAD convention): an item with several distinct "
+        "published answers scores the best of them, each taken as a one-element gold set. The literal "
+        "reading of the official eval/S1.py (the published answer list as one gold set, mrc_gold=set) "
+        "gives lower SQuADv2 numbers; the CLUES release does not say which the authors used."
+    ),
+    "set": (
+        "MRC gold rule: the published answer list as one gold set (the literal reading of the official "
+        "eval/S1.py). The platform's default is the best single alternative (the SQuAD convention, "
+        "mrc_gold=best); the CLUES release does not say which the authors used."
+    ),
 }
 
 
@@ -86,8 +90,9 @@ def instance_s1(prediction: Iterable[str], gold: Iterable[str], *, strict: bool 
     return _set_f1(as_set(prediction), as_set(gold))
 
 
-def item_s1(prediction: Iterable[str], gold: Sequence[str], *, alternatives: bool,
-            mrc_gold: str = "best", strict: bool = False) -> float:
+def item_s1(
+    prediction: Iterable[str], gold: Sequence[str], *, alternatives: bool, mrc_gold: str = "best", strict: bool = False
+) -> float:
     """S1 of one item; ``alternatives`` says the gold list holds MRC answers (``mrc_gold`` reads them)."""
     if not alternatives or check_mrc_gold(mrc_gold) == "set":
         return instance_s1(prediction, gold, strict=strict)
@@ -106,13 +111,21 @@ def corpus_s1(scores: Iterable[float]) -> float:
     return sum(scores) / len(scores)
 
 
-def eval_s1(predictions: Sequence[Iterable[str]], golds: Sequence[Sequence[str]], *,
-            alternatives: bool = False, mrc_gold: str = "best", strict: bool = False) -> float:
+def eval_s1(
+    predictions: Sequence[Iterable[str]],
+    golds: Sequence[Sequence[str]],
+    *,
+    alternatives: bool = False,
+    mrc_gold: str = "best",
+    strict: bool = False,
+) -> float:
     """Corpus S1 of parallel lists, like the official ``eval_S1(pred, ans)``."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold answers")
-    return corpus_s1(item_s1(p, g, alternatives=alternatives, mrc_gold=mrc_gold, strict=strict)
-                     for p, g in zip(predictions, golds, strict=True))
+    return corpus_s1(
+        item_s1(p, g, alternatives=alternatives, mrc_gold=mrc_gold, strict=strict)
+        for p, g in zip(predictions, golds, strict=True)
+    )
 
 
 def percent(score: float) -> float:

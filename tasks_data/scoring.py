@@ -43,22 +43,39 @@ def published_gold(example: Example) -> list[str]:
     return as_published(example.task.spec.answer_kind, example.gold)
 
 
-def example_s1(example: Example, prediction: Iterable[str], *, mrc_gold: str = "best",
-               strict: bool = False) -> float:
+def example_s1(example: Example, prediction: Iterable[str], *, mrc_gold: str = "best", strict: bool = False) -> float:
     """S1 of one prediction set on one example (MRC gold read by ``mrc_gold``)."""
     gold = published_gold(example) if strict else example.gold
-    return item_s1(prediction, gold, alternatives=example.task.spec.answer_kind.gold_is_alternatives,
-                   mrc_gold=mrc_gold, strict=strict)
+    return item_s1(
+        prediction,
+        gold,
+        alternatives=example.task.spec.answer_kind.gold_is_alternatives,
+        mrc_gold=mrc_gold,
+        strict=strict,
+    )
 
 
-def item_scores(task: Task, examples: Sequence[Example], predictions: Sequence[Iterable[str]], *,
-                mrc_gold: str = "best", strict: bool = False) -> list[float]:
+def item_scores(
+    task: Task,
+    examples: Sequence[Example],
+    predictions: Sequence[Iterable[str]],
+    *,
+    mrc_gold: str = "best",
+    strict: bool = False,
+) -> list[float]:
     """Per-item S1 of parallel ``examples`` and ``predictions`` (each a list of strings)."""
     kind = task.spec.answer_kind
     check_mrc_gold(mrc_gold)
-    return [item_s1(p, as_published(kind, e.gold) if strict else e.gold, alternatives=kind.gold_is_alternatives,
-                    mrc_gold=mrc_gold, strict=strict)
-            for e, p in zip(examples, predictions, strict=True)]
+    return [
+        item_s1(
+            p,
+            as_published(kind, e.gold) if strict else e.gold,
+            alternatives=kind.gold_is_alternatives,
+            mrc_gold=mrc_gold,
+            strict=strict,
+        )
+        for e, p in zip(examples, predictions, strict=True)
+    ]
 
 
 @dataclass
@@ -115,18 +132,19 @@ def parse_prediction_lines(lines: Iterable[str], known_ids: Iterable[str]) -> di
     return seen
 
 
-def score_prediction_lines(task: Task, lines: Iterable[str], *, mrc_gold: str = "best",
-                           strict: bool = False) -> ScoreResult:
+def score_prediction_lines(
+    task: Task, lines: Iterable[str], *, mrc_gold: str = "best", strict: bool = False
+) -> ScoreResult:
     check_mrc_gold(mrc_gold)
     examples = list(test_examples(task).select_related("task"))
     predictions = parse_prediction_lines(lines, (e.clues_id for e in examples))
-    scores = item_scores(task, examples, [predictions[e.clues_id] for e in examples], mrc_gold=mrc_gold,
-                         strict=strict)
+    scores = item_scores(task, examples, [predictions[e.clues_id] for e in examples], mrc_gold=mrc_gold, strict=strict)
     return ScoreResult(s1=corpus_s1(scores), n=len(scores))
 
 
-def score_mapping(task: Task, predictions: Mapping[str, Iterable[str]], *, mrc_gold: str = "best",
-                  strict: bool = False) -> ScoreResult:
+def score_mapping(
+    task: Task, predictions: Mapping[str, Iterable[str]], *, mrc_gold: str = "best", strict: bool = False
+) -> ScoreResult:
     """Score ``{clues_id: prediction}`` covering the whole test set."""
     lines = (json.dumps({"id": k, "prediction": list(v)}) for k, v in predictions.items())
     return score_prediction_lines(task, lines, mrc_gold=mrc_gold, strict=strict)

@@ -44,10 +44,14 @@ def unproducible_training_counts() -> list[dict]:
     chain and shots order: for the study form (such items do not count in the training S1 used
     for filtering; see ``annotation.services.filtering.finish_training``).
     """
-    rows = (TrainingSetItem.objects.filter(example__gold_unproducible=True)
-            .values_list("training_set__task__slug", "training_set__chain", "training_set__shots")
-            .annotate(n=Count("pk")).order_by())
+    rows = (
+        TrainingSetItem.objects.filter(example__gold_unproducible=True)
+        .values_list("training_set__task__slug", "training_set__chain", "training_set__shots")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
     order = {slug: i for i, slug in enumerate(TASKS)}
-    return [{"task": slug, "task_name": TASKS[slug].name if slug in TASKS else slug, "chain": chain,
-             "shots": shots, "n": n}
-            for slug, chain, shots, n in sorted(rows, key=lambda r: (order.get(r[0], len(order)), r[0], r[1], r[2]))]
+    return [
+        {"task": slug, "task_name": TASKS[slug].name if slug in TASKS else slug, "chain": chain, "shots": shots, "n": n}
+        for slug, chain, shots, n in sorted(rows, key=lambda r: (order.get(r[0], len(order)), r[0], r[1], r[2]))
+    ]

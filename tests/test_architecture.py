@@ -14,8 +14,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("clues_platform", "tasks_data", "crowd", "annotation", "worker_pages", "dashboard", "api", "recruitment",
-            "baselines", "results")
+PACKAGES = (
+    "clues_platform",
+    "tasks_data",
+    "crowd",
+    "annotation",
+    "worker_pages",
+    "dashboard",
+    "api",
+    "recruitment",
+    "baselines",
+    "results",
+)
 
 
 def test_import_contracts_are_kept():

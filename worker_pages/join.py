@@ -39,28 +39,51 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     """
     wait = ratelimit.join_limited(request)
     if wait is not None:
-        response = render(request, "annotation/join_refused.html", status=429, context={
-            "message": f"too many attempts to join from your network; please try again in {wait} seconds"})
+        response = render(
+            request,
+            "annotation/join_refused.html",
+            status=429,
+            context={"message": f"too many attempts to join from your network; please try again in {wait} seconds"},
+        )
         response["Retry-After"] = str(wait)
         return response
     try:
-        outcome = services.join(token=token, params=request.GET, user=request.user,
-                                bound_enrollment_id=session.bound_enrollment_id(request),
-                                seen_enrollment_ids=session.seen_enrollment_ids(request))
+        outcome = services.join(
+            token=token,
+            params=request.GET,
+            user=request.user,
+            bound_enrollment_id=session.bound_enrollment_id(request),
+            seen_enrollment_ids=session.seen_enrollment_ids(request),
+        )
     except services.JoinRefused as refused:
         provider = crowd.PROVIDERS.get(refused.platform)
         not_allowed = refused.reason == JoinRefusal.NOT_ALLOWED
         # The way back (annotation.services.joining): the same link again, with a resume code where the
         # platform cannot vouch for the worker; the link's own parameters are carried by the form.
-        resume_form = [(k, v) for k, v in request.GET.items() if k != services.RESUME_PARAM][:10] \
-            if not_allowed and provider is not None and provider.offers_resume_code else None
-        return render(request, "annotation/join_refused.html", status=JOIN_STATUS[refused.reason],
-                      context={"message": refused.message, "provider": provider, "not_allowed": not_allowed,
-                               "resume_form": resume_form, "resume_param": services.RESUME_PARAM})
+        resume_form = (
+            [(k, v) for k, v in request.GET.items() if k != services.RESUME_PARAM][:10]
+            if not_allowed and provider is not None and provider.offers_resume_code
+            else None
+        )
+        return render(
+            request,
+            "annotation/join_refused.html",
+            status=JOIN_STATUS[refused.reason],
+            context={
+                "message": refused.message,
+                "provider": provider,
+                "not_allowed": not_allowed,
+                "resume_form": resume_form,
+                "resume_param": services.RESUME_PARAM,
+            },
+        )
     if outcome.preview:
         cohort = outcome.cohort
-        return render(request, "annotation/join_preview.html",
-                      {"spec": cohort.task.spec, "shots": cohort.shots, "study": cohort.study})
+        return render(
+            request,
+            "annotation/join_preview.html",
+            {"spec": cohort.task.spec, "shots": cohort.shots, "study": cohort.study},
+        )
     session.bind(request, outcome.enrollment)
     get_token(request)  # the csrftoken cookie the worker API needs (X-CSRFToken header)
     return redirect(WORK_PATH)

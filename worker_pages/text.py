@@ -70,9 +70,16 @@ def token_pieces(text: str, *, fine: bool) -> list[Piece]:
     """The text as tokens and gaps; a token knows whether whitespace borders it (a punctuation mark is
     widened on that side only, so that its wider target never covers a neighbouring word)."""
     pieces = _pieces(text, tokenize(text, fine=fine), "tok")
-    return [replace(p, space_before=p.start == 0 or text[p.start - 1].isspace(),
-                    space_after=p.end == len(text) or text[p.end].isspace()) if p.kind == "tok" else p
-            for p in pieces]
+    return [
+        replace(
+            p,
+            space_before=p.start == 0 or text[p.start - 1].isspace(),
+            space_after=p.end == len(text) or text[p.end].isspace(),
+        )
+        if p.kind == "tok"
+        else p
+        for p in pieces
+    ]
 
 
 def candidate_pieces(example: Example) -> list[Piece]:

@@ -62,11 +62,10 @@ def _labels_in_order(spec: TaskSpec, question: str) -> str:
     if not match or len(set(re.findall(one, match.group(0)))) != len(spec.labels):
         return question
     ordered = ", ".join(spec.labels[:-1]) + (", or " if len(spec.labels) > 2 else " or ") + spec.labels[-1]
-    return question[:match.start()] + ordered + question[match.end():]
+    return question[: match.start()] + ordered + question[match.end() :]
 
 
-_NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"),
-              ("location", "locations"))
+_NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"), ("location", "locations"))
 
 
 def _ner_kind(spec: TaskSpec, example: Example) -> str:
@@ -83,11 +82,19 @@ def _step_info(enrollment: Enrollment) -> dict:
     test = _test_total(enrollment)
     spec, study = cohort.task.spec, cohort.study
     seconds = (training + test) * spec.seconds_per_item
-    return {"training_items": training, "test_items": test, "shots": cohort.shots,
-            "repeats": spec.train_rows_per_shot, "seconds_per_item": round(spec.seconds_per_item),
-            "duration": _duration(seconds), "test_duration": _duration(test * spec.seconds_per_item),
-            "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate), "rate": study.pay_rate,
-            "currency": study.pay_currency, "idle_minutes": max(1, round(study.idle_cap_seconds / 60))}
+    return {
+        "training_items": training,
+        "test_items": test,
+        "shots": cohort.shots,
+        "repeats": spec.train_rows_per_shot,
+        "seconds_per_item": round(spec.seconds_per_item),
+        "duration": _duration(seconds),
+        "test_duration": _duration(test * spec.seconds_per_item),
+        "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate),
+        "rate": study.pay_rate,
+        "currency": study.pay_currency,
+        "idle_minutes": max(1, round(study.idle_cap_seconds / 60)),
+    }
 
 
 def _duration(seconds: float) -> str:
@@ -108,8 +115,9 @@ def _test_total(enrollment: Enrollment) -> int:
 
 def _changeable(enrollment: Enrollment, last: Answer) -> bool:
     """The last test answer can be changed until the worker answers anything else, an attention check included."""
-    return not (enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk,
-                                                                                           last.answered_at))
+    return not (
+        enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk, last.answered_at)
+    )
 
 
 def _shown_position(enrollment: Enrollment, answer: Answer) -> int:
@@ -145,8 +153,12 @@ def _answer_summary(kind: AnswerKind, answer: Answer) -> str:
 
 
 def _last_test_answer(enrollment: Enrollment) -> Answer | None:
-    return (Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).select_related("example")
-            .order_by("-position").first())
+    return (
+        Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
+        .select_related("example")
+        .order_by("-position")
+        .first()
+    )
 
 
 def _item_context(state: services.WorkState, *, revising: Answer | None = None) -> dict:
@@ -177,8 +189,10 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
     elif state.step == Answer.Step.TEST and state.done > 0:
         last = _last_test_answer(enrollment)
         if last is not None and _changeable(enrollment, last):
-            ctx["previous"] = {"position": _shown_position(enrollment, last) + 1,
-                               "summary": _answer_summary(kind, last)}
+            ctx["previous"] = {
+                "position": _shown_position(enrollment, last) + 1,
+                "summary": _answer_summary(kind, last),
+            }
     if kind is AnswerKind.LABEL:
         ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
     elif kind is AnswerKind.ENTITY:
@@ -230,8 +244,13 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
         item=example,
         answer=answer,
         step=Answer.Step.TRAINING,
-        progress=_progress(Answer.Step.TRAINING, answer.position + 1, order_total, enrollment.cohort.shots,
-                           position=answer.position + 1),
+        progress=_progress(
+            Answer.Step.TRAINING,
+            answer.position + 1,
+            order_total,
+            enrollment.cohort.shots,
+            position=answer.position + 1,
+        ),
         question=_question(spec, example),
         ner_kind=_ner_kind(spec, example),
         mine_texts=_texts_display(answer.texts),
@@ -245,8 +264,10 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
     if kind is not AnswerKind.LABEL:
         ctx["near_misses"] = _near_misses(ctx["mine_texts"], ctx["gold_texts"])
     if kind is AnswerKind.LABEL:
-        ctx["labels"] = [{"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
-                         for i, label in enumerate(spec.labels)]
+        ctx["labels"] = [
+            {"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
+            for i, label in enumerate(spec.labels)
+        ]
     else:
         mine = [(int(s), int(e)) for s, e in (answer.spans or [])]
         ctx["pieces"] = marked_pieces(example.context, mine, gold_offsets(example, spec))
@@ -272,10 +293,14 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
         read.append(_last_training_answer(enrollment))
         return read[-1].pk if read[-1] is not None else None
 
-    page = worker_page(enrollment.state, shots=enrollment.cohort.shots,
-                       started=session.has_started(request, enrollment.pk),
-                       has_answers=lambda: Answer.objects.filter(enrollment=enrollment).exists(),
-                       last_training_answer=last_training_answer, feedback_seen=session.feedback_seen(request))
+    page = worker_page(
+        enrollment.state,
+        shots=enrollment.cohort.shots,
+        started=session.has_started(request, enrollment.pk),
+        has_answers=lambda: Answer.objects.filter(enrollment=enrollment).exists(),
+        last_training_answer=last_training_answer,
+        feedback_seen=session.feedback_seen(request),
+    )
     if page is WorkerPage.DESCRIPTION:
         ctx = _base_context(enrollment)
         ctx.update(view="description", info=_step_info(enrollment))
@@ -302,8 +327,11 @@ def _enrollment(request: HttpRequest) -> Enrollment | None:
     enrollment_id = bound_enrollment_id(request)
     if enrollment_id is None:
         return None
-    return (Enrollment.objects.select_related("cohort__study", "cohort__task", "cohort__training_set", "worker")
-            .filter(pk=enrollment_id).first())
+    return (
+        Enrollment.objects.select_related("cohort__study", "cohort__task", "cohort__training_set", "worker")
+        .filter(pk=enrollment_id)
+        .first()
+    )
 
 
 def _no_enrollment(request: HttpRequest) -> HttpResponse:
@@ -314,11 +342,19 @@ def _no_enrollment(request: HttpRequest) -> HttpResponse:
     return render(request, "worker/no_enrollment.html", status=403)
 
 
-def _render_stage(request: HttpRequest, enrollment: Enrollment, *, status: int = 200, notice: str = "",
-                  error: str = "", context: dict | None = None) -> HttpResponse:
+def _render_stage(
+    request: HttpRequest,
+    enrollment: Enrollment,
+    *,
+    status: int = 200,
+    notice: str = "",
+    error: str = "",
+    context: dict | None = None,
+) -> HttpResponse:
     ctx = _stage_context(request, enrollment) if context is None else context
-    ctx.update(notice=notice, error=error,
-               instructions_open=request.COOKIES.get(INSTRUCTIONS_COOKIE, "open") != "closed")
+    ctx.update(
+        notice=notice, error=error, instructions_open=request.COOKIES.get(INSTRUCTIONS_COOKIE, "open") != "closed"
+    )
     template = "worker/_stage.html" if request.htmx else "worker/page.html"
     response = render(request, template, ctx, status=status)
     response["Cache-Control"] = "no-store"
@@ -363,8 +399,11 @@ def _raw_answer(spec: TaskSpec, post) -> list:
     if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
         raise InvalidAnswer("the marked spans could not be read; please mark them again")
     if not spans:
-        raise InvalidAnswer("nothing is marked: mark the answer in the text, or choose the "
-                            + ("\u201cno answer\u201d" if kind.max_spans == 1 else "\u201cnone\u201d") + " button")
+        raise InvalidAnswer(
+            "nothing is marked: mark the answer in the text, or choose the "
+            + ("\u201cno answer\u201d" if kind.max_spans == 1 else "\u201cnone\u201d")
+            + " button"
+        )
     return [{"start": s, "end": e} for s, e in spans]
 
 
@@ -380,8 +419,9 @@ def _refused(request: HttpRequest, enrollment: Enrollment, status: int, **messag
     return response
 
 
-_CONFLICT_NOTICE = "That answer was not saved: this item had already been answered (answers are final). Here is " \
-                   "where you are now."
+_CONFLICT_NOTICE = (
+    "That answer was not saved: this item had already been answered (answers are final). Here is where you are now."
+)
 
 
 @require_POST
@@ -439,13 +479,20 @@ def _revise_context(enrollment: Enrollment) -> dict | None:
     if last is None or not _changeable(enrollment, last):
         return None
     total = _test_total(enrollment)
-    state = services.WorkState(step=Answer.Step.TEST, done=_shown_position(enrollment, last), total=total,
-                               item=last.example, enrollment=enrollment)
+    state = services.WorkState(
+        step=Answer.Step.TEST,
+        done=_shown_position(enrollment, last),
+        total=total,
+        item=last.example,
+        enrollment=enrollment,
+    )
     return _item_context(state, revising=last)
 
 
-_NOT_REVISABLE = "That answer can no longer be changed: only your last test answer can be changed, until you " \
-                 "submit the next one. Here is where you are now."
+_NOT_REVISABLE = (
+    "That answer can no longer be changed: only your last test answer can be changed, until you "
+    "submit the next one. Here is where you are now."
+)
 
 
 def revise(request: HttpRequest) -> HttpResponse:
@@ -471,10 +518,13 @@ def revise(request: HttpRequest) -> HttpResponse:
         return _refused(request, enrollment, 409, notice=_NOT_REVISABLE)
     except InvalidAnswer as exc:
         ctx = _revise_context(enrollment)
-        return _render_stage(request, enrollment, status=200 if request.htmx else 400, error=f"Not changed: {exc}.",
-                             context=ctx)
+        return _render_stage(
+            request, enrollment, status=200 if request.htmx else 400, error=f"Not changed: {exc}.", context=ctx
+        )
     if not request.htmx:
         return redirect("work")
-    return _render_stage(request, enrollment,
-                         notice=f"Your answer to test item {_shown_position(enrollment, answer) + 1} is changed. "
-                                "Here is the next item.")
+    return _render_stage(
+        request,
+        enrollment,
+        notice=f"Your answer to test item {_shown_position(enrollment, answer) + 1} is changed. Here is the next item.",
+    )

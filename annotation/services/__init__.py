@@ -34,13 +34,35 @@ from .studies import close_cohort, close_study, create_study, data_errors, launc
 
 __all__ = [
     # errors
-    "Conflict", "InvalidAnswer", "JoinRefused", "TransitionNotAllowed",
+    "Conflict",
+    "InvalidAnswer",
+    "JoinRefused",
+    "TransitionNotAllowed",
     # studies and cohorts
-    "create_study", "data_errors", "launch_cohorts", "close_cohort", "reopen_cohort", "close_study",
+    "create_study",
+    "data_errors",
+    "launch_cohorts",
+    "close_cohort",
+    "reopen_cohort",
+    "close_study",
     # workers
-    "join", "JoinOutcome", "NOT_ALLOWED", "RESUME_PARAM", "current_item", "WorkState", "item_order", "submit_answer",
-    "SubmitResult", "revise_last_test_answer", "completion", "item_handle",
+    "join",
+    "JoinOutcome",
+    "NOT_ALLOWED",
+    "RESUME_PARAM",
+    "current_item",
+    "WorkState",
+    "item_order",
+    "submit_answer",
+    "SubmitResult",
+    "revise_last_test_answer",
+    "completion",
+    "item_handle",
     # researchers' actions and the clock
-    "filter_enrollment", "reinstate_enrollment", "leave_out_of_results", "put_back_in_results", "withdraw",
+    "filter_enrollment",
+    "reinstate_enrollment",
+    "leave_out_of_results",
+    "put_back_in_results",
+    "withdraw",
     "expire_stale",
 ]

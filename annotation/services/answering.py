@@ -42,10 +42,16 @@ def item_order(*, enrollment: Enrollment, step: str) -> list[int]:
     if step == Answer.Step.TRAINING:
         if cohort.training_set_id is None:
             return []
-        return list(TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
-                    .order_by("position", "pk").values_list("example_id", flat=True))
-    ids = list(Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST)
-               .order_by("position", "pk").values_list("id", flat=True))
+        return list(
+            TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id)
+            .order_by("position", "pk")
+            .values_list("example_id", flat=True)
+        )
+    ids = list(
+        Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST)
+        .order_by("position", "pk")
+        .values_list("id", flat=True)
+    )
     if cohort.study.test_order == Study.TestOrder.SHUFFLE:
         random.Random(enrollment.order_seed).shuffle(ids)
     return ids
@@ -112,11 +118,15 @@ def current_item(*, enrollment_id: int) -> WorkState:
     step = STEP_OF_STATE.get(enrollment.state)
     if step is None:
         # Progress of the step the worker ended in: the test step once it started, else training.
-        last = Answer.Step.TEST if (enrollment.test_done or enrollment.state == State.COMPLETED
-                                    or not enrollment.cohort.shots) else Answer.Step.TRAINING
+        last = (
+            Answer.Step.TEST
+            if (enrollment.test_done or enrollment.state == State.COMPLETED or not enrollment.cohort.shots)
+            else Answer.Step.TRAINING
+        )
         done = enrollment.test_done if last == Answer.Step.TEST else enrollment.training_done
-        return WorkState(step=step_name(enrollment.state), done=done, total=step_total(enrollment, last),
-                         enrollment=enrollment)
+        return WorkState(
+            step=step_name(enrollment.state), done=done, total=step_total(enrollment, last), enrollment=enrollment
+        )
     done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
     check, checks_done, checks = _attention(enrollment, step, done)
     item = attention.as_item(check, enrollment.cohort.task) if check else item_at(enrollment, step, done)
@@ -124,8 +134,13 @@ def current_item(*, enrollment_id: int) -> WorkState:
         raise Conflict("this step has no item left to answer")  # only if the data changed under a study
     if enrollment.current_served_at is None and hot_path().mark_served(enrollment.pk, now):
         enrollment.current_served_at = now
-    return WorkState(step=step, done=done + checks_done, total=step_total(enrollment, step) + checks, item=item,
-                     enrollment=enrollment)
+    return WorkState(
+        step=step,
+        done=done + checks_done,
+        total=step_total(enrollment, step) + checks,
+        item=item,
+        enrollment=enrollment,
+    )
 
 
 def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
@@ -183,24 +198,34 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         try:
             # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
             stored = Answer.objects.create(
-                enrollment=enrollment, example=example, step=step, position=done, texts=valid.texts,
-                spans=valid.spans, s1=score, served_at=enrollment.current_served_at,
+                enrollment=enrollment,
+                example=example,
+                step=step,
+                position=done,
+                texts=valid.texts,
+                spans=valid.spans,
+                s1=score,
+                served_at=enrollment.current_served_at,
             )
         except IntegrityError:
             raise Conflict("this item was already answered; answers are final") from None
         served = enrollment.current_served_at
         enrollment.current_served_at = None
         done += 1
-        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state,
-                              item=item)
+        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=item)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
             if done == total:
                 finish_training(enrollment, now)
         elif done == total:
             enrollment.completed_at = now
-            transition(enrollment, State.COMPLETED, actor="worker", action="complete test step",
-                       update_fields=("completed_at", "current_served_at"))
+            transition(
+                enrollment,
+                State.COMPLETED,
+                actor="worker",
+                action="complete test step",
+                update_fields=("completed_at", "current_served_at"),
+            )
         if done < total and served is not None:
             hot_path().mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
@@ -226,22 +251,41 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> Answer:
             raise Conflict("your time for this study has run out")
         if enrollment.state != State.TESTING:
             raise Conflict("answers can be changed only during the test step: this answer is final")
-        last = (Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
-                .select_related("example").order_by("-position").first())
-        if last is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.example_id) or (
-                enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk,
-                                                                                          last.answered_at)):
+        last = (
+            Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
+            .select_related("example")
+            .order_by("-position")
+            .first()
+        )
+        if (
+            last is None
+            or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.example_id)
+            or (
+                enrollment.cohort.study.has_attention_checks
+                and attention.answered_after(enrollment.pk, last.answered_at)
+            )
+        ):
             raise Conflict("only your last test answer can be changed, until you submit the next one")
         spec = enrollment.cohort.task.spec
         valid = validate_answer(spec, last.example, answer)
         score = item_s1(valid.texts, last.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         Answer.objects.filter(pk=last.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
         AuditEvent.objects.create(
-            study_id=enrollment.cohort.study_id, enrollment=enrollment, actor="worker",
-            action="revise test answer", from_state=enrollment.state, to_state=enrollment.state,
-            reason=json.dumps({"example_id": last.example_id, "position": last.position,
-                               "before": {"texts": last.texts, "spans": last.spans},
-                               "after": {"texts": valid.texts, "spans": valid.spans}}, ensure_ascii=False),
+            study_id=enrollment.cohort.study_id,
+            enrollment=enrollment,
+            actor="worker",
+            action="revise test answer",
+            from_state=enrollment.state,
+            to_state=enrollment.state,
+            reason=json.dumps(
+                {
+                    "example_id": last.example_id,
+                    "position": last.position,
+                    "before": {"texts": last.texts, "spans": last.spans},
+                    "after": {"texts": valid.texts, "spans": valid.spans},
+                },
+                ensure_ascii=False,
+            ),
         )
         last.texts, last.spans, last.s1 = valid.texts, valid.spans, score
         return last
@@ -251,8 +295,10 @@ def _refuse_other_item(enrollment: Enrollment, handle) -> None:
     """Conflict for a handle that is not the current item's: "already answered" when it is one of this
     enrollment's answered items, tests and checks alike (a check must answer a repeat as any item does),
     else "not the current item". Only on a refusal, so the hot path pays nothing for it."""
-    answered = [*Answer.objects.filter(enrollment_id=enrollment.pk).values_list("example_id", flat=True),
-                *enrollment.attention_answers.values_list("attention_check__item_id", flat=True)]
+    answered = [
+        *Answer.objects.filter(enrollment_id=enrollment.pk).values_list("example_id", flat=True),
+        *enrollment.attention_answers.values_list("attention_check__item_id", flat=True),
+    ]
     if any(is_handle_of(handle, enrollment_id=enrollment.pk, item_id=pk) for pk in answered):
         raise Conflict("this item was already answered; answers are final")
     raise Conflict("this is not the current item: items are answered one at a time, in order")
@@ -264,5 +310,6 @@ def _submit_check(enrollment: Enrollment, check, handle, raw_answer, done: int, 
         _refuse_other_item(enrollment, handle)
     answer = attention.store_answer(enrollment, check, raw_answer)
     hot_path().mark_served(enrollment.pk, None)
-    return SubmitResult(step=Answer.Step.TEST, answer=answer, done=done + 1, total=total,
-                        next_state=enrollment.state, item=handle)
+    return SubmitResult(
+        step=Answer.Step.TEST, answer=answer, done=done + 1, total=total, next_state=enrollment.state, item=handle
+    )

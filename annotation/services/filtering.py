@@ -39,15 +39,15 @@ def load_enrollment(enrollment_id: int, *, lock: bool) -> Enrollment:
 
 def is_stale(enrollment: Enrollment, now: datetime) -> bool:
     limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
-    return bool(limit and enrollment.state in STEP_OF_STATE
-                and now - enrollment.enrolled_at > timedelta(minutes=limit))
+    return bool(limit and enrollment.state in STEP_OF_STATE and now - enrollment.enrolled_at > timedelta(minutes=limit))
 
 
 def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
     if is_stale(enrollment, now):
         limit = enrollment.cohort.study.time_limit
-        transition(enrollment, State.EXPIRED, actor="system", action="expire",
-                   reason=f"time limit of {limit} minutes passed")
+        transition(
+            enrollment, State.EXPIRED, actor="system", action="expire", reason=f"time limit of {limit} minutes passed"
+        )
         return True
     return False
 
@@ -70,8 +70,14 @@ def finish_training(enrollment: Enrollment, now: datetime) -> None:
     if reason:
         transition(enrollment, State.FILTERED, actor="system", action="filter", reason=reason, update_fields=fields)
     else:
-        transition(enrollment, State.TESTING, actor="system", action="pass training",
-                   reason=f"training S1 {own:.3f}", update_fields=fields)
+        transition(
+            enrollment,
+            State.TESTING,
+            actor="system",
+            action="pass training",
+            reason=f"training S1 {own:.3f}",
+            update_fields=fields,
+        )
 
 
 def comparison_set(enrollment: Enrollment):
@@ -82,10 +88,12 @@ def comparison_set(enrollment: Enrollment):
     lower the bar with forged zeros, and a filtered worker in the mean would let each filtering
     lower the bar for the next worker.
     """
-    return (Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
-            .exclude(state__in=COMPARISON_EXCLUDES)
-            .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
-            .exclude(pk=enrollment.pk))
+    return (
+        Enrollment.objects.filter(cohort=enrollment.cohort, training_s1__isnull=False)
+        .exclude(state__in=COMPARISON_EXCLUDES)
+        .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
+        .exclude(pk=enrollment.pk)
+    )
 
 
 def require_reason(reason: str) -> str:
@@ -128,6 +136,7 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enro
 def leave_out_of_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """A researcher leaves a worker out of every result once filtering is closed (``protocol.leave_out_refusal``);
     the worker goes on, finishes and is paid as before. Audited with the reason; undone by ``put_back_in_results``."""
+
     def refusal(enrollment: Enrollment) -> str | None:
         started = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).exists()
         return leave_out_refusal(enrollment.state, int(started), enrollment.left_out)
@@ -137,6 +146,7 @@ def leave_out_of_results(*, enrollment_id: int, actor: str, reason: str) -> Enro
 
 def put_back_in_results(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """Undo ``leave_out_of_results`` (audited with the reason)."""
+
     def refusal(enrollment: Enrollment) -> str | None:
         return None if enrollment.left_out else "this worker is not left out of the results"
 
@@ -152,8 +162,15 @@ def _set_left_out(enrollment_id: int, left_out: bool, refusal, *, actor: str, ac
             raise Conflict(why_not)
         enrollment.left_out = left_out
         enrollment.save(update_fields=["left_out"])
-        AuditEvent.objects.create(study=enrollment.cohort.study, enrollment=enrollment, actor=actor, action=action,
-                                  from_state=enrollment.state, to_state=enrollment.state, reason=reason)
+        AuditEvent.objects.create(
+            study=enrollment.cohort.study,
+            enrollment=enrollment,
+            actor=actor,
+            action=action,
+            from_state=enrollment.state,
+            to_state=enrollment.state,
+            reason=reason,
+        )
         return enrollment
 
 

@@ -27,10 +27,11 @@ from ..models import Answer, Cohort, Enrollment, Study
 
 _ENROLLMENT, _ANSWER = Enrollment._meta.db_table, Answer._meta.db_table
 _EXAMPLE, _ITEM = Example._meta.db_table, TrainingSetItem._meta.db_table
-_TEST_ITEM_SQL = (f"SELECT * FROM {_EXAMPLE} WHERE task_id = %s AND role = %s "
-                  "ORDER BY position, id LIMIT 1 OFFSET %s")
-_TRAINING_ITEM_SQL = (f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.example_id = e.id "
-                      "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s")
+_TEST_ITEM_SQL = f"SELECT * FROM {_EXAMPLE} WHERE task_id = %s AND role = %s ORDER BY position, id LIMIT 1 OFFSET %s"
+_TRAINING_ITEM_SQL = (
+    f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.example_id = e.id "
+    "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s"
+)
 
 
 def training_item(training_set_id: int, position: int) -> Example | None:
@@ -43,8 +44,7 @@ def test_item(task_id: int, position: int) -> Example | None:
 
 def answers_in_step(enrollment_id: int, step: str) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s",
-                       [enrollment_id, step])
+        cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s", [enrollment_id, step])
         return cursor.fetchone()[0]
 
 
@@ -55,8 +55,10 @@ def mark_served(enrollment_id: int, now: datetime | None) -> bool:
         if now is None:
             cursor.execute(f"UPDATE {_ENROLLMENT} SET current_served_at = NULL WHERE id = %s", [enrollment_id])
         else:
-            cursor.execute(f"UPDATE {_ENROLLMENT} SET current_served_at = %s "
-                           "WHERE id = %s AND current_served_at IS NULL", [value, enrollment_id])
+            cursor.execute(
+                f"UPDATE {_ENROLLMENT} SET current_served_at = %s WHERE id = %s AND current_served_at IS NULL",
+                [value, enrollment_id],
+            )
         return cursor.rowcount == 1
 
 
@@ -67,14 +69,20 @@ def _quoted(*names: str) -> str:
 _JOINED = ((Enrollment, "e"), (Cohort, "c"), (Study, "s"), (Task, "t"))
 _COUNTS = {
     # The answers given in each step: read in the statement that reads the state (see current_item).
-    "training_done": (f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
-                      [Answer.Step.TRAINING.value]),
-    "test_done": (f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
-                  [Answer.Step.TEST.value]),
+    "training_done": (
+        f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
+        [Answer.Step.TRAINING.value],
+    ),
+    "test_done": (
+        f"SELECT COUNT(*) FROM {_ANSWER} a WHERE a.enrollment_id = e.id AND a.step = %s",
+        [Answer.Step.TEST.value],
+    ),
     # The items of each step: static data, so also safe to read in a locking statement.
     "training_total": (f"SELECT COUNT(*) FROM {_ITEM} i WHERE i.training_set_id = c.training_set_id", []),
-    "test_total": (f"SELECT COUNT(*) FROM {_EXAMPLE} x WHERE x.task_id = c.task_id AND x.role = %s",
-                   [Example.Role.TEST.value]),
+    "test_total": (
+        f"SELECT COUNT(*) FROM {_EXAMPLE} x WHERE x.task_id = c.task_id AND x.role = %s",
+        [Example.Role.TEST.value],
+    ),
 }
 
 
@@ -82,10 +90,12 @@ _COUNTS = {
 def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
     columns = [_quoted(alias, f.column) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
-    joins = (f"{_quoted(Enrollment._meta.db_table)} e "
-             f"INNER JOIN {_quoted(Cohort._meta.db_table)} c ON c.id = e.cohort_id "
-             f"INNER JOIN {_quoted(Study._meta.db_table)} s ON s.id = c.study_id "
-             f"INNER JOIN {_quoted(Task._meta.db_table)} t ON t.id = c.task_id")
+    joins = (
+        f"{_quoted(Enrollment._meta.db_table)} e "
+        f"INNER JOIN {_quoted(Cohort._meta.db_table)} c ON c.id = e.cohort_id "
+        f"INNER JOIN {_quoted(Study._meta.db_table)} s ON s.id = c.study_id "
+        f"INNER JOIN {_quoted(Task._meta.db_table)} t ON t.id = c.task_id"
+    )
     return f"SELECT {', '.join(columns)} FROM {joins} WHERE e.id = %s", [p for n in counts for p in _COUNTS[n][1]]
 
 
@@ -96,9 +106,13 @@ def _instance(model, values: list):
     """A model instance from its columns, converted as the ORM converts them (JSON, dates on SQLite...)."""
     fields = model._meta.concrete_fields
     if model not in _CONVERTERS:
-        _CONVERTERS[model] = [(i, f.get_col(model._meta.db_table), converter) for i, f in enumerate(fields)
-                              for converter in (connection.ops.get_db_converters(f.get_col(model._meta.db_table))
-                                                + f.get_db_converters(connection))]
+        _CONVERTERS[model] = [
+            (i, f.get_col(model._meta.db_table), converter)
+            for i, f in enumerate(fields)
+            for converter in (
+                connection.ops.get_db_converters(f.get_col(model._meta.db_table)) + f.get_db_converters(connection)
+            )
+        ]
     for i, column, converter in _CONVERTERS[model]:
         values[i] = converter(values[i], column, connection)
     return model.from_db(connection.alias, [f.attname for f in fields], values)
@@ -125,7 +139,7 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     objects, at = [], 0
     for model, _ in _JOINED:
         width = len(model._meta.concrete_fields)
-        objects.append(_instance(model, list(row[at:at + width])))
+        objects.append(_instance(model, list(row[at : at + width])))
         at += width
     enrollment, cohort, study, task = objects
     cohort.study, cohort.task = study, task
@@ -133,4 +147,3 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     for name, value in zip(counts, row[at:], strict=True):
         setattr(enrollment, name, value)
     return enrollment
-

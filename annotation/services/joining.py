@@ -16,8 +16,10 @@ from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, first_state,
 
 # One answer for "already took part" and "not allowed", so the join page never tells whether a
 # given worker id has taken part before.
-NOT_ALLOWED = ("you cannot take part in this study with this link: it needs people who have not worked on "
-               "this task before, and each person takes part once")
+NOT_ALLOWED = (
+    "you cannot take part in this study with this link: it needs people who have not worked on "
+    "this task before, and each person takes part once"
+)
 NOT_OPEN = "this study is not open yet; please try again later"
 FULL = "this study is full: all places have been taken"
 ENDED = "this study has ended and no longer takes participants"
@@ -60,8 +62,13 @@ def check_accepting(cohort: Cohort) -> None:
 
 def verification_of(cohort: Cohort, who: crowd.Identity, *, returning: bool = False) -> str:
     """How the crowd platform vouches for the join (``events.verify_join``); its receivers may refuse it."""
-    answers = [answer for _receiver, answer in events.verify_join.send(sender=Cohort, cohort=cohort, identity=who,
-                                                                        returning=returning) if answer]
+    answers = [
+        answer
+        for _receiver, answer in events.verify_join.send(
+            sender=Cohort, cohort=cohort, identity=who, returning=returning
+        )
+        if answer
+    ]
     # Any receiver's doubt wins: an enrollment some platform check could not confirm stays unverified.
     if Enrollment.UNVERIFIED in answers:
         return Enrollment.UNVERIFIED
@@ -70,8 +77,10 @@ def verification_of(cohort: Cohort, who: crowd.Identity, *, returning: bool = Fa
 
 RESUME_PARAM = "resume_code"
 RESUME_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I to misread
-CANNOT_CONFIRM_NOW = ("we could not confirm with {platform} that this is your session just now; please open the "
-                      "study from {platform} again in a few minutes")
+CANNOT_CONFIRM_NOW = (
+    "we could not confirm with {platform} that this is your session just now; please open the "
+    "study from {platform} again in a few minutes"
+)
 
 
 def new_resume_code() -> str:
@@ -107,14 +116,21 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
             return "supersede"
         return ""
     if verification == Enrollment.UNVERIFIED:
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name),
-                          study.platform)
+        raise JoinRefused(
+            JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name), study.platform
+        )
     # A platform that vouches for nothing (MTurk): its own session (the assignment) is the worker's.
     return "rebind" if who.session == existing.platform_session else ""
 
 
-def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_id: int | None = None,
-         seen_enrollment_ids: Sequence[int] = ()) -> JoinOutcome:
+def join(
+    *,
+    token: str,
+    params: Mapping[str, str],
+    user=None,
+    bound_enrollment_id: int | None = None,
+    seen_enrollment_ids: Sequence[int] = (),
+) -> JoinOutcome:
     """Enroll a worker through a cohort's join link, or take a returning worker back.
 
     Raises JoinRefused with a reason code (protocol.JoinRefusal: invalid link, bad parameter, login
@@ -132,12 +148,22 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
 
     refused = NOT_ALLOWED
     worker = Worker.objects.filter(platform=study.platform, external_id=external_id).first()
-    existing = (Enrollment.objects.filter(worker=worker, task=cohort.task).exclude(verification=Enrollment.SUPERSEDED)
-                .select_related("cohort").first() if worker else None)
+    existing = (
+        Enrollment.objects.filter(worker=worker, task=cohort.task)
+        .exclude(verification=Enrollment.SUPERSEDED)
+        .select_related("cohort")
+        .first()
+        if worker
+        else None
+    )
     # A browser bound to an enrollment on this task cannot come back under another id.
     seen = {*seen_enrollment_ids, *([bound_enrollment_id] if bound_enrollment_id else [])}
-    if seen and Enrollment.objects.filter(pk__in=seen, task=cohort.task).exclude(
-            worker__platform=study.platform, worker__external_id=external_id).exists():
+    if (
+        seen
+        and Enrollment.objects.filter(pk__in=seen, task=cohort.task)
+        .exclude(worker__platform=study.platform, worker__external_id=external_id)
+        .exists()
+    ):
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
     supersede = None
     if existing is not None:
@@ -149,10 +175,18 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
             return JoinOutcome(cohort, existing)
         way = _way_back(existing, cohort, who, params)
         if way == "rebind":
-            AuditEvent.objects.create(study=study, enrollment=existing, actor="worker", action="rebind",
-                                      reason="came back from another browser; "
-                                      + ("resume code" if _resume_code_matches(existing, params)
-                                         else f"session confirmed by {study.provider.name}"))
+            AuditEvent.objects.create(
+                study=study,
+                enrollment=existing,
+                actor="worker",
+                action="rebind",
+                reason="came back from another browser; "
+                + (
+                    "resume code"
+                    if _resume_code_matches(existing, params)
+                    else f"session confirmed by {study.provider.name}"
+                ),
+            )
             return JoinOutcome(cohort, existing, rebound=True)
         if way != "supersede":
             raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
@@ -164,26 +198,40 @@ def join(*, token: str, params: Mapping[str, str], user=None, bound_enrollment_i
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
-            platform=study.platform, external_id=external_id,
+            platform=study.platform,
+            external_id=external_id,
             defaults={"user": user if study.provider.uses_accounts else None},
         )
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         if supersede is not None:
             _supersede(supersede.pk, study)
-        taken = (Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT)
-                 .exclude(verification=Enrollment.SUPERSEDED).count())
+        taken = (
+            Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT)
+            .exclude(verification=Enrollment.SUPERSEDED)
+            .count()
+        )
         if taken >= cohort.target:
             raise JoinRefused(JoinRefusal.FULL, FULL, study.platform)
         enrollment = Enrollment(
-            cohort=cohort, worker=worker, task=cohort.task, order_seed=secrets.randbits(62),
-            platform_session=session, platform_data=who.data, verification=verification,
+            cohort=cohort,
+            worker=worker,
+            task=cohort.task,
+            order_seed=secrets.randbits(62),
+            platform_session=session,
+            platform_data=who.data,
+            verification=verification,
             resume_code=new_resume_code() if study.provider.offers_resume_code else "",
         )
         try:
-            transition(enrollment, first_state(cohort.shots),
-                       actor="worker", action="join", reason=f"joined via {study.provider.name}"
-                       + (f" ({verification} on {study.provider.name})" if verification else ""))
+            transition(
+                enrollment,
+                first_state(cohort.shots),
+                actor="worker",
+                action="join",
+                reason=f"joined via {study.provider.name}"
+                + (f" ({verification} on {study.provider.name})" if verification else ""),
+            )
         except IntegrityError:
             # The same worker joined this task in a concurrent request (rule 1's constraint). No savepoint
             # is needed: the refusal leaves the transaction, which rolls everything back.
@@ -197,12 +245,27 @@ def _supersede(enrollment_id: int, study: Study) -> None:
     if squatter.verification != Enrollment.UNVERIFIED:
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
     squatter.verification = Enrollment.SUPERSEDED
-    reason = (f"admitted unverified under another session; {study.provider.name} confirmed the same id's "
-              "own session, which takes its place")
+    reason = (
+        f"admitted unverified under another session; {study.provider.name} confirmed the same id's "
+        "own session, which takes its place"
+    )
     if squatter.state in (State.TRAINING, State.TESTING):
-        transition(squatter, State.WITHDRAWN, actor="system", action="withdraw unverified", reason=reason,
-                   update_fields=("verification",))
+        transition(
+            squatter,
+            State.WITHDRAWN,
+            actor="system",
+            action="withdraw unverified",
+            reason=reason,
+            update_fields=("verification",),
+        )
     else:
         squatter.save(update_fields=["verification"])
-        AuditEvent.objects.create(study=study, enrollment=squatter, actor="system", action="withdraw unverified",
-                                  from_state=squatter.state, to_state=squatter.state, reason=reason)
+        AuditEvent.objects.create(
+            study=study,
+            enrollment=squatter,
+            actor="system",
+            action="withdraw unverified",
+            from_state=squatter.state,
+            to_state=squatter.state,
+            reason=reason,
+        )

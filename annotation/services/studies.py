@@ -21,8 +21,9 @@ from .filtering import require_reason
 
 def study_defaults() -> dict:
     """The model's default of every parameter but the name and tasks (one place: ``Study.parameters``)."""
-    return {name: Study._meta.get_field(name).get_default() for name in Study.parameters()
-            if name not in ("name", "tasks")}
+    return {
+        name: Study._meta.get_field(name).get_default() for name in Study.parameters() if name not in ("name", "tasks")
+    }
 
 
 def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
@@ -32,8 +33,12 @@ def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dic
     missing = [t for t in tasks if t in TASKS and t not in task_rows]
     if missing:
         errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(missing)} (run import_clues)")
-    training_sets = {(ts.task.slug, ts.shots): ts for ts in TrainingSet.objects.filter(
-        task__slug__in=tasks, chain=chain, shots__in=[k for k in shots if k]).select_related("task")}
+    training_sets = {
+        (ts.task.slug, ts.shots): ts
+        for ts in TrainingSet.objects.filter(
+            task__slug__in=tasks, chain=chain, shots__in=[k for k in shots if k]
+        ).select_related("task")
+    }
     for slug in task_rows:
         absent = [k for k in shots if k in SHOTS and (slug, k) not in training_sets]
         if absent:
@@ -71,8 +76,9 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         for key, messages in study.provider.check_settings(study).items():
             errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
-    missing, task_rows, training_sets = (data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid
-                                         else ({}, {}, {}))
+    missing, task_rows, training_sets = (
+        data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid else ({}, {}, {})
+    )
     for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)
     if errors:
@@ -81,13 +87,25 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
     actor = created_by.get_username() if created_by else "system"
     with transaction.atomic():
         study.save()
-        Cohort.objects.bulk_create([
-            Cohort(study=study, task=task_rows[slug], shots=k, training_set=training_sets.get((slug, k)),
-                   target=workers_per_cohort)
-            for slug in tasks for k in shots
-        ])
-        AuditEvent.objects.create(study=study, actor=actor, action="create study",
-                                  reason=f"{len(tasks)} task(s) x {len(shots)} shot condition(s)")
+        Cohort.objects.bulk_create(
+            [
+                Cohort(
+                    study=study,
+                    task=task_rows[slug],
+                    shots=k,
+                    training_set=training_sets.get((slug, k)),
+                    target=workers_per_cohort,
+                )
+                for slug in tasks
+                for k in shots
+            ]
+        )
+        AuditEvent.objects.create(
+            study=study,
+            actor=actor,
+            action="create study",
+            reason=f"{len(tasks)} task(s) x {len(shots)} shot condition(s)",
+        )
         if launch:
             launch_cohorts(study=study, actor=actor)
     return study
@@ -110,8 +128,12 @@ def close_cohort(*, cohort: Cohort, actor: str, reason: str = "") -> None:
     if cohort.closed_at is None:
         cohort.closed_at = timezone.now()
         cohort.save(update_fields=["closed_at"])
-        AuditEvent.objects.create(study=cohort.study, actor=actor, action="close cohort",
-                                  reason=f"{cohort.task.slug} {cohort.shots}-shot" + (f": {reason}" if reason else ""))
+        AuditEvent.objects.create(
+            study=cohort.study,
+            actor=actor,
+            action="close cohort",
+            reason=f"{cohort.task.slug} {cohort.shots}-shot" + (f": {reason}" if reason else ""),
+        )
 
 
 def reopen_cohort(*, cohort: Cohort, actor: str, reason: str) -> Cohort:
@@ -128,8 +150,12 @@ def reopen_cohort(*, cohort: Cohort, actor: str, reason: str) -> Cohort:
             raise Conflict(refusal)
         cohort.closed_at = None
         cohort.save(update_fields=["closed_at"])
-        AuditEvent.objects.create(study=cohort.study, actor=actor, action="reopen cohort",
-                                  reason=f"{cohort.task.slug} {cohort.shots}-shot: {reason}")
+        AuditEvent.objects.create(
+            study=cohort.study,
+            actor=actor,
+            action="reopen cohort",
+            reason=f"{cohort.task.slug} {cohort.shots}-shot: {reason}",
+        )
     return cohort
 
 

@@ -34,12 +34,33 @@ from .worker import WorkerAdapter
 
 METHODS: dict[str, type[Adapter]] = {
     cls.method: cls
-    for cls in (SpanFTAdapter, PromptFTAdapter, ICLAdapter, WorkerAdapter, Seq2SeqAdapter, EmptyAdapter,
-                MajorityAdapter)
+    for cls in (
+        SpanFTAdapter,
+        PromptFTAdapter,
+        ICLAdapter,
+        WorkerAdapter,
+        Seq2SeqAdapter,
+        EmptyAdapter,
+        MajorityAdapter,
+    )
 }
 
 __all__ = [
-    "METHODS", "Adapter", "AdapterConfig", "AdapterError", "AdapterExample", "AdapterResult",
-    "ModelNotFound", "NotApplicable", "Progress", "default_encoder_path", "SpanFTAdapter",
-    "PromptFTAdapter", "ICLAdapter", "WorkerAdapter", "Seq2SeqAdapter", "EmptyAdapter", "MajorityAdapter",
+    "METHODS",
+    "Adapter",
+    "AdapterConfig",
+    "AdapterError",
+    "AdapterExample",
+    "AdapterResult",
+    "ModelNotFound",
+    "NotApplicable",
+    "Progress",
+    "default_encoder_path",
+    "SpanFTAdapter",
+    "PromptFTAdapter",
+    "ICLAdapter",
+    "WorkerAdapter",
+    "Seq2SeqAdapter",
+    "EmptyAdapter",
+    "MajorityAdapter",
 ]

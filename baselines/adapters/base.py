@@ -92,8 +92,17 @@ class AdapterConfig:
     store: Any = None  # a backends.ResponseStore; None = in memory
 
     _HYPER = (
-        "lr", "epochs", "max_steps", "batch_size", "eval_batch_size", "warmup_ratio",
-        "weight_decay", "max_grad_norm", "max_length", "doc_stride", "max_target_length",
+        "lr",
+        "epochs",
+        "max_steps",
+        "batch_size",
+        "eval_batch_size",
+        "warmup_ratio",
+        "weight_decay",
+        "max_grad_norm",
+        "max_length",
+        "doc_stride",
+        "max_target_length",
         "max_new_tokens",
     )
 
@@ -109,8 +118,7 @@ class AdapterConfig:
         for key, value in (self.extra or {}).items():
             if key not in out:
                 raise AdapterError(
-                    f"unknown setting {key!r} for {method or 'this method'}; "
-                    f"known: {', '.join(sorted(out))}"
+                    f"unknown setting {key!r} for {method or 'this method'}; known: {', '.join(sorted(out))}"
                 )
             out[key] = value
         return out
@@ -209,8 +217,7 @@ def default_encoder_path() -> str:
     return str(path)
 
 
-def model_not_found(method: str, path: str | None, what: str, cause: BaseException | None = None
-                    ) -> ModelNotFound:
+def model_not_found(method: str, path: str | None, what: str, cause: BaseException | None = None) -> ModelNotFound:
     if path is None:
         head = f"{method} needs a {what} and has no default in this environment"
     else:
@@ -256,12 +263,14 @@ def gold_label(task: TaskSpec, example: AdapterExample) -> str:
     """The single gold label of a classification example (aliases mapped)."""
     answers = [a for a in example.answers if a.strip()]
     if len(answers) != 1:
-        raise AdapterError(f"{task.slug} example {example.uid!r} needs exactly one label, "
-                           f"has {list(example.answers)!r}")
+        raise AdapterError(
+            f"{task.slug} example {example.uid!r} needs exactly one label, has {list(example.answers)!r}"
+        )
     label = normalize_label(task, answers[0])
     if label is None:
-        raise AdapterError(f"{task.slug} example {example.uid!r}: {answers[0]!r} is not one of "
-                           f"the labels {task.labels}")
+        raise AdapterError(
+            f"{task.slug} example {example.uid!r}: {answers[0]!r} is not one of the labels {task.labels}"
+        )
     return label
 
 
@@ -284,7 +293,7 @@ def answer_span(example: AdapterExample, context: str) -> tuple[int, int] | None
             continue
         if k < len(example.answer_starts):
             s = example.answer_starts[k]
-            if s is not None and s >= 0 and context[s:s + len(raw)] == raw:
+            if s is not None and s >= 0 and context[s : s + len(raw)] == raw:
                 lead = len(raw) - len(raw.lstrip())
                 return s + lead, s + lead + len(text)
         if example.candidates:  # ReCoRD: prefer a candidate entity with that text

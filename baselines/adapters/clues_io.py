@@ -25,9 +25,13 @@ def example_from_record(record: Record, uid: str | None = None) -> AdapterExampl
     """The one CLUES reader's normalised record (``tasks_data.clues_format``) as an example."""
     return AdapterExample(
         uid=uid if uid is not None else record.clues_id,
-        context=record.context, question=record.question, answers=tuple(record.gold),
-        hypothesis=record.hypothesis, candidates=tuple(record.candidates),
-        answer_starts=tuple(record.answer_starts))
+        context=record.context,
+        question=record.question,
+        answers=tuple(record.gold),
+        hypothesis=record.hypothesis,
+        candidates=tuple(record.candidates),
+        answer_starts=tuple(record.answer_starts),
+    )
 
 
 def example_from_row(task: TaskSpec, row: dict, uid: str | None = None) -> AdapterExample:
@@ -37,8 +41,7 @@ def example_from_row(task: TaskSpec, row: dict, uid: str | None = None) -> Adapt
 
 def read_jsonl_from_zip(zip_path: str, member: str) -> list[dict]:
     with zipfile.ZipFile(zip_path) as zf:
-        return [json.loads(line) for line in zf.read(member).decode("utf-8").splitlines()
-                if line.strip()]
+        return [json.loads(line) for line in zf.read(member).decode("utf-8").splitlines() if line.strip()]
 
 
 def load_split(zip_path: str, task: TaskSpec, filename: str) -> list[AdapterExample]:
@@ -48,8 +51,7 @@ def load_split(zip_path: str, task: TaskSpec, filename: str) -> list[AdapterExam
     member = f"CLUES-JSON/{task.clues_folder}/{filename}"
     with zipfile.ZipFile(zip_path) as zf:
         text = zf.read(member).decode("utf-8")
-    return [example_from_record(r, uid=f"{filename}:{i}")
-            for i, r in enumerate(parse_file(task, text, file=member))]
+    return [example_from_record(r, uid=f"{filename}:{i}") for i, r in enumerate(parse_file(task, text, file=member))]
 
 
 def gold_answers(examples: Iterable[AdapterExample]) -> list[tuple[str, ...]]:

@@ -142,9 +142,15 @@ class ICLSession:
     def __init__(self, task: TaskSpec, config: AdapterConfig, progress: Progress | None = None, backend=None):
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "icl")
-        self.backend = backend or open_backend(config, method="icl", what="causal-LM checkpoint", progress=progress,
-                                               causal_lm=True, batch_size=int(self.hp["eval_batch_size"]),
-                                               max_length=self.hp["max_length"])
+        self.backend = backend or open_backend(
+            config,
+            method="icl",
+            what="causal-LM checkpoint",
+            progress=progress,
+            causal_lm=True,
+            batch_size=int(self.hp["eval_batch_size"]),
+            max_length=self.hp["max_length"],
+        )
         if progress:
             progress("load", 1, 1)
 
@@ -152,7 +158,7 @@ class ICLSession:
         demos = shuffled_demonstrations(train, self.config.seed)
         if self.hp["max_demonstrations"] is not None:  # keep the last m of the shuffled order
             m = max(0, int(self.hp["max_demonstrations"]))
-            demos = demos[max(0, len(demos) - m):] if m else []
+            demos = demos[max(0, len(demos) - m) :] if m else []
         return demos
 
     def request(self, ex: AdapterExample, options: Sequence[str]):
@@ -171,18 +177,27 @@ class ICLSession:
         else:
             (q,) = self.backend.count_tokens([query])
             n, truncated = fit_demonstrations(demo_lengths, q, budget), q > budget
-        return replace(request, context=(*demo_texts[len(demo_texts) - n:], query)), n, truncated
+        return replace(request, context=(*demo_texts[len(demo_texts) - n :], query)), n, truncated
 
-    def predict(self, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-                progress: Progress | None = None):
+    def predict(
+        self, train: Sequence[AdapterExample], test: Sequence[AdapterExample], progress: Progress | None = None
+    ):
         task, kind = self.task, self.task.answer_kind
         demos = self.demonstrations(train)
         demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
         demo_lengths = self.backend.count_tokens(demo_texts)
-        notes = {"demonstration_order": [d.uid for d in demos], "demonstrations_used": [],
-                 "queries_truncated": 0, "spans_not_in_context": 0}
-        options = [list(task.labels) if kind is AnswerKind.LABEL else (
-            candidate_texts(ex) if kind is AnswerKind.ENTITY else []) for ex in test]
+        notes = {
+            "demonstration_order": [d.uid for d in demos],
+            "demonstrations_used": [],
+            "queries_truncated": 0,
+            "spans_not_in_context": 0,
+        }
+        options = [
+            list(task.labels)
+            if kind is AnswerKind.LABEL
+            else (candidate_texts(ex) if kind is AnswerKind.ENTITY else [])
+            for ex in test
+        ]
         requests, used = [], []
         for ex, opts in zip(test, options, strict=True):
             request, n, truncated = self.fit(self.request(ex, opts), demo_texts, demo_lengths)
@@ -218,17 +233,16 @@ class ICLSession:
             except ContextTooSmall as exc:
                 j = indices[exc.index]
                 if used[j] == 0:
-                    raise AdapterError(f"icl: test item {j + 1} alone does not fit the model's context window "
-                                       f"({exc})") from None
+                    raise AdapterError(
+                        f"icl: test item {j + 1} alone does not fit the model's context window ({exc})"
+                    ) from None
                 used[j] //= 2
                 demos, query = todo[exc.index].context[:-1], todo[exc.index].context[-1]
-                todo[exc.index] = replace(todo[exc.index], context=(*demos[len(demos) - used[j]:], query))
+                todo[exc.index] = replace(todo[exc.index], context=(*demos[len(demos) - used[j] :], query))
                 notes["context_retries"] = notes.get("context_retries", 0) + 1
                 continue
             return dict(zip(indices, answers, strict=True))
         return {}
-
-
 
 
 class ICLAdapter(Adapter):
@@ -237,8 +251,14 @@ class ICLAdapter(Adapter):
     backends = ("transformers", "openai")
     zero_shot = True
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         import time
 
         self.check_applies(task)
@@ -249,12 +269,24 @@ class ICLAdapter(Adapter):
             seconds = time.perf_counter() - start
             generated = task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY) and not backend.scores_loglikelihood
             notes.update(backend.notes())
-            notes.update(seed=config.seed, model=backend.model_name, hyperparameters=session.hp,
-                         prompt_format=PROMPT_FORMAT,
-                         scoring=("summed log-likelihood of ' <option>'" if task.answer_kind in (
-                             AnswerKind.LABEL, AnswerKind.ENTITY) and not generated else
-                             "greedy generation to newline" + (", read as a worker's choice" if generated else "")))
+            notes.update(
+                seed=config.seed,
+                model=backend.model_name,
+                hyperparameters=session.hp,
+                prompt_format=PROMPT_FORMAT,
+                scoring=(
+                    "summed log-likelihood of ' <option>'"
+                    if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY) and not generated
+                    else "greedy generation to newline" + (", read as a worker's choice" if generated else "")
+                ),
+            )
             return AdapterResult(
-                predictions=predictions, device=backend.device, train_seconds=0.0, predict_seconds=seconds,
-                train_examples_per_second=None, peak_gpu_memory_bytes=backend.peak_memory_bytes(), notes=notes,
-                usage=backend.tally.as_dict() if not backend.in_process else None)
+                predictions=predictions,
+                device=backend.device,
+                train_seconds=0.0,
+                predict_seconds=seconds,
+                train_examples_per_second=None,
+                peak_gpu_memory_bytes=backend.peak_memory_bytes(),
+                notes=notes,
+                usage=backend.tally.as_dict() if not backend.in_process else None,
+            )

@@ -77,7 +77,8 @@ def verbalizer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
             raise AdapterError(
                 f"pt: verbalizer word {word!r} is not a single token of this tokenizer "
                 f"(it splits into {pieces}); LM-BFF verbalizers need single-token words: use a "
-                "model whose vocabulary has them (e.g. roberta-large, bert-base-uncased)")
+                "model whose vocabulary has them (e.g. roberta-large, bert-base-uncased)"
+            )
         ids.append(found)
     if len(set(ids)) != len(ids):
         raise AdapterError(f"pt: verbalizer words {list(words)} map to the same token")
@@ -92,8 +93,8 @@ def special_affixes(tokenizer) -> tuple[list[int], list[int]]:
     bare = tokenizer(probe, add_special_tokens=False)["input_ids"]
     full = tokenizer(probe)["input_ids"]
     for i in range(len(full) - len(bare) + 1):
-        if full[i:i + len(bare)] == bare:
-            return list(full[:i]), list(full[i + len(bare):])
+        if full[i : i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare) :])
     return [], []
 
 
@@ -104,8 +105,11 @@ class PromptSession:
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "pt")
         self.backend = in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
-        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
-            self.backend.tokenizer
+        self.device, self.model_path, self.tokenizer = (
+            self.backend.torch_device,
+            self.backend.model_path,
+            self.backend.tokenizer,
+        )
         if self.tokenizer.mask_token_id is None:
             raise AdapterError(f"pt: the tokenizer at {self.model_path} has no mask token")
         from transformers import AutoModelForMaskedLM
@@ -114,8 +118,7 @@ class PromptSession:
         self.model.to(self.device)
         self.labels = list(task.labels)
         self.verbalizer = dict(task.prompt.verbalizer)
-        self.label_token_ids = verbalizer_token_ids(
-            self.tokenizer, [self.verbalizer[label] for label in self.labels])
+        self.label_token_ids = verbalizer_token_ids(self.tokenizer, [self.verbalizer[label] for label in self.labels])
         self.max_length = int(self.hp["max_length"] or task.prompt.max_length)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.prefix, self.suffix = special_affixes(self.tokenizer)
@@ -210,15 +213,29 @@ class PromptFTAdapter(Adapter):
             return f"{task.name} declares no prompt method in the task registry (TaskSpec.prompt)"
         return task.prompt.not_applicable
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         from . import runtime as rt
 
         self.check_applies(task)
         session = PromptSession(task, config, progress)
-        result = rt.fit_and_predict(session, train, test, config, progress, {
-            "max_length": session.max_length, "verbalizer": dict(session.verbalizer),
-            "verbalizer_tokens": session.tokenizer.convert_ids_to_tokens(session.label_token_ids),
-        })
+        result = rt.fit_and_predict(
+            session,
+            train,
+            test,
+            config,
+            progress,
+            {
+                "max_length": session.max_length,
+                "verbalizer": dict(session.verbalizer),
+                "verbalizer_tokens": session.tokenizer.convert_ids_to_tokens(session.label_token_ids),
+            },
+        )
         result.notes["inputs_truncated"] = session.truncated  # counted while predicting
         return result

@@ -33,16 +33,27 @@ class EmptyAdapter(Adapter):
     def applies_to(self, task: TaskSpec) -> str | None:
         return None
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         start = time.perf_counter()
         predictions: list[list[str]] = [[] for _ in test]
         if progress:
             progress("predict", len(test), len(test))
-        return AdapterResult(predictions=predictions, device="cpu", train_seconds=0.0,
-                             predict_seconds=time.perf_counter() - start,
-                             train_examples_per_second=None, peak_gpu_memory_bytes=None,
-                             notes={"seed": config.seed})
+        return AdapterResult(
+            predictions=predictions,
+            device="cpu",
+            train_seconds=0.0,
+            predict_seconds=time.perf_counter() - start,
+            train_examples_per_second=None,
+            peak_gpu_memory_bytes=None,
+            notes={"seed": config.seed},
+        )
 
 
 def majority_label(task: TaskSpec, train: Sequence[AdapterExample]) -> tuple[str, dict[str, int]]:
@@ -60,22 +71,34 @@ class MajorityAdapter(Adapter):
     def applies_to(self, task: TaskSpec) -> str | None:
         if task.answer_kind is AnswerKind.LABEL:
             return None
-        return (f"the majority baseline needs a label set; {task.name} answers are "
-                f"{task.answer_kind.value.replace('_', ' ')}, not labels")
+        return (
+            f"the majority baseline needs a label set; {task.name} answers are "
+            f"{task.answer_kind.value.replace('_', ' ')}, not labels"
+        )
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         self.check_applies(task)
         start = time.perf_counter()
         label, counts = majority_label(task, train)
         predictions = [[label] for _ in test]
         if progress:
             progress("predict", len(test), len(test))
-        notes = {"seed": config.seed, "label": label, "label_counts": counts,
-                 "tie_break": "order of task.labels"}
+        notes = {"seed": config.seed, "label": label, "label_counts": counts, "tie_break": "order of task.labels"}
         if not train:
             notes["no_training_examples"] = True
-        return AdapterResult(predictions=predictions, device="cpu", train_seconds=0.0,
-                             predict_seconds=time.perf_counter() - start,
-                             train_examples_per_second=None, peak_gpu_memory_bytes=None,
-                             notes=notes)
+        return AdapterResult(
+            predictions=predictions,
+            device="cpu",
+            train_seconds=0.0,
+            predict_seconds=time.perf_counter() - start,
+            train_examples_per_second=None,
+            peak_gpu_memory_bytes=None,
+            notes=notes,
+        )

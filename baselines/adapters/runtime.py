@@ -72,16 +72,14 @@ def check_local_or_cached(path: str, method: str, what: str) -> None:
     expanded = os.path.expanduser(path)
     if os.path.isdir(expanded):
         if not os.path.isfile(os.path.join(expanded, "config.json")):
-            raise model_not_found(method, path, what,
-                                  FileNotFoundError("the folder has no config.json"))
+            raise model_not_found(method, path, what, FileNotFoundError("the folder has no config.json"))
         return
     # A hub name is "name" or "org/name"; anything else is meant as a local folder.
     if path.startswith(("/", ".", "~")) or path.count("/") > 1 or os.path.exists(expanded):
         raise model_not_found(method, path, what, FileNotFoundError("no such directory"))
 
 
-def resolve_model(config_model: str | None, default: Callable[[], str] | None, method: str,
-                  what: str) -> str:
+def resolve_model(config_model: str | None, default: Callable[[], str] | None, method: str, what: str) -> str:
     """The checkpoint to load: ``config.model``, else the method's default (if it has one)."""
     path = config_model if config_model else (default() if default else None)
     if path is None:
@@ -94,8 +92,7 @@ def resolve_model(config_model: str | None, default: Callable[[], str] | None, m
 # --------------------------------------------------------------------------- batching
 
 
-def pad_batch(features: Sequence[dict[str, Any]], pad_id: int, padding_side: str = "right"
-              ) -> dict[str, torch.Tensor]:
+def pad_batch(features: Sequence[dict[str, Any]], pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:
     """Dynamic padding: lists padded to the longest in the batch, scalars stacked.
     ``input_ids``/``decoder_input_ids`` -> pad_id, ``labels`` (list) -> -100, others -> 0."""
     out: dict[str, torch.Tensor] = {}
@@ -103,8 +100,7 @@ def pad_batch(features: Sequence[dict[str, Any]], pad_id: int, padding_side: str
         values = [f[key] for f in features]
         if isinstance(values[0], (list, tuple)):
             longest = max(len(v) for v in values)
-            fill = pad_id if key in ("input_ids", "decoder_input_ids") else (
-                -100 if key == "labels" else 0)
+            fill = pad_id if key in ("input_ids", "decoder_input_ids") else (-100 if key == "labels" else 0)
             rows = []
             for v in values:
                 pad = [fill] * (longest - len(v))
@@ -122,7 +118,7 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Index batches for inference, longest first (less padding); callers restore order."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 # --------------------------------------------------------------------------- training
@@ -135,10 +131,20 @@ class TrainLoop:
     The optimizer is AdamW (torch) with weight decay off for biases and LayerNorm weights (the
     BERT recipe); ``optimizer="adamax"`` gives the mt-dnn reference optimizer instead."""
 
-    def __init__(self, model, *, lr: float, total_steps: int, device: torch.device,
-                 warmup_ratio: float = 0.0, weight_decay: float = 0.0,
-                 max_grad_norm: float | None = 1.0, bf16: bool = True, optimizer: str = "adamw",
-                 loss_fn: Callable | None = None):
+    def __init__(
+        self,
+        model,
+        *,
+        lr: float,
+        total_steps: int,
+        device: torch.device,
+        warmup_ratio: float = 0.0,
+        weight_decay: float = 0.0,
+        max_grad_norm: float | None = 1.0,
+        bf16: bool = True,
+        optimizer: str = "adamw",
+        loss_fn: Callable | None = None,
+    ):
         self.model = model
         self.device = device
         self.bf16 = bf16
@@ -149,8 +155,7 @@ class TrainLoop:
             if not p.requires_grad:
                 continue
             (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
-        groups = [{"params": decay, "weight_decay": weight_decay},
-                  {"params": no_decay, "weight_decay": 0.0}]
+        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         name = optimizer.lower()
         if name == "adamw":
             self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8)
@@ -204,8 +209,16 @@ def total_steps(n: int, batch_size: int, epochs: float, max_steps: int | None) -
     return int(math.ceil(epochs * math.ceil(n / batch_size)))
 
 
-def train(loop: TrainLoop, features: Sequence[dict], *, pad_id: int, batch_size: int,
-          steps: int, seed: int, progress: Progress | None = None) -> TrainStats:
+def train(
+    loop: TrainLoop,
+    features: Sequence[dict],
+    *,
+    pad_id: int,
+    batch_size: int,
+    steps: int,
+    seed: int,
+    progress: Progress | None = None,
+) -> TrainStats:
     """Shuffled mini-batches (a seeded torch generator), epoch after epoch, for ``steps``
     optimizer steps; the last checkpoint is kept (no dev set in CLUES to select one)."""
     n = len(features)
@@ -217,7 +230,7 @@ def train(loop: TrainLoop, features: Sequence[dict], *, pad_id: int, batch_size:
     while done < steps and n:
         perm = torch.randperm(n, generator=gen).tolist()
         for i in range(0, n, batch_size):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             batch = to_device(pad_batch([features[j] for j in idx], pad_id), loop.device)
             loss = loop.step(batch)
             if first is None:
@@ -276,8 +289,9 @@ def pad_token_id(tokenizer) -> int:
 
 def require_fast(tokenizer, method: str) -> None:
     if not getattr(tokenizer, "is_fast", False):
-        raise AdapterError(f"{method} needs a fast (Rust) tokenizer for offset mappings; "
-                           f"{type(tokenizer).__name__} is not one")
+        raise AdapterError(
+            f"{method} needs a fast (Rust) tokenizer for offset mappings; {type(tokenizer).__name__} is not one"
+        )
 
 
 def prepare_model(model, device: torch.device):
@@ -295,12 +309,22 @@ def fit_and_predict(session, train, test, config, progress, notes: dict):
     with Stopwatch(session.device) as sw:
         predictions = session.predict(test, progress)
     return AdapterResult(
-        predictions=predictions, device=str(session.device), train_seconds=stats.seconds,
-        predict_seconds=sw.seconds, train_examples_per_second=stats.examples_per_second,
+        predictions=predictions,
+        device=str(session.device),
+        train_seconds=stats.seconds,
+        predict_seconds=sw.seconds,
+        train_examples_per_second=stats.examples_per_second,
         peak_gpu_memory_bytes=peak_memory(session.device),
-        notes={"seed": config.seed, "model": session.model_path, "hyperparameters": session.hp,
-               "train_steps": stats.steps, "first_loss": stats.first_loss, "last_loss": stats.last_loss,
-               **notes, **getattr(session, "notes", {})},
+        notes={
+            "seed": config.seed,
+            "model": session.model_path,
+            "hyperparameters": session.hp,
+            "train_steps": stats.steps,
+            "first_loss": stats.first_loss,
+            "last_loss": stats.last_loss,
+            **notes,
+            **getattr(session, "notes", {}),
+        },
     )
 
 
@@ -308,18 +332,33 @@ def session_loop(session, n_features: int, loss_fn=None) -> tuple[TrainLoop, int
     """The training loop and step count of a fine-tuning session, from its hyperparameters."""
     hp = session.hp
     steps = total_steps(n_features, int(hp["batch_size"]), float(hp["epochs"]), hp["max_steps"])
-    loop = TrainLoop(session.model, lr=float(hp["lr"]), total_steps=max(steps, 1), device=session.device,
-                     warmup_ratio=float(hp["warmup_ratio"]), weight_decay=float(hp["weight_decay"]),
-                     max_grad_norm=hp["max_grad_norm"], bf16=session.config.bf16, optimizer=str(hp["optimizer"]),
-                     loss_fn=loss_fn)
+    loop = TrainLoop(
+        session.model,
+        lr=float(hp["lr"]),
+        total_steps=max(steps, 1),
+        device=session.device,
+        warmup_ratio=float(hp["warmup_ratio"]),
+        weight_decay=float(hp["weight_decay"]),
+        max_grad_norm=hp["max_grad_norm"],
+        bf16=session.config.bf16,
+        optimizer=str(hp["optimizer"]),
+        loss_fn=loss_fn,
+    )
     return loop, steps
 
 
 def fit_features(session, features: list, progress, loss_fn=None):
     """Train a fine-tuning session's model on its encoded training features."""
     loop, steps = session_loop(session, len(features), loss_fn)
-    return train(loop, features, pad_id=session.pad_id, batch_size=int(session.hp["batch_size"]), steps=steps,
-                 seed=session.config.seed, progress=progress)
+    return train(
+        loop,
+        features,
+        pad_id=session.pad_id,
+        batch_size=int(session.hp["batch_size"]),
+        steps=steps,
+        seed=session.config.seed,
+        progress=progress,
+    )
 
 
 def predict_batches(session, features: list, progress=None):

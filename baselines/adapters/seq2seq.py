@@ -69,10 +69,12 @@ class S2SSession:
         self.hp = config.resolve(DEFAULTS, "s2s")
         if int(self.hp["max_target_length"]) < 1:
             raise AdapterError("s2s: max_target_length must be positive")
-        self.backend = in_process_backend(config, method="s2s", what="seq2seq (T5-style) checkpoint",
-                                             progress=progress)
-        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
-            self.backend.tokenizer
+        self.backend = in_process_backend(config, method="s2s", what="seq2seq (T5-style) checkpoint", progress=progress)
+        self.device, self.model_path, self.tokenizer = (
+            self.backend.torch_device,
+            self.backend.model_path,
+            self.backend.tokenizer,
+        )
         from transformers import AutoModelForSeq2SeqLM
 
         self.model = self.backend.load_model(AutoModelForSeq2SeqLM)
@@ -122,16 +124,19 @@ class S2SSession:
         features = [self.source(ex) for ex in test]
         start_id = self.model.config.decoder_start_token_id
         gen = GenerationConfig(
-            max_new_tokens=int(self.hp["max_target_length"]), do_sample=False, num_beams=1,
+            max_new_tokens=int(self.hp["max_target_length"]),
+            do_sample=False,
+            num_beams=1,
             decoder_start_token_id=start_id if start_id is not None else self.pad_id,
-            eos_token_id=tok.eos_token_id, pad_token_id=self.pad_id)
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=self.pad_id,
+        )
         texts: list = [None] * len(test)
         with torch.inference_mode():
             for idx, batch in rt.predict_batches(self, features, progress):
                 with rt.autocast(self.device, self.config.bf16):
                     out = self.model.generate(**batch, generation_config=gen)
-                decoded = tok.batch_decode(out, skip_special_tokens=True,
-                                           clean_up_tokenization_spaces=False)
+                decoded = tok.batch_decode(out, skip_special_tokens=True, clean_up_tokenization_spaces=False)
                 for k, j in enumerate(idx):
                     texts[j] = decoded[k]
         self.generated = texts  # the raw generations, kept in the run's notes
@@ -158,8 +163,14 @@ class Seq2SeqAdapter(Adapter):
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
     backends = ("transformers",)  # trains the model: in this process; no default model (a T5 is named)
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         from . import runtime as rt
 
         self.check_applies(task)

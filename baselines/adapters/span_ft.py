@@ -193,17 +193,24 @@ class FTSession:
         self.config = config
         self.hp = config.resolve(DEFAULTS, "ft")
         self.ner = task.answer_kind is AnswerKind.SPANS
-        self.backend = in_process_backend(config, method="ft", what="encoder checkpoint",
-                                             default_model=resolve_default_model, progress=progress)
-        self.device, self.model_path, self.tokenizer = self.backend.torch_device, self.backend.model_path, \
-            self.backend.tokenizer
+        self.backend = in_process_backend(
+            config, method="ft", what="encoder checkpoint", default_model=resolve_default_model, progress=progress
+        )
+        self.device, self.model_path, self.tokenizer = (
+            self.backend.torch_device,
+            self.backend.model_path,
+            self.backend.tokenizer,
+        )
         rt.require_fast(self.tokenizer, "ft")
         from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
 
         if self.ner:
             self.model = self.backend.load_model(
-                AutoModelForTokenClassification, num_labels=len(NER_LABELS), id2label=dict(enumerate(NER_LABELS)),
-                label2id={n: i for i, n in enumerate(NER_LABELS)})
+                AutoModelForTokenClassification,
+                num_labels=len(NER_LABELS),
+                id2label=dict(enumerate(NER_LABELS)),
+                label2id={n: i for i, n in enumerate(NER_LABELS)},
+            )
         else:
             self.model = self.backend.load_model(AutoModelForQuestionAnswering)
         # fp32 master weights whatever the checkpoint's dtype (a bf16 copy is carried to GPU
@@ -212,8 +219,9 @@ class FTSession:
 
         self.model.to(device=self.device, dtype=torch.float32)
         self.pad_id = rt.pad_token_id(self.tokenizer)
-        self.input_names = [n for n in self.tokenizer.model_input_names
-                            if n in ("input_ids", "attention_mask", "token_type_ids")]
+        self.input_names = [
+            n for n in self.tokenizer.model_input_names if n in ("input_ids", "attention_mask", "token_type_ids")
+        ]
         self.max_length = int(self.hp["max_length"])
         model_max = getattr(self.model.config, "max_position_embeddings", None)
         if model_max and self.max_length > model_max:
@@ -248,9 +256,16 @@ class FTSession:
             q_len = len(q_ids["input_ids"])
         room = budget - q_len
         stride = max(0, min(int(self.hp["doc_stride"]), room - 1))
-        enc = tok(question, context, truncation="only_second", max_length=self.max_length,
-                  stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True,
-                  padding=False)
+        enc = tok(
+            question,
+            context,
+            truncation="only_second",
+            max_length=self.max_length,
+            stride=stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding=False,
+        )
         return question, enc
 
     def encode(self, examples: Sequence[AdapterExample], training: bool):
@@ -264,8 +279,10 @@ class FTSession:
             n_win = len(enc["input_ids"])
             label_chars = question_label_spans(task, question) if kind is AnswerKind.LABEL else {}
             if kind is AnswerKind.LABEL and not label_chars:
-                raise AdapterError(f"ft: no label word of {task.labels} (or its aliases) occurs in "
-                                   f"the question {question!r}; cannot extract a label span")
+                raise AdapterError(
+                    f"ft: no label word of {task.labels} (or its aliases) occurs in "
+                    f"the question {question!r}; cannot extract a label span"
+                )
             target = None
             if training:
                 if kind is AnswerKind.LABEL:
@@ -288,8 +305,7 @@ class FTSession:
                 seq_ids = enc.sequence_ids(w)
                 raw_offsets = enc["offset_mapping"][w]
                 decode_seq = 0 if kind is AnswerKind.LABEL else 1
-                offsets = [tuple(o) if sid == decode_seq else None
-                           for o, sid in zip(raw_offsets, seq_ids, strict=True)]
+                offsets = [tuple(o) if sid == decode_seq else None for o, sid in zip(raw_offsets, seq_ids, strict=True)]
                 feat = {name: list(enc[name][w]) for name in self.input_names if name in enc}
                 win = _Window(example=i, offsets=offsets, seq_ids=list(seq_ids))
                 if self.reference_padding:
@@ -308,13 +324,11 @@ class FTSession:
                         ts, te = win.label_spans[target]
                         feat["start_positions"], feat["end_positions"] = ts, te
                     elif self.ner:
-                        feat["labels"] = self._ner_token_labels(win, raw_offsets, word_spans,
-                                                                ner_word_labels)
+                        feat["labels"] = self._ner_token_labels(win, raw_offsets, word_spans, ner_word_labels)
                     else:
                         ts = te = 0  # [CLS]: no answer in this window
                         bounds = _segment_bounds(raw_offsets, seq_ids, 1)
-                        if target is not None and bounds and bounds[0] <= target[0] \
-                                and bounds[1] >= target[1]:
+                        if target is not None and bounds and bounds[0] <= target[0] and bounds[1] >= target[1]:
                             span = char_to_token_span(raw_offsets, seq_ids, 1, *target)
                             if span is not None:
                                 ts, te = span
@@ -340,8 +354,7 @@ class FTSession:
         """Context word id -> its char span (union of its tokens' offsets over all windows)."""
         spans: dict[int, list[int]] = {}
         for w in range(n_win):
-            for wid, sid, off in zip(enc.word_ids(w), enc.sequence_ids(w), enc["offset_mapping"][w],
-                                     strict=True):
+            for wid, sid, off in zip(enc.word_ids(w), enc.sequence_ids(w), enc["offset_mapping"][w], strict=True):
                 if sid != 1 or wid is None or off[1] <= off[0]:
                     continue
                 if wid in spans:
@@ -402,8 +415,7 @@ class FTSession:
 
     # ------------------------------------------------------------------ prediction
 
-    def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None
-                ) -> list[list[str]]:
+    def predict(self, test: Sequence[AdapterExample], progress: Progress | None = None) -> list[list[str]]:
         import torch
 
         from . import runtime as rt
@@ -440,8 +452,7 @@ class FTSession:
             elif self.reference_padding:
                 preds.append(self._decode_span_mtdnn(self.context_of(ex), wins))
             else:
-                preds.append(self._decode_span(self.context_of(ex), wins,
-                                               allow_null=kind is AnswerKind.SPAN_OR_NONE))
+                preds.append(self._decode_span(self.context_of(ex), wins, allow_null=kind is AnswerKind.SPAN_OR_NONE))
         return preds
 
     def _decode_label(self, wins) -> list[str]:
@@ -469,8 +480,8 @@ class FTSession:
             null = float(sl[0] + el[0])
             if min_null is None or null < min_null:
                 min_null = null
-            starts = np.argsort(sl)[-1: -n_best - 1: -1].tolist()
-            ends = np.argsort(el)[-1: -n_best - 1: -1].tolist()
+            starts = np.argsort(sl)[-1 : -n_best - 1 : -1].tolist()
+            ends = np.argsort(el)[-1 : -n_best - 1 : -1].tolist()
             for s in starts:
                 for e in ends:
                     if s >= len(offsets) or e >= len(offsets):
@@ -484,10 +495,9 @@ class FTSession:
         best = next(((sc, s, e) for sc, s, e in cands[:n_best] if context[s:e].strip()), None)
         if best is None:
             return []
-        if allow_null and min_null is not None \
-                and min_null - best[0] > float(self.hp["null_score_diff_threshold"]):
+        if allow_null and min_null is not None and min_null - best[0] > float(self.hp["null_score_diff_threshold"]):
             return []
-        return [context[best[1]:best[2]]]
+        return [context[best[1] : best[2]]]
 
     def _decode_span_mtdnn(self, context: str, wins) -> list[str]:
         """mt-dnn ``utils_qa.postprocess_qa_predictions(version_2_with_negative=True)`` over every
@@ -503,13 +513,13 @@ class FTSession:
             score = float(sl[0] + el[0])  # null_ans_index 0 = [CLS]
             if null is None or score < null:
                 null = score
-            starts = np.argsort(sl)[-1: -n_best - 1: -1].tolist()
-            ends = np.argsort(el)[-1: -n_best - 1: -1].tolist()
+            starts = np.argsort(sl)[-1 : -n_best - 1 : -1].tolist()
+            ends = np.argsort(el)[-1 : -n_best - 1 : -1].tolist()
             for s in starts:
                 for e in ends:
                     if s >= len(offsets) or e >= len(offsets) or e < s or e - s + 1 > max_len:
                         continue
-                    cands.append((float(sl[s] + el[e]), context[offsets[s][0]:offsets[e][1]]))
+                    cands.append((float(sl[s] + el[e]), context[offsets[s][0] : offsets[e][1]]))
         if null is None:
             return []
         ranked = sorted([*cands, (null, "")], key=lambda c: -c[0])[:n_best]
@@ -598,8 +608,14 @@ class SpanFTAdapter(Adapter):
         """The checkpoint a run's model name stands for (the default's name: the installed package's folder)."""
         return resolve_default_model() if name == DEFAULT_MODEL else (name or None)
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         from . import runtime as rt
 
         self.check_applies(task)

@@ -61,29 +61,45 @@ def how_to_answer(task: TaskSpec) -> str:
     if kind is AnswerKind.LABEL:
         return f"Reply with one of these answers and nothing else: {', '.join(task.labels)}."
     if kind is AnswerKind.SPANS:
-        return ("Reply with every name of the kind asked, copied exactly from the text, separated by \" | \"; "
-                "reply \"none\" if the text contains no name of that kind. Nothing else.")
+        return (
+            'Reply with every name of the kind asked, copied exactly from the text, separated by " | "; '
+            'reply "none" if the text contains no name of that kind. Nothing else.'
+        )
     if kind is AnswerKind.SPAN_OR_NONE:
-        return ("Reply with the answer copied exactly from the text (only the words of the answer), or "
-                "\"no answer\" if the text does not contain it. Nothing else.")
-    return ("Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. "
-            "Nothing else.")
+        return (
+            "Reply with the answer copied exactly from the text (only the words of the answer), or "
+            '"no answer" if the text does not contain it. Nothing else.'
+        )
+    return (
+        "Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. Nothing else."
+    )
 
 
 def description_text(task: TaskSpec, *, training_items: int, test_items: int) -> str:
     """The description page, in words (templates/worker/_description.html), and how to type an answer."""
-    lines = [f"You are a participant in a study. {task.name}: what to do", "", task.description, "",
-             "How the study goes:"]
+    lines = [
+        f"You are a participant in a study. {task.name}: what to do",
+        "",
+        task.description,
+        "",
+        "How the study goes:",
+    ]
     if training_items:
-        lines.append(f"- Training: {training_items} item{'s' if training_items != 1 else ''}. After each answer you "
-                     "see the correct answer, so you can learn what is wanted.")
+        lines.append(
+            f"- Training: {training_items} item{'s' if training_items != 1 else ''}. After each answer you "
+            "see the correct answer, so you can learn what is wanted."
+        )
     lines.append(f"- Test: {test_items} item{'s' if test_items != 1 else ''}. The correct answers are not shown.")
     if task.train_rows_per_shot > 1:
-        lines.append(f"- Each text comes {task.train_rows_per_shot} times, each time asking for another kind of "
-                     "name: look at the question every time.")
+        lines.append(
+            f"- Each text comes {task.train_rows_per_shot} times, each time asking for another kind of "
+            "name: look at the question every time."
+        )
     if task.answer_kind in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE):
-        lines.append("- Answers are matched exactly: give exactly the words of the answer, no more and no fewer "
-                     "(a word or a final \".\" too many counts as wrong).")
+        lines.append(
+            "- Answers are matched exactly: give exactly the words of the answer, no more and no fewer "
+            '(a word or a final "." too many counts as wrong).'
+        )
     lines += ["", how_to_answer(task)]
     return "\n".join(lines)
 
@@ -111,10 +127,12 @@ def feedback_text(task: TaskSpec, ex: AdapterExample, answer: list[str]) -> tupl
     gold = distinct(a.strip() for a in ex.answers)
     score = item_s1(answer, list(ex.answers), alternatives=alternatives)
     verdict = "Correct" if score >= 1 else ("Partly correct" if score > 0 else "Not correct")
-    gold_words = (" | ".join(gold) if gold else NONE_REPLY.get(task.answer_kind, "no answer"))
+    gold_words = " | ".join(gold) if gold else NONE_REPLY.get(task.answer_kind, "no answer")
     any_of = " (any of these)" if alternatives and len(gold) > 1 else ""
-    return (f"{verdict}. Score for this item: {round(100 * score)}%.\nYour answer: {_answer_words(task, answer)}\n"
-            f"Correct answer{any_of}: {gold_words}"), score
+    return (
+        f"{verdict}. Score for this item: {round(100 * score)}%.\nYour answer: {_answer_words(task, answer)}\n"
+        f"Correct answer{any_of}: {gold_words}"
+    ), score
 
 
 _PREFIX = re.compile(r"^\s*(?:your\s+)?answer\s*:\s*", re.IGNORECASE)
@@ -167,8 +185,9 @@ def _spans(task: TaskSpec, ex: AdapterExample, text: str, lines: list[str]) -> l
     return spans
 
 
-def demonstrations_that_fit(prefix_chars: Sequence[int], tail_chars: int, exc: ContextTooSmall,
-                            max_tokens: int) -> int | None:
+def demonstrations_that_fit(
+    prefix_chars: Sequence[int], tail_chars: int, exc: ContextTooSmall, max_tokens: int
+) -> int | None:
     """About how many training items fit, from the server's refusal: tokens per character estimated from the
     refused request (``requested`` tokens for ``prefix_chars[-1] + tail_chars`` characters); None if unknown."""
     if not exc.window or not exc.requested:
@@ -187,23 +206,39 @@ class WorkerAdapter(Adapter):
     backends = ("openai",)
     zero_shot = True
 
-    def run(self, task: TaskSpec, train: Sequence[AdapterExample], test: Sequence[AdapterExample],
-            config: AdapterConfig, progress: Progress | None = None) -> AdapterResult:
+    def run(
+        self,
+        task: TaskSpec,
+        train: Sequence[AdapterExample],
+        test: Sequence[AdapterExample],
+        config: AdapterConfig,
+        progress: Progress | None = None,
+    ) -> AdapterResult:
         self.check_applies(task)
         hp = config.resolve(DEFAULTS, self.method)
         max_tokens, temperature = int(hp["max_new_tokens"]), float(hp["temperature"])
         with open_backend(config, method=self.method, progress=progress) as backend:
 
             def ask(messages, done=None):
-                return backend.chat([ChatRequest(messages=tuple(m), max_tokens=max_tokens, temperature=temperature,
-                                                 seed=config.seed) for m in messages], done)
+                return backend.chat(
+                    [
+                        ChatRequest(messages=tuple(m), max_tokens=max_tokens, temperature=temperature, seed=config.seed)
+                        for m in messages
+                    ],
+                    done,
+                )
 
             opening = description_text(task, training_items=len(train), test_items=len(test))
             messages: list[tuple[str, str]] = []
             pending = opening  # the next user message, still being written
-            notes: dict = {"protocol": "worker", "training_replies": [], "training_s1": [],
-                           "unparseable_training_replies": 0, "unparseable_items": [],
-                           "unparseable_replies": 0}
+            notes: dict = {
+                "protocol": "worker",
+                "training_replies": [],
+                "training_s1": [],
+                "unparseable_training_replies": 0,
+                "unparseable_items": [],
+                "unparseable_replies": 0,
+            }
             # characters of the conversation before training item i (for the context-window message)
             prefix_chars = [len(opening)]
             start = time.perf_counter()
@@ -216,7 +251,8 @@ class WorkerAdapter(Adapter):
                         f"worker: the model's context window ({exc.window or '?'} tokens) cannot hold the transcript "
                         f"up to training item {i + 1} of {len(train)} ({exc.requested or '?'} tokens requested): "
                         f"{i} training item(s) fit; run fewer shots or serve the model with a longer context "
-                        "(vLLM: --max-model-len)") from None
+                        "(vLLM: --max-model-len)"
+                    ) from None
                 answer = read_reply(task, ex, reply)
                 notes["training_replies"].append(reply)
                 notes["unparseable_training_replies"] += answer is None
@@ -229,8 +265,10 @@ class WorkerAdapter(Adapter):
                     progress("train", i + 1, len(train))
             train_seconds = time.perf_counter() - start
             if train:
-                pending += "\n\nThe training step is over. From now on the correct answers are not shown. Answer as " \
-                           "in the training."
+                pending += (
+                    "\n\nThe training step is over. From now on the correct answers are not shown. Answer as "
+                    "in the training."
+                )
             start = time.perf_counter()
             asks = [[*messages, ("user", f"{pending}\n\nTest item:\n{item_text(task, ex)}")] for ex in test]
             done = PredictCounter(progress, len(test))
@@ -244,7 +282,8 @@ class WorkerAdapter(Adapter):
                     f"worker: the model's context window ({exc.window or '?'} tokens) cannot hold the training "
                     f"transcript of {len(train)} item(s) with test item {j + 1} ({exc.requested or '?'} tokens "
                     f"requested); about {'?' if fit is None else fit} training item(s) fit: run fewer shots or serve "
-                    "the model with a longer context (vLLM: --max-model-len)") from None
+                    "the model with a longer context (vLLM: --max-model-len)"
+                ) from None
             predictions = []
             for ex, reply in zip(test, replies, strict=True):
                 answer = read_reply(task, ex, reply)
@@ -254,10 +293,20 @@ class WorkerAdapter(Adapter):
                 predictions.append(answer or [])
             predict_seconds = time.perf_counter() - start
             notes.update(backend.notes())
-            notes.update(seed=config.seed, model=backend.model_name, hyperparameters=hp,
-                         scoring="the reply read as a worker's answer (unparseable = the empty answer)",
-                         description=opening)
+            notes.update(
+                seed=config.seed,
+                model=backend.model_name,
+                hyperparameters=hp,
+                scoring="the reply read as a worker's answer (unparseable = the empty answer)",
+                description=opening,
+            )
             return AdapterResult(
-                predictions=predictions, device=backend.device, train_seconds=train_seconds,
-                predict_seconds=predict_seconds, train_examples_per_second=None, peak_gpu_memory_bytes=None,
-                notes=notes, usage=backend.tally.as_dict())
+                predictions=predictions,
+                device=backend.device,
+                train_seconds=train_seconds,
+                predict_seconds=predict_seconds,
+                train_examples_per_second=None,
+                peak_gpu_memory_bytes=None,
+                notes=notes,
+                usage=backend.tally.as_dict(),
+            )

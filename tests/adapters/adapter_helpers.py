@@ -10,8 +10,7 @@ from tests.adapters import adapter_synthetic as synthetic
 def corpus_s1(task: TaskSpec, predictions, examples) -> float:
     assert len(predictions) == len(examples)
     alternatives = task.answer_kind.gold_is_alternatives
-    scores = [item_s1(p, ex.answers, alternatives=alternatives)
-              for p, ex in zip(predictions, examples, strict=True)]
+    scores = [item_s1(p, ex.answers, alternatives=alternatives) for p, ex in zip(predictions, examples, strict=True)]
     return percent(sum(scores) / len(scores))
 
 

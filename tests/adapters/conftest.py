@@ -20,8 +20,7 @@ VERBALIZER_WORDS = ["terrible", "great", "Yes", "Maybe", "No"]
 
 
 def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "default_model: loads the bundled MiniLM-L6 encoder (a few seconds on CPU)")
+    config.addinivalue_line("markers", "default_model: loads the bundled MiniLM-L6 encoder (a few seconds on CPU)")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -46,15 +45,15 @@ def texts():
 @pytest.fixture(scope="session")
 def bert_path(tmp_path_factory, texts):
     """Tiny BERT encoder (no head) + WordPiece tokenizer, for ``ft``."""
-    return tiny_models.bert_checkpoint(tmp_path_factory.mktemp("tiny-bert"), texts,
-                                       split_words=synthetic.SUBWORD_WORDS)
+    return tiny_models.bert_checkpoint(tmp_path_factory.mktemp("tiny-bert"), texts, split_words=synthetic.SUBWORD_WORDS)
 
 
 @pytest.fixture(scope="session")
 def mlm_path(tmp_path_factory, texts):
     """Tiny BERT masked LM whose vocabulary has the LM-BFF verbalizer words, for ``pt``."""
-    return tiny_models.bert_checkpoint(tmp_path_factory.mktemp("tiny-mlm"), texts, mlm=True,
-                                       whole_words=VERBALIZER_WORDS)
+    return tiny_models.bert_checkpoint(
+        tmp_path_factory.mktemp("tiny-mlm"), texts, mlm=True, whole_words=VERBALIZER_WORDS
+    )
 
 
 @pytest.fixture(scope="session")

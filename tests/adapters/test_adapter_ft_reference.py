@@ -12,15 +12,19 @@ from tasks_data.registry import TASKS
 
 CONTEXT = "the cat sat on the mat and the dog sat on the rug"
 EXAMPLES = [
-    AdapterExample(uid="a", context=CONTEXT, question="where did the dog sit", answers=("the rug",),
-                   answer_starts=(CONTEXT.rindex("the rug"),)),
+    AdapterExample(
+        uid="a",
+        context=CONTEXT,
+        question="where did the dog sit",
+        answers=("the rug",),
+        answer_starts=(CONTEXT.rindex("the rug"),),
+    ),
     AdapterExample(uid="b", context=CONTEXT, question="where did the bird sit", answers=()),
 ]
 
 
 def _session(bert_path, max_length=48, **extra):
-    return FTSession(TASKS["squad2"], AdapterConfig(model=bert_path, device="cpu", max_length=max_length,
-                                                    extra=extra))
+    return FTSession(TASKS["squad2"], AdapterConfig(model=bert_path, device="cpu", max_length=max_length, extra=extra))
 
 
 def test_reference_pads_every_window_and_attends_to_the_padding(bert_path):
@@ -32,7 +36,7 @@ def test_reference_pads_every_window_and_attends_to_the_padding(bert_path):
     assert (features[1]["start_positions"], features[1]["end_positions"]) == (0, 0)
     s, e = features[0]["start_positions"], features[0]["end_positions"]
     offs = windows[0].raw_offsets
-    assert CONTEXT[offs[s][0]:offs[e][1]] == "the rug" and offs[s][0] == CONTEXT.rindex("the rug")
+    assert CONTEXT[offs[s][0] : offs[e][1]] == "the rug" and offs[s][0] == CONTEXT.rindex("the rug")
     hf_features, _ = _session(bert_path, span_decoding="utils_qa").encode(EXAMPLES, training=True)
     assert len(hf_features[0]["input_ids"]) < 48  # the option keeps dynamic padding
 
@@ -46,8 +50,9 @@ def test_reference_decision_over_every_position(bert_path):
     _, windows = session.encode(EXAMPLES[:1], training=False)
     win = windows[0]
     n = len(win.raw_offsets)
-    s_tok, e_tok = char_to_token_span(win.raw_offsets[:len(win.seq_ids)], win.seq_ids, 1,
-                                      CONTEXT.rindex("the rug"), len(CONTEXT))
+    s_tok, e_tok = char_to_token_span(
+        win.raw_offsets[: len(win.seq_ids)], win.seq_ids, 1, CONTEXT.rindex("the rug"), len(CONTEXT)
+    )
     pads = list(range(len(win.seq_ids), n))
     assert len(pads) >= 20
     # Padding scores highest: the 20 best are all empty texts -> "no answer" (utils_qa, which

@@ -15,8 +15,7 @@ from tests.adapters.adapter_helpers import assert_substrings, assert_well_formed
 def test_icl_runs_every_kind(gpt2_path, kind):
     task, data = task_and_data(kind)
     test = data[:4]
-    result = METHODS["icl"]().run(task, data, test, AdapterConfig(model=gpt2_path, device="cpu",
-                                                                  max_new_tokens=12))
+    result = METHODS["icl"]().run(task, data, test, AdapterConfig(model=gpt2_path, device="cpu", max_new_tokens=12))
     assert_well_formed(result, len(test))
     assert result.train_seconds == 0 and result.train_examples_per_second is None
     assert len(result.notes["demonstrations_used"]) == len(test)
@@ -33,8 +32,7 @@ def test_icl_runs_every_kind(gpt2_path, kind):
 def test_icl_generated_spans_are_context_substrings(gpt2_path):
     task, data = task_and_data("spans")
     notes = {"spans_not_in_context": 0}
-    ex = AdapterExample(uid="x", context="John Smith met Mary Jones in Paris .",
-                        question="q", answers=())
+    ex = AdapterExample(uid="x", context="John Smith met Mary Jones in Paris .", question="q", answers=())
     pred = parse_generated(task, ex, "john smith, Mary  Jones, Napoleon, none", notes)
     assert pred == ["John Smith", "Mary Jones"] and notes["spans_not_in_context"] == 1
     assert parse_generated(task, ex, " none", notes) == []
@@ -48,14 +46,13 @@ def test_icl_drops_demonstrations_from_the_front(gpt2_path):
     demos = data  # already in some order; fit keeps the END of the list
     demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
     query = data[0]
-    request, used, truncated = session.fit(session.request(query, []), demo_texts,
-                                           backend.count_tokens(demo_texts))
+    request, used, truncated = session.fit(session.request(query, []), demo_texts, backend.count_tokens(demo_texts))
     assert request.max_tokens == 8 and backend.context_budget(request) == 200 - 8
     assert 0 < used < len(demos) and not truncated
     prompt = backend.prompt_ids(request.context, backend.context_budget(request))
     assert len(prompt) <= 200 - 8
     text = backend.tokenizer.decode(prompt)
-    kept, dropped = demos[len(demos) - used:], demos[: len(demos) - used]
+    kept, dropped = demos[len(demos) - used :], demos[: len(demos) - used]
     for d in kept:
         assert d.context in text
     for d in dropped:
@@ -101,10 +98,12 @@ def test_icl_label_scores_are_log_likelihoods(gpt2_path):
 
 def test_icl_zero_and_few_demonstrations(gpt2_path):
     task, data = task_and_data("label")
-    zero = METHODS["icl"]().run(task, data, data[:2], AdapterConfig(
-        model=gpt2_path, device="cpu", extra={"max_demonstrations": 0}))
+    zero = METHODS["icl"]().run(
+        task, data, data[:2], AdapterConfig(model=gpt2_path, device="cpu", extra={"max_demonstrations": 0})
+    )
     assert zero.notes["demonstration_order"] == [] and zero.notes["demonstrations_used"] == [0, 0]
-    three = METHODS["icl"]().run(task, data, data[:2], AdapterConfig(
-        model=gpt2_path, device="cpu", extra={"max_demonstrations": 3}))
+    three = METHODS["icl"]().run(
+        task, data, data[:2], AdapterConfig(model=gpt2_path, device="cpu", extra={"max_demonstrations": 3})
+    )
     assert len(three.notes["demonstration_order"]) == 3
     assert three.notes["demonstrations_used"] == [3, 3]

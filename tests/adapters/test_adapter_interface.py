@@ -34,12 +34,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_import_pulls_in_neither_django_nor_torch():
-    code = ("import baselines.adapters, sys; "
-            "assert 'django' not in sys.modules, 'django imported'; "
-            "assert 'torch' not in sys.modules, 'torch imported'; "
-            "print(sorted(baselines.adapters.METHODS))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import baselines.adapters, sys; "
+        "assert 'django' not in sys.modules, 'django imported'; "
+        "assert 'torch' not in sys.modules, 'torch imported'; "
+        "print(sorted(baselines.adapters.METHODS))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "ft" in out.stdout
 
@@ -117,8 +118,7 @@ def test_majority_picks_most_frequent_training_label():
     task = TASKS["mnli"]
 
     def ex(label):
-        return AdapterExample(uid=label, context="p", hypothesis="h", question="q",
-                              answers=(label,))
+        return AdapterExample(uid=label, context="p", hypothesis="h", question="q", answers=(label,))
 
     train = [ex("neutral"), ex("contradiction"), ex("contraction"), ex("entailment")]
     label, counts = majority_label(task, train)
@@ -143,8 +143,7 @@ def test_parse_answer_text():
     assert parse_answer_text("none", AnswerKind.SPANS) == []
     assert parse_answer_text(" None. ", AnswerKind.SPAN_OR_NONE) == []
     assert parse_answer_text("", AnswerKind.SPANS) == []
-    assert parse_answer_text("John Smith, Mary Jones, John Smith", AnswerKind.SPANS) == [
-        "John Smith", "Mary Jones"]
+    assert parse_answer_text("John Smith, Mary Jones, John Smith", AnswerKind.SPANS) == ["John Smith", "Mary Jones"]
     assert parse_answer_text("Paris, France", AnswerKind.SPAN_OR_NONE) == ["Paris, France"]
 
 
@@ -179,13 +178,13 @@ def test_find_occurrences_prefers_word_boundaries():
 
 
 def test_answer_span_and_render():
-    ex = AdapterExample(uid="1", context="in the south, the south wins", question="q",
-                        answers=("the south",), answer_starts=(14,))
+    ex = AdapterExample(
+        uid="1", context="in the south, the south wins", question="q", answers=("the south",), answer_starts=(14,)
+    )
     assert answer_span(ex, ex.context) == (14, 23)
     ex2 = AdapterExample(uid="2", context=ex.context, question="q", answers=("the south",))
     assert answer_span(ex2, ex2.context) == (3, 12)
-    ner = AdapterExample(uid="3", context="Bob met Al in Rome", question="q",
-                         answers=("Al", "Bob"))
+    ner = AdapterExample(uid="3", context="Bob met Al in Rome", question="q", answers=("Al", "Bob"))
     assert render_answer(TASKS["conll03"], ner) == "Bob, Al"
     empty = AdapterExample(uid="4", context="x", question="q", answers=())
     assert render_answer(TASKS["conll03"], empty) == "none"
@@ -193,20 +192,34 @@ def test_answer_span_and_render():
 
 
 def test_example_from_clues_rows():
-    mnli = example_from_row(TASKS["mnli"], {"id": "1", "context": ["P.", "H."], "genre": "g",
-                                            "question": "q", "answer": ["entailment"]})
+    mnli = example_from_row(
+        TASKS["mnli"], {"id": "1", "context": ["P.", "H."], "genre": "g", "question": "q", "answer": ["entailment"]}
+    )
     assert (mnli.context, mnli.hypothesis, mnli.answers) == ("P.", "H.", ("entailment",))
-    ner = example_from_row(TASKS["conll03"], {"id": "1_1", "context": "x", "question": "q",
-                                              "answer": [""]})
+    ner = example_from_row(TASKS["conll03"], {"id": "1_1", "context": "x", "question": "q", "answer": [""]})
     assert ner.answers == ()
-    squad = example_from_row(TASKS["squad2"], {
-        "id": "s", "context": "abc def", "question": "q", "is_impossible": False,
-        "answer": [{"text": "def", "answer_start": 4}, {"text": "def", "answer_start": 4}]})
+    squad = example_from_row(
+        TASKS["squad2"],
+        {
+            "id": "s",
+            "context": "abc def",
+            "question": "q",
+            "is_impossible": False,
+            "answer": [{"text": "def", "answer_start": 4}, {"text": "def", "answer_start": 4}],
+        },
+    )
     assert squad.answers == ("def",) and squad.answer_starts == (4,)
-    record = example_from_row(TASKS["record"], {
-        "id": "r", "context": "Ann met Bo", "question": "@placeholder met Bo", "is_impossible": False,
-        "entities": [{"start": 0, "end": 2}, {"start": 8, "end": 9}],
-        "answer": [{"text": "Ann", "answer_start": 0}]})
+    record = example_from_row(
+        TASKS["record"],
+        {
+            "id": "r",
+            "context": "Ann met Bo",
+            "question": "@placeholder met Bo",
+            "is_impossible": False,
+            "entities": [{"start": 0, "end": 2}, {"start": 8, "end": 9}],
+            "answer": [{"text": "Ann", "answer_start": 0}],
+        },
+    )
     assert [record.context[s:e] for s, e in record.candidates] == ["Ann", "Bo"]
 
 

@@ -37,13 +37,15 @@ def test_pt_defaults_and_templates(mlm_path):
     assert feat["input_ids"].count(session.tokenizer.mask_token_id) == 1
     sst = PromptSession(TASKS["sst2"], AdapterConfig(model=mlm_path, device="cpu", max_length=12))
     assert sst.max_length == 12
-    long = synthetic.sst2()[0].__class__(uid="x", context=" ".join(["wonderful"] * 40),
-                                         question="q", answers=("positive",))
+    long = synthetic.sst2()[0].__class__(
+        uid="x", context=" ".join(["wonderful"] * 40), question="q", answers=("positive",)
+    )
     feat = sst.encode(long)
     assert len(feat["input_ids"]) == 12  # the sentence was cut, the template kept
     assert sst.tokenizer.decode(feat["input_ids"]).endswith("It was [MASK]. [SEP]")
-    result = METHODS["pt"]().run(TASKS["sst2"], synthetic.sst2(), synthetic.sst2()[:3],
-                                 AdapterConfig(model=mlm_path, device="cpu"))
+    result = METHODS["pt"]().run(
+        TASKS["sst2"], synthetic.sst2(), synthetic.sst2()[:3], AdapterConfig(model=mlm_path, device="cpu")
+    )
     assert result.notes["train_steps"] == 20 * 2  # 20 x ceil(10 / 8)
     assert result.notes["verbalizer"] == {"negative": "terrible", "positive": "great"}
     assert all(p[0] in ("positive", "negative") for p in result.predictions)
@@ -51,8 +53,7 @@ def test_pt_defaults_and_templates(mlm_path):
 
 def test_pt_needs_single_token_verbalizers(tmp_path, texts):
     # A vocabulary without "terrible" / "great" as whole words.
-    path = tiny_models.bert_checkpoint(tmp_path / "small-vocab", texts, mlm=True,
-                                       split_words=["great"])
+    path = tiny_models.bert_checkpoint(tmp_path / "small-vocab", texts, mlm=True, split_words=["great"])
     data = synthetic.sst2()
     with pytest.raises(AdapterError, match="not a single token"):
         METHODS["pt"]().run(TASKS["sst2"], data, data, AdapterConfig(model=path, device="cpu"))

@@ -38,8 +38,7 @@ def test_s2s_sources_targets_and_determinism(t5_path):
     assert tgt == "contradiction"
     ner = synthetic.ner()
     ner_session = S2SSession(TASKS["conll03"], AdapterConfig(model=t5_path, device="cpu"))
-    targets = [ner_session.tokenizer.decode(ner_session.target_ids(e), skip_special_tokens=True)
-               for e in ner]
+    targets = [ner_session.tokenizer.decode(ner_session.target_ids(e), skip_special_tokens=True) for e in ner]
     assert targets[0] == "John Smith , Mary Jones" and targets[1] == "none"
     data = synthetic.sst2()
     cfg = dict(model=t5_path, lr=1e-3, epochs=3, batch_size=4, device="cpu", seed=3)

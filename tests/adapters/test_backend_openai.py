@@ -262,8 +262,10 @@ def test_worker_goes_through_the_protocol(fake):
     for ex in test:
         body = by_item[ex.uid]
         assert len(body["messages"]) == 2 * 3 + 1
-        assert body["messages"][:6] == chats[2]["messages"][:4] + [chats[2]["messages"][4],
-                                                                 {"role": "assistant", "content": "Positive."}]
+        assert body["messages"][:6] == chats[2]["messages"][:4] + [
+            chats[2]["messages"][4],
+            {"role": "assistant", "content": "Positive."},
+        ]
         assert "training step is over" in _last_user(body) and ex.context in _last_user(body)
         assert "Correct answer" not in _last_user(body).split("training step is over")[1]
     assert result.predictions == [["negative"]] * 3

@@ -30,7 +30,7 @@ def test_squad_answers_are_located_where_the_file_says(clues_zip):
     for ex in examples:
         start = ex.answer_starts[0]
         text = ex.answers[0]
-        assert ex.context[start:start + len(text)] == text
+        assert ex.context[start : start + len(text)] == text
         assert answer_span(ex, ex.context) == (start, start + len(text))
         if find_occurrences(ex.context, text)[0][0] != start:
             wrong_by_search += 1  # what a reader dropping answer_start would have trained on
@@ -70,19 +70,23 @@ def test_warm_up_is_transformers_linear_schedule():
         return out
 
     for total in (3, 6, 20):
-        ours = lrs(lambda m, total=total: TrainLoop(m, lr=1.0, total_steps=total, device=torch.device("cpu"),
-                                                    warmup_ratio=0.1), total)
+        ours = lrs(
+            lambda m, total=total: TrainLoop(
+                m, lr=1.0, total_steps=total, device=torch.device("cpu"), warmup_ratio=0.1
+            ),
+            total,
+        )
 
         def bare(m, total=total):
             o = torch.optim.AdamW(m.parameters(), lr=1.0)
-            return type("L", (), {"optimizer": o,
-                                  "scheduler": get_linear_schedule_with_warmup(o, 0.1 * total, total)})
+            return type("L", (), {"optimizer": o, "scheduler": get_linear_schedule_with_warmup(o, 0.1 * total, total)})
 
         assert ours == pytest.approx(lrs(bare, total))
         # The warm-up starts at 0 (the hand-written schedule started at the peak: one step early).
         assert ours[0] == 0.0
-    assert lrs(lambda m: TrainLoop(m, lr=1.0, total_steps=3, device=torch.device("cpu"), warmup_ratio=0.1),
-               3) == pytest.approx([0.0, 2 / 2.7, 1 / 2.7])
+    assert lrs(
+        lambda m: TrainLoop(m, lr=1.0, total_steps=3, device=torch.device("cpu"), warmup_ratio=0.1), 3
+    ) == pytest.approx([0.0, 2 / 2.7, 1 / 2.7])
 
 
 def test_every_task_has_demo_data_and_declares_its_prompt_method():
@@ -122,6 +126,8 @@ def test_one_text_spans_module_for_worker_pages_and_adapters():
     assert worker_text.tokenize is text_spans.tokenize
     assert base.find_occurrences is text_spans.find_occurrences
     assert text_spans.tokenize("Hi, there!", fine=True) == [(0, 2), (2, 3), (4, 9), (9, 10)]
-    code = ("import sys; import tasks_data.text_spans, tasks_data.clues_format, baselines.adapters.clues_io; "
-            "assert not any(m.startswith('django') for m in sys.modules), 'django imported'")
+    code = (
+        "import sys; import tasks_data.text_spans, tasks_data.clues_format, baselines.adapters.clues_io; "
+        "assert not any(m.startswith('django') for m in sys.modules), 'django imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO))

@@ -37,8 +37,9 @@ from transformers import (
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def bert_tokenizer(texts: Iterable[str], whole_words: Iterable[str] = (),
-                   split_words: Iterable[str] = ()) -> PreTrainedTokenizerFast:
+def bert_tokenizer(
+    texts: Iterable[str], whole_words: Iterable[str] = (), split_words: Iterable[str] = ()
+) -> PreTrainedTokenizerFast:
     """A WordPiece tokenizer with a vocabulary built deterministically from ``texts``.
 
     (The ``tokenizers`` WordPiece/BPE trainers break ties differently from run to run, which
@@ -52,8 +53,7 @@ def bert_tokenizer(texts: Iterable[str], whole_words: Iterable[str] = (),
     words: set[str] = set()
     for text in texts:
         words.update(w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
-    chars = sorted({c for w in words for c in w} | set(string.ascii_letters + string.digits
-                                                       + string.punctuation))
+    chars = sorted({c for w in words for c in w} | set(string.ascii_letters + string.digits + string.punctuation))
     entries = BERT_SPECIALS + chars + ["##" + c for c in chars]
     entries += sorted(w for w in words if len(w) > 1 and w not in split_words) + whole_words
     vocab: dict[str, int] = {}
@@ -63,27 +63,50 @@ def bert_tokenizer(texts: Iterable[str], whole_words: Iterable[str] = (),
     tk.normalizer, tk.pre_tokenizer = normalizer, pre_tokenizer
     cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
     tk.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
     tk.decoder = decoders.WordPiece()
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
-        cls_token="[CLS]", mask_token="[MASK]", model_max_length=512,
-        clean_up_tokenization_spaces=False)
+        tokenizer_object=tk,
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
+        model_max_length=512,
+        clean_up_tokenization_spaces=False,
+    )
     for word in whole_words:
         ids = tok(word, add_special_tokens=False)["input_ids"]
         assert len(ids) == 1, f"{word!r} is not a single token of the tiny tokenizer: {ids}"
     return tok
 
 
-def bert_checkpoint(path: Path, texts: Iterable[str], *, mlm: bool = False, hidden: int = 64,
-                    whole_words: Iterable[str] = (), split_words: Iterable[str] = (),
-                    max_positions: int = 512, seed: int = 0) -> str:
+def bert_checkpoint(
+    path: Path,
+    texts: Iterable[str],
+    *,
+    mlm: bool = False,
+    hidden: int = 64,
+    whole_words: Iterable[str] = (),
+    split_words: Iterable[str] = (),
+    max_positions: int = 512,
+    seed: int = 0,
+) -> str:
     tok = bert_tokenizer(texts, whole_words=whole_words, split_words=split_words)
     config = BertConfig(
-        vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=hidden * 2, max_position_embeddings=max_positions,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=tok.pad_token_id)
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=hidden * 2,
+        max_position_embeddings=max_positions,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(seed)
     model = BertForMaskedLM(config) if mlm else BertModel(config)
     path.mkdir(parents=True, exist_ok=True)
@@ -92,22 +115,39 @@ def bert_checkpoint(path: Path, texts: Iterable[str], *, mlm: bool = False, hidd
     return str(path)
 
 
-def gpt2_checkpoint(path: Path, texts: Iterable[str], *, n_positions: int = 512,
-                    vocab_size: int = 600, seed: int = 0) -> str:
+def gpt2_checkpoint(
+    path: Path, texts: Iterable[str], *, n_positions: int = 512, vocab_size: int = 600, seed: int = 0
+) -> str:
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tk.train_from_iterator(list(texts), trainer=trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|endoftext|>",
-                                  eos_token="<|endoftext|>", unk_token="<|endoftext|>",
-                                  model_max_length=n_positions,
-                                  clean_up_tokenization_spaces=False)
-    config = GPT2Config(vocab_size=len(tok), n_positions=n_positions, n_embd=32, n_layer=2,
-                        n_head=2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+        model_max_length=n_positions,
+        clean_up_tokenization_spaces=False,
+    )
+    config = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=n_positions,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config)
     path.mkdir(parents=True, exist_ok=True)
@@ -119,22 +159,36 @@ def gpt2_checkpoint(path: Path, texts: Iterable[str], *, n_positions: int = 512,
 def t5_checkpoint(path: Path, texts: Iterable[str], *, d_model: int = 64, seed: int = 0) -> str:
     specials = ["<pad>", "</s>", "<unk>"]
     pre = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    words = sorted({w for t in texts for w, _ in pre.pre_tokenize_str(t)} | {"none", ","}
-                   - set(specials))
+    words = sorted({w for t in texts for w, _ in pre.pre_tokenize_str(t)} | {"none", ","} - set(specials))
     vocab = {s: i for i, s in enumerate(specials)}
     for w in words:
         vocab.setdefault(w, len(vocab))
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
     tk.post_processor = processors.TemplateProcessing(
-        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)])
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
-                                  unk_token="<unk>", model_max_length=512,
-                                  clean_up_tokenization_spaces=False)
-    config = T5Config(vocab_size=len(tok), d_model=d_model, d_kv=16, d_ff=d_model * 2,
-                      num_layers=2, num_decoder_layers=2, num_heads=4, dropout_rate=0.0,
-                      pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)]
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=512,
+        clean_up_tokenization_spaces=False,
+    )
+    config = T5Config(
+        vocab_size=len(tok),
+        d_model=d_model,
+        d_kv=16,
+        d_ff=d_model * 2,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        dropout_rate=0.0,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     torch.manual_seed(seed)
     model = T5ForConditionalGeneration(config)
     path.mkdir(parents=True, exist_ok=True)

@@ -117,7 +117,7 @@ def texts_of(example: Example, answer: list) -> list[str]:
     """The strings an API answer stands for (what S1 scores)."""
     if example.task.spec.answer_kind is AnswerKind.LABEL:
         return list(answer)
-    return [example.context[a["start"]:a["end"]] for a in answer]
+    return [example.context[a["start"] : a["end"]] for a in answer]
 
 
 def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> services.WorkState:
@@ -213,8 +213,18 @@ def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), w
 
 def fake_model_rows(study):
     """Model rows as ``results.cells.model_rows`` gives them, for laying out a table."""
-    return [{"method": "fine-tuning", "model": "BERT-base", "task": "sst2", "shots": 10, "mean": 61.24, "std": 2.5,
-             "n": 5, "splits": [1, 2, 3, 4, 5]}]
+    return [
+        {
+            "method": "fine-tuning",
+            "model": "BERT-base",
+            "task": "sst2",
+            "shots": 10,
+            "mean": 61.24,
+            "std": 2.5,
+            "n": 5,
+            "splits": [1, 2, 3, 4, 5],
+        }
+    ]
 
 
 def baseline_runs(task: str, shots: int, method: str, model: str, s1s) -> list:
@@ -223,5 +233,16 @@ def baseline_runs(task: str, shots: int, method: str, model: str, s1s) -> list:
     from tasks_data.models import Task
 
     task_row = Task.objects.get(slug=task)
-    return [BaselineRun.objects.create(task=task_row, method=method, model=model, shots=shots, split=i + 1, seed=0,
-                                       status=BaselineRun.Status.COMPLETED, s1=s1) for i, s1 in enumerate(s1s)]
+    return [
+        BaselineRun.objects.create(
+            task=task_row,
+            method=method,
+            model=model,
+            shots=shots,
+            split=i + 1,
+            seed=0,
+            status=BaselineRun.Status.COMPLETED,
+            s1=s1,
+        )
+        for i, s1 in enumerate(s1s)
+    ]

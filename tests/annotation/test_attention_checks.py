@@ -18,8 +18,13 @@ from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_s
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 N_TEST = 4
-CHECK = {"task": "sst2", "position": "1", "question": "This is an attention check: for this item choose negative.",
-         "context": "Please read the instruction above and follow it.", "expected": "negative"}
+CHECK = {
+    "task": "sst2",
+    "position": "1",
+    "question": "This is an attention check: for this item choose negative.",
+    "context": "Please read the instruction above and follow it.",
+    "expected": "negative",
+}
 
 
 def _researcher_client(user) -> Client:
@@ -50,8 +55,9 @@ def _walk(c, pid: str, check_answer: list) -> list[dict]:
 @pytest.fixture
 def study(researcher):
     trim_test_set("sst2", N_TEST)
-    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None,
-                       workers_per_cohort=2)
+    study = make_study(
+        tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None, workers_per_cohort=2
+    )
     assert not study.has_attention_checks  # off by default, as in the paper
     client = _researcher_client(researcher)
     response = client.post(f"/dashboard/studies/{study.pk}/attention-checks/", CHECK)
@@ -68,8 +74,14 @@ def test_an_example_imported_after_a_check_never_takes_its_item_id(study):
     study, _ = study
     check = AttentionCheck.objects.get(study=study)
     model = Example.objects.filter(task__slug="sst2").first()
-    later = Example.objects.create(task=model.task, role=Example.Role.TEST, position=10_000, clues_id="later",
-                                   context="imported after the check", gold=["positive"])
+    later = Example.objects.create(
+        task=model.task,
+        role=Example.Role.TEST,
+        position=10_000,
+        clues_id="later",
+        context="imported after the check",
+        gold=["positive"],
+    )
     assert later.pk != check.item_id and later.pk > check.item_id  # the id came from the same sequence
 
 
@@ -94,8 +106,9 @@ def test_checks_are_excluded_from_every_result(study, researcher):
     assert table["cells"] == [{"task": "sst2", "shots": 0, "mean": 100.0, "std": 0.0, "n": 2}]
     assert table["majority"][0]["s1"] == 100.0
     rows = json.loads(client.get(f"/api/studies/{study.pk}/export/annotators/", {"fmt": "json"}).content)["rows"]
-    seen = {(name_of(r["worker"]), r["test_done"], r["test_total"], r["items_answered"], r["test_s1_percent"])
-            for r in rows}
+    seen = {
+        (name_of(r["worker"]), r["test_done"], r["test_total"], r["items_answered"], r["test_s1_percent"]) for r in rows
+    }
     assert seen == {("PASS", N_TEST, N_TEST, N_TEST, 100.0), ("FAIL", N_TEST, N_TEST, N_TEST, 100.0)}
     archive = zipfile.ZipFile(io.BytesIO(client.get(f"/api/studies/{study.pk}/export/predictions/").content))
     check = AttentionCheck.objects.get(study=study)
@@ -114,11 +127,11 @@ def test_a_failure_shows_on_the_cohort_page_and_rejects_nobody(study, researcher
     study, _ = study
     c = cohort(study, "sst2", 0)
     html = _researcher_client(researcher).get(f"/dashboard/cohorts/{c.pk}/").content.decode()
-    fail_row = html[html.index(f'data-worker="{pid_for("FAIL")}"'):]
-    fail_row = fail_row[:fail_row.index("</tr>")]
+    fail_row = html[html.index(f'data-worker="{pid_for("FAIL")}"') :]
+    fail_row = fail_row[: fail_row.index("</tr>")]
     assert "failed 1 of 1" in fail_row and "<code>positive</code>" in fail_row
-    pass_row = html[html.index(f'data-worker="{pid_for("PASS")}"'):]
-    assert "passed 1" in pass_row[:pass_row.index("</tr>")]
+    pass_row = html[html.index(f'data-worker="{pid_for("PASS")}"') :]
+    assert "passed 1" in pass_row[: pass_row.index("</tr>")]
     assert set(Enrollment.objects.filter(cohort=c).values_list("state", flat=True)) == {"completed"}
 
 
@@ -131,9 +144,14 @@ def test_writing_checks_is_the_owner_s_and_bad_checks_are_refused(researcher):
     assert _researcher_client(other).get(url).status_code == 404
     assert _researcher_client(other).post(url, CHECK).status_code == 404
     client = _researcher_client(researcher)
-    for change, message in [({"expected": "maybe"}, "labels"), ({"position": str(N_TEST)}, "position"),
-                            ({"position": "x"}, "whole number"), ({"task": "mnli"}, "not a task of this study"),
-                            ({"context": "x" * 5001}, "at most 5000"), ({"question": "q" * 501}, "at most 500")]:
+    for change, message in [
+        ({"expected": "maybe"}, "labels"),
+        ({"position": str(N_TEST)}, "position"),
+        ({"position": "x"}, "whole number"),
+        ({"task": "mnli"}, "not a task of this study"),
+        ({"context": "x" * 5001}, "at most 5000"),
+        ({"question": "q" * 501}, "at most 500"),
+    ]:
         response = client.post(url, {**CHECK, **change})
         assert response.status_code == 400 and message in response.content.decode(), change
     assert not AttentionCheck.objects.filter(study=study).exists()
@@ -149,14 +167,38 @@ def test_a_span_check_marks_a_word(researcher):
     study = make_study(tasks=["conll03"], shots=[0], created_by=researcher)
     client = _researcher_client(researcher)
     url = f"/dashboard/studies/{study.pk}/attention-checks/"
-    bad = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
-                            "context": "The boat went down the stream.", "expected": "river"})
+    bad = client.post(
+        url,
+        {
+            "task": "conll03",
+            "position": "0",
+            "question": "Mark the word 'river'.",
+            "context": "The boat went down the stream.",
+            "expected": "river",
+        },
+    )
     assert bad.status_code == 400 and "not in the text" in bad.content.decode()
-    ok = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
-                           "context": "The boat went down the river.", "expected": "river"})
+    ok = client.post(
+        url,
+        {
+            "task": "conll03",
+            "position": "0",
+            "question": "Mark the word 'river'.",
+            "context": "The boat went down the river.",
+            "expected": "river",
+        },
+    )
     assert ok.status_code == 400 and "whole words" in ok.content.decode()  # "river." is the word shown
-    ok = client.post(url, {"task": "conll03", "position": "0", "question": "Mark the word 'river'.",
-                           "context": "The boat went down the river today.", "expected": "river"})
+    ok = client.post(
+        url,
+        {
+            "task": "conll03",
+            "position": "0",
+            "question": "Mark the word 'river'.",
+            "context": "The boat went down the river today.",
+            "expected": "river",
+        },
+    )
     assert ok.status_code == 302
     worker = WorkerClient(cohort(study, "conll03", 0), "W")
     worker.send("post", "/work/start/", {})
@@ -179,8 +221,10 @@ def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
 
     trim_test_set("sst2", N_TEST)
     study = make_study(tasks=["sst2"], shots=[0], created_by=researcher)
-    assert _researcher_client(researcher).post(f"/dashboard/studies/{study.pk}/attention-checks/",
-                                               CHECK).status_code == 302
+    assert (
+        _researcher_client(researcher).post(f"/dashboard/studies/{study.pk}/attention-checks/", CHECK).status_code
+        == 302
+    )
     worker = WorkerClient(cohort(study, "sst2", 0), "Q")
     counts = []
     while True:
@@ -189,8 +233,7 @@ def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
         if state["item"] is None:
             break
         item = state["item"]
-        answer = ["negative"] if item["question"] == CHECK["question"] else gold_answer(
-            worker.example(item["id"]))
+        answer = ["negative"] if item["question"] == CHECK["question"] else gold_answer(worker.example(item["id"]))
         with CaptureQueriesContext(connection) as answered:
             assert worker.answer(item["id"], answer).status_code == 201
         counts.append((len(current), len(answered)))

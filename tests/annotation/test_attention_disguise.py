@@ -12,8 +12,13 @@ from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_s
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 N_TEST = 4
-CHECK = {"task": "sst2", "position": "1", "question": "For this item choose negative.",
-         "context": "Please read the instruction above and follow it.", "expected": "negative"}
+CHECK = {
+    "task": "sst2",
+    "position": "1",
+    "question": "For this item choose negative.",
+    "context": "Please read the instruction above and follow it.",
+    "expected": "negative",
+}
 
 
 @pytest.fixture
@@ -45,8 +50,9 @@ def test_the_answer_before_a_check_cannot_be_changed_once_the_check_is_answered(
     page = worker.client.get("/work/").content.decode()
     assert 'data-role="undo"' not in page, "no Change it for the item before the check"
     assert "can no longer be changed" in worker.client.get("/work/revise/").content.decode()
-    posted = worker.client.post("/work/revise/", {"item": first["id"], "label": "negative"},
-                                HTTP_X_CSRFTOKEN=worker.csrf)
+    posted = worker.client.post(
+        "/work/revise/", {"item": first["id"], "label": "negative"}, HTTP_X_CSRFTOKEN=worker.csrf
+    )
     assert posted.status_code == 409
     api = worker.send("post", "/api/work/revise/", {"item": first["id"], "answer": ["negative"]})
     assert api.status_code == 409
@@ -61,8 +67,7 @@ def test_after_a_check_the_previous_item_is_numbered_as_the_worker_saw_it(worker
         answer = ["negative"] if shown.pk == check_id else gold_answer(shown)
         assert worker.answer(item["id"], answer).status_code == 201
     third = worker.current().json()["item"]  # test item 2, the worker's item 3
-    assert worker.answer(third["id"], gold_answer(worker.example(third["id"]))) \
-        .status_code == 201
+    assert worker.answer(third["id"], gold_answer(worker.example(third["id"]))).status_code == 201
     page = worker.client.get("/work/").content.decode()
     assert "Your answer to item 3:" in page and "item <strong>4</strong> of 5" in page
     revising = worker.client.get("/work/revise/").content.decode()

@@ -21,33 +21,60 @@ def launch(*args) -> list[str]:
 
 
 def test_launch_study_creates_launches_and_prints_the_join_paths(researcher):
-    lines = launch("--name", "pilot", "--tasks", "conll03", "sst2", "--shots", "0", "10", "--workers", "2",
-                   "--rate", "15.5", "--platform", "generic", "--created-by", "rita")
+    lines = launch(
+        "--name",
+        "pilot",
+        "--tasks",
+        "conll03",
+        "sst2",
+        "--shots",
+        "0",
+        "10",
+        "--workers",
+        "2",
+        "--rate",
+        "15.5",
+        "--platform",
+        "generic",
+        "--created-by",
+        "rita",
+    )
     study = Study.objects.get()
     assert lines[0] == f"study {study.pk}"
-    expected = [f"{c.task.slug} {c.shots} {c.join_path}" for c in sorted(
-        study.cohorts.select_related("task"), key=lambda c: (["conll03", "sst2"].index(c.task.slug), c.shots))]
+    expected = [
+        f"{c.task.slug} {c.shots} {c.join_path}"
+        for c in sorted(
+            study.cohorts.select_related("task"), key=lambda c: (["conll03", "sst2"].index(c.task.slug), c.shots)
+        )
+    ]
     assert lines[1:] == expected and len(expected) == 4
     assert lines[1].split()[:2] == ["conll03", "0"] and lines[1].split()[2].startswith("/join/")
     assert (study.workers_per_cohort, str(study.pay_rate), study.platform, study.created_by) == (
-        2, "15.50", "generic", researcher)
+        2,
+        "15.50",
+        "generic",
+        researcher,
+    )
     assert all(c.launched_at for c in study.cohorts.all())
     path = lines[-1].split()[2]
     assert Client().get(path, {"worker_id": "w1"}).status_code == 302
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--tasks", "nope"], "tasks: unknown task"),
-    (["--tasks", "sst2", "--shots", "5"], "shots: shots must be among"),
-    (["--tasks", "sst2", "--workers", "0"], "workers_per_cohort"),
-    (["--tasks", "sst2", "--chain", "9"], "chain"),
-    (["--tasks", "sst2", "--created-by", "nobody"], "--owner: no user 'nobody'"),
-    (["--tasks", "sst2", "--rate", "-1"], "pay_rate"),
-    (["--tasks", "sst2", "--idle-cap", "0"], "idle_cap_seconds"),
-    (["--tasks", "sst2", "--shots", str(2**63)], "shots: shots must be among"),
-    (["--tasks", "sst2", "--platform", "myspace"], "invalid choice"),
-    (["--tasks", "sst2", "--rate", "cheap"], "--rate"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--tasks", "nope"], "tasks: unknown task"),
+        (["--tasks", "sst2", "--shots", "5"], "shots: shots must be among"),
+        (["--tasks", "sst2", "--workers", "0"], "workers_per_cohort"),
+        (["--tasks", "sst2", "--chain", "9"], "chain"),
+        (["--tasks", "sst2", "--created-by", "nobody"], "--owner: no user 'nobody'"),
+        (["--tasks", "sst2", "--rate", "-1"], "pay_rate"),
+        (["--tasks", "sst2", "--idle-cap", "0"], "idle_cap_seconds"),
+        (["--tasks", "sst2", "--shots", str(2**63)], "shots: shots must be among"),
+        (["--tasks", "sst2", "--platform", "myspace"], "invalid choice"),
+        (["--tasks", "sst2", "--rate", "cheap"], "--rate"),
+    ],
+)
 def test_launch_study_bad_arguments_name_the_problem(args, message, local_researcher):
     with pytest.raises(CommandError, match=message):
         launch("--name", "x", *args)

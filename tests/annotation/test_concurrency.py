@@ -25,11 +25,21 @@ def _postgresql_only():
 def sst2_task():
     """A tiny SST-2 test set, committed so every thread's connection sees it."""
     task = Task.objects.create(slug="sst2", source="concurrency test", fingerprint="-")
-    Example.objects.bulk_create([
-        Example(task=task, role=Example.Role.TEST, identity=f"t{i}", clues_id=str(i), position=i,
-                context=f"review {i}", question="positive or negative?", gold=["positive"])
-        for i in range(3)
-    ])
+    Example.objects.bulk_create(
+        [
+            Example(
+                task=task,
+                role=Example.Role.TEST,
+                identity=f"t{i}",
+                clues_id=str(i),
+                position=i,
+                context=f"review {i}",
+                question="positive or negative?",
+                gold=["positive"],
+            )
+            for i in range(3)
+        ]
+    )
     return task
 
 
@@ -89,12 +99,14 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
 
 def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True)
-    enrollment = services.join(token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24,
-                                                                             "SESSION_ID": "x"}).enrollment
+    enrollment = services.join(
+        token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24, "SESSION_ID": "x"}
+    ).enrollment
     item = services.current_item(enrollment_id=enrollment.pk).item
     handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
-    results = run_together(10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, item=handle,
-                                                                answer=["negative"]))
+    results = run_together(
+        10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["negative"])
+    )
     stored = [r for r in results if isinstance(r, services.SubmitResult)]
     assert len(stored) == 1
     assert all(isinstance(r, services.Conflict) for r in results if r not in stored), results

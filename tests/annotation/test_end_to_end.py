@@ -74,8 +74,9 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
         result = response.json()
         if training:
             assert result["gold"] == example.gold
-            assert result["s1"] == pytest.approx(item_s1(_texts(example, answer), example.gold,
-                                                         alternatives=example.gold_is_alternatives))
+            assert result["s1"] == pytest.approx(
+                item_s1(_texts(example, answer), example.gold, alternatives=example.gold_is_alternatives)
+            )
         else:
             assert "gold" not in result and "s1" not in result
             sent[example.pk] = _texts(example, answer)
@@ -85,13 +86,19 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
 def _texts(example: Example, answer: list) -> list[str]:
     if example.task.spec.answer_kind.value == "label":
         return list(answer)
-    return [example.context[a["start"]:a["end"]] for a in answer]
+    return [example.context[a["start"] : a["end"]] for a in answer]
 
 
 def independent_s1(sent: dict[int, list[str]]) -> float:
     examples = Example.objects.select_related("task").in_bulk(list(sent))
-    return float(np.mean([item_s1(texts, examples[pk].gold, alternatives=examples[pk].gold_is_alternatives)
-                          for pk, texts in sent.items()]))
+    return float(
+        np.mean(
+            [
+                item_s1(texts, examples[pk].gold, alternatives=examples[pk].gold_is_alternatives)
+                for pk, texts in sent.items()
+            ]
+        )
+    )
 
 
 def test_a_study_end_to_end_over_http(researcher):
@@ -99,10 +106,20 @@ def test_a_study_end_to_end_over_http(researcher):
     lab = Client(enforce_csrf_checks=True)
     lab.force_login(researcher)
     csrf = lab.get("/admin/login/").cookies["csrftoken"].value  # any page that sets the cookie
-    created = lab.post("/api/studies/", {"name": "e2e", "tasks": ["sst2", "conll03"], "shots": [0, 10],
-                                         "filter_floor": 0.5, "completion_code": "CDONE", "screenout_code": "CSOUT",
-                                         "launch": True},
-                       content_type="application/json", HTTP_X_CSRFTOKEN=csrf)
+    created = lab.post(
+        "/api/studies/",
+        {
+            "name": "e2e",
+            "tasks": ["sst2", "conll03"],
+            "shots": [0, 10],
+            "filter_floor": 0.5,
+            "completion_code": "CDONE",
+            "screenout_code": "CSOUT",
+            "launch": True,
+        },
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=csrf,
+    )
     assert created.status_code == 201, created.json()
     study = created.json()
     cohorts = {(c["task"], c["shots"]): c for c in study["cohorts"]}

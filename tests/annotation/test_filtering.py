@@ -136,8 +136,9 @@ def test_reinstating_needs_a_free_slot(researcher):
     low = join(sst10, "LOW")
     train(low, correct=0)
     join(sst10, "NEW")
-    response = api(researcher).post(f"/api/enrollments/{low.pk}/reinstate/", {"reason": "appeal"},
-                                    content_type="application/json")
+    response = api(researcher).post(
+        f"/api/enrollments/{low.pk}/reinstate/", {"reason": "appeal"}, content_type="application/json"
+    )
     assert response.status_code == 409 and "full" in response.json()["detail"]
 
 

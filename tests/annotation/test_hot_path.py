@@ -21,8 +21,10 @@ def _loaded(enrollment: Enrollment) -> dict:
     """Every field of the enrollment and of what the hot path loads with it, and its counts."""
     cohort_ = enrollment.cohort
     return {
-        "enrollment": model_to_dict(enrollment), "cohort": model_to_dict(cohort_),
-        "study": model_to_dict(cohort_.study), "task": model_to_dict(cohort_.task),
+        "enrollment": model_to_dict(enrollment),
+        "cohort": model_to_dict(cohort_),
+        "study": model_to_dict(cohort_.study),
+        "task": model_to_dict(cohort_.task),
         "enrollment.task": enrollment.task.pk,
         "counts": {name: getattr(enrollment, name, None) for name in COUNTS},
         "types": [type(getattr(enrollment, f.attname)) for f in Enrollment._meta.concrete_fields],
@@ -54,20 +56,34 @@ def _journey(settings, implementation, enrollment_id: int) -> None:
             return
         # A reload serves the same item.
         assert services.current_item(enrollment_id=enrollment_id).item.pk == state.item.pk
-        services.submit_answer(enrollment_id=enrollment_id, item=state.item_handle,
-                               answer=(gold_answer if n % 3 else wrong_answer)(state.item))
+        services.submit_answer(
+            enrollment_id=enrollment_id,
+            item=state.item_handle,
+            answer=(gold_answer if n % 3 else wrong_answer)(state.item),
+        )
         n += 1
 
 
 def _stored(enrollment_id: int) -> dict:
     enrollment = Enrollment.objects.get(pk=enrollment_id)
-    answers = [(a.example_id, a.step, a.position, a.texts, a.spans, a.s1, a.served_at is not None)
-               for a in Answer.objects.filter(enrollment_id=enrollment_id).order_by("position", "step")]
-    audit = list(AuditEvent.objects.filter(enrollment_id=enrollment_id).order_by("pk")
-                 .values_list("action", "from_state", "to_state", "reason"))
-    return {"state": enrollment.state, "training_s1": enrollment.training_s1, "answers": answers, "audit": audit,
-            "served": enrollment.current_served_at, "finished": enrollment.training_finished_at is not None,
-            "completed": enrollment.completed_at is not None}
+    answers = [
+        (a.example_id, a.step, a.position, a.texts, a.spans, a.s1, a.served_at is not None)
+        for a in Answer.objects.filter(enrollment_id=enrollment_id).order_by("position", "step")
+    ]
+    audit = list(
+        AuditEvent.objects.filter(enrollment_id=enrollment_id)
+        .order_by("pk")
+        .values_list("action", "from_state", "to_state", "reason")
+    )
+    return {
+        "state": enrollment.state,
+        "training_s1": enrollment.training_s1,
+        "answers": answers,
+        "audit": audit,
+        "served": enrollment.current_served_at,
+        "finished": enrollment.training_finished_at is not None,
+        "completed": enrollment.completed_at is not None,
+    }
 
 
 @pytest.mark.parametrize("test_order", ["file", "shuffle"])

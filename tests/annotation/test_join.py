@@ -58,8 +58,9 @@ def test_a_full_cohort_refuses_with_409_and_says_so():
     assert not Enrollment.objects.filter(worker__external_id=pid_for("P3")).exists()
 
 
-@pytest.mark.parametrize(("how", "says"), [("cohort", "has ended"), ("study", "has ended"),
-                                           ("not launched", "not open yet")])
+@pytest.mark.parametrize(
+    ("how", "says"), [("cohort", "has ended"), ("study", "has ended"), ("not launched", "not open yet")]
+)
 def test_a_closed_or_unlaunched_cohort_refuses_with_403_saying_what_is_true(researcher, how, says):
     study = make_study(shots=[0], launch=how != "not launched")
     sst0 = cohort(study, "sst2", 0)
@@ -150,8 +151,16 @@ def test_the_refusal_page_escapes_text():
 PID = "5f0c1a2b3c4d5e6f7a8b9c0d"
 
 
-@pytest.mark.parametrize("bad", ["P1", "5f0c1a2b3c4d5e6f7a8b9c0", "5f0c1a2b3c4d5e6f7a8b9c0dd",
-                                 "5f0c1a2b3c4d5e6f7a8b9c0g", "5f0c1a2b-c4d5e6f7a8b9c0d"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "P1",
+        "5f0c1a2b3c4d5e6f7a8b9c0",
+        "5f0c1a2b3c4d5e6f7a8b9c0dd",
+        "5f0c1a2b3c4d5e6f7a8b9c0g",
+        "5f0c1a2b-c4d5e6f7a8b9c0d",
+    ],
+)
 def test_a_malformed_prolific_pid_is_refused_and_nothing_is_stored(bad):
     sst0 = cohort(make_study(shots=[0]), "sst2", 0)
     page = WorkerClient(sst0, params={"PROLIFIC_PID": bad, "SESSION_ID": "s"}).join_response
@@ -183,9 +192,18 @@ def test_the_generic_worker_id_pattern_is_configurable_per_study():
         make_study(shots=[0], platform="generic", worker_id_pattern="([")
 
 
-@pytest.mark.parametrize("target", ["javascript:alert(document.cookie)", "https://evil.example",
-                                    "https://www.mturk.com.evil.example", "https://user@www.mturk.com",
-                                    "http://www.mturk.com", "https://www.mturk.com/elsewhere", "//evil.example"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "javascript:alert(document.cookie)",
+        "https://evil.example",
+        "https://www.mturk.com.evil.example",
+        "https://user@www.mturk.com",
+        "http://www.mturk.com",
+        "https://www.mturk.com/elsewhere",
+        "//evil.example",
+    ],
+)
 def test_mturk_turk_submit_to_outside_mturk_is_refused_at_join(target):
     sst0 = cohort(make_study(shots=[0], platform="mturk"), "sst2", 0)
     page = WorkerClient(sst0, params={"assignmentId": "A1", "workerId": "W1", "turkSubmitTo": target}).join_response

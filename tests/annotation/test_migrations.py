@@ -26,26 +26,54 @@ def _fill_old_layout(apps) -> dict:
     user = model("auth", "User").objects.create(username="rita", password="!")
     task = model("tasks_data", "Task").objects.create(slug="sst2", source="test", fingerprint="f")
     example = model("tasks_data", "Example").objects.create(
-        task=task, role="test", identity="e7", position=0, clues_id="7", context="a fine film", question="q",
-        gold=["positive"])
+        task=task,
+        role="test",
+        identity="e7",
+        position=0,
+        clues_id="7",
+        context="a fine film",
+        question="q",
+        gold=["positive"],
+    )
     study = model("annotation", "Study").objects.create(
-        name="old", created_by=user, tasks=["sst2"], shots=[0], platform="prolific", completion_code="CDONE",
-        screenout_code="SOUT")
-    cohort = model("annotation", "Cohort").objects.create(study=study, task=task, shots=0, target=3,
-                                                          join_token="tok", prolific_study_id="a" * 24)
+        name="old",
+        created_by=user,
+        tasks=["sst2"],
+        shots=[0],
+        platform="prolific",
+        completion_code="CDONE",
+        screenout_code="SOUT",
+    )
+    cohort = model("annotation", "Cohort").objects.create(
+        study=study, task=task, shots=0, target=3, join_token="tok", prolific_study_id="a" * 24
+    )
     worker = model("annotation", "Worker").objects.create(platform="prolific", external_id="b" * 24)
     enrollment = model("annotation", "Enrollment").objects.create(
-        cohort=cohort, worker=worker, task=task, state="completed", order_seed=1, platform_session="c" * 24,
-        verification="verified", prolific_status="APPROVED")
-    model("annotation", "Answer").objects.create(enrollment=enrollment, example=example, step="test", position=0,
-                                                 texts=["positive"], s1=1.0)
-    model("annotation", "AuditEvent").objects.create(study=study, enrollment=enrollment, actor="worker",
-                                                     action="join", to_state="testing")
+        cohort=cohort,
+        worker=worker,
+        task=task,
+        state="completed",
+        order_seed=1,
+        platform_session="c" * 24,
+        verification="verified",
+        prolific_status="APPROVED",
+    )
+    model("annotation", "Answer").objects.create(
+        enrollment=enrollment, example=example, step="test", position=0, texts=["positive"], s1=1.0
+    )
+    model("annotation", "AuditEvent").objects.create(
+        study=study, enrollment=enrollment, actor="worker", action="join", to_state="testing"
+    )
     model("annotation", "ProlificCredential").objects.create(owner=user, token_encrypted="encrypted")
     model("annotation", "ParticipantGroup").objects.create(owner=user, task=task, prolific_id="d" * 24)
-    model("annotation", "BonusPayment").objects.create(enrollment=enrollment, amount=Decimal("1.25"),
-                                                       active_seconds=600, state="paid", prolific_bulk_id="bulk",
-                                                       paid_at=AT)
+    model("annotation", "BonusPayment").objects.create(
+        enrollment=enrollment,
+        amount=Decimal("1.25"),
+        active_seconds=600,
+        state="paid",
+        prolific_bulk_id="bulk",
+        paid_at=AT,
+    )
     model("annotation", "ProlificPlaces").objects.create(cohort=cohort, given_back=1, total=4)
     return {"study": study.pk, "cohort": cohort.pk, "enrollment": enrollment.pk}
 
@@ -68,15 +96,22 @@ def check_forward_migration() -> None:
     assert (study.name, study.platform, study.provider.name) == ("old", "prolific", "Prolific")
     assert Cohort.objects.get(pk=ids["cohort"]).platform_study_id == "a" * 24
     enrollment = Enrollment.objects.get(pk=ids["enrollment"])
-    assert (enrollment.platform_status, enrollment.verification, enrollment.state) == ("APPROVED", "verified",
-                                                                                        "completed")
+    assert (enrollment.platform_status, enrollment.verification, enrollment.state) == (
+        "APPROVED",
+        "verified",
+        "completed",
+    )
     assert list(Answer.objects.values_list("texts", "s1")) == [(["positive"], 1.0)]
     assert list(AuditEvent.objects.values_list("action", flat=True)) == ["join"]
     assert ProlificCredential.objects.get().token_encrypted == "encrypted"
     assert ParticipantGroup.objects.get().prolific_id == "d" * 24
     bonus = BonusPayment.objects.get()
-    assert (bonus.enrollment_id, bonus.amount, bonus.state, bonus.paid_at) == (enrollment.pk, Decimal("1.25"),
-                                                                               "paid", AT)
+    assert (bonus.enrollment_id, bonus.amount, bonus.state, bonus.paid_at) == (
+        enrollment.pk,
+        Decimal("1.25"),
+        "paid",
+        AT,
+    )
     places = ProlificPlaces.objects.get()
     assert (places.cohort_id, places.given_back, places.total) == (ids["cohort"], 1, 4)
     # The moved tables keep taking rows (their id sequences came with them).
@@ -103,11 +138,19 @@ def test_a_database_at_the_old_layout_migrates_forward_with_every_row_kept_on_po
 def test_a_database_at_the_old_layout_migrates_forward_with_every_row_kept_on_sqlite(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-    script = ("import django; django.setup(); from django.core.management import call_command; "
-              "call_command('migrate', verbosity=0); "
-              "from tests.annotation.test_migrations import check_forward_migration; check_forward_migration(); "
-              "print('forward migration: every row kept')")
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
-                            env={**env, "DJANGO_SETTINGS_MODULE": "clues_platform.settings", "PYTHONPATH": str(REPO)})
+    script = (
+        "import django; django.setup(); from django.core.management import call_command; "
+        "call_command('migrate', verbosity=0); "
+        "from tests.annotation.test_migrations import check_forward_migration; check_forward_migration(); "
+        "print('forward migration: every row kept')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "DJANGO_SETTINGS_MODULE": "clues_platform.settings", "PYTHONPATH": str(REPO)},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "every row kept" in result.stdout

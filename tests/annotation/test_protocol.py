@@ -35,10 +35,17 @@ def test_filtering_decision_floor_then_fraction_of_the_others():
     assert protocol.filtering_decision(0.41, [0.8, 0.8], floor=None, fraction=0.5) == ""
 
 
-@pytest.mark.parametrize("state, test_answers, allowed", [
-    (State.TRAINING, 0, True), (State.TESTING, 0, True), (State.TESTING, 1, False),
-    (State.COMPLETED, 0, False), (State.FILTERED, 0, False), (State.WITHDRAWN, 0, False),
-])
+@pytest.mark.parametrize(
+    "state, test_answers, allowed",
+    [
+        (State.TRAINING, 0, True),
+        (State.TESTING, 0, True),
+        (State.TESTING, 1, False),
+        (State.COMPLETED, 0, False),
+        (State.FILTERED, 0, False),
+        (State.WITHDRAWN, 0, False),
+    ],
+)
 def test_can_filter_until_the_first_test_answer(state, test_answers, allowed):
     assert protocol.can_filter(state, test_answers) is allowed
 
@@ -63,7 +70,11 @@ def test_cohort_status():
 
 def test_step_names_and_first_state():
     assert [protocol.step_name(s) for s in (State.TRAINING, State.TESTING, State.COMPLETED, State.FILTERED)] == [
-        "training", "test", "done", "filtered"]
+        "training",
+        "test",
+        "done",
+        "filtered",
+    ]
     assert protocol.first_state(0) == State.TESTING and protocol.first_state(10) == State.TRAINING
 
 
@@ -86,8 +97,14 @@ def _page(state, *, shots=10, started=False, answered=False, last=None, seen=Non
         calls.append("last")
         return last
 
-    return protocol.worker_page(state, shots=shots, started=started, has_answers=has_answers,
-                                last_training_answer=last_training_answer, feedback_seen=seen)
+    return protocol.worker_page(
+        state,
+        shots=shots,
+        started=started,
+        has_answers=has_answers,
+        last_training_answer=last_training_answer,
+        feedback_seen=seen,
+    )
 
 
 def test_the_description_until_the_worker_starts_or_has_answered():
@@ -134,7 +151,8 @@ def test_the_page_reads_the_stored_answers_only_when_the_decision_needs_them():
 
 def test_every_step_has_its_page():
     Page = protocol.WorkerPage
-    assert {step: protocol.page_of_step(protocol.step_name(s)) for step, s in
-            (("t", State.TRAINING), ("x", State.TESTING))} == {"t": Page.ITEM, "x": Page.ITEM}
+    assert {
+        step: protocol.page_of_step(protocol.step_name(s)) for step, s in (("t", State.TRAINING), ("x", State.TESTING))
+    } == {"t": Page.ITEM, "x": Page.ITEM}
     assert protocol.page_of_step("done") is Page.DONE and protocol.page_of_step("filtered") is Page.FILTERED
     assert protocol.page_of_step("expired") is Page.ENDED and protocol.page_of_step("withdrawn") is Page.ENDED

@@ -62,20 +62,31 @@ def test_the_api_refuses_out_of_bounds_parameters_with_400(api, field, value):
 
 
 def _form(**changes) -> dict:
-    data = {"name": "s", "tasks": ["sst2"], "shots": ["0"], "chain": "1", "workers_per_cohort": "3",
-            "pay_rate": "12", "filter_fraction": "0.5", "platform": "prolific", "worker_id_param": "worker_id",
-            "test_order": "file", "idle_cap_seconds": "300"}
+    data = {
+        "name": "s",
+        "tasks": ["sst2"],
+        "shots": ["0"],
+        "chain": "1",
+        "workers_per_cohort": "3",
+        "pay_rate": "12",
+        "filter_fraction": "0.5",
+        "platform": "prolific",
+        "worker_id_param": "worker_id",
+        "test_order": "file",
+        "idle_cap_seconds": "300",
+    }
     data.update(changes)
     return data
 
 
-@pytest.mark.parametrize("field, value", [(f, v) for f, v in BAD if f != "shots"],
-                         ids=[f"{f}={v}" for f, v in BAD if f != "shots"])
+@pytest.mark.parametrize(
+    "field, value", [(f, v) for f, v in BAD if f != "shots"], ids=[f"{f}={v}" for f, v in BAD if f != "shots"]
+)
 def test_the_dashboard_form_refuses_the_same_values(dashboard, field, value):
     response = dashboard.post("/dashboard/studies/new/", _form(**{field: str(value)}))
     assert response.status_code == 400
     html = response.content.decode()
-    section = html[html.index(f'id="field-{field}"'):]
+    section = html[html.index(f'id="field-{field}"') :]
     assert 'class="errorlist' in section[:1500]
     assert not Study.objects.exists()
 
@@ -85,13 +96,25 @@ def test_form_and_serializer_take_their_fields_and_limits_from_the_model():
     assert form_fields == api_fields  # the same parameters (plus "launch") in both
     api = StudyCreateSerializer().fields
     assert (api["workers_per_cohort"].min_value, api["workers_per_cohort"].max_value) == (
-        1, Study.MAX_WORKERS_PER_COHORT)
+        1,
+        Study.MAX_WORKERS_PER_COHORT,
+    )
     assert api["pay_rate"].min_value == 0 and api["idle_cap_seconds"].min_value == 1
 
 
 def test_valid_parameters_are_stored_as_given_through_the_api(api):
-    response = api.post("/api/studies/", {"name": "ok", "tasks": ["sst2"], "shots": [10, 0, 10], "pay_rate": "0",
-                                          "idle_cap_seconds": 1, "workers_per_cohort": 1000}, format="json")
+    response = api.post(
+        "/api/studies/",
+        {
+            "name": "ok",
+            "tasks": ["sst2"],
+            "shots": [10, 0, 10],
+            "pay_rate": "0",
+            "idle_cap_seconds": 1,
+            "workers_per_cohort": 1000,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     study = Study.objects.get()
     assert (study.shots, str(study.pay_rate), study.idle_cap_seconds) == ([0, 10], "0.00", 1)
@@ -119,8 +142,10 @@ def test_every_parameter_of_the_model_is_settable_from_the_form_the_api_and_laun
 
     parameters = set(Study.parameters())
     model_fields = {f.name for f in Study._meta.concrete_fields if f.editable and not f.primary_key}
-    assert parameters == model_fields and {"platform", "pay_currency", "expected_minutes", "worker_id_pattern",
-                                           "manual_review"} <= parameters
+    assert (
+        parameters == model_fields
+        and {"platform", "pay_currency", "expected_minutes", "worker_id_pattern", "manual_review"} <= parameters
+    )
     assert parameters <= set(StudyForm.base_fields)
     assert parameters <= set(StudyCreateSerializer().fields)
     parser = argparse.ArgumentParser()
@@ -135,11 +160,35 @@ def test_launch_study_sets_what_it_could_not_before(researcher):
 
     from django.core.management import call_command
 
-    call_command("launch_study", "--name", "all", "--tasks", "sst2", "--shots", "0", "--owner", researcher.username,
-                 "--pay-currency", "GBP", "--expected-minutes", "45", "--platform", "generic",
-                 "--worker-id-pattern", "[a-z]+", "--manual-review", "--no-filter-fraction", stdout=StringIO())
+    call_command(
+        "launch_study",
+        "--name",
+        "all",
+        "--tasks",
+        "sst2",
+        "--shots",
+        "0",
+        "--owner",
+        researcher.username,
+        "--pay-currency",
+        "GBP",
+        "--expected-minutes",
+        "45",
+        "--platform",
+        "generic",
+        "--worker-id-pattern",
+        "[a-z]+",
+        "--manual-review",
+        "--no-filter-fraction",
+        stdout=StringIO(),
+    )
     study = Study.objects.get()
-    assert (study.pay_currency, study.expected_minutes, study.worker_id_pattern, study.manual_review,
-            study.filter_fraction) == ("GBP", 45, "[a-z]+", True, None)
+    assert (
+        study.pay_currency,
+        study.expected_minutes,
+        study.worker_id_pattern,
+        study.manual_review,
+        study.filter_fraction,
+    ) == ("GBP", 45, "[a-z]+", True, None)
     defaults = Study(name="x", tasks=["sst2"])
     assert study.idle_cap_seconds == defaults.idle_cap_seconds and study.chain == defaults.chain

@@ -55,8 +55,11 @@ def owned(researcher):
 
 
 def snapshot():
-    return (list(Study.objects.values_list("pk", "closed_at")), list(Cohort.objects.values_list("pk", "closed_at")),
-            list(Enrollment.objects.values_list("pk", "state")))
+    return (
+        list(Study.objects.values_list("pk", "closed_at")),
+        list(Cohort.objects.values_list("pk", "closed_at")),
+        list(Enrollment.objects.values_list("pk", "state")),
+    )
 
 
 def test_anonymous_requests_get_401_with_a_message(owned):
@@ -125,41 +128,56 @@ def test_session_researchers_need_the_csrf_token(researcher):
 
 def test_create_a_study_validates_through_the_service(researcher):
     client = logged_in(researcher)
-    response = client.post("/api/studies/", {"name": "bad", "tasks": ["sst2", "nope"], "shots": [0, 5]},
-                           content_type="application/json")
+    response = client.post(
+        "/api/studies/", {"name": "bad", "tasks": ["sst2", "nope"], "shots": [0, 5]}, content_type="application/json"
+    )
     assert response.status_code == 400
     body = response.json()
     assert "unknown task(s): nope" in body["tasks"][0]
     assert "shots must be among" in body["shots"][0]
     assert "tasks:" in body["detail"] and "shots:" in body["detail"]
-    response = client.post("/api/studies/", {"name": "typed", "tasks": "sst2", "workers_per_cohort": "x"},
-                           content_type="application/json")
+    response = client.post(
+        "/api/studies/", {"name": "typed", "tasks": "sst2", "workers_per_cohort": "x"}, content_type="application/json"
+    )
     assert response.status_code == 400 and "workers_per_cohort" in response.json()
     assert not Study.objects.exists()
 
 
 def test_create_launch_and_close(researcher):
     client = logged_in(researcher)
-    response = client.post("/api/studies/", {"name": "pilot", "tasks": ["sst2", "conll03"], "shots": [0, 10],
-                                             "pay_rate": "15.00", "filter_floor": 0.3},
-                           content_type="application/json")
+    response = client.post(
+        "/api/studies/",
+        {"name": "pilot", "tasks": ["sst2", "conll03"], "shots": [0, 10], "pay_rate": "15.00", "filter_floor": 0.3},
+        content_type="application/json",
+    )
     assert response.status_code == 201
     study = response.json()
     assert study["created_by"] == "rita" and study["pay_rate"] == "15.00"
-    assert [(c["task"], c["shots"]) for c in study["cohorts"]] == [("sst2", 0), ("sst2", 10), ("conll03", 0),
-                                                                  ("conll03", 10)]
+    assert [(c["task"], c["shots"]) for c in study["cohorts"]] == [
+        ("sst2", 0),
+        ("sst2", 10),
+        ("conll03", 0),
+        ("conll03", 10),
+    ]
     assert all(c["join_path"].startswith("/join/") and not c["accepting"] for c in study["cohorts"])
     first = study["cohorts"][0]["id"]
-    assert client.post(f"/api/studies/{study['id']}/launch/", {"cohorts": [first]},
-                       content_type="application/json").json() == {"launched": 1}
-    assert client.post(f"/api/studies/{study['id']}/launch/", {"cohorts": [999999]},
-                       content_type="application/json").status_code == 400
+    assert client.post(
+        f"/api/studies/{study['id']}/launch/", {"cohorts": [first]}, content_type="application/json"
+    ).json() == {"launched": 1}
+    assert (
+        client.post(
+            f"/api/studies/{study['id']}/launch/", {"cohorts": [999999]}, content_type="application/json"
+        ).status_code
+        == 400
+    )
     assert client.post(f"/api/studies/{study['id']}/launch/", {}, content_type="application/json").json() == {
-        "launched": 3}
+        "launched": 3
+    }
     detail = client.get(f"/api/studies/{study['id']}/").json()
     assert all(c["accepting"] for c in detail["cohorts"])
-    assert client.post(f"/api/cohorts/{first}/close/", {"reason": "enough"},
-                       content_type="application/json").json() == {"closed": True}
+    assert client.post(
+        f"/api/cohorts/{first}/close/", {"reason": "enough"}, content_type="application/json"
+    ).json() == {"closed": True}
     assert not client.get(f"/api/studies/{study['id']}/").json()["cohorts"][0]["accepting"]
     reopen = f"/api/cohorts/{first}/reopen/"
     no_reason = client.post(reopen, {}, content_type="application/json")
@@ -195,8 +213,7 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     in_c10 = client.get(f"/api/studies/{study.pk}/enrollments/?cohort={c10}").json()
     assert [name_of(r["worker"]) for r in in_c10] == ["TRAIN"]
     assert client.get(f"/api/studies/{study.pk}/enrollments/?state=nope").status_code == 400
-    client.post(f"/api/enrollments/{training.pk}/filter/", {"reason": "asked to stop"},
-                content_type="application/json")
+    client.post(f"/api/enrollments/{training.pk}/filter/", {"reason": "asked to stop"}, content_type="application/json")
     log = client.get(f"/api/studies/{study.pk}/audit/").json()
     actions = [(e["actor"], e["action"]) for e in log]
     assert actions[0] == ("system", "create study") or actions[0][1] == "create study"
@@ -205,7 +222,8 @@ def test_enrollments_with_progress_and_the_audit_log(researcher):
     assert (filtered["actor"], name_of(filtered["worker"]), filtered["reason"]) == ("rita", "TRAIN", "asked to stop")
     assert (filtered["from_state"], filtered["to_state"]) == ("training", "filtered")
     assert [e["action"] for e in client.get(f"/api/studies/{study.pk}/audit/?q=asked").json()] == [
-        "filter by researcher"]
+        "filter by researcher"
+    ]
     assert AuditEvent.objects.filter(study=study).count() == len(log)
 
 

@@ -26,8 +26,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 
 def training_ids(cohort_) -> list[int]:
-    return list(TrainingSetItem.objects.filter(training_set=cohort_.training_set)
-                .order_by("position").values_list("example_id", flat=True))
+    return list(
+        TrainingSetItem.objects.filter(training_set=cohort_.training_set)
+        .order_by("position")
+        .values_list("example_id", flat=True)
+    )
 
 
 def test_current_item_shape_for_a_label_task_and_no_gold_or_clues_id():
@@ -37,15 +40,21 @@ def test_current_item_shape_for_a_label_task_and_no_gold_or_clues_id():
     first = Example.objects.get(pk=training_ids(sst10)[0])
     assert body["step"] == "training"
     assert body["progress"] == {"done": 0, "total": 10}
-    assert body["item"] == {"id": worker.handle(first), "kind": "label", "question": first.question,
-                            "context": first.context, "labels": ["positive", "negative"]}
+    assert body["item"] == {
+        "id": worker.handle(first),
+        "kind": "label",
+        "question": first.question,
+        "context": first.context,
+        "labels": ["positive", "negative"],
+    }
     assert body["completion"] is None
     assert not keys_anywhere(body) & FORBIDDEN_KEYS
     assert body["item"]["id"] not in (first.clues_id, str(first.pk))  # a handle: neither the CLUES nor the row id
 
 
-@pytest.mark.parametrize("task, kind", [("mnli", "label"), ("conll03", "spans"), ("squad2", "span_or_none"),
-                                        ("record", "entity")])
+@pytest.mark.parametrize(
+    "task, kind", [("mnli", "label"), ("conll03", "spans"), ("squad2", "span_or_none"), ("record", "entity")]
+)
 def test_current_item_shape_per_kind(task, kind):
     c = cohort(make_study(tasks=[task], shots=[0]), task, 0)
     worker = WorkerClient(c, "P1")
@@ -62,8 +71,9 @@ def test_current_item_shape_per_kind(task, kind):
     else:
         assert item["context"] == example.context
     if kind == "entity":
-        assert item["candidates"] == [{"start": s, "end": e, "text": example.context[s:e]}
-                                      for s, e in example.candidates]
+        assert item["candidates"] == [
+            {"start": s, "end": e, "text": example.context[s:e]} for s, e in example.candidates
+        ]
     else:
         assert "candidates" not in item
 
@@ -138,8 +148,9 @@ def test_a_stored_answer_cannot_be_saved_again_or_deleted_and_is_unique_per_item
         answer.save()
     with pytest.raises(ImmutableAnswer):
         answer.delete()
-    duplicate = Answer(enrollment=answer.enrollment, example=item, step="training", position=5, texts=["negative"],
-                       s1=0)
+    duplicate = Answer(
+        enrollment=answer.enrollment, example=item, step="training", position=5, texts=["negative"], s1=0
+    )
     with pytest.raises(IntegrityError), transaction.atomic():
         duplicate.save()
     assert Answer.objects.get().texts == ["positive"]
@@ -169,15 +180,18 @@ def test_zero_shot_workers_go_straight_to_the_test_step_and_never_see_gold():
 
 
 def test_test_order_is_the_file_order_by_default_and_a_fixed_per_worker_shuffle_when_asked():
-    file_order = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position")
-                      .values_list("pk", flat=True))
+    file_order = list(
+        Example.objects.filter(task__slug="sst2", role="test").order_by("position").values_list("pk", flat=True)
+    )
     plain = cohort(make_study(shots=[0]), "sst2", 0)
     a = WorkerClient(plain, "A")
     assert a.example(a.current().json()["item"]["id"]).pk == file_order[0]
     shuffled = cohort(make_study(tasks=["mnli", "sst2"], shots=[0], test_order="shuffle"), "sst2", 0)
     b, c = WorkerClient(shuffled, "B"), WorkerClient(shuffled, "C")
-    orders = {name_of(e.worker.external_id): services.item_order(enrollment=e, step="test")
-              for e in Enrollment.objects.filter(cohort=shuffled).select_related("cohort__study", "worker")}
+    orders = {
+        name_of(e.worker.external_id): services.item_order(enrollment=e, step="test")
+        for e in Enrollment.objects.filter(cohort=shuffled).select_related("cohort__study", "worker")
+    }
     assert orders["B"] != orders["C"]
     assert sorted(orders["B"]) == sorted(file_order) and orders["B"] != file_order
     first_b = b.current().json()["item"]["id"]
@@ -196,8 +210,12 @@ def test_completion_gives_the_code_and_the_prolific_redirect():
     worker = WorkerClient(cohort(study, "sst2", 0), "P1")
     for _ in range(n):
         last = worker.answer(worker.current().json()["item"]["id"], ["positive"]).json()
-    expected = {"code": "CDONE", "redirect_url": "https://app.prolific.com/submissions/complete?cc=CDONE",
-                "post_url": None, "post_fields": {}}
+    expected = {
+        "code": "CDONE",
+        "redirect_url": "https://app.prolific.com/submissions/complete?cc=CDONE",
+        "post_url": None,
+        "post_fields": {},
+    }
     assert last["next_step"] == "done" and last["completion"] == expected
     assert worker.current().json()["completion"] == expected
 
@@ -216,6 +234,7 @@ def test_completion_on_mturk_posts_back_to_external_submit_with_the_assignment()
 
 
 # ---------------------------------------------------------------- rule 6: validation per kind
+
 
 def word(example, i=0) -> dict:
     """The i-th word (3+ letters) of the context as a span."""
@@ -241,8 +260,7 @@ INVALID = [
     ("conll03", lambda e: [{"start": 0, "end": len(e.context)}, {"start": 0, "end": 0}], "outside the context"),
     ("squad2", lambda e: [word(e, 0), word(e, 1)], "at most 1 span"),
     ("record", lambda e: [], "empty answer is not allowed"),
-    ("record", lambda e: [inner({"start": e.candidates[0][0], "end": e.candidates[0][1]})],
-     "not one of the candidate"),
+    ("record", lambda e: [inner({"start": e.candidates[0][0], "end": e.candidates[0][1]})], "not one of the candidate"),
 ]
 
 
@@ -277,10 +295,16 @@ def test_spans_are_stored_as_context_slices_and_record_takes_a_candidate():
     assert answer.texts == [item.context[s:e]] and answer.spans == [[s, e]]
 
 
-@pytest.mark.parametrize("raw, message", [("{not json", "JSON parse error"), ('["a list"]', "dictionary"),
-                                          ('{"answer": ["positive"]}', "item"),
-                                          ('{"item": ["x"], "answer": ["positive"]}', "item"),
-                                          ('{"item": 1}', "answer")])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("{not json", "JSON parse error"),
+        ('["a list"]', "dictionary"),
+        ('{"answer": ["positive"]}', "item"),
+        ('{"item": ["x"], "answer": ["positive"]}', "item"),
+        ('{"item": 1}', "answer"),
+    ],
+)
 def test_malformed_bodies_are_400_with_a_message(raw, message):
     worker = WorkerClient(cohort(make_study(shots=[0]), "sst2", 0), "P1")
     response = worker.send("post", "/api/work/answer/", raw=raw)
@@ -293,8 +317,10 @@ def test_malformed_bodies_are_400_with_a_message(raw, message):
 
 
 def test_without_an_enrollment_in_the_session_the_worker_api_is_403():
-    for response in (Client().get("/api/work/current/"),
-                     Client().post("/api/work/answer/", {"item": 1, "answer": []}, content_type="application/json")):
+    for response in (
+        Client().get("/api/work/current/"),
+        Client().post("/api/work/answer/", {"item": 1, "answer": []}, content_type="application/json"),
+    ):
         assert response.status_code == 403
         assert "no enrollment" in response.json()["detail"]
 
@@ -322,8 +348,11 @@ def test_a_worker_cannot_read_or_answer_another_workers_items():
     # Bob answering Alice's current item acts on Bob's enrollment: it is not his current item.
     assert bob.answer(second, ["positive"]).status_code == 409
     # Naming Alice's enrollment in the body or the query string changes nothing.
-    sneaky = bob.send("post", f"/api/work/answer/?enrollment={alice_enrollment.pk}",
-                      {"item": second, "answer": ["positive"], "enrollment": alice_enrollment.pk})
+    sneaky = bob.send(
+        "post",
+        f"/api/work/answer/?enrollment={alice_enrollment.pk}",
+        {"item": second, "answer": ["positive"], "enrollment": alice_enrollment.pk},
+    )
     assert sneaky.status_code == 409
     assert bob.client.get(f"/api/work/current/?enrollment={alice_enrollment.pk}").json()["progress"]["done"] == 0
     assert Answer.objects.filter(enrollment=alice_enrollment).count() == 1

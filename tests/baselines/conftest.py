@@ -59,9 +59,29 @@ def celery_worker_process(celery_broker):
     env = {**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": TEST_BROKER, "PYTHONUNBUFFERED": "1"}
     log = open(REPO_ROOT / "artifacts" / "celery-worker.log", "w") if (REPO_ROOT / "artifacts").is_dir() else None
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "clues_platform", "worker", "-Q", "gpu", "-c", "1",
-         "--pool", "prefork", "--loglevel", "INFO", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=REPO_ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "clues_platform",
+            "worker",
+            "-Q",
+            "gpu",
+            "-c",
+            "1",
+            "--pool",
+            "prefork",
+            "--loglevel",
+            "INFO",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
     )
     time.sleep(0.5)
     yield proc

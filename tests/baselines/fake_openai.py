@@ -101,8 +101,9 @@ class FakeOpenAI:
         handler.wfile.write(blob)
 
     def _error(self, handler, status: int, message: str, headers=None, code=None):
-        self._send(handler, status, {"error": {"message": message, "type": "BadRequestError", "code": code or status}},
-                   headers)
+        self._send(
+            handler, status, {"error": {"message": message, "type": "BadRequestError", "code": code or status}}, headers
+        )
 
     def _authorised(self, handler) -> bool:
         if self.key is None or handler.headers.get("Authorization") == f"Bearer {self.key}":
@@ -112,8 +113,15 @@ class FakeOpenAI:
 
     def _record(self, handler, body, status):
         with self._lock:
-            self.calls.append({"path": handler.path, "body": body, "status": status, "at": time.monotonic(),
-                               "authorization": handler.headers.get("Authorization")})
+            self.calls.append(
+                {
+                    "path": handler.path,
+                    "body": body,
+                    "status": status,
+                    "at": time.monotonic(),
+                    "authorization": handler.headers.get("Authorization"),
+                }
+            )
 
     def _get(self, handler):
         if handler.path.rstrip("/") != "/v1/models":
@@ -122,8 +130,14 @@ class FakeOpenAI:
         if not self._authorised(handler):
             return self._record(handler, None, 401)
         self._record(handler, None, 200)
-        self._send(handler, 200, {"object": "list", "data": [
-            {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]})
+        self._send(
+            handler,
+            200,
+            {
+                "object": "list",
+                "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models],
+            },
+        )
 
     def _post(self, handler):
         length = int(handler.headers.get("Content-Length") or 0)
@@ -146,7 +160,8 @@ class FakeOpenAI:
     def _answer(self, handler, body, fault):  # noqa: C901 (one branch per documented behaviour)
         path = handler.path.rstrip("/")
         if path not in ("/v1/chat/completions", "/v1/completions") or (
-                path == "/v1/completions" and self.no_completions):
+            path == "/v1/completions" and self.no_completions
+        ):
             self._record(handler, body, 404)
             return self._error(handler, 404, "Not Found")
         if not self._authorised(handler):
@@ -177,10 +192,14 @@ class FakeOpenAI:
         n_prompt = len(words(prompt))
         if self.window is not None and n_prompt + max_tokens > self.window:
             self._record(handler, body, 400)
-            return self._error(handler, 400, f"This model's maximum context length is {self.window} tokens. However, "
-                                             f"you requested {n_prompt + max_tokens} tokens ({n_prompt} in the "
-                                             f"messages, {max_tokens} in the completion). Please reduce the length "
-                                             "of the messages or completion.")
+            return self._error(
+                handler,
+                400,
+                f"This model's maximum context length is {self.window} tokens. However, "
+                f"you requested {n_prompt + max_tokens} tokens ({n_prompt} in the "
+                f"messages, {max_tokens} in the completion). Please reduce the length "
+                "of the messages or completion.",
+            )
         if fault == "drop":  # the work is done (and would be billed), then the connection goes
             self._record(handler, body, 0)
             with self._lock:
@@ -204,16 +223,31 @@ class FakeOpenAI:
                     offsets.append(at)
                     at += len(t)
                 lp = [None] + [self.logprob(t) if self.logprob else -len(t.strip()) / 4 for t in toks[1:]]
-                choice["logprobs"] = {"tokens": toks, "token_logprobs": lp, "text_offset": offsets,
-                                      "top_logprobs": None}
+                choice["logprobs"] = {
+                    "tokens": toks,
+                    "token_logprobs": lp,
+                    "text_offset": offsets,
+                    "top_logprobs": None,
+                }
         n_completion = len(words(text))
         with self._lock:
             self.answered.append(body)
         self._record(handler, body, 200)
-        self._send(handler, 200, {"id": f"cmpl-{len(self.answered)}", "object": "chat.completion",
-                                  "model": body["model"], "choices": [choice],
-                                  "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
-                                            "total_tokens": n_prompt + n_completion}})
+        self._send(
+            handler,
+            200,
+            {
+                "id": f"cmpl-{len(self.answered)}",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [choice],
+                "usage": {
+                    "prompt_tokens": n_prompt,
+                    "completion_tokens": n_completion,
+                    "total_tokens": n_prompt + n_completion,
+                },
+            },
+        )
 
 
 if __name__ == "__main__":  # a fake on its own process (the benchmark): prints its base URL, serves until killed

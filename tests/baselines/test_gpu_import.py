@@ -27,9 +27,31 @@ def sweep_file(tmp_path_factory, clues_zip):
     texts = [e.question + " " + e.context for e in load_split(str(clues_zip), task, task.test_filename)]
     model = tiny_models.bert_checkpoint(tmp / "tiny", texts)
     out = tmp / "runs.json"
-    assert gpu_sweep.main(["--zip", str(clues_zip), "--model", model, "--model-name", "tiny-bert", "--out", str(out),
-                           "--tasks", "sst2", "--shots", "10", "--splits", "1", "--device", "cpu",
-                           "--set", "max_steps=1"]) == 0
+    assert (
+        gpu_sweep.main(
+            [
+                "--zip",
+                str(clues_zip),
+                "--model",
+                model,
+                "--model-name",
+                "tiny-bert",
+                "--out",
+                str(out),
+                "--tasks",
+                "sst2",
+                "--shots",
+                "10",
+                "--splits",
+                "1",
+                "--device",
+                "cpu",
+                "--set",
+                "max_steps=1",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -70,8 +92,11 @@ def test_a_bad_file_is_refused_whole(clues_data, sweep_file, tmp_path):
     with pytest.raises(CommandError, match="run 2: predictions must be"):
         _import(bad)
     assert not BaselineRun.objects.filter(model="tiny-bert").exists()  # run 1 was not kept either
-    for text, message in [("{", "is not JSON"), ('{"format": "x"}', "not a baseline-runs file"),
-                          (json.dumps({**payload, "runs": [dict(good, task="nope")]}), "unknown task")]:
+    for text, message in [
+        ("{", "is not JSON"),
+        ('{"format": "x"}', "not a baseline-runs file"),
+        (json.dumps({**payload, "runs": [dict(good, task="nope")]}), "unknown task"),
+    ]:
         bad.write_text(text)
         with pytest.raises(CommandError, match=message):
             _import(bad)
@@ -82,15 +107,30 @@ def test_a_bad_file_is_refused_whole(clues_data, sweep_file, tmp_path):
 def test_run_baselines_prints_the_papers_row_beside_ft_only(clues_data, sweep_file):
     _import(sweep_file)  # a completed ft run (tiny-bert, SST-2 10-shot split 1): run_baselines finds it done
     out = io.StringIO()
-    call_command("run_baselines", "--tasks", "sst2", "--methods", "ft", "empty", "majority",
-                 "--models", "ft=tiny-bert", "--shots", "10", "--splits", "1", stdout=out, stderr=io.StringIO())
+    call_command(
+        "run_baselines",
+        "--tasks",
+        "sst2",
+        "--methods",
+        "ft",
+        "empty",
+        "majority",
+        "--models",
+        "ft=tiny-bert",
+        "--shots",
+        "10",
+        "--splits",
+        "1",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     text = out.getvalue()
-    tail = text[text.index("paper (BERT-base, classic fine-tuning) vs ours (ft)"):]
+    tail = text[text.index("paper (BERT-base, classic fine-tuning) vs ours (ft)") :]
     sst = next(line for line in tail.splitlines() if line.startswith("sst2      ft"))
     assert "46.2 ± 5.6" in sst and "CLUES paper Table 6" in sst
     # the paper's fine-tuning row is never printed beside another method
     assert not any(line.startswith(("sst2      empty", "sst2      majority")) for line in tail.splitlines())
-    head = text[:text.index("paper (BERT-base")]
+    head = text[: text.index("paper (BERT-base")]
     assert "sst2      majority" in head and "sst2      empty" in head  # their own rows are in the table
 
 

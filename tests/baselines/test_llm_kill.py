@@ -36,9 +36,25 @@ def test_a_killed_run_restarted_sends_no_answered_request_again(demo_path, monke
     env = {**os.environ, "DATABASE_URL": url, "OPENAI_API_KEY": TOKEN, "PYTHONUNBUFFERED": "1"}
     env.pop("CELERY_BROKER_URL", None)
     with FakeOpenAI(latency=0.3) as fake:
-        command = [sys.executable, "manage.py", "run_baselines", "--tasks", "sst2", "--methods", "worker",
-                   "--models", "tiny-model", "--api-base", fake.base_url, "--shots", "10", "--splits", "1",
-                   "--concurrency", "1"]
+        command = [
+            sys.executable,
+            "manage.py",
+            "run_baselines",
+            "--tasks",
+            "sst2",
+            "--methods",
+            "worker",
+            "--models",
+            "tiny-model",
+            "--api-base",
+            fake.base_url,
+            "--shots",
+            "10",
+            "--splits",
+            "1",
+            "--concurrency",
+            "1",
+        ]
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # 10 training answers, then test answers one at a time: kill in the middle of the test step

@@ -47,9 +47,23 @@ def worker_run(study, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
     monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
     with FakeOpenAI() as fake:
-        call_command("run_baselines", "--tasks", "sst2", "--methods", "worker", "--models", "tiny-model",
-                     "--api-base", fake.base_url, "--shots", "10", "--splits", "1", stdout=io.StringIO(),
-                     stderr=io.StringIO())
+        call_command(
+            "run_baselines",
+            "--tasks",
+            "sst2",
+            "--methods",
+            "worker",
+            "--models",
+            "tiny-model",
+            "--api-base",
+            fake.base_url,
+            "--shots",
+            "10",
+            "--splits",
+            "1",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
         yield BaselineRun.objects.get(method="worker"), fake
 
 

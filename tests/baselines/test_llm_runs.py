@@ -51,8 +51,21 @@ def run_command(*args) -> tuple[str, str]:
 
 
 def sweep(fake, *extra, methods=("worker",), model="tiny-model"):
-    return run_command("--tasks", "sst2", "--methods", *methods, "--models", model, "--api-base", fake.base_url,
-                       "--shots", "10", "--splits", "1", *extra)
+    return run_command(
+        "--tasks",
+        "sst2",
+        "--methods",
+        *methods,
+        "--models",
+        model,
+        "--api-base",
+        fake.base_url,
+        "--shots",
+        "10",
+        "--splits",
+        "1",
+        *extra,
+    )
 
 
 def test_worker_and_icl_through_run_baselines(fake, caplog):
@@ -136,8 +149,12 @@ def test_bad_server_input_is_a_clear_error_and_stores_nothing(fake, monkeypatch,
     with pytest.raises(CommandError) as err:
         run_command("--tasks", "sst2", "--methods", "worker", "--models", model, "--api-base", base, "--shots", "10")
     message = str(err.value)
-    expected = {"unknown model": "does not serve qwen-72b; it offers: tiny-model", "wrong key": "refused the key",
-                "unreachable": "cannot reach http://127.0.0.1:9/v1", "credentials in url": "OPENAI_API_KEY"}[problem]
+    expected = {
+        "unknown model": "does not serve qwen-72b; it offers: tiny-model",
+        "wrong key": "refused the key",
+        "unreachable": "cannot reach http://127.0.0.1:9/v1",
+        "credentials in url": "OPENAI_API_KEY",
+    }[problem]
     assert expected in message and "hunter2" not in message
     assert not BaselineRun.objects.exists() and not BaselineResponse.objects.exists()
 
@@ -164,8 +181,26 @@ def test_context_window_too_small_says_how_many_fit(fake):
 
 
 def test_zero_shots_and_several_seeds_form_one_row(fake):
-    run_command("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", fake.base_url,
-                "--shots", "0", "--splits", "1", "2", "--seed", "1", "2", "--set", "temperature=0.7")
+    run_command(
+        "--tasks",
+        "sst2",
+        "--methods",
+        "worker",
+        "--models",
+        "tiny-model",
+        "--api-base",
+        fake.base_url,
+        "--shots",
+        "0",
+        "--splits",
+        "1",
+        "2",
+        "--seed",
+        "1",
+        "2",
+        "--set",
+        "temperature=0.7",
+    )
     runs = BaselineRun.objects.all()
     assert sorted((r.shots, r.split, r.seed) for r in runs) == [(0, 1, 1), (0, 1, 2)]  # 0 shots: one split
     assert {b["seed"] for b in fake.answered} == {1, 2} and {b["temperature"] for b in fake.answered} == {0.7}
@@ -176,13 +211,39 @@ def test_zero_shots_and_several_seeds_form_one_row(fake):
 
 def test_models_per_method(fake):
     fake.models = ["tiny-model", "other-model"]
-    run_command("--tasks", "sst2", "--methods", "worker", "icl", "--models", "worker=tiny-model", "icl=other-model",
-                "--api-base", fake.base_url, "--shots", "10", "--splits", "1")
-    assert sorted(BaselineRun.objects.values_list("method", "model")) == [("icl", "other-model"),
-                                                                         ("worker", "tiny-model")]
+    run_command(
+        "--tasks",
+        "sst2",
+        "--methods",
+        "worker",
+        "icl",
+        "--models",
+        "worker=tiny-model",
+        "icl=other-model",
+        "--api-base",
+        fake.base_url,
+        "--shots",
+        "10",
+        "--splits",
+        "1",
+    )
+    assert sorted(BaselineRun.objects.values_list("method", "model")) == [
+        ("icl", "other-model"),
+        ("worker", "tiny-model"),
+    ]
     with pytest.raises(CommandError, match="either every model names its method"):
-        run_command("--tasks", "sst2", "--methods", "worker", "icl", "--models", "worker=tiny-model", "other-model",
-                    "--api-base", fake.base_url)
+        run_command(
+            "--tasks",
+            "sst2",
+            "--methods",
+            "worker",
+            "icl",
+            "--models",
+            "worker=tiny-model",
+            "other-model",
+            "--api-base",
+            fake.base_url,
+        )
     with pytest.raises(CommandError, match="ft is not among --methods"):
         run_command("--tasks", "sst2", "--methods", "worker", "--models", "ft=x", "--api-base", fake.base_url)
 
@@ -223,4 +284,3 @@ def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     assert len(got["transcript"]) == len(entries) and got["run"]["id"] == run.pk
     assert client.get("/api/baselines/runs/999/transcript/").status_code == 404
     assert client.post("/api/baselines/runs/", {}).status_code in (403, 405)  # nothing starts a run on the web
-

@@ -27,8 +27,9 @@ def run_command(*args) -> str:
 
 
 def test_empty_predictor_reproduces_the_papers_default_scores(clues_data):
-    out = run_command("--tasks", "conll03", "wikiann", "squad2", "--methods", "empty", "--shots", "10",
-                      "--splits", "1", "2")
+    out = run_command(
+        "--tasks", "conll03", "wikiann", "squad2", "--methods", "empty", "--shots", "10", "--splits", "1", "2"
+    )
     scores = {r.task.slug: round(100 * r.s1, 1) for r in BaselineRun.objects.filter(method="empty")}
     assert scores == {"conll03": 51.3, "wikiann": 62.8, "squad2": 49.5}
     assert BaselineRun.objects.filter(method="empty", status="completed").count() == 6
@@ -110,8 +111,9 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     cohort = study.cohorts.get()
     human: dict[str, list[float]] = {}
     for n, wrong_every in enumerate((3, 4)):
-        enrollment = protocol.join(token=cohort.join_token, params={"PROLIFIC_PID": f"{n:024x}",
-                                                                    "SESSION_ID": f"s{n}"}).enrollment
+        enrollment = protocol.join(
+            token=cohort.join_token, params={"PROLIFIC_PID": f"{n:024x}", "SESSION_ID": f"s{n}"}
+        ).enrollment
         for i in range(200):
             state = protocol.current_item(enrollment_id=enrollment.pk)
             if state.item is None:
@@ -141,8 +143,10 @@ def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     table = out.getvalue()
     assert "| majority |" in table
     # Both intervals of the gap: [over the items, annotators fixed] {over annotators and items}.
-    gap = (f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] "
-           f"{{{row['ci_two_level_low']:+.1f}, {row['ci_two_level_high']:+.1f}}}")
+    gap = (
+        f"{row['diff']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] "
+        f"{{{row['ci_two_level_low']:+.1f}, {row['ci_two_level_high']:+.1f}}}"
+    )
     assert f"| Human − majority | 10 | {gap} (n={row['items']}) |" in table  # n: paired test items
 
 

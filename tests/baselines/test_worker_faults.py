@@ -21,8 +21,9 @@ def _pool_children(worker: subprocess.Popen) -> list[int]:
 
 def test_killed_worker_run_is_retried_and_stored_once_while_others_go_on(demo_data, celery_worker_process):
     # A real fine-tuning run (default encoder, a few seconds on CPU) to kill, and a quick one behind it.
-    (slow,), _ = services.plan_runs(tasks=["sst2"], methods=["ft"], shots=[10], splits=[1],
-                                    config={"extra": {"epochs": 3}})
+    (slow,), _ = services.plan_runs(
+        tasks=["sst2"], methods=["ft"], shots=[10], splits=[1], config={"extra": {"epochs": 3}}
+    )
     (quick,), _ = services.plan_runs(tasks=["squad2"], methods=["empty"], shots=[10], splits=[1])
     execute_run_task.apply_async(args=[slow.pk, "cpu"], queue="gpu")
     execute_run_task.apply_async(args=[quick.pk, "cpu"], queue="gpu")
@@ -33,8 +34,11 @@ def test_killed_worker_run_is_retried_and_stored_once_while_others_go_on(demo_da
     for pid in children:
         os.kill(pid, signal.SIGKILL)  # the process running the task dies mid-run
 
-    wait_for(lambda: BaselineRun.objects.get(pk=slow.pk).status in ("completed", "failed"), 240,
-             "the killed run to be retried")
+    wait_for(
+        lambda: BaselineRun.objects.get(pk=slow.pk).status in ("completed", "failed"),
+        240,
+        "the killed run to be retried",
+    )
     wait_for(lambda: BaselineRun.objects.get(pk=quick.pk).status == "completed", 60, "the other run")
     slow.refresh_from_db()
     assert slow.status == "completed", slow.error

@@ -27,8 +27,15 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -56,8 +63,9 @@ class Pages:
         self.contexts, self.errors, self.allowed = [], [], []
 
     def new(self, viewport=None, **kwargs):
-        context = self.browser.new_context(viewport=viewport or LAPTOP, base_url=self.base_url,
-                                           accept_downloads=True, **kwargs)
+        context = self.browser.new_context(
+            viewport=viewport or LAPTOP, base_url=self.base_url, accept_downloads=True, **kwargs
+        )
         context.set_default_timeout(10_000)
         page = context.new_page()
         page.on("console", lambda msg: self._console(page, msg))

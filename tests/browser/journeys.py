@@ -55,8 +55,12 @@ def after_item(page, old: str) -> str:
 
 
 def tokens(page) -> list[tuple[int, int]]:
-    return [tuple(t) for t in page.eval_on_selector_all(
-        ".tokens .tok", "els => els.map(e => [parseInt(e.dataset.s, 10), parseInt(e.dataset.e, 10)])")]
+    return [
+        tuple(t)
+        for t in page.eval_on_selector_all(
+            ".tokens .tok", "els => els.map(e => [parseInt(e.dataset.s, 10), parseInt(e.dataset.e, 10)])"
+        )
+    ]
 
 
 def gold_token_ranges(page, example: Example) -> list[tuple[int, int]]:

@@ -25,12 +25,17 @@ def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_d
     page.goto("/accounts/login/")
     found = {"login": walk.axe(page)}
     _log_in(page, "/dashboard/")
-    for name, url in (("study-list", "/dashboard/"), ("study-new", "/dashboard/studies/new/"),
-                      ("study", f"/dashboard/studies/{study.pk}/"), ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
-                      ("results", f"/dashboard/studies/{study.pk}/results/"),
-                      ("confirm", f"/dashboard/cohorts/{ten.pk}/close/"),
-                      ("attention", f"/dashboard/studies/{study.pk}/attention-checks/"),
-                      ("prolific", f"/dashboard/studies/{study.pk}/prolific/"), ("api-docs", "/api/docs/")):
+    for name, url in (
+        ("study-list", "/dashboard/"),
+        ("study-new", "/dashboard/studies/new/"),
+        ("study", f"/dashboard/studies/{study.pk}/"),
+        ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
+        ("results", f"/dashboard/studies/{study.pk}/results/"),
+        ("confirm", f"/dashboard/cohorts/{ten.pk}/close/"),
+        ("attention", f"/dashboard/studies/{study.pk}/attention-checks/"),
+        ("prolific", f"/dashboard/studies/{study.pk}/prolific/"),
+        ("api-docs", "/api/docs/"),
+    ):
         page.goto(url)
         if name == "api-docs":
             expect(page.locator(".opblock").first).to_be_visible()
@@ -42,7 +47,8 @@ def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_d
             assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
             box = page.locator("table.enrollments").evaluate(
                 "t => { const s = t.closest('.table-scroll') || t.parentElement;"
-                " return [s.scrollWidth, s.clientWidth]; }")
+                " return [s.scrollWidth, s.clientWidth]; }"
+            )
             assert box[0] <= box[1], f"the workers table scrolls sideways at 1366 px: {box}"
     found = {name: v for name, v in found.items() if v}
     assert not found, json.dumps(found, indent=1)

@@ -153,8 +153,12 @@ def test_the_operators_admin_raises_no_csp_violation(csp_pages, demo_data):
     page.get_by_role("button", name="Log in").click()
     expect(page.locator("#site-name")).to_contain_text("operators")
     example = Example.objects.order_by("pk").first()
-    for path in ("/admin/tasks_data/example/", f"/admin/tasks_data/example/{example.pk}/change/",
-                 "/admin/annotation/study/", "/admin/auth/user/add/"):
+    for path in (
+        "/admin/tasks_data/example/",
+        f"/admin/tasks_data/example/{example.pk}/change/",
+        "/admin/annotation/study/",
+        "/admin/auth/user/add/",
+    ):
         page.goto(path)
         page.wait_for_load_state("load")
         assert page.evaluate("window.__csp") == [], path

@@ -72,8 +72,11 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     # A worker joins through the copied link (a second browser), others progress through the services:
     # the grid follows by itself (htmx polling every 3 s).
     worker_page = pages.new()
-    worker_page.goto(link.replace("{{%PROLIFIC_PID%}}", pid_for("GRID-W1")).replace("{{%STUDY_ID%}}", "ST")
-                     .replace("{{%SESSION_ID%}}", "SE1"))
+    worker_page.goto(
+        link.replace("{{%PROLIFIC_PID%}}", pid_for("GRID-W1"))
+        .replace("{{%STUDY_ID%}}", "ST")
+        .replace("{{%SESSION_ID%}}", "SE1")
+    )
     expect(worker_page.locator("#stage")).to_have_attribute("data-view", "description")
     expect(_cell(page, "sst2", 10).locator(".enrolled")).to_have_text("1 / 2", timeout=10_000)
     w10 = Enrollment.objects.get(worker__external_id=pid_for("GRID-W1"))

@@ -50,10 +50,15 @@ def _shoot(page, name: str, size: str):
 def _no_sideways_scroll(page):
     """The page itself fits the viewport: only a table's own box may scroll sideways."""
     overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-    culprits = [] if overflow <= 0 else page.evaluate(
-        "() => Array.from(document.querySelectorAll('body *'))"
-        ".filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
-        ".slice(0, 5).map(e => e.tagName + '.' + e.className)")
+    culprits = (
+        []
+        if overflow <= 0
+        else page.evaluate(
+            "() => Array.from(document.querySelectorAll('body *'))"
+            ".filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
+            ".slice(0, 5).map(e => e.tagName + '.' + e.className)"
+        )
+    )
     assert overflow <= 0, f"{page.url} is {overflow}px wider than the viewport: {culprits}"
 
 
@@ -97,10 +102,15 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     page.locator("#cohort-confirm").get_by_role("button", name="Re-open the cohort").click()
     expect(page.locator(".messages")).to_contain_text("Re-opened SST-2 10-shot.")
     expect(row.locator(".badge")).to_have_text("open")
-    reasons = list(AuditEvent.objects.filter(study=study, action__in=("close cohort", "reopen cohort"))
-                   .order_by("at").values_list("action", "actor", "reason"))
-    assert reasons == [("close cohort", "alice", "sst2 10-shot: pilot <enough> data"),
-                       ("reopen cohort", "alice", "sst2 10-shot: one more worker needed")]
+    reasons = list(
+        AuditEvent.objects.filter(study=study, action__in=("close cohort", "reopen cohort"))
+        .order_by("at")
+        .values_list("action", "actor", "reason")
+    )
+    assert reasons == [
+        ("close cohort", "alice", "sst2 10-shot: pilot <enough> data"),
+        ("reopen cohort", "alice", "sst2 10-shot: one more worker needed"),
+    ]
 
     # Without JavaScript: the same links open a confirmation page; back to the cohort page after it.
     plain = pages.new(viewport=WIDTHS[size], java_script_enabled=False)
@@ -125,8 +135,14 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
 
 def _busy_study(user):
     """A study with something on every page: progress, a worker at chance, an idle one, results."""
-    study = make_study(tasks=("sst2", "conll03"), shots=(0, 10), created_by=user, workers_per_cohort=3,
-                       name="Pilot: SST-2 and CoNLL03", filter_fraction=0.5)
+    study = make_study(
+        tasks=("sst2", "conll03"),
+        shots=(0, 10),
+        created_by=user,
+        workers_per_cohort=3,
+        name="Pilot: SST-2 and CoNLL03",
+        filter_fraction=0.5,
+    )
     zero = cohort_of(study, "sst2", 0)
     for i in range(3):
         worker = enroll(zero, f"DONE-{i}")
@@ -152,10 +168,14 @@ def test_every_dashboard_page_fits_and_is_screenshotted(pages, demo_data, size):
     study, ten, guesser, quiet = _busy_study(user)
     page = pages.new(viewport=WIDTHS[size])
     _log_in(page, "/dashboard/")
-    for name, url in (("study-list", "/dashboard/"), ("study-new", "/dashboard/studies/new/"),
-                      ("study", f"/dashboard/studies/{study.pk}/"), ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
-                      ("results", f"/dashboard/studies/{study.pk}/results/"),
-                      ("confirm", f"/dashboard/cohorts/{ten.pk}/close/")):
+    for name, url in (
+        ("study-list", "/dashboard/"),
+        ("study-new", "/dashboard/studies/new/"),
+        ("study", f"/dashboard/studies/{study.pk}/"),
+        ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
+        ("results", f"/dashboard/studies/{study.pk}/results/"),
+        ("confirm", f"/dashboard/cohorts/{ten.pk}/close/"),
+    ):
         page.goto(url)
         expect(page.locator("h1")).to_be_visible()
         _shoot(page, name, size)

@@ -28,12 +28,26 @@ def _study():
     complete(ten, "B", wrong_test={1})
     complete(ten, "C", wrong_test={1, 2})
     tests = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position"))
-    predictions = [{"id": e.clues_id, "prediction": [e.gold[0]] if i else
-                    [next(x for x in ("positive", "negative") if x != e.gold[0])]} for i, e in enumerate(tests)]
+    predictions = [
+        {
+            "id": e.clues_id,
+            "prediction": [e.gold[0]] if i else [next(x for x in ("positive", "negative") if x != e.gold[0])],
+        }
+        for i, e in enumerate(tests)
+    ]
     scores = [float(i > 0) for i in range(len(tests))]
-    BaselineRun.objects.create(task=tests[0].task, method="icl", model="tiny-model", shots=10, split=1, seed=0,
-                               status=BaselineRun.Status.COMPLETED, s1=sum(scores) / len(scores),
-                               predictions=predictions, item_scores=scores)
+    BaselineRun.objects.create(
+        task=tests[0].task,
+        method="icl",
+        model="tiny-model",
+        shots=10,
+        split=1,
+        seed=0,
+        status=BaselineRun.Status.COMPLETED,
+        s1=sum(scores) / len(scores),
+        predictions=predictions,
+        item_scores=scores,
+    )
     return study, ten, tests
 
 

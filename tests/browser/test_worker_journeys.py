@@ -54,16 +54,22 @@ def _mark_gold(page, example, n: int) -> list[str]:
             drag(page, first, last)
         else:
             click_shift_click(page, first, last)
-    return [example.context[int(tok(page, a).get_attribute("data-s")):int(tok(page, b).get_attribute("data-e"))]
-            for a, b in ranges]
+    return [
+        example.context[int(tok(page, a).get_attribute("data-s")) : int(tok(page, b).get_attribute("data-e"))]
+        for a, b in ranges
+    ]
 
 
 def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
     study = make_study(tasks=("conll03",), shots=(10,), workers_per_cohort=2)
     cohort = cohort_of(study, "conll03", 10)
     page = pages.new()
-    page.route("https://app.prolific.com/**", lambda route: route.fulfill(
-        status=200, content_type="text/html", body="<!doctype html><title>Prolific</title><h1>Prolific</h1>"))
+    page.route(
+        "https://app.prolific.com/**",
+        lambda route: route.fulfill(
+            status=200, content_type="text/html", body="<!doctype html><title>Prolific</title><h1>Prolific</h1>"
+        ),
+    )
     _join(page, cohort, PROLIFIC.format(pid=pid_for("NER-W1")))
     expect(page.locator("h1")).to_contain_text("CoNLL03")
     shoot(page, "01-description")
@@ -75,8 +81,11 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
     while view(page) == "item":
         example = current_example(page)
         shown = item_handle(page)  # the handle the page posts
-        step = "training" if enrollment.cohort.shots and page.locator(".steps li.current").inner_text() == "Training" \
+        step = (
+            "training"
+            if enrollment.cohort.shots and page.locator(".steps li.current").inner_text() == "Training"
             else "test"
+        )
         expected = sorted(dict.fromkeys(example.gold))
         if step == "test" and not seen_test:
             expect(page.locator(".banner")).to_contain_text("training step is over")
@@ -140,8 +149,9 @@ def _cannot_change(page, enrollment, example):
     # A replayed form POST with another answer (the handle the page posted): refused (409), nothing changes.
     token = page.locator('input[name="csrfmiddlewaretoken"]').first.input_value()
     example_handle = services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk)
-    response = page.request.post("/work/answer/", form={"csrfmiddlewaretoken": token, "item": example_handle,
-                                                        "none": "1"})
+    response = page.request.post(
+        "/work/answer/", form={"csrfmiddlewaretoken": token, "item": example_handle, "none": "1"}
+    )
     assert response.status == 409
     assert Answer.objects.get(pk=answer.pk).texts == answer.texts
 
@@ -224,17 +234,17 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
     while view(page) == "item":
         example = current_example(page)
         shown = item_handle(page)  # the handle the page posts
-        good = [c for c in example.candidates if example.context[c[0]:c[1]] in example.gold]
+        good = [c for c in example.candidates if example.context[c[0] : c[1]] in example.gold]
         choice = page.locator(f'.cand[data-s="{good[0][0]}"][data-e="{good[0][1]}"]')
         if n % 3 == 1:  # keyboard: focus the entity, Enter chooses it and moves to Submit, Enter submits
             choice.focus()
             page.keyboard.press("Enter")
             expect(page.locator('[data-role="submit"]')).to_be_focused()
-            expect(page.locator("[data-blank]").first).to_have_text(example.context[good[0][0]:good[0][1]])
+            expect(page.locator("[data-blank]").first).to_have_text(example.context[good[0][0] : good[0][1]])
             page.keyboard.press("Enter")
         else:
             choice.click()
-            expect(page.locator("[data-choice]")).to_have_text(example.context[good[0][0]:good[0][1]])
+            expect(page.locator("[data-choice]")).to_have_text(example.context[good[0][0] : good[0][1]])
             if n == 0:
                 shoot(page, "09-widget-entity")
             page.locator('[data-role="submit"]').click()
@@ -256,9 +266,10 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
     first = services.item_order(enrollment=Enrollment(cohort=cohort), step="training")[0]
     from tasks_data.models import Example
 
-    context = "Fans 😀🎉 cheered 𝒳 & <b>\"loud\"</b> as Zoë Ñúñez, the singer, arrived in Paris."
-    Example.objects.filter(pk=first).update(context=context, question="Who arrived in Paris?",
-                                            gold=["Zoë Ñúñez"], is_impossible=False)
+    context = 'Fans 😀🎉 cheered 𝒳 & <b>"loud"</b> as Zoë Ñúñez, the singer, arrived in Paris.'
+    Example.objects.filter(pk=first).update(
+        context=context, question="Who arrived in Paris?", gold=["Zoë Ñúñez"], is_impossible=False
+    )
     page = pages.new()
     _join(page, cohort, PROLIFIC.format(pid=pid_for("SQ-1")))
     _start(page)
@@ -308,7 +319,8 @@ def test_mnli_filtered_and_no_enrollment_pages(pages, shoot, demo_data):
     wait_view(page, "filtered")
     expect(page.locator("#code")).to_have_text("OUT456")
     expect(page.get_by_role("link", name="Go back to Prolific with this code")).to_have_attribute(
-        "href", "https://app.prolific.com/submissions/complete?cc=OUT456")
+        "href", "https://app.prolific.com/submissions/complete?cc=OUT456"
+    )
     shoot(page, "14-filtered")
 
     stranger = pages.new()
@@ -360,7 +372,7 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
         page.keyboard.press("Shift+ArrowRight")
     shoot(page, "16-widget-spans-keyboard", phone=False)
     page.keyboard.press("Space")
-    name = example.context[int(tok(page, first).get_attribute("data-s")):int(tok(page, last).get_attribute("data-e"))]
+    name = example.context[int(tok(page, first).get_attribute("data-s")) : int(tok(page, last).get_attribute("data-e"))]
     assert chips(page) == [name]
     page.keyboard.press("Space")  # Space on a marked word unmarks it
     assert chips(page) == []

@@ -59,7 +59,9 @@ def _on_screen(page, selector: str) -> bool:
                     const r = el.getBoundingClientRect();
                     if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth) return false;
                     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-                    return !!hit && (hit === el || el.contains(hit)); }""", selector)
+                    return !!hit && (hit === el || el.contains(hit)); }""",
+        selector,
+    )
 
 
 # ---------------------------------------------------------------- item 1 (and 8): choose, submit, change the last
@@ -73,8 +75,9 @@ def test_test_step_choose_then_submit_and_change_the_last_answer(pages, shoot, d
     enrollment = _join_and_start(page, cohort, f"MN-UNDO-{size['width']}")
     # Item 8: the question lists the labels in the order of the buttons and their number keys.
     expect(page.locator("h1.question")).to_contain_text("entailment, neutral, or contradiction")
-    expect(page.locator(".label-btn")).to_have_text([re.compile(r"1\s+entailment"), re.compile(r"2\s+neutral"),
-                                                     re.compile(r"3\s+contradiction")])
+    expect(page.locator(".label-btn")).to_have_text(
+        [re.compile(r"1\s+entailment"), re.compile(r"2\s+neutral"), re.compile(r"3\s+contradiction")]
+    )
     first = current_example(page)
     first_handle = item_handle(page)
     expect(page.locator('[data-role="submit"]')).to_be_disabled()
@@ -122,8 +125,9 @@ def test_test_step_choose_then_submit_and_change_the_last_answer(pages, shoot, d
     page.wait_for_function(f"() => document.querySelector('input[name=item]').value !== '{second_handle}'")
     expect(page.locator('[data-role="previous"]')).to_contain_text("Your answer to item 2: neutral")
     token = page.locator('input[name="csrfmiddlewaretoken"]').first.input_value()
-    response = page.request.post("/work/revise/", form={"csrfmiddlewaretoken": token, "item": first_handle,
-                                                        "label": "neutral"})
+    response = page.request.post(
+        "/work/revise/", form={"csrfmiddlewaretoken": token, "item": first_handle, "label": "neutral"}
+    )
     assert response.status == 409
     assert stored_answer(enrollment.pk, first.pk).texts == ["contradiction"]
     pages.expect_error(r"console\.error: Failed to load resource: .* 409")
@@ -163,10 +167,12 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
                 screens[name].append(page.evaluate("document.documentElement.scrollHeight / innerHeight"))
         handle = services.item_handle(enrollment_id=enrollment.pk, item_id=pk)
         services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=[])
-    print(f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
-          f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
-          f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
-          f"Submit or No answer off-screen: laptop {len(missing['laptop'])}, phone {len(missing['phone'])}")
+    print(
+        f"\nSQuADv2 test items measured: {len(measure)} of {len(order)}; page height in screens (median / max): "
+        f"laptop {statistics.median(screens['laptop']):.2f} / {max(screens['laptop']):.2f}, "
+        f"phone {statistics.median(screens['phone']):.2f} / {max(screens['phone']):.2f}; "
+        f"Submit or No answer off-screen: laptop {len(missing['laptop'])}, phone {len(missing['phone'])}"
+    )
     assert missing == {"laptop": [], "phone": []}
 
 
@@ -264,8 +270,9 @@ def test_none_key_instructions_remembered_exact_match_and_type_colours(pages, sh
     cohort = cohort_of(study, "squad2", 10)
     first = services.item_order(enrollment=Enrollment(cohort=cohort), step="training")[0]
     context = "The band played in Paris. Then it went home, to Lyon."
-    Example.objects.filter(pk=first).update(context=context, question="Where did the band play?", gold=["Paris"],
-                                            is_impossible=False)
+    Example.objects.filter(pk=first).update(
+        context=context, question="Where did the band play?", gold=["Paris"], is_impossible=False
+    )
     page = pages.new(viewport=LAPTOP)
     enrollment = _join_and_start(page, cohort, "EXACT-1")
 
@@ -343,7 +350,6 @@ def test_entity_types_keep_one_colour_on_badge_and_marks(pages, shoot, demo_data
     assert len(set(colours.values())) == 3, colours  # three kinds, three colours
     assert Answer.objects.filter(enrollment=enrollment).count() >= 3
     assert view(page) == "item"
-
 
 
 def test_changing_the_last_span_and_entity_answers_starts_from_them(pages, shoot, demo_data):

@@ -102,8 +102,10 @@ class Walk:
         start.tap() if self.phone else start.click()
         wait_view(page, "item")
         enrollment = self.enrollment = Enrollment.objects.get(worker__external_id=pid_for(pid))
-        steps = {"training": services.item_order(enrollment=enrollment, step="training"),
-                 "test": services.item_order(enrollment=enrollment, step="test")}
+        steps = {
+            "training": services.item_order(enrollment=enrollment, step="training"),
+            "test": services.item_order(enrollment=enrollment, step="test"),
+        }
         chosen = _chosen(steps["training"]) | _chosen(steps["test"])
         reloaded = False
         while True:
@@ -125,7 +127,9 @@ class Walk:
                 page.wait_for_function(
                     "old => { const s = document.getElementById('stage');"
                     " const a = s && s.querySelector('input[name=answer_id]');"
-                    " return s && (s.dataset.view !== 'feedback' || (a && a.value !== old)); }", arg=before)
+                    " return s && (s.dataset.view !== 'feedback' || (a && a.value !== old)); }",
+                    arg=before,
+                )
                 continue
             if current != "item":
                 self.check_axe(current)
@@ -208,8 +212,15 @@ class Walk:
             elif what == "done":
                 done = page.locator('[data-role="touch-done"]')
                 if not done.is_visible():
-                    self.undone.append((example.pk, "no Done after a one-word tap",
-                                        page.locator("[data-status]").inner_text(), chips(page), ranges))
+                    self.undone.append(
+                        (
+                            example.pk,
+                            "no Done after a one-word tap",
+                            page.locator("[data-status]").inner_text(),
+                            chips(page),
+                            ranges,
+                        )
+                    )
                     continue
                 done.tap()
             elif what == "none":
@@ -225,7 +236,9 @@ class Walk:
     def _text(self, a: int, b: int) -> str:
         return self.page.evaluate(
             "([a, b]) => { const t = document.querySelectorAll('.tokens .tok'); const r = document.createRange();"
-            " r.setStartBefore(t[a]); r.setEndAfter(t[b]); return r.toString(); }", [a, b])
+            " r.setStartBefore(t[a]); r.setEndAfter(t[b]); return r.toString(); }",
+            [a, b],
+        )
 
     def _best_ranges(self, example: Example):
         spec = self.cohort.task.spec
@@ -250,12 +263,20 @@ def _summary(w: Walk) -> dict:
     share = (lambda key: sum(x[key] for x in loads) / len(loads)) if loads else (lambda key: 1.0)
     per = w.keys if not w.phone else w.taps
     per_before = w.keys_before if not w.phone else w.taps_before
-    return {"items": len(loads), "submit": share("submit"), "controls": share("controls"), "text": share("text"),
-            "verdicts": f"{sum(w.verdicts)}/{len(w.verdicts)}", "undone": w.undone,
-            "per_item_mean": round(statistics.mean(per), 2) if per else None, "per_item_max": max(per) if per else None,
-            "before_mean": round(statistics.mean(per_before), 2) if per_before else None,
-            "before_max": max(per_before) if per_before else None,
-            "instructions_reopened": sum(w.instructions_opened), "violations": w.violations}
+    return {
+        "items": len(loads),
+        "submit": share("submit"),
+        "controls": share("controls"),
+        "text": share("text"),
+        "verdicts": f"{sum(w.verdicts)}/{len(w.verdicts)}",
+        "undone": w.undone,
+        "per_item_mean": round(statistics.mean(per), 2) if per else None,
+        "per_item_max": max(per) if per else None,
+        "before_mean": round(statistics.mean(per_before), 2) if per_before else None,
+        "before_max": max(per_before) if per_before else None,
+        "instructions_reopened": sum(w.instructions_opened),
+        "violations": w.violations,
+    }
 
 
 def test_expert_walks_every_task_at_both_widths(pages, clues_data, tmp_path):
@@ -270,10 +291,12 @@ def test_expert_walks_every_task_at_both_widths(pages, clues_data, tmp_path):
             w = Walk(pages, cohort, width, SCREENSHOTS)
             w.run(f"WALK-{task}-{width}")
             s = figures[f"{task} {width}"] = _summary(w)
-            print(f"\n{task:8} {width:6} items {s['items']:3}  submit {s['submit']:.0%}  controls {s['controls']:.0%}"
-                  f"  text {s['text']:.0%}  verdict in view {s['verdicts']}  self-undone {len(s['undone'])}"
-                  f"  {'taps' if width == 'phone' else 'keys'}/item {s['before_mean']} -> {s['per_item_mean']}"
-                  f" (max {s['before_max']} -> {s['per_item_max']})  axe {sorted(s['violations'])}")
+            print(
+                f"\n{task:8} {width:6} items {s['items']:3}  submit {s['submit']:.0%}  controls {s['controls']:.0%}"
+                f"  text {s['text']:.0%}  verdict in view {s['verdicts']}  self-undone {len(s['undone'])}"
+                f"  {'taps' if width == 'phone' else 'keys'}/item {s['before_mean']} -> {s['per_item_mean']}"
+                f" (max {s['before_max']} -> {s['per_item_max']})  axe {sorted(s['violations'])}"
+            )
             if min(s["submit"], s["controls"]) < 0.95:
                 problems.append(f"{task} {width}: answer controls or Submit on screen at load on < 95% of items")
             if width == "phone" and s["text"] < 0.95:

@@ -28,7 +28,9 @@ def on_screen(page, selector: str, *, nth: int = 0) -> bool:
                     if (r.width === 0 || r.top < 0 || r.left < 0) return false;
                     if (r.bottom > innerHeight || r.right > innerWidth) return false;
                     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-                    return !!hit && (hit === el || el.contains(hit)); }""", [selector, nth])
+                    return !!hit && (hit === el || el.contains(hit)); }""",
+        [selector, nth],
+    )
 
 
 def controls_on_screen(page) -> dict:
@@ -43,12 +45,14 @@ def controls_on_screen(page) -> dict:
         controls = on_screen(page, ".cand")
         text = on_screen(page, "#item-heading") or page.evaluate(
             "() => { const r = document.querySelector('#item-heading').getBoundingClientRect();"
-            " return r.top >= 0 && r.top < innerHeight / 2; }")
+            " return r.top >= 0 && r.top < innerHeight / 2; }"
+        )
     else:
         controls = on_screen(page, ".tokens .tok")
         text = on_screen(page, "#item-heading") or page.evaluate(
             "() => { const r = document.querySelector('#item-heading').getBoundingClientRect();"
-            " return r.top >= 0 && r.top < innerHeight / 2; }")
+            " return r.top >= 0 && r.top < innerHeight / 2; }"
+        )
     return {"submit": on_screen(page, '[data-role="submit"]'), "controls": controls, "text": text}
 
 
@@ -57,7 +61,8 @@ def verdict_in_view(page) -> bool:
     return page.evaluate(
         """() => [document.querySelector('.verdict'), document.querySelector('.verdict .score')].every(el => {
                  if (!el) return false; const r = el.getBoundingClientRect();
-                 return r.top >= 0 && r.bottom <= innerHeight && r.height > 0; })""")
+                 return r.top >= 0 && r.bottom <= innerHeight && r.height > 0; })"""
+    )
 
 
 def axe(page, *, exclude: tuple[str, ...] = ()) -> list[dict]:
@@ -69,7 +74,8 @@ def axe(page, *, exclude: tuple[str, ...] = ()) -> list[dict]:
                                    {resultTypes: ['violations']});
                    return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                                  nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)})); }""",
-        list(exclude))
+        list(exclude),
+    )
     return [v for v in result if v["impact"] in SERIOUS]
 
 
@@ -162,8 +168,10 @@ def _path(start: int, goal: int, n: int, rects, stops, keys: str, shift: bool = 
 def span_keys(page, ranges: list[tuple[int, int]], keys: str) -> list[str]:
     """The key presses, from the item's heading focused, that mark ``ranges`` (token index pairs) and submit."""
     rects = page.eval_on_selector_all(
-        ".tokens .tok", "els => els.map(e => { const r = e.getBoundingClientRect();"
-                        " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width}; })")
+        ".tokens .tok",
+        "els => els.map(e => { const r = e.getBoundingClientRect();"
+        " return {top: r.top, bottom: r.bottom, left: r.left, width: r.width}; })",
+    )
     words = page.eval_on_selector_all(".tokens .tok", "els => els.map(e => e.textContent)")
     stops = jump_stops(words)
     n = len(rects)
@@ -195,8 +203,14 @@ def _typed_lands(names: list[str], typed: str) -> str | None:
     for k in range(1, len(typed) + 1):
         prefix = typed[:k].lower()
         start = here + 1 if k == 1 else here
-        hit = next(((start + j) % len(names) for j in range(len(names))
-                    if names[(start + j) % len(names)].lower().startswith(prefix)), None)
+        hit = next(
+            (
+                (start + j) % len(names)
+                for j in range(len(names))
+                if names[(start + j) % len(names)].lower().startswith(prefix)
+            ),
+            None,
+        )
         if hit is None:
             return None
         here = hit
@@ -280,4 +294,3 @@ _WS = re.compile(r"\s+")
 
 def norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
-

@@ -36,8 +36,9 @@ def test_the_registry_holds_every_platform_and_names_the_known_ones_for_an_unkno
 
 def test_prolific_reads_one_spelling_of_a_pid_and_sends_the_worker_back_with_the_code():
     provider = crowd.get("prolific")
-    who = provider.identity({"PROLIFIC_PID": f" {PID.upper()} ", "STUDY_ID": "s", "SESSION_ID": "x" * 150},
-                            study=_Study())
+    who = provider.identity(
+        {"PROLIFIC_PID": f" {PID.upper()} ", "STUDY_ID": "s", "SESSION_ID": "x" * 150}, study=_Study()
+    )
     assert who == Identity(PID, "x" * 100, {"STUDY_ID": "s", "SESSION_ID": "x" * 100})
     with pytest.raises(InvalidIdentity, match="24 hexadecimal"):
         provider.identity({"PROLIFIC_PID": "not-a-pid"}, study=_Study())
@@ -50,12 +51,14 @@ def test_prolific_reads_one_spelling_of_a_pid_and_sends_the_worker_back_with_the
 def test_mturk_previews_enroll_nobody_and_the_code_is_posted_only_to_mturk_itself():
     provider = crowd.get("mturk")
     assert provider.identity({"assignmentId": mturk.PREVIEW}, study=_Study()) is None
-    who = provider.identity({"workerId": "a1b2", "assignmentId": "AS1", "turkSubmitTo": "https://www.mturk.com/"},
-                            study=_Study())
+    who = provider.identity(
+        {"workerId": "a1b2", "assignmentId": "AS1", "turkSubmitTo": "https://www.mturk.com/"}, study=_Study()
+    )
     assert (who.external_id, who.session, who.data["turkSubmitTo"]) == ("A1B2", "AS1", "https://www.mturk.com")
     with pytest.raises(InvalidIdentity, match="not Mechanical Turk's own address"):
-        provider.identity({"workerId": "A", "assignmentId": "B", "turkSubmitTo": "https://evil.example"},
-                          study=_Study())
+        provider.identity(
+            {"workerId": "A", "assignmentId": "B", "turkSubmitTo": "https://evil.example"}, study=_Study()
+        )
     posted = provider.completion("C0DE", data=who.data)
     assert posted.post_url == "https://www.mturk.com/mturk/externalSubmit"
     assert posted.post_fields == {"assignmentId": "AS1", "completion_code": "C0DE"}
@@ -89,11 +92,19 @@ def test_no_code_or_template_outside_the_providers_compares_platform_names():
     def ours(p: Path) -> bool:  # not in a virtual environment (.venv, make test's .venv-test)
         return not any(part.startswith(".venv") for part in p.relative_to(REPO).parts)
 
-    sources = [p for p in REPO.rglob("*.py") if not ({"crowd", "tests", "migrations", "benchmarks"}
-                                                      & set(p.relative_to(REPO).parts))]
+    sources = [
+        p
+        for p in REPO.rglob("*.py")
+        if not ({"crowd", "tests", "migrations", "benchmarks"} & set(p.relative_to(REPO).parts))
+    ]
     sources += list(REPO.rglob("templates/**/*.html"))
-    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in sources if ours(p)
-             for n, line in enumerate(p.read_text().splitlines(), 1) if _PLATFORM_TEST.search(line)]
+    found = [
+        f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+        for p in sources
+        if ours(p)
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if _PLATFORM_TEST.search(line)
+    ]
     assert found == []
 
 

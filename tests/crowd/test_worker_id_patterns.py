@@ -15,8 +15,11 @@ CATASTROPHIC = [r"(a+)+$", r"(a|aa)+$", r"(a|a?)+$", r"(\w+\s?)+$", r"(.*a){12}"
 
 
 def _study(client, pattern: str):
-    return client.post("/api/studies/", {"name": "ids", "tasks": ["sst2"], "shots": [0], "platform": "generic",
-                                         "worker_id_pattern": pattern}, content_type="application/json")
+    return client.post(
+        "/api/studies/",
+        {"name": "ids", "tasks": ["sst2"], "shots": [0], "platform": "generic", "worker_id_pattern": pattern},
+        content_type="application/json",
+    )
 
 
 @pytest.fixture
@@ -45,9 +48,16 @@ def test_a_catastrophic_pattern_checks_a_hostile_id_in_linear_time(api, pattern)
         assert Client().get(link, {"worker_id": "aaaa"}).status_code == 302, "control: a matching id joins"
 
 
-@pytest.mark.parametrize("pattern, problem", [(r"(a)\1", "invalid escape"), (r"(?=a)\w+", "invalid perl operator"),
-                                              ("a{1001}", "repetition"), ("([", "missing"),
-                                              ("a" * 201, "200")])
+@pytest.mark.parametrize(
+    "pattern, problem",
+    [
+        (r"(a)\1", "invalid escape"),
+        (r"(?=a)\w+", "invalid perl operator"),
+        ("a{1001}", "repetition"),
+        ("([", "missing"),
+        ("a" * 201, "200"),
+    ],
+)
 def test_a_pattern_the_linear_engine_cannot_run_is_refused_with_the_reason(api, pattern, problem):
     response = _study(api, pattern)
     assert response.status_code == 400

@@ -8,8 +8,14 @@ from dashboard.presentation import audit_reason
 
 
 def test_a_changed_test_answer_reads_as_before_and_after():
-    stored = json.dumps({"example_id": 7, "position": 11, "before": {"texts": ["Paris"], "spans": [[0, 5]]},
-                         "after": {"texts": ["Lyon", "Nice"], "spans": [[9, 13], [20, 24]]}})
+    stored = json.dumps(
+        {
+            "example_id": 7,
+            "position": 11,
+            "before": {"texts": ["Paris"], "spans": [[0, 5]]},
+            "after": {"texts": ["Lyon", "Nice"], "spans": [[9, 13], [20, 24]]},
+        }
+    )
     assert audit_reason(stored) == "Test item 12: \u201cParis\u201d \u2192 \u201cLyon\u201d, \u201cNice\u201d"
     empty = json.dumps({"position": 0, "before": {"texts": [""]}, "after": {"texts": ["entailment"]}})
     assert audit_reason(empty) == "Test item 1: no answer \u2192 \u201centailment\u201d"

@@ -17,11 +17,21 @@ from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake
 
 def _urls(study, cohort, enrollment):
     return {
-        "get": ["/dashboard/", "/dashboard/studies/new/", f"/dashboard/studies/{study.pk}/",
-                f"/dashboard/studies/{study.pk}/grid/", f"/dashboard/studies/{study.pk}/results/",
-                f"/dashboard/studies/{study.pk}/results/download.csv", f"/dashboard/cohorts/{cohort.pk}/"],
-        "post": [f"/dashboard/studies/{study.pk}/launch/", f"/dashboard/studies/{study.pk}/close/",
-                 f"/dashboard/cohorts/{cohort.pk}/close/", f"/dashboard/enrollments/{enrollment.pk}/filter/"],
+        "get": [
+            "/dashboard/",
+            "/dashboard/studies/new/",
+            f"/dashboard/studies/{study.pk}/",
+            f"/dashboard/studies/{study.pk}/grid/",
+            f"/dashboard/studies/{study.pk}/results/",
+            f"/dashboard/studies/{study.pk}/results/download.csv",
+            f"/dashboard/cohorts/{cohort.pk}/",
+        ],
+        "post": [
+            f"/dashboard/studies/{study.pk}/launch/",
+            f"/dashboard/studies/{study.pk}/close/",
+            f"/dashboard/cohorts/{cohort.pk}/close/",
+            f"/dashboard/enrollments/{enrollment.pk}/filter/",
+        ],
     }
 
 
@@ -77,8 +87,9 @@ def test_researchers_see_their_studies_and_not_others(researcher_client, setup):
 def test_the_login_page_logs_a_researcher_in(client, researcher, db):
     response = client.get("/accounts/login/?next=/dashboard/")
     assert response.status_code == 200 and 'name="username"' in response.content.decode()
-    response = client.post("/accounts/login/", {"username": "res", "password": "pw-research-123",
-                                                "next": "/dashboard/"})
+    response = client.post(
+        "/accounts/login/", {"username": "res", "password": "pw-research-123", "next": "/dashboard/"}
+    )
     assert response.status_code == 302 and response["Location"] == "/dashboard/"
     response = client.post("/accounts/login/", {"username": "res", "password": "wrong"})
     assert "did not match" in response.content.decode()
@@ -88,18 +99,33 @@ def test_the_login_page_logs_a_researcher_in(client, researcher, db):
 
 
 def _form(**overrides):
-    data = {"name": "Study A", "tasks": ["sst2"], "shots": ["0", "10"], "chain": "1", "workers_per_cohort": "3",
-            "pay_rate": "12", "filter_floor": "", "filter_fraction": "0.5", "platform": "prolific",
-            "worker_id_param": "worker_id", "completion_code": "", "screenout_code": "", "test_order": "file",
-            "idle_cap_seconds": "300", "time_limit_minutes": "", "expected_minutes": "30"}
+    data = {
+        "name": "Study A",
+        "tasks": ["sst2"],
+        "shots": ["0", "10"],
+        "chain": "1",
+        "workers_per_cohort": "3",
+        "pay_rate": "12",
+        "filter_floor": "",
+        "filter_fraction": "0.5",
+        "platform": "prolific",
+        "worker_id_param": "worker_id",
+        "completion_code": "",
+        "screenout_code": "",
+        "test_order": "file",
+        "idle_cap_seconds": "300",
+        "time_limit_minutes": "",
+        "expected_minutes": "30",
+    }
     data.update(overrides)
     return data
 
 
 def _field_errors(html: str, field: str) -> str:
     start = html.index(f'id="field-{field}"')
-    return html[start:html.index('<div class="field', start + 10) if '<div class="field' in html[start + 10:]
-                else len(html)]
+    return html[
+        start : html.index('<div class="field', start + 10) if '<div class="field' in html[start + 10 :] else len(html)
+    ]
 
 
 def test_the_study_form_shows_errors_at_their_fields(researcher_client, demo_data):
@@ -111,8 +137,9 @@ def test_the_study_form_shows_errors_at_their_fields(researcher_client, demo_dat
     assert "choose at least one shot condition" in _field_errors(html, "shots")
     assert "Enter a whole number" in _field_errors(html, "chain")
     # The services' own rules (ValidationError keys) land at the matching fields.
-    response = researcher_client.post("/dashboard/studies/new/", _form(chain="4", completion_code="SAME",
-                                                                       screenout_code="SAME"))
+    response = researcher_client.post(
+        "/dashboard/studies/new/", _form(chain="4", completion_code="SAME", screenout_code="SAME")
+    )
     html = response.content.decode()
     assert response.status_code == 400
     assert "has no chain 4" in _field_errors(html, "chain")
@@ -125,8 +152,9 @@ def test_the_study_form_shows_errors_at_their_fields(researcher_client, demo_dat
 
 
 def test_the_study_form_creates_and_launches(researcher_client, researcher, demo_data):
-    response = researcher_client.post("/dashboard/studies/new/", _form(name="<Pilot> & co", launch="on",
-                                                                       tasks=["sst2", "record"]))
+    response = researcher_client.post(
+        "/dashboard/studies/new/", _form(name="<Pilot> & co", launch="on", tasks=["sst2", "record"])
+    )
     study = Study.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/dashboard/studies/{study.pk}/"
     assert study.created_by == researcher and study.tasks == ["sst2", "record"] and study.shots == [0, 10]
@@ -139,7 +167,7 @@ def test_the_study_form_creates_and_launches(researcher_client, researcher, demo
 
 def test_the_form_launches_by_default_and_says_when_links_refuse_workers(researcher_client, demo_data):
     html = researcher_client.get("/dashboard/studies/new/").content.decode()
-    box = html[html.index('id="field-launch"'):]
+    box = html[html.index('id="field-launch"') :]
     assert 'name="launch"' in box[:400] and "checked" in box[:400]  # ticked unless the researcher unticks it
     # Unticked (a checkbox left out of the POST): created, not launched, and every page says so.
     response = researcher_client.post("/dashboard/studies/new/", _form(), follow=True)
@@ -170,7 +198,7 @@ def test_grid_fragment_follows_progress(researcher_client, setup):
     for _ in range(4):
         answer_current(worker)
     html = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
-    cell = html[html.index(f'data-cohort="{zero.pk}"'):]
+    cell = html[html.index(f'data-cohort="{zero.pk}"') :]
     assert 'class="test-done">4<' in cell[:2000] and "/ 24 answers" in cell[:2000]
 
 
@@ -199,7 +227,8 @@ def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client,
     html = page.content.decode()
     assert page.status_code == 200 and "Close SST-2 · 10 shots?" in html and 'name="reason"' in html
     assert "1 / 2 places taken" in html and f'href="/dashboard/studies/{study.pk}/">Cancel' in html.replace(
-        'class="button secondary" ', "")
+        'class="button secondary" ', ""
+    )
     # htmx asks for the form alone (swapped in beside the links).
     fragment = researcher_client.get(close, HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<div class="confirm-box') and "<html" not in fragment
@@ -292,7 +321,7 @@ def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, se
         answer_current(nasty, right=False)
     html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    row = html[html.index(f'id="enrollment-{nasty.pk}"'):]
+    row = html[html.index(f'id="enrollment-{nasty.pk}"') :]
     assert '<svg class="sparkline"' in row[:3000] and "4 items" in row[:3000]
     assert "% so far" in row[:3000]
 
@@ -332,15 +361,15 @@ def test_cohort_page_flags_training_at_or_below_chance_and_idle_workers(research
     Enrollment.objects.filter(pk=first.pk).update(enrolled_at=hour_ago, current_served_at=hour_ago)
     html = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
     assert "Chance level of this cohort's training S1: <strong>50%</strong>" in html
-    row = html[html.index(f'id="enrollment-{first.pk}"'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index(f'id="enrollment-{first.pk}"') :]
+    row = row[: row.index("</tr>")]
     assert "≤ chance" in row and 'class="flag idle">idle<' in row and "1 h 00 min ago" in row
-    row = html[html.index(f'id="enrollment-{good.pk}"'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index(f'id="enrollment-{good.pk}"') :]
+    row = row[: row.index("</tr>")]
     assert "≤ chance" not in row and "idle<" not in row and " s ago" in row
     grid = researcher_client.get(f"/dashboard/studies/{study.pk}/grid/").content.decode()
-    cell = grid[grid.index(f'data-cohort="{cohort.pk}"'):]
-    cell = cell[:cell.index("</td>")]
+    cell = grid[grid.index(f'data-cohort="{cohort.pk}"') :]
+    cell = cell[: cell.index("</td>")]
     assert 'class="n-idle">1<' in cell and 'class="n-below-chance">1<' in cell and "last activity" in cell
 
 
@@ -400,7 +429,8 @@ def _download_links(html: str) -> list[str]:
 
 
 def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_the_owner(
-        researcher_client, setup, client):
+    researcher_client, setup, client
+):
     import io
     import zipfile
 
@@ -412,9 +442,15 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
     html = researcher_client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
     links = _download_links(html)
     base = f"/dashboard/studies/{study.pk}/results/"
-    expected = {base + f"download.{f}" for f in ("csv", "json", "md", "tex")} | {
-        base + f"{kind}.{f}" for kind in ("annotators", "pay", "learning_curves", "agreement")
-        for f in ("csv", "json", "md")} | {base + "predictions.zip"}
+    expected = (
+        {base + f"download.{f}" for f in ("csv", "json", "md", "tex")}
+        | {
+            base + f"{kind}.{f}"
+            for kind in ("annotators", "pay", "learning_curves", "agreement")
+            for f in ("csv", "json", "md")
+        }
+        | {base + "predictions.zip"}
+    )
     assert expected <= set(links)
     completed = list(Enrollment.objects.filter(cohort=zero, state="completed"))
     assert {f"/dashboard/enrollments/{e.pk}/predictions.jsonl" for e in completed} <= set(links)
@@ -462,11 +498,14 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
 
 
 def test_chart_coordinates_and_missing_points():
-    cells = [{"task": "sst2", "shots": 0, "mean": 80.0, "std": 2.0, "n": 3},
-             {"task": "sst2", "shots": 10, "mean": None, "std": None, "n": 0},
-             {"task": "sst2", "shots": 20, "mean": 90.0, "std": None, "n": 1}]
-    c = chart("sst2", cells, [{"method": "FT", "model": "m", "task": "sst2", "shots": 10, "mean": 30.0,
-                               "std": 1.0, "n": 5}])
+    cells = [
+        {"task": "sst2", "shots": 0, "mean": 80.0, "std": 2.0, "n": 3},
+        {"task": "sst2", "shots": 10, "mean": None, "std": None, "n": 0},
+        {"task": "sst2", "shots": 20, "mean": 90.0, "std": None, "n": 1},
+    ]
+    c = chart(
+        "sst2", cells, [{"method": "FT", "model": "m", "task": "sst2", "shots": 10, "mean": 30.0, "std": 1.0, "n": 5}]
+    )
     human, model = c["series"]
     assert [m["label"] for m in human["marks"]] == ["0 shots: 80.0 ± 2.0 (n=3)", "20 shots: 90.0 (n=1)"]
     assert human["marks"][0]["err"] and "err" not in human["marks"][1]

@@ -19,8 +19,7 @@ from tests.annotation.factories import complete, join, make_study
 def cohort_with_a_guesser(demo_data, researcher):
     """Three workers completed a 10-shot SST-2 cohort: two answer gold, one gets every training item wrong
     (training S1 0, at or below chance) and half the test. Filtering is off so the guesser reaches the test."""
-    study = make_study(tasks=("sst2",), shots=(10,), created_by=researcher, workers_per_cohort=4,
-                       filter_fraction=None)
+    study = make_study(tasks=("sst2",), shots=(10,), created_by=researcher, workers_per_cohort=4, filter_fraction=None)
     cohort = cohort_of(study, "sst2", 10)
     good = [complete(cohort, f"good-{i}") for i in range(2)]
     guesser = complete(cohort, "guesser", wrong_training=set(range(1000)), wrong_test=set(range(0, 1000, 2)))
@@ -36,11 +35,12 @@ def _table_n(client: Client, study) -> int:
 
 def _row(html: str, enrollment: Enrollment) -> str:
     start = html.index(f'id="enrollment-{enrollment.pk}"')
-    return html[start:html.index("</tr>", start)]
+    return html[start : html.index("</tr>", start)]
 
 
 def test_a_flagged_worker_past_filtering_can_be_left_out_of_every_result_and_counted_again(
-        client, researcher, cohort_with_a_guesser):
+    client, researcher, cohort_with_a_guesser
+):
     study, cohort, good, guesser = cohort_with_a_guesser
     client.force_login(researcher)
     assert guesser.state == "completed" and guesser.training_s1 == 0
@@ -48,7 +48,8 @@ def test_a_flagged_worker_past_filtering_can_be_left_out_of_every_result_and_cou
     row = _row(page, guesser)
     assert "≤ chance" in row and "Leave out of results" in row and "Filter</button>" not in row
     assert "once their test step has started, filtering is closed" in page.replace("<strong>", "").replace(
-        "</strong>", "").replace("Once", "once")
+        "</strong>", ""
+    ).replace("Once", "once")
     n_before, mean_before = _table_n(client, study)
     assert n_before == 3
 
@@ -71,20 +72,25 @@ def test_a_flagged_worker_past_filtering_can_be_left_out_of_every_result_and_cou
     assert "left out of results" in row and "Count in results again" in row
 
     assert client.post(url, {"reason": "twice"}).status_code == 409  # already left out: says so
-    response = client.post(f"/api/enrollments/{guesser.pk}/put-back/", {"reason": "read the answers again"},
-                           content_type="application/json")
+    response = client.post(
+        f"/api/enrollments/{guesser.pk}/put-back/",
+        {"reason": "read the answers again"},
+        content_type="application/json",
+    )
     assert response.status_code == 200 and response.json()["left_out"] is False
     assert _table_n(client, study)[0] == 3
     assert AuditEvent.objects.filter(enrollment=guesser, action="put back in results").count() == 1
 
 
 def test_leave_out_is_refused_while_filtering_is_open_and_to_another_researcher(
-        client, researcher, other_researcher, cohort_with_a_guesser):
+    client, researcher, other_researcher, cohort_with_a_guesser
+):
     study, cohort, _, guesser = cohort_with_a_guesser
     training = join(cohort, "still-training")
     client.force_login(researcher)
-    response = client.post(f"/api/enrollments/{training.pk}/leave-out/", {"reason": "early"},
-                           content_type="application/json")
+    response = client.post(
+        f"/api/enrollments/{training.pk}/leave-out/", {"reason": "early"}, content_type="application/json"
+    )
     assert response.status_code == 409 and "filter them instead" in response.json()["detail"]
     assert not Enrollment.objects.get(pk=training.pk).left_out
 

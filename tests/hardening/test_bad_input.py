@@ -68,20 +68,35 @@ def test_oversized_bodies_are_413_with_a_message_before_anything_is_read(researc
 
 
 @pytest.mark.usefixtures("clues")
-@pytest.mark.parametrize("raw, words", [
-    ("[" * 50_000 + "]" * 50_000, ["nested too deeply"]),
-    ('{"item": 1, "answer": ["\\ud800"]}', ["lone surrogate"]),
-    ('{"item": 1, "answer": [{"start": 0, "end": 1, "text": "\\udfff"}]}', ["lone surrogate"]),
-    ('{"item": NaN, "answer": []}', ["JSON parse error"]),
-    ('{"item": 1e999, "answer": []}', ["item"]),
-    ('{"item": "1", "answer": "positive"}', []),
-    ('{"item": 123456789012345678901234567890, "answer": ["positive"]}', ["not the current item"]),
-    ('{"item": -1, "answer": ["positive"]}', ["not the current item"]),
-    ('{"item": true, "answer": ["positive"]}', ["item"]),
-    ('{"item": null, "answer": null}', ["item"]),
-    ("\xff\xfe not utf-8", ["JSON parse error"]),
-], ids=["deep nesting", "lone surrogate", "lone surrogate in text", "NaN", "infinite", "string answer",
-        "huge id", "negative id", "boolean id", "nulls", "not UTF-8"])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        ("[" * 50_000 + "]" * 50_000, ["nested too deeply"]),
+        ('{"item": 1, "answer": ["\\ud800"]}', ["lone surrogate"]),
+        ('{"item": 1, "answer": [{"start": 0, "end": 1, "text": "\\udfff"}]}', ["lone surrogate"]),
+        ('{"item": NaN, "answer": []}', ["JSON parse error"]),
+        ('{"item": 1e999, "answer": []}', ["item"]),
+        ('{"item": "1", "answer": "positive"}', []),
+        ('{"item": 123456789012345678901234567890, "answer": ["positive"]}', ["not the current item"]),
+        ('{"item": -1, "answer": ["positive"]}', ["not the current item"]),
+        ('{"item": true, "answer": ["positive"]}', ["item"]),
+        ('{"item": null, "answer": null}', ["item"]),
+        ("\xff\xfe not utf-8", ["JSON parse error"]),
+    ],
+    ids=[
+        "deep nesting",
+        "lone surrogate",
+        "lone surrogate in text",
+        "NaN",
+        "infinite",
+        "string answer",
+        "huge id",
+        "negative id",
+        "boolean id",
+        "nulls",
+        "not UTF-8",
+    ],
+)
 def test_malformed_answers_are_4xx_with_a_message_and_store_nothing(raw, words):
     worker = bound_worker()
     response = worker.send("post", "/api/work/answer/", raw=raw)
@@ -95,8 +110,11 @@ def test_malformed_answers_are_4xx_with_a_message_and_store_nothing(raw, words):
 def test_nul_characters_in_addresses_and_join_parameters_are_400(researcher):
     sst0 = cohort(make_study(shots=[0], created_by=researcher), "sst2", 0)
     client = Client(raise_request_exception=False)
-    for params in ({"PROLIFIC_PID": "a\x00b"}, {"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"},
-                   {"PROLIFIC_PID": pid_for("P1"), "STUDY_ID": "\x00"}):
+    for params in (
+        {"PROLIFIC_PID": "a\x00b"},
+        {"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "s\x00"},
+        {"PROLIFIC_PID": pid_for("P1"), "STUDY_ID": "\x00"},
+    ):
         response = client.get(sst0.join_path, params)
         assert response.status_code == 400 and "NUL" in response.content.decode()
     # The services refuse it too, whoever calls them.
@@ -122,10 +140,17 @@ def test_unknown_api_addresses_and_methods_are_json_with_a_message(researcher):
 # ---------------------------------------------------------------- spans
 
 
-SPAN_VALUES = st.one_of(st.integers(min_value=-5, max_value=300), st.integers(), st.booleans(), st.none(),
-                        st.floats(allow_nan=True), st.text(max_size=3))
-SPAN = st.fixed_dictionaries({"start": SPAN_VALUES, "end": SPAN_VALUES},
-                             optional={"text": st.text(max_size=5), "extra": st.integers()})
+SPAN_VALUES = st.one_of(
+    st.integers(min_value=-5, max_value=300),
+    st.integers(),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=True),
+    st.text(max_size=3),
+)
+SPAN = st.fixed_dictionaries(
+    {"start": SPAN_VALUES, "end": SPAN_VALUES}, optional={"text": st.text(max_size=5), "extra": st.integers()}
+)
 
 
 @pytest.mark.usefixtures("tricky")
@@ -146,19 +171,33 @@ def test_any_span_answer_is_either_exact_context_slices_or_invalid(answer):
 
 
 @pytest.mark.usefixtures("tricky")
-@pytest.mark.parametrize("span, words", [
-    ({"start": -1, "end": 3}, ["outside the context"]),
-    ({"start": 0, "end": 10_000}, ["outside the context"]),
-    ({"start": 5, "end": 5}, ["outside the context"]),
-    ({"start": 7, "end": 3}, ["outside the context"]),
-    ({"start": 0, "end": 3, "text": "Bob"}, ["does not match"]),
-    ({"start": 0, "end": 3.0}, ["integers"]),
-    ({"start": "0", "end": 3}, ["integers"]),
-    ({"start": 0, "end": True}, ["integers"]),
-    ({"start": 0, "end": 3, "label": "PER"}, ["unknown field"]),
-    ({"start": 3, "end": 5}, ["whitespace"]),
-], ids=["negative", "past the end", "empty", "reversed", "text mismatch", "float", "string", "boolean",
-        "unknown field", "whitespace"])
+@pytest.mark.parametrize(
+    "span, words",
+    [
+        ({"start": -1, "end": 3}, ["outside the context"]),
+        ({"start": 0, "end": 10_000}, ["outside the context"]),
+        ({"start": 5, "end": 5}, ["outside the context"]),
+        ({"start": 7, "end": 3}, ["outside the context"]),
+        ({"start": 0, "end": 3, "text": "Bob"}, ["does not match"]),
+        ({"start": 0, "end": 3.0}, ["integers"]),
+        ({"start": "0", "end": 3}, ["integers"]),
+        ({"start": 0, "end": True}, ["integers"]),
+        ({"start": 0, "end": 3, "label": "PER"}, ["unknown field"]),
+        ({"start": 3, "end": 5}, ["whitespace"]),
+    ],
+    ids=[
+        "negative",
+        "past the end",
+        "empty",
+        "reversed",
+        "text mismatch",
+        "float",
+        "string",
+        "boolean",
+        "unknown field",
+        "whitespace",
+    ],
+)
 def test_spans_outside_the_context_or_not_matching_it_are_400(span, words):
     worker = bound_worker(task="conll03")
     context = worker.current().json()["item"]["context"]
@@ -201,7 +240,7 @@ def test_a_whole_journey_on_tricky_text_scores_every_gold_answer_fully(task):
         item = state["item"]
         example = worker.example(item["id"])
         if task == "record":  # candidates carry their text, sliced in code points
-            assert all(c["text"] == example.context[c["start"]:c["end"]] for c in item["candidates"])
+            assert all(c["text"] == example.context[c["start"] : c["end"]] for c in item["candidates"])
         response = worker.answer(worker.handle(example), gold_answer(example))
         assert response.status_code == 201, response.content
     enrollment.refresh_from_db()

@@ -7,8 +7,9 @@ from django.test import Client, override_settings
 from tests.annotation.factories import pid_for
 from tests.worker_pages.factories import cohort_of, make_study
 
-DEAD_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": "redis://127.0.0.1:1/0"}}  # nothing listens on port 1
+DEAD_REDIS = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+}  # nothing listens on port 1
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +28,12 @@ def test_a_worker_journey_goes_on_while_the_cache_is_unreachable(demo_data, capl
         state = client.get("/api/work/current/").json()
         assert state["progress"]["done"] == done
         item = state["item"]
-        answered = client.post("/api/work/answer/", {"item": item["id"], "answer": [item["labels"][0]]},
-                               content_type="application/json", **headers)
+        answered = client.post(
+            "/api/work/answer/",
+            {"item": item["id"], "answer": [item["labels"][0]]},
+            content_type="application/json",
+            **headers,
+        )
         assert answered.status_code == 201, answered.content
     assert "session cache unavailable" in caplog.text
 

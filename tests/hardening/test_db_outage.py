@@ -18,8 +18,10 @@ from tests.annotation.factories import WorkerClient, cohort, make_study, prolifi
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
-REFUSED = ('connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused\n'
-           "\tIs the server running on that host and accepting TCP/IP connections?")
+REFUSED = (
+    'connection failed: connection to server at "127.0.0.1", port 5432 failed: Connection refused\n'
+    "\tIs the server running on that host and accepting TCP/IP connections?"
+)
 
 
 @pytest.fixture

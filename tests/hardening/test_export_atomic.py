@@ -33,8 +33,10 @@ def files_in(folder) -> list[str]:
     return sorted(os.listdir(folder))
 
 
-@pytest.mark.parametrize("kind, fmt, name", [("table", "md", "table.md"), ("annotators", "csv", "rows.csv"),
-                                             ("predictions", None, "predictions.zip")])
+@pytest.mark.parametrize(
+    "kind, fmt, name",
+    [("table", "md", "table.md"), ("annotators", "csv", "rows.csv"), ("predictions", None, "predictions.zip")],
+)
 def test_a_successful_export_writes_the_whole_file(study, tmp_path, kind, fmt, name):
     out = tmp_path / name
     args = ["export_results", "--study", str(study.pk), "--kind", kind, "--out", str(out)]

@@ -34,8 +34,9 @@ def test_fuzz_the_api_from_its_schema(researcher):
     worker = WorkerClient(cohort(study, "sst2", 10), "FUZZ1")
     for _ in range(3):
         state = services.current_item(enrollment_id=worker.client.session["enrollment_id"])
-        services.submit_answer(enrollment_id=state.enrollment.pk, item=state.item_handle,
-                               answer=gold_answer(state.item))
+        services.submit_answer(
+            enrollment_id=state.enrollment.pk, item=state.item_handle, answer=gold_answer(state.item)
+        )
     worker.client.raise_request_exception = False
     researcher_client = Client(raise_request_exception=False)
     token = Token.objects.create(user=researcher).key
@@ -49,8 +50,11 @@ def test_fuzz_the_api_from_its_schema(researcher):
     schema = load_schema(Client())
     ops = operations(schema)
     assert len(ops) >= 18, [f"{op.method} {op.path}" for op in ops]
-    known = {"/api/studies/": [study.pk], "/api/cohorts/": list(study.cohorts.values_list("pk", flat=True)),
-             "/api/enrollments/": list(Enrollment.objects.values_list("pk", flat=True))}
+    known = {
+        "/api/studies/": [study.pk],
+        "/api/cohorts/": list(study.cohorts.values_list("pk", flat=True)),
+        "/api/enrollments/": list(Enrollment.objects.values_list("pk", flat=True)),
+    }
     tally = Tally()
     for op in ops:
         if op.path.startswith("/api/work/"):

@@ -53,8 +53,16 @@ def walk(worker: WorkerClient) -> list[dict]:
         n_answer, answered = queries(lambda: worker.answer(handle, gold_answer(example)))  # noqa: B023
         assert answered.status_code == 201, answered.content
         body = answered.json()
-        rows.append({"step": state["step"], "done": state["progress"]["done"], "total": state["progress"]["total"],
-                     "current": n_current, "answer": n_answer, "next": body["next_step"]})
+        rows.append(
+            {
+                "step": state["step"],
+                "done": state["progress"]["done"],
+                "total": state["progress"]["total"],
+                "current": n_current,
+                "answer": n_answer,
+                "next": body["next_step"],
+            }
+        )
 
 
 def test_the_worker_api_runs_a_constant_number_of_queries(django_assert_max_num_queries):
@@ -92,8 +100,7 @@ def test_the_counts_do_not_grow_with_the_test_set_or_the_position():
         enrollment = Enrollment.objects.get(worker__external_id=pid_for(f"P-{task}"))
         for _ in range(skip):  # move the worker far into the test step
             state = services.current_item(enrollment_id=enrollment.pk)
-            services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
-                                   answer=gold_answer(state.item))
+            services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
         n_current, response = queries(worker.current)
         assert response.json()["progress"]["done"] == skip
         handle = response.json()["item"]["id"]
@@ -135,8 +142,10 @@ def test_joining_runs_a_constant_number_of_queries(django_assert_max_num_queries
 def page_counts(client: Client, example_answer) -> dict[str, int]:
     """Query counts of the worker pages at the worker's current position (htmx fragments and full pages)."""
     htmx = {"HTTP_HX_REQUEST": "true"}
-    counts = {"GET /work/": queries(lambda: client.get("/work/"))[0],
-              "GET /work/ (htmx)": queries(lambda: client.get("/work/", **htmx))[0]}
+    counts = {
+        "GET /work/": queries(lambda: client.get("/work/"))[0],
+        "GET /work/ (htmx)": queries(lambda: client.get("/work/", **htmx))[0],
+    }
     handle, form = example_answer()
     n, response = queries(lambda: client.post("/work/answer/", {"item": handle, **form}, **htmx))
     assert response.status_code == 200 and response.get("X-Answer-Status") is None, response.content[:300]
@@ -168,7 +177,8 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
             last = enrollment.answers.order_by("-pk").first()
             counts["GET /work/ (feedback)"] = queries(lambda: client.get("/work/"))[0]
             counts["POST /work/next/"] = queries(
-                lambda: client.post("/work/next/", {"answer_id": last.pk}, HTTP_HX_REQUEST="true"))[0]  # noqa: B023
+                lambda: client.post("/work/next/", {"answer_id": last.pk}, HTTP_HX_REQUEST="true")  # noqa: B023
+            )[0]
         if services.current_item(enrollment_id=enrollment.pk).item is None:
             break
     training, test = seen["training"], seen["test"]

@@ -24,16 +24,20 @@ def free_port() -> int:
 
 def sqlite_env(db_file: Path, **extra: str) -> dict:
     """The environment of a laptop: SQLite (a scratch file), Celery eager, per-process cache, DEBUG on."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+    }
     env["DATABASE_URL"] = f"sqlite:///{db_file}"  # the same settings branch as the unset default, on a temp file
     env.update(extra)
     return env
 
 
 def manage(env: dict, *args: str, timeout: float = 120) -> str:
-    result = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=timeout)
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if result.returncode:
         raise AssertionError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout

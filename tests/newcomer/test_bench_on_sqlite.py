@@ -12,8 +12,17 @@ pytestmark = pytest.mark.slow
 
 def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_path):
     env = sqlite_env(tmp_path / "db.sqlite3", DJANGO_SETTINGS_MODULE="clues_platform.settings")
-    script = [PYTHON, "benchmarks/aggregate_study.py", "--tasks", "sst2", "--shots", "0", "10", "--data",
-              str(REPO / "tasks_data" / "demo" / "CLUES-JSON")]
+    script = [
+        PYTHON,
+        "benchmarks/aggregate_study.py",
+        "--tasks",
+        "sst2",
+        "--shots",
+        "0",
+        "10",
+        "--data",
+        str(REPO / "tasks_data" / "demo" / "CLUES-JSON"),
+    ]
 
     unmigrated = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert unmigrated.returncode == 2
@@ -24,6 +33,11 @@ def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_pa
     assert result.returncode == 0, result.stderr
     assert "database: sqlite" in result.stdout
     assert "human_cells" in result.stdout and "rolled back: the database is as it was" in result.stdout
-    counts = manage(env, "shell", "-c", "from tasks_data.models import Task; from annotation.models import Study;"
-                    "print(Task.objects.count(), Study.objects.count())")
+    counts = manage(
+        env,
+        "shell",
+        "-c",
+        "from tasks_data.models import Task; from annotation.models import Study;"
+        "print(Task.objects.count(), Study.objects.count())",
+    )
     assert counts.strip().splitlines()[-1].split() == ["0", "0"]

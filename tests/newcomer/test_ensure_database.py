@@ -15,8 +15,10 @@ import pytest
 from tests.newcomer.servers import REPO
 
 SUITE_URL = os.environ.get("DATABASE_URL", "")
-pytestmark = pytest.mark.skipif(not SUITE_URL.startswith(("postgres://", "postgresql://")),
-                                reason="needs the suite's PostgreSQL server (DATABASE_URL)")
+pytestmark = pytest.mark.skipif(
+    not SUITE_URL.startswith(("postgres://", "postgresql://")),
+    reason="needs the suite's PostgreSQL server (DATABASE_URL)",
+)
 
 
 def admin_conninfo() -> str:
@@ -32,8 +34,9 @@ def url_for(name: str, *, user: str | None = None, port: int | None = None) -> s
 def ensure(url: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["DATABASE_URL"] = url
-    return subprocess.run([sys.executable, "manage.py", "ensure_database"], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", "ensure_database"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def exists(name: str) -> bool:

@@ -30,8 +30,9 @@ def lean_env(tmp_path_factory):
 
 
 def lean(env, *args, check=True):
-    result = subprocess.run([sys.executable, "-S", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-S", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     if check:
         assert result.returncode == 0, result.stderr
     return result
@@ -55,8 +56,20 @@ def test_model_methods_without_torch_say_how_to_install(lean_env):
 def test_the_web_app_and_reference_baselines_run_without_torch(lean_env):
     lean(lean_env, "manage.py", "migrate", "--noinput", "-v0")
     lean(lean_env, "manage.py", "import_clues", "--demo")
-    out = lean(lean_env, "manage.py", "run_baselines", "--tasks", "sst2", "--methods", "empty", "majority",
-               "--shots", "10", "--splits", "1").stdout
+    out = lean(
+        lean_env,
+        "manage.py",
+        "run_baselines",
+        "--tasks",
+        "sst2",
+        "--methods",
+        "empty",
+        "majority",
+        "--shots",
+        "10",
+        "--splits",
+        "1",
+    ).stdout
     assert "2 run(s)" in out
     # Every URL module and view imports, and pages render, without torch.
     script = (
@@ -80,8 +93,9 @@ def requirement_names(path: Path) -> set[str]:
 
 
 def test_requirement_sets_are_pinned_disjoint_and_lean():
-    runtime, baselines, dev = (requirement_names(REPO / "requirements" / f"{n}.txt")
-                               for n in ("runtime", "baselines", "dev"))
+    runtime, baselines, dev = (
+        requirement_names(REPO / "requirements" / f"{n}.txt") for n in ("runtime", "baselines", "dev")
+    )
     assert not runtime & baselines and not runtime & dev and not baselines & dev
     assert not {"torch", "transformers", "pytest", "playwright", "schemathesis", "matplotlib"} & runtime
     assert "torch==2.13.0" in (REPO / "requirements" / "baselines.txt").read_text()

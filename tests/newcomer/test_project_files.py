@@ -37,8 +37,13 @@ def test_the_hooks_run_the_lint_tools_from_the_test_environment():
         assert Path(tool).name in makefile or f"-m {Path(tool).name}" in makefile, f"make lint does not run {tool}"
     for pin in ("ruff==", "import-linter==", "mypy==", "django-stubs==", "pre_commit=="):
         assert re.search(rf"^{re.escape(pin)}\S+", dev, re.M), pin
-    result = subprocess.run([sys.executable, "-m", "pre_commit", "validate-config", ".pre-commit-config.yaml"],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-config", ".pre-commit-config.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -115,8 +115,9 @@ def drop_database(name: str) -> bool:
 def scratch(tmp_path_factory):
     """A copy of the tracked files, .venv and .venv-test = this environment, stamps fresh (make installs nothing)."""
     root = tmp_path_factory.mktemp("readme") / "repo"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                           text=True, check=True).stdout.split("\n")
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     for name in filter(None, files):
         source = REPO / name
         if source.is_file() and not source.is_symlink():
@@ -142,20 +143,43 @@ def scratch(tmp_path_factory):
 
 
 def base_env(root: Path, stamps: Path, home: Path, data: Path) -> dict:
-    drop = ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV",
-            "PYTEST_ADDOPTS", "PYTEST_ARGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG")
+    drop = (
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "CACHE_URL",
+        "REDIS_URL",
+        "DJANGO_SETTINGS_MODULE",
+        "VIRTUAL_ENV",
+        "PYTEST_ADDOPTS",
+        "PYTEST_ARGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "MAKELEVEL",
+        "DJANGO_ALLOW_ASYNC_UNSAFE",
+        "DEBUG",
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(HOME=str(home), CLUES_DATA=str(data), STAMP_DIR=str(stamps), PORT=str(free_port()),
-               GUNICORN_CMD_ARGS=f"--bind 127.0.0.1:{free_port()}", PYTEST_ARGS=INNER_PYTEST)
+    env.update(
+        HOME=str(home),
+        CLUES_DATA=str(data),
+        STAMP_DIR=str(stamps),
+        PORT=str(free_port()),
+        GUNICORN_CMD_ARGS=f"--bind 127.0.0.1:{free_port()}",
+        PYTEST_ARGS=INNER_PYTEST,
+    )
     return env
 
 
 def write_predictions(root: Path) -> None:
     """The user's predictions.jsonl for `score`: predict nothing for every CoNLL03 test item."""
     with sqlite3.connect(root / "db.sqlite3") as conn:
-        ids = [row[0] for row in conn.execute(
-            "SELECT e.clues_id FROM tasks_data_example e JOIN tasks_data_task t ON t.id = e.task_id "
-            "WHERE t.slug = 'conll03' AND e.role = 'test' ORDER BY e.position")]
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT e.clues_id FROM tasks_data_example e JOIN tasks_data_task t ON t.id = e.task_id "
+                "WHERE t.slug = 'conll03' AND e.role = 'test' ORDER BY e.position"
+            )
+        ]
     (root / "predictions.jsonl").write_text("".join(f'{{"id": "{i}", "prediction": [""]}}\n' for i in ids))
 
 
@@ -163,8 +187,14 @@ def serve(command: Command, root: Path, env: dict) -> str:
     port = env["PORT"] if command.line.startswith("make run") else env["GUNICORN_CMD_ARGS"].rsplit(":", 1)[1]
     log = root.parent / f"server-{port}.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["bash", "-c", command.line], cwd=root, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", command.line],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 300  # make run imports the official data first
         while time.monotonic() < deadline:
@@ -188,8 +218,14 @@ def serve(command: Command, root: Path, env: dict) -> str:
 def run(command: Command, root: Path, env: dict, *, official: bool) -> str:
     if "score predictions.jsonl" in command.line:
         write_predictions(root)
-    result = subprocess.run(["bash", "-c", f"{command.line}\nstatus=$?; env -0 > ../env.out; exit $status"],
-                            cwd=root, env=env, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(
+        ["bash", "-c", f"{command.line}\nstatus=$?; env -0 > ../env.out; exit $status"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     output = result.stdout + result.stderr
     expect_error = any(d.startswith("CommandError") for d in command.documented)
     if expect_error:

@@ -64,11 +64,20 @@ def farm(root: Path, names: set[str]) -> Path:
 
 
 def probe(site: Path, requirements: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+    }
     env.update(PYTHONPATH=str(site), DATABASE_URL=f"sqlite:///{site.parent / 'probe.sqlite3'}")
-    return subprocess.run([sys.executable, "-S", str(CHECKER), "probe", "runtime", "--requirements", requirements],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-S", str(CHECKER), "probe", "runtime", "--requirements", requirements],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_runtime_set_alone_loads_every_module(tmp_path):
@@ -76,8 +85,14 @@ def test_the_runtime_set_alone_loads_every_module(tmp_path):
     assert result.returncode == 0, result.stderr
     modules = _checker().project_modules("runtime")
     # Found on disk: the web app, importer, worker and every project command, but not the model code.
-    assert {"recruitment.client", "results.formats", "clues_platform.celery", "tasks_data.importer",
-            "tasks_data.management.commands.import_clues", "baselines.tasks"} <= set(modules)
+    assert {
+        "recruitment.client",
+        "results.formats",
+        "clues_platform.celery",
+        "tasks_data.importer",
+        "tasks_data.management.commands.import_clues",
+        "baselines.tasks",
+    } <= set(modules)
     assert not [m for m in modules if m.startswith(("baselines.adapters", "tests.", "benchmarks."))]
     assert f"imported {len(modules) + len(_checker().CONFIGURED_MODULES)} modules" in result.stdout
 
@@ -89,7 +104,8 @@ def test_a_missing_pin_fails_with_the_modules_name(tmp_path):
     assert result.returncode == 1
     assert "requirements/runtime.txt (without httpx and h11) alone does not load the project" in result.stderr
     # The project module that imports it, and the package that pulls it in.
-    assert re.search(r"in recruitment\.\S+: No module named 'httpx': no package of requirements/runtime.txt",
-                     result.stderr), result.stderr
+    assert re.search(
+        r"in recruitment\.\S+: No module named 'httpx': no package of requirements/runtime.txt", result.stderr
+    ), result.stderr
     assert "httpcore 1.0.9 needs h11" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr

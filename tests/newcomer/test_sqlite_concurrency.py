@@ -37,13 +37,32 @@ def lab_server(tmp, workers: int, **env_extra):
         manage(env, "collectstatic", "--noinput", "-v0")
     manage(env, "import_clues", "--demo")
     manage(env, "ensure_local_researcher", "--password-file", str(tmp / "researcher-password"))  # the study's owner
-    out = manage(env, "launch_study", "--name", "lab", "--tasks", "sst2", "--shots", "0",
-                 "--workers", str(workers), "--no-filter-fraction", "--platform", "prolific")
+    out = manage(
+        env,
+        "launch_study",
+        "--name",
+        "lab",
+        "--tasks",
+        "sst2",
+        "--shots",
+        "0",
+        "--workers",
+        str(workers),
+        "--no-filter-fraction",
+        "--platform",
+        "prolific",
+    )
     join_path = next(line.split()[2] for line in out.splitlines() if line.startswith("sst2 0 "))
     port = free_port()
     log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen([PYTHON, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=REPO,
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [PYTHON, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(base + "/", proc)
@@ -72,8 +91,9 @@ def _worker(base: str, join_path: str, pid: str, barrier: threading.Barrier, res
                 state = client.get("/api/work/current/")
                 statuses.append(state.status_code)
                 item = state.json()["item"]
-                r = client.post("/api/work/answer/", headers=headers,
-                                json={"item": item["id"], "answer": [item["labels"][0]]})
+                r = client.post(
+                    "/api/work/answer/", headers=headers, json={"item": item["id"], "answer": [item["labels"][0]]}
+                )
                 statuses.append(r.status_code)
                 if r.status_code == 201:
                     acknowledged.append(item["id"])
@@ -89,8 +109,9 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
     barrier = threading.Barrier(WORKERS)
     results: dict = {}
     # each worker a valid Prolific PID (24 hexadecimal characters)
-    threads = [threading.Thread(target=_worker, args=(base, join_path, f"{i:024x}", barrier, results))
-               for i in range(WORKERS)]
+    threads = [
+        threading.Thread(target=_worker, args=(base, join_path, f"{i:024x}", barrier, results)) for i in range(WORKERS)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -109,7 +130,8 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
         rows = conn.execute(
             "SELECT w.external_id, a.example_id, count(*) FROM annotation_answer a "
             "JOIN annotation_enrollment e ON e.id = a.enrollment_id "
-            "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2").fetchall()
+            "JOIN annotation_worker w ON w.id = e.worker_id GROUP BY 1, 2"
+        ).fetchall()
     assert mode == "wal"
     assert sum(n for *_, n in rows) == WORKERS * ANSWERS
     assert all(n == 1 for *_, n in rows)
@@ -119,8 +141,15 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
 
 def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_through_after(tmp_path):
     """Production settings (DEBUG=0, the error handlers), a 1-second lock wait and a writer that holds the lock."""
-    env = {"DEBUG": "0", "SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0",
-           "SECURE_COOKIES": "0", "SQLITE_TIMEOUT": "1", "JOIN_RATE_LIMIT": "0"}
+    env = {
+        "DEBUG": "0",
+        "SECRET_KEY": "x" * 50,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "0",
+        "SECURE_COOKIES": "0",
+        "SQLITE_TIMEOUT": "1",
+        "JOIN_RATE_LIMIT": "0",
+    }
     with lab_server(tmp_path, 1, **env) as (base, join_path, db, log), httpx.Client(base_url=base, timeout=30) as c:
         assert c.get(join_path, params={"PROLIFIC_PID": "b" * 24, "SESSION_ID": "s1"}).status_code == 302
         headers = {"X-CSRFToken": c.cookies.get("csrftoken", ""), "Referer": base}

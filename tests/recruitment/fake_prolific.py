@@ -31,13 +31,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = "fake-prolific-token"
 WORKSPACE = "0123456789abcdef0000aaaa"
-CODE_TYPES = {"COMPLETED", "FAILED_ATTENTION_CHECK", "FOLLOW_UP_STUDY", "GIVE_BONUS", "INCOMPATIBLE_DEVICE",
-              "NO_CONSENT", "OTHER", "FIXED_SCREENOUT"}
-ACTIONS = {"AUTOMATICALLY_APPROVE", "ADD_TO_PARTICIPANT_GROUP", "REMOVE_FROM_PARTICIPANT_GROUP", "MANUALLY_REVIEW",
-           "REQUEST_RETURN", "DYNAMIC_PAYMENT", "FIXED_SCREEN_OUT_PAYMENT"}
+CODE_TYPES = {
+    "COMPLETED",
+    "FAILED_ATTENTION_CHECK",
+    "FOLLOW_UP_STUDY",
+    "GIVE_BONUS",
+    "INCOMPATIBLE_DEVICE",
+    "NO_CONSENT",
+    "OTHER",
+    "FIXED_SCREENOUT",
+}
+ACTIONS = {
+    "AUTOMATICALLY_APPROVE",
+    "ADD_TO_PARTICIPANT_GROUP",
+    "REMOVE_FROM_PARTICIPANT_GROUP",
+    "MANUALLY_REVIEW",
+    "REQUEST_RETURN",
+    "DYNAMIC_PAYMENT",
+    "FIXED_SCREEN_OUT_PAYMENT",
+}
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
-REQUIRED = ("name", "description", "external_study_url", "prolific_id_option", "completion_codes",
-            "total_available_places", "estimated_completion_time", "reward")
+REQUIRED = (
+    "name",
+    "description",
+    "external_study_url",
+    "prolific_id_option",
+    "completion_codes",
+    "total_available_places",
+    "estimated_completion_time",
+    "reward",
+)
 
 
 class Refused(Exception):
@@ -146,15 +169,21 @@ class FakeProlific:
                     raise Refused("the study is not active")
                 for f in study.get("filters") or []:
                     if f["filter_id"] == "participant_group_blocklist" and any(
-                            pid in self.groups[g]["participants"] for g in f["selected_values"]):
+                        pid in self.groups[g]["participants"] for g in f["selected_values"]
+                    ):
                         raise Refused("the participant is in a blocklisted group")
                 if any(s["study_id"] == study_id and s["participant"] == pid for s in self.submissions.values()):
                     raise Refused("the participant already took part")
                 if self.places_taken(study_id) >= study["total_available_places"]:
                     raise Refused("no place is free")
             sid = self.new_id()
-            self.submissions[sid] = {"id": sid, "study_id": study_id, "participant": pid, "status": "ACTIVE",
-                                     "entered_code": None}
+            self.submissions[sid] = {
+                "id": sid,
+                "study_id": study_id,
+                "participant": pid,
+                "status": "ACTIVE",
+                "entered_code": None,
+            }
             return sid
 
     def submit(self, sid: str, code: str):
@@ -169,14 +198,27 @@ class FakeProlific:
                     self.groups[action["participant_group"]]["participants"].add(sub["participant"])
                 elif action["action"] == "FIXED_SCREEN_OUT_PAYMENT":
                     sub["status"] = "SCREENED OUT"
-                    self.payments.append({"bulk": None, "participant": sub["participant"],
-                                          "amount": action["fixed_screen_out_reward"] / 100, "screen_out": True})
+                    self.payments.append(
+                        {
+                            "bulk": None,
+                            "participant": sub["participant"],
+                            "amount": action["fixed_screen_out_reward"] / 100,
+                            "screen_out": True,
+                        }
+                    )
 
     def set_status(self, sid: str, status: str):
         self.submissions[sid]["status"] = status
 
-    def event(self, sid: str, *, status: str | None = None, secret: str | None = None, timestamp: int | None = None,
-              event_id: str | None = None) -> tuple[bytes, dict]:
+    def event(
+        self,
+        sid: str,
+        *,
+        status: str | None = None,
+        secret: str | None = None,
+        timestamp: int | None = None,
+        event_id: str | None = None,
+    ) -> tuple[bytes, dict]:
         """The ``submission.status.change`` request Prolific sends to a confirmed subscription: (body, headers as
         the Django test client takes them). ``secret``, ``timestamp`` and ``status`` let a test forge it."""
         import base64
@@ -184,16 +226,28 @@ class FakeProlific:
         import hmac
         import time
 
-        (workspace,) = {s["workspace_id"] for s in self.subscriptions.values() if s["is_enabled"]
-                        and s["event_type"] == "submission.status.change"}
+        (workspace,) = {
+            s["workspace_id"]
+            for s in self.subscriptions.values()
+            if s["is_enabled"] and s["event_type"] == "submission.status.change"
+        }
         sub = self.submissions[sid]
-        body = json.dumps({"resource_id": sid, "event_type": "submission.status.change",
-                           "participant_id": sub["participant"], "status": status or sub["status"]}).encode()
+        body = json.dumps(
+            {
+                "resource_id": sid,
+                "event_type": "submission.status.change",
+                "participant_id": sub["participant"],
+                "status": status or sub["status"],
+            }
+        ).encode()
         stamp = str(int(time.time()) if timestamp is None else timestamp)
         key = (secret if secret is not None else self.hook_secrets[workspace]).encode()
         signature = base64.b64encode(hmac.new(key, stamp.encode() + body, hashlib.sha256).digest()).decode()
-        return body, {"HTTP_X_PROLIFIC_REQUEST_SIGNATURE": signature, "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": stamp,
-                      "HTTP_X_EVENT_ID": event_id or f"evt-{next(self._event_ids)}"}
+        return body, {
+            "HTTP_X_PROLIFIC_REQUEST_SIGNATURE": signature,
+            "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": stamp,
+            "HTTP_X_EVENT_ID": event_id or f"evt-{next(self._event_ids)}",
+        }
 
     def paid_total(self, pid: str) -> float:
         return round(sum(p["amount"] for p in self.payments if p["participant"] == pid and not p.get("screen_out")), 2)
@@ -201,8 +255,14 @@ class FakeProlific:
     # ------------------------------------------------------------ routes
 
     def _list_row(self, s):  # the list shape (studies/{id}/submissions/) differs from the single one
-        return {"id": s["id"], "participant_id": s["participant"], "status": s["status"],
-                "study_code": s["entered_code"], "started_at": "2026-01-01T00:00:00Z", "completed_at": None}
+        return {
+            "id": s["id"],
+            "participant_id": s["participant"],
+            "status": s["status"],
+            "study_code": s["entered_code"],
+            "started_at": "2026-01-01T00:00:00Z",
+            "completed_at": None,
+        }
 
     def route(self, method: str, path: str, body):  # noqa: C901 (one branch per endpoint of the fake)
         path = path.split("?")[0].removeprefix("/api/v1/")
@@ -239,8 +299,12 @@ class FakeProlific:
             action = (body or {}).get("action")
             if action == "APPROVE" and sub["status"] == "AWAITING REVIEW":
                 sub["status"] = "APPROVED"
-            elif action == "REJECT" and sub["status"] == "AWAITING REVIEW" and len(body.get("message", "")) >= 100 \
-                    and body.get("rejection_category"):
+            elif (
+                action == "REJECT"
+                and sub["status"] == "AWAITING REVIEW"
+                and len(body.get("message", "")) >= 100
+                and body.get("rejection_category")
+            ):
                 sub["status"] = "REJECTED"
             else:
                 return 400, _error(400, f"cannot {action} a submission that is {sub['status']}")
@@ -254,10 +318,19 @@ class FakeProlific:
             if not (body or {}).get("name") or not (body.get("workspace_id") or body.get("organisation_id")):
                 return 400, _error(400, "Either a workspace or organisation ID must be specified.")
             gid = self.new_id()
-            self.groups[gid] = {"id": gid, "name": body["name"], "workspace_id": body.get("workspace_id"),
-                                "participants": set()}
-            return 201, {"id": gid, "name": body["name"], "workspace_id": body.get("workspace_id"),
-                         "participant_count": 0, "is_deleted": False}
+            self.groups[gid] = {
+                "id": gid,
+                "name": body["name"],
+                "workspace_id": body.get("workspace_id"),
+                "participants": set(),
+            }
+            return 201, {
+                "id": gid,
+                "name": body["name"],
+                "workspace_id": body.get("workspace_id"),
+                "participant_count": 0,
+                "is_deleted": False,
+            }
         if method == "POST" and path == "hooks/secrets/":
             workspace = (body or {}).get("workspace_id")
             if not workspace:
@@ -316,14 +389,19 @@ class FakeProlific:
                 if a.get("action") == "FIXED_SCREEN_OUT_PAYMENT":
                     screen_outs += 1
                     reward = a.get("fixed_screen_out_reward")
-                    if not isinstance(reward, int) or not 0 < reward < body["reward"] or \
-                            not isinstance(a.get("slots"), int) or a["slots"] < 1:
+                    if (
+                        not isinstance(reward, int)
+                        or not 0 < reward < body["reward"]
+                        or not isinstance(a.get("slots"), int)
+                        or a["slots"] < 1
+                    ):
                         problems.append("fixed_screen_out_reward below the reward, and slots, are required")
         if screen_outs > 1:
             problems.append("only one completion code may pay a fixed screen-out")
         for f in body.get("filters") or []:
             if f.get("filter_id") == "participant_group_blocklist" and not set(f.get("selected_values", [])) <= set(
-                    self.groups):
+                self.groups
+            ):
                 problems.append("participant_group_blocklist: no such group")
         if problems:
             return 400, _error(400, problems)
@@ -360,7 +438,7 @@ class FakeProlific:
         return 201, {"id": bid, "study": study_id, "amount": amount, "fees": 0, "vat": 0, "total_amount": amount}
 
     def _page(self, rows, study_id, page):
-        chunk = rows[(page - 1) * self.page_size: page * self.page_size]
+        chunk = rows[(page - 1) * self.page_size : page * self.page_size]
         more = page * self.page_size < len(rows)
         nxt = f"{self.url}studies/{study_id}/submissions/page{page + 1}/" if more else None
         return {"results": chunk, "_links": {"next": {"href": nxt}}, "meta": {"count": len(rows)}}

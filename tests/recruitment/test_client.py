@@ -60,5 +60,8 @@ def test_every_page_of_submissions_is_read_and_pages_elsewhere_are_refused(serve
     assert len(list(client(server).study_submissions("s1"))) == 5  # page size 2: three pages
     server.url = "http://evil.example/api/v1/"  # a next link pointing off the API
     with pytest.raises(prolific.ProlificError, match="outside the API"):
-        list(prolific.ProlificClient(TOKEN, f"http://127.0.0.1:{server.server.server_address[1]}/api/v1/",
-                                     timeout=2).study_submissions("s1"))
+        list(
+            prolific.ProlificClient(
+                TOKEN, f"http://127.0.0.1:{server.server.server_address[1]}/api/v1/", timeout=2
+            ).study_submissions("s1")
+        )

@@ -21,8 +21,9 @@ def forged_join(fake, c, name, n):
     """Someone who knows (or makes up) a PID joins with a made-up SESSION_ID while Prolific is down."""
     fake.down = True
     try:
-        return WorkerClient(c, params={"PROLIFIC_PID": pid_for(name), "STUDY_ID": c.platform_study_id,
-                                       "SESSION_ID": FORGED.format(n)})
+        return WorkerClient(
+            c, params={"PROLIFIC_PID": pid_for(name), "STUDY_ID": c.platform_study_id, "SESSION_ID": FORGED.format(n)}
+        )
     finally:
         fake.down = False
 
@@ -50,15 +51,18 @@ def test_a_prolific_error_other_than_unreachable_refuses_the_join(fake, research
     c = cohort(study, "sst2", 0)
     sid = fake.start_submission(c.platform_study_id, pid_for("forger"), force=True)
     fake.fail_next, fake.fail_status = 5, status  # 401: a revoked token
-    page = Client().get(c.join_path, {"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id,
-                                      "SESSION_ID": "0123456789abcdef01234567"})
+    page = Client().get(
+        c.join_path,
+        {"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234567"},
+    )
     assert page.status_code == 403
     assert "cannot check your Prolific session right now" in page.content.decode()
     assert not Worker.objects.exists() and not Enrollment.objects.exists(), "nothing stored for a refused join"
     assert AuditEvent.objects.filter(action="prolific verify refused", reason__contains=str(status)).exists()
     fake.fail_next = 0
-    honest = WorkerClient(c, params={"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id,
-                                     "SESSION_ID": sid})
+    honest = WorkerClient(
+        c, params={"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id, "SESSION_ID": sid}
+    )
     assert honest.join_response.status_code == 302, "control: once Prolific answers, the real session joins"
 
 
@@ -73,7 +77,8 @@ def test_a_5xx_after_the_clients_retries_counts_as_unreachable(fake, researcher,
 
 
 def test_unverified_joins_owe_no_place_and_expire_after_the_grace_so_a_real_participant_gets_in(
-        fake, researcher, settings, django_capture_on_commit_callbacks):
+    fake, researcher, settings, django_capture_on_commit_callbacks
+):
     settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES = 15
     study = published(fake, researcher, shots=(10,), workers_per_cohort=2, filter_floor=0.9)
     c = cohort(study, "sst2", 10)
@@ -81,8 +86,9 @@ def test_unverified_joins_owe_no_place_and_expire_after_the_grace_so_a_real_part
     forged_join(fake, c, "late-squatter", 2)
     assert Enrollment.objects.filter(verification="unverified").count() == 2
     real = fake.start_submission(c.platform_study_id, pid_for("real"))  # Prolific has free places
-    page = Client().get(c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id,
-                                      "SESSION_ID": real})
+    page = Client().get(
+        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id, "SESSION_ID": real}
+    )
     assert page.status_code == 409, "the squatters hold the cohort's places for now"
     with django_capture_on_commit_callbacks(execute=True):
         finish_by_position(squatter, wrong_positions=set(range(100)))
@@ -95,8 +101,9 @@ def test_unverified_joins_owe_no_place_and_expire_after_the_grace_so_a_real_part
     assert states[pid_for("late-squatter")] == "expired", "not matched by the sync within the grace"
     assert AuditEvent.objects.filter(action="expire unverified", reason__contains="15 minutes").count() == 1
     assert fake.studies[c.platform_study_id]["total_available_places"] == 2, "no place given for either"
-    again = Client().get(c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id,
-                                       "SESSION_ID": real})
+    again = Client().get(
+        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id, "SESSION_ID": real}
+    )
     assert again.status_code == 302, "the genuine participant takes the freed place"
 
 

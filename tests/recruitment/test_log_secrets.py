@@ -17,8 +17,18 @@ from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_s
 from tests.recruitment.fake_prolific import TOKEN
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
-LOGGERS = ("", "django", "django.request", "httpx", "httpcore", "httpcore.http11", "httpcore.connection",
-           "recruitment", "annotation", "celery")
+LOGGERS = (
+    "",
+    "django",
+    "django.request",
+    "httpx",
+    "httpcore",
+    "httpcore.http11",
+    "httpcore.connection",
+    "recruitment",
+    "annotation",
+    "celery",
+)
 
 
 @pytest.fixture
@@ -42,11 +52,23 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     trim_test_set("sst2", 3)
     researcher.set_password("pw-rita-prolific-77")
     researcher.save()
-    study = make_study(shots=[10], launch=False, created_by=researcher, completion_code="CDONE",
-                       screenout_code="CSOUT", workers_per_cohort=3, pay_rate=Decimal("12"), idle_cap_seconds=7200)
+    study = make_study(
+        shots=[10],
+        launch=False,
+        created_by=researcher,
+        completion_code="CDONE",
+        screenout_code="CSOUT",
+        workers_per_cohort=3,
+        pay_rate=Decimal("12"),
+        idle_cap_seconds=7200,
+    )
     dashboard = Client()
-    assert dashboard.post("/accounts/login/", {"username": researcher.username,
-                                               "password": "pw-rita-prolific-77"}).status_code == 302
+    assert (
+        dashboard.post(
+            "/accounts/login/", {"username": researcher.username, "password": "pw-rita-prolific-77"}
+        ).status_code
+        == 302
+    )
     assert dashboard.post(f"/dashboard/studies/{study.pk}/prolific/publish/").status_code == 200
     c = cohort(study, "sst2", 10)
     pid, secrets = pid_for("logged"), {"token": TOKEN, "password": "pw-rita-prolific-77"}
@@ -62,18 +84,24 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     # Refused and failing joins: forged, someone else's session, Prolific refusing (401), Prolific down.
     forged_pid = pid_for("forger-logged")
     secrets["forged pid"] = forged_pid
-    Client().get(c.join_path, {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id,
-                               "SESSION_ID": "0123456789abcdef01234567"})
+    Client().get(
+        c.join_path,
+        {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234567"},
+    )
     Client().get(c.join_path, {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": sid})
     fake.fail_next, fake.fail_status = 3, 401
-    Client().get(c.join_path, {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id,
-                               "SESSION_ID": "0123456789abcdef01234568"})
+    Client().get(
+        c.join_path,
+        {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234568"},
+    )
     fake.fail_next = 0
     fake.down = True
     offline_pid = pid_for("offline-logged")
     secrets["offline pid"] = offline_pid
-    Client().get(c.join_path, {"PROLIFIC_PID": offline_pid, "STUDY_ID": c.platform_study_id,
-                               "SESSION_ID": "0123456789abcdef01234569"})
+    Client().get(
+        c.join_path,
+        {"PROLIFIC_PID": offline_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234569"},
+    )
     dashboard.post(f"/dashboard/studies/{study.pk}/prolific/sync/")  # fails: Prolific down
     fake.down = False
     # The way back: the same participant from a new browser.

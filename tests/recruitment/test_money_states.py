@@ -16,8 +16,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 
 def _interrupted(fake, researcher):
-    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
-                      idle_cap_seconds=7200)
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
     pid = _approved_worker(fake, study, "interrupted")
     call_command("sync_prolific", study=study.pk, stdout=StringIO())
     fake.crash_on_pay = True

@@ -35,8 +35,14 @@ SITE = "https://clues.example"
 
 def published(fake, researcher, *, shots=(0,), **options):
     trim_test_set("sst2", 3)
-    study = make_study(shots=list(shots), launch=False, created_by=researcher, completion_code="CDONE",
-                       screenout_code="CSOUT", **options)
+    study = make_study(
+        shots=list(shots),
+        launch=False,
+        created_by=researcher,
+        completion_code="CDONE",
+        screenout_code="CSOUT",
+        **options,
+    )
     publish(study, site_url=SITE)
     return study
 
@@ -45,8 +51,9 @@ def arrive(fake, cohort_, name):
     """A participant takes a place on Prolific and follows the study link."""
     pid = pid_for(name)
     sid = fake.start_submission(cohort_.platform_study_id, pid)
-    worker = WorkerClient(cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.platform_study_id,
-                                           "SESSION_ID": sid})
+    worker = WorkerClient(
+        cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.platform_study_id, "SESSION_ID": sid}
+    )
     return worker, pid, sid
 
 
@@ -70,8 +77,11 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
         body = fake.studies[c.platform_study_id]
         url = urlsplit(body["external_study_url"])
         assert f"{url.scheme}://{url.netloc}{url.path}" == SITE + c.join_path
-        assert parse_qs(url.query) == {"PROLIFIC_PID": ["{{%PROLIFIC_PID%}}"], "STUDY_ID": ["{{%STUDY_ID%}}"],
-                                       "SESSION_ID": ["{{%SESSION_ID%}}"]}
+        assert parse_qs(url.query) == {
+            "PROLIFIC_PID": ["{{%PROLIFIC_PID%}}"],
+            "STUDY_ID": ["{{%STUDY_ID%}}"],
+            "SESSION_ID": ["{{%SESSION_ID%}}"],
+        }
         assert body["total_available_places"] == c.target
         assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12 USD/h x 25 min, in cents
         assert body["filters"] == [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}]
@@ -89,7 +99,8 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
     call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=out)
     assert len(fake.studies) == 2, "re-running changes nothing for cohorts already published"
     assert sorted(out.getvalue().split("\n")[:-1]) == sorted(
-        f"sst2 {c.shots} {c.platform_study_id}" for c in study.cohorts.all())
+        f"sst2 {c.shots} {c.platform_study_id}" for c in study.cohorts.all()
+    )
 
 
 def test_a_participant_of_one_cohort_cannot_even_take_another_cohort_of_the_task_on_prolific(fake, researcher):
@@ -190,9 +201,14 @@ def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, rese
     _, p2, s2 = arrive(fake, c, "sleeper")
     with pytest.raises(Refused, match="no place"):
         arrive(fake, c, "late")  # Prolific itself holds the cohort's places
-    forged = WorkerClient(c, params={"PROLIFIC_PID": pid_for("late"), "STUDY_ID": c.platform_study_id,
-                                     "SESSION_ID": fake.start_submission(c.platform_study_id, pid_for("late"),
-                                                                         force=True)})
+    forged = WorkerClient(
+        c,
+        params={
+            "PROLIFIC_PID": pid_for("late"),
+            "STUDY_ID": c.platform_study_id,
+            "SESSION_ID": fake.start_submission(c.platform_study_id, pid_for("late"), force=True),
+        },
+    )
     assert forged.join_response.status_code == 409 and "full" in forged.join_response.content.decode()
     fake.set_status(s1, "RETURNED")
     fake.set_status(s2, "TIMED-OUT")
@@ -209,7 +225,8 @@ def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, rese
 
 
 def test_a_filtered_worker_gives_the_place_back_to_prolific_at_once_and_only_once(
-        fake, researcher, django_capture_on_commit_callbacks):
+    fake, researcher, django_capture_on_commit_callbacks
+):
     study = published(fake, researcher, shots=(10,), workers_per_cohort=1, filter_floor=0.9)
     c = cohort(study, "sst2", 10)
     weak, p_weak, s_weak = arrive(fake, c, "weak")
@@ -295,8 +312,7 @@ def _approved_worker(fake, study, name):
 
 
 def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher):
-    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
-                      idle_cap_seconds=7200)
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
     pid = _approved_worker(fake, study, "slow")
     sync(study)
     out = StringIO()
@@ -314,8 +330,7 @@ def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher)
 
 
 def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
-    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
-                      idle_cap_seconds=7200)
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
     pid = _approved_worker(fake, study, "crash")
     sync(study)
     fake.crash_on_pay = True  # Prolific pays, then the answer is lost
@@ -333,8 +348,7 @@ def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
 
 
 def test_a_crash_between_ledger_write_and_pay_call_does_not_pay_twice(fake, researcher):
-    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10,
-                      idle_cap_seconds=7200)
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
     pid = _approved_worker(fake, study, "between")
     sync(study)
     fake.down = True  # the set-up call fails: the ledger row stays planned, nothing paid
@@ -362,7 +376,8 @@ def test_a_token_is_stored_only_encrypted_and_only_with_a_key(researcher, settin
 
 
 def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
-        fake, researcher, django_capture_on_commit_callbacks):
+    fake, researcher, django_capture_on_commit_callbacks
+):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=1, time_limit_minutes=5)
     c = cohort(study, "sst2", 0)
     _, pid, sid = arrive(fake, c, "slow")

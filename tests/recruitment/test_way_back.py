@@ -36,8 +36,9 @@ def test_a_prolific_participant_who_lost_their_browser_continues_where_they_stop
     assert now["progress"] == before["progress"] and now["item"] == before["item"], "where they stopped"
     assert Enrollment.objects.filter(worker__external_id=pid).count() == 1
     assert AuditEvent.objects.filter(action="rebind", reason__contains="confirmed by Prolific").count() == 1
-    assert [call for call in fake.calls if call[1].endswith(f"/submissions/{sid}/")][-1][0] == "GET", \
+    assert [call for call in fake.calls if call[1].endswith(f"/submissions/{sid}/")][-1][0] == "GET", (
         "the return was checked with Prolific"
+    )
 
 
 def test_a_finished_participant_gets_their_completion_code_again(fake, researcher):
@@ -51,8 +52,9 @@ def test_a_finished_participant_gets_their_completion_code_again(fake, researche
     assert "CDONE" in page
 
 
-@pytest.mark.parametrize("case", ["returned on Prolific", "Prolific unreachable", "another session",
-                                  "Prolific refuses"])
+@pytest.mark.parametrize(
+    "case", ["returned on Prolific", "Prolific unreachable", "another session", "Prolific refuses"]
+)
 def test_a_known_pid_and_session_are_not_enough_without_prolifics_confirmation(fake, researcher, case):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=3)
     c = cohort(study, "sst2", 0)
@@ -81,12 +83,19 @@ def test_the_refusal_page_tells_a_prolific_participant_how_to_come_back(fake, re
     worker, pid, sid = arrive(fake, c, "twice")
     other = published(fake, researcher, shots=(0,), workers_per_cohort=3)  # same task, another study
     o = cohort(other, "sst2", 0)
-    page = Client().get(o.join_path, {"PROLIFIC_PID": pid, "STUDY_ID": o.platform_study_id,
-                                      "SESSION_ID": fake.start_submission(o.platform_study_id, pid)})
+    page = Client().get(
+        o.join_path,
+        {
+            "PROLIFIC_PID": pid,
+            "STUDY_ID": o.platform_study_id,
+            "SESSION_ID": fake.start_submission(o.platform_study_id, pid),
+        },
+    )
     text = page.content.decode()
     assert page.status_code == 403
-    assert "open it again from the study&#x27;s page on Prolific" in text or "open it again from the study's page" \
-        in text
+    assert (
+        "open it again from the study&#x27;s page on Prolific" in text or "open it again from the study's page" in text
+    )
     assert "Do not return your submission in that case" in text
 
 

@@ -80,8 +80,9 @@ def test_a_submission_awaiting_review_is_approved_at_once_and_never_twice(fake, 
     assert len(approvals(fake)) == 1, "webhook and sync together approve once"
 
 
-@pytest.mark.parametrize("forgery", ["another secret", "stale", "from the future", "no signature", "tampered body",
-                                     "not a number"])
+@pytest.mark.parametrize(
+    "forgery", ["another secret", "stale", "from the future", "no signature", "tampered body", "not a number"]
+)
 def test_forged_and_stale_events_are_refused_and_change_nothing(fake, researcher, forgery):
     study = published(fake, researcher, shots=(0,))
     _, pid, sid = arrive(fake, cohort(study, "sst2", 0), "target")

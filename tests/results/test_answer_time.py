@@ -40,8 +40,9 @@ def test_fast_answers_and_idle_gaps_on_the_cohort_page_and_in_the_export(researc
     # SLOW took 10 s per item but the first (1 s: too fast), then left for 15 minutes before the last.
     slow.exclude(position=0).update(served_at=F("answered_at") - timedelta(seconds=10))
     slow.filter(position=0).update(served_at=F("answered_at") - timedelta(seconds=1))
-    slow.filter(position=3).update(answered_at=F("answered_at") + timedelta(minutes=15),
-                                   served_at=F("served_at") + timedelta(minutes=15))
+    slow.filter(position=3).update(
+        answered_at=F("answered_at") + timedelta(minutes=15), served_at=F("served_at") + timedelta(minutes=15)
+    )
 
     client = Client()
     client.force_login(researcher)

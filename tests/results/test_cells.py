@@ -24,9 +24,12 @@ def test_mean_std_is_the_sample_standard_deviation():
 
 def test_no_other_module_computes_a_standard_deviation():
     pattern = re.compile(r"\bstdev\(|\.std\(|np\.std\(|pstdev\(")
-    found = [str(p.relative_to(ROOT)) for folder in ("annotation", "baselines", "results", "tasks_data")
-             for p in (ROOT / folder).rglob("*.py")
-             if "adapters" not in p.parts and pattern.search(p.read_text(encoding="utf-8"))]
+    found = [
+        str(p.relative_to(ROOT))
+        for folder in ("annotation", "baselines", "results", "tasks_data")
+        for p in (ROOT / folder).rglob("*.py")
+        if "adapters" not in p.parts and pattern.search(p.read_text(encoding="utf-8"))
+    ]
     assert found == ["tasks_data/stats.py"]
 
 

@@ -75,6 +75,19 @@ def test_a_model_name_formula_is_neutralised_in_the_table_and_negative_gaps_stay
     payload = json.loads(client.get(url, {"fmt": "json", "with_baselines": "1"}).content)
     assert {r["method"] for r in payload["model_rows"]} == {"ft", "=cmd"}
     gaps = [{"task": "sst2", "shots": 10, "mean": 40.0, "std": None, "n": 1}]
-    table = build_table(gaps, [{"method": "ft", "model": "m", "task": "sst2", "shots": 10, "mean": 50.0,
-                                "diff": -10.0, "ci_low": -12.5, "ci_high": -7.5}])
+    table = build_table(
+        gaps,
+        [
+            {
+                "method": "ft",
+                "model": "m",
+                "task": "sst2",
+                "shots": 10,
+                "mean": 50.0,
+                "diff": -10.0,
+                "ci_low": -12.5,
+                "ci_high": -7.5,
+            }
+        ],
+    )
     assert "-10.0 [-12.5, -7.5]" in render(table, "csv") and "'-10.0" not in render(table, "csv")

@@ -27,8 +27,14 @@ def study(researcher):
     """SST-2, 6 test items, 10 shots: A right everywhere, B wrong on items 4, 5, C wrong on items 3, 4, 5; a model
     row of 2 splits: split 1 wrong on items 0 and 1, split 2 wrong on item 0 only, right on 4 and 5."""
     trim_test_set("sst2", 6)
-    s = make_study(tasks=["sst2"], shots=[0, 10], created_by=researcher, filter_floor=None, filter_fraction=None,
-                   workers_per_cohort=4)
+    s = make_study(
+        tasks=["sst2"],
+        shots=[0, 10],
+        created_by=researcher,
+        filter_floor=None,
+        filter_fraction=None,
+        workers_per_cohort=4,
+    )
     ten = cohort(s, "sst2", 10)
     complete(ten, "A")
     complete(ten, "B", wrong_test={4, 5})
@@ -36,12 +42,26 @@ def study(researcher):
     tests = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position"))
     other = {e.pk: next(label for label in ("positive", "negative") if label != e.gold[0]) for e in tests}
     for split, wrong in ((1, {0, 1}), (2, {0})):
-        predictions = [{"id": int(e.clues_id) if e.clues_id_is_number else e.clues_id,
-                        "prediction": [other[e.pk]] if i in wrong else [e.gold[0]]} for i, e in enumerate(tests)]
+        predictions = [
+            {
+                "id": int(e.clues_id) if e.clues_id_is_number else e.clues_id,
+                "prediction": [other[e.pk]] if i in wrong else [e.gold[0]],
+            }
+            for i, e in enumerate(tests)
+        ]
         scores = [0.0 if i in wrong else 1.0 for i in range(len(tests))]
-        BaselineRun.objects.create(task=tests[0].task, method="icl", model="tiny", shots=10, split=split, seed=0,
-                                   status=BaselineRun.Status.COMPLETED, s1=sum(scores) / len(scores),
-                                   predictions=predictions, item_scores=scores)
+        BaselineRun.objects.create(
+            task=tests[0].task,
+            method="icl",
+            model="tiny",
+            shots=10,
+            split=split,
+            seed=0,
+            status=BaselineRun.Status.COMPLETED,
+            s1=sum(scores) / len(scores),
+            predictions=predictions,
+            item_scores=scores,
+        )
     return s
 
 
@@ -54,8 +74,11 @@ def _client(user) -> Client:
 def _by_hand(study):
     """Per item (CLUES id): the share of annotators right, their mean S1, the majority's S1, the model row's S1."""
     tests = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position"))
-    answers = list(Answer.objects.filter(enrollment__cohort__study=study, enrollment__cohort__shots=10,
-                                         step="test").values_list("example_id", "texts"))
+    answers = list(
+        Answer.objects.filter(enrollment__cohort__study=study, enrollment__cohort__shots=10, step="test").values_list(
+            "example_id", "texts"
+        )
+    )
     runs = list(BaselineRun.objects.filter(method="icl", model="tiny"))
     out = {}
     for e in tests:
@@ -63,10 +86,15 @@ def _by_hand(study):
         right = [texts == list(e.gold) for texts in given]
         labels = [t[0] for t in given]
         top = max(sorted(set(labels)), key=labels.count)  # ties: the first in sort order
-        model = np.mean([p["prediction"] == list(e.gold) for r in runs for p in r.predictions
-                         if str(p["id"]) == e.clues_id])
-        out[e.clues_id] = {"share": sum(right) / len(right), "human": 100 * sum(right) / len(right),
-                           "majority": 100.0 * (top == e.gold[0]), "model": 100 * model}
+        model = np.mean(
+            [p["prediction"] == list(e.gold) for r in runs for p in r.predictions if str(p["id"]) == e.clues_id]
+        )
+        out[e.clues_id] = {
+            "share": sum(right) / len(right),
+            "human": 100 * sum(right) / len(right),
+            "majority": 100.0 * (top == e.gold[0]),
+            "model": 100 * model,
+        }
     return out
 
 
@@ -92,20 +120,37 @@ def test_items_export_agrees_with_an_independent_computation(study, researcher, 
     human = [1 - expected[r["clues_id"]]["human"] / 100 for r in payload["rows"]]
     model = [1 - expected[r["clues_id"]]["model"] / 100 for r in payload["rows"]]
     rho = stats.spearmanr(human, model).statistic
-    se = math.sqrt((1 + rho ** 2 / 2) / 3)
+    se = math.sqrt((1 + rho**2 / 2) / 3)
     assert corr["model_row"] == "icl tiny" and corr["items"] == 6 and corr["spearman"] == pytest.approx(rho)
     assert corr["ci_low"] == pytest.approx(math.tanh(math.atanh(rho) - 1.959964 * se), abs=1e-5)
     assert corr["ci_high"] == pytest.approx(math.tanh(math.atanh(rho) + 1.959964 * se), abs=1e-5)
     assert "human_share_correct" in payload["definitions"]
 
     out = tmp_path / "items.csv"
-    call_command("export_results", "--study", str(study.pk), "--kind", "items", "--format", "csv", "--out",
-                 str(out), stderr=io.StringIO())
+    call_command(
+        "export_results",
+        "--study",
+        str(study.pk),
+        "--kind",
+        "items",
+        "--format",
+        "csv",
+        "--out",
+        str(out),
+        stderr=io.StringIO(),
+    )
     table = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert list(table[0])[:6] == ["task", "shots", "clues_id", "human_share_correct", "human_s1_percent",
-                                  "majority_s1_percent"]
-    assert [float(r["human_share_correct"]) for r in table] == [rows[r["clues_id"]]["human_share_correct"]
-                                                                  for r in table]
+    assert list(table[0])[:6] == [
+        "task",
+        "shots",
+        "clues_id",
+        "human_share_correct",
+        "human_s1_percent",
+        "majority_s1_percent",
+    ]
+    assert [float(r["human_share_correct"]) for r in table] == [
+        rows[r["clues_id"]]["human_share_correct"] for r in table
+    ]
     text = io.StringIO()
     call_command("export_results", "--study", str(study.pk), "--kind", "items", "--format", "json", stdout=text)
     assert json.loads(text.getvalue())["rows"] == payload["rows"]
@@ -142,10 +187,12 @@ def test_another_researcher_sees_no_item(study, other_researcher):
     cohort_pk = study.cohorts.get(shots=10).pk
     example = Example.objects.filter(task__slug="sst2", role="test").first()
     clues_id = example.clues_id
-    for url in (f"/dashboard/studies/{study.pk}/results/items/",
-                f"/dashboard/studies/{study.pk}/results/items/{cohort_pk}/{clues_id}",
-                f"/dashboard/studies/{study.pk}/results/items.json",
-                f"/api/studies/{study.pk}/export/items/?fmt=json"):
+    for url in (
+        f"/dashboard/studies/{study.pk}/results/items/",
+        f"/dashboard/studies/{study.pk}/results/items/{cohort_pk}/{clues_id}",
+        f"/dashboard/studies/{study.pk}/results/items.json",
+        f"/api/studies/{study.pk}/export/items/?fmt=json",
+    ):
         response = client.get(url)
         assert response.status_code == 404, url
         assert example.context[:30] not in response.content.decode() and b"human_share" not in response.content
@@ -155,13 +202,18 @@ def test_the_gap_has_both_intervals_each_named(study, researcher):
     """Beside the paired bootstrap over items (annotators fixed), the two-level interval over annotators and
     items of human minus model, re-derived here from the stored answers and predictions."""
     client = _client(researcher)
-    payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/",
-                                    {"fmt": "json", "with_baselines": "1"}).content)
+    payload = json.loads(
+        client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json", "with_baselines": "1"}).content
+    )
     (row,) = [r for r in payload["model_rows"] if r["model"] == "tiny"]
     assert set(payload["gap_intervals"]) == {"ci", "ci_two_level"}
     tests = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position"))
-    answers = {(e, x): s1 for e, x, s1 in Answer.objects.filter(enrollment__cohort__study=study, step="test")
-               .values_list("enrollment_id", "example_id", "s1")}
+    answers = {
+        (e, x): s1
+        for e, x, s1 in Answer.objects.filter(enrollment__cohort__study=study, step="test").values_list(
+            "enrollment_id", "example_id", "s1"
+        )
+    }
     annotators = sorted({e for e, _ in answers})
     expected = _by_hand(study)
     d = np.array([[100 * answers[(a, t.pk)] - expected[t.clues_id]["model"] for t in tests] for a in annotators])
@@ -169,8 +221,10 @@ def test_the_gap_has_both_intervals_each_named(study, researcher):
     ms_a, ms_i = d.shape[1] * rows.var(ddof=1), d.shape[0] * cols.var(ddof=1)
     ms_e = ((d - rows[:, None] - cols[None, :] + d.mean()) ** 2).sum() / ((d.shape[0] - 1) * (d.shape[1] - 1))
     cells = d.size
-    half = math.sqrt(stats.t.ppf(0.975, d.shape[0] - 1) ** 2 * ms_a / cells
-                     + stats.t.ppf(0.975, d.shape[1] - 1) ** 2 * max(ms_i - ms_e, 0) / cells)
+    half = math.sqrt(
+        stats.t.ppf(0.975, d.shape[0] - 1) ** 2 * ms_a / cells
+        + stats.t.ppf(0.975, d.shape[1] - 1) ** 2 * max(ms_i - ms_e, 0) / cells
+    )
     assert row["diff"] == pytest.approx(d.mean())
     assert row["ci_two_level_low"] == pytest.approx(d.mean() - half)
     assert row["ci_two_level_high"] == pytest.approx(d.mean() + half)
@@ -190,7 +244,8 @@ def test_learning_curves_and_every_output_leave_out_unverified_workers(study, re
     Enrollment.objects.filter(pk=b.pk).update(verification=Enrollment.UNVERIFIED)
     assert b.pk not in {r["enrollment_id"] for r in agreement.learning_curves(study)}
     assert b.pk not in {r["enrollment_id"] for r in exports.annotator_rows(study)}
-    rows = json.loads(_client(researcher).get(f"/api/studies/{study.pk}/export/learning_curves/",
-                                              {"fmt": "json"}).content)["rows"]
+    rows = json.loads(
+        _client(researcher).get(f"/api/studies/{study.pk}/export/learning_curves/", {"fmt": "json"}).content
+    )["rows"]
     assert {r["enrollment_id"] for r in rows} == before - {b.pk}
     assert next(c for c in exports.cells.table_cells(study) if c["shots"] == 10)["n"] == 2

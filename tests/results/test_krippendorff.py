@@ -25,7 +25,7 @@ def _matrix(units_by_rater, values):
 def test_nominal_alpha_equals_the_package(seed):
     rng = random.Random(seed)
     raters, units = rng.randint(2, 6), rng.randint(2, 40)
-    labels = ["entailment", "neutral", "contradiction"][:rng.randint(2, 3)]
+    labels = ["entailment", "neutral", "contradiction"][: rng.randint(2, 3)]
     data = [[rng.choice(labels) if rng.random() > 0.25 else None for _ in range(units)] for _ in range(raters)]
     ours = krippendorff_alpha([[row[u] for row in data if row[u] is not None] for u in range(units)])
     try:
@@ -43,21 +43,28 @@ def test_set_alpha_equals_the_package_with_the_jaccard_distance(seed):
     rng = random.Random(100 + seed)
     spans = ["Paris", "EU", "Obama", "Berlin", "UN"]
     raters, units = rng.randint(2, 5), rng.randint(3, 25)
-    data = [[frozenset(rng.sample(spans, rng.randint(0, 2))) if rng.random() > 0.2 else None for _ in range(units)]
-            for _ in range(raters)]
+    data = [
+        [frozenset(rng.sample(spans, rng.randint(0, 2))) if rng.random() > 0.2 else None for _ in range(units)]
+        for _ in range(raters)
+    ]
     values = sorted({v for row in data for v in row if v is not None}, key=sorted)
     distance = np.array([[0.0 if not a and not b else 1 - len(a & b) / len(a | b) for b in values] for a in values])
-    ours = krippendorff_alpha([[sorted(row[u]) for row in data if row[u] is not None] for u in range(units)],
-                              distance="jaccard")
-    theirs = krippendorff.alpha(reliability_data=_matrix(data, values), value_domain=list(range(len(values))),
-                                level_of_measurement=lambda v1, v2, i1, i2, n_v, dtype: distance[i1, i2])
+    ours = krippendorff_alpha(
+        [[sorted(row[u]) for row in data if row[u] is not None] for u in range(units)], distance="jaccard"
+    )
+    theirs = krippendorff.alpha(
+        reliability_data=_matrix(data, values),
+        value_domain=list(range(len(values))),
+        level_of_measurement=lambda v1, v2, i1, i2, n_v, dtype: distance[i1, i2],
+    )
     assert ours == pytest.approx(theirs, abs=1e-12)
 
 
 def test_jaccard_on_single_answers_is_nominal_and_bad_distances_are_refused():
     units = [["x", "x", "y"], ["y", "y"], ["x", "z", "x"], ["q"]]
     assert krippendorff_alpha([[[v] for v in u] for u in units], distance="jaccard") == pytest.approx(
-        krippendorff_alpha(units))
+        krippendorff_alpha(units)
+    )
     assert krippendorff_alpha([["a", "a"], ["a", "a"]]) is None  # one value only: undefined
     assert krippendorff_alpha([["a"], ["b"]]) is None  # nothing pairable
     with pytest.raises(ValueError, match="nominal or jaccard"):
@@ -77,8 +84,9 @@ def test_agreement_export_gives_the_package_alpha_for_label_tasks(task, research
     client = Client()
     client.force_login(researcher)
     (row,) = json.loads(client.get(f"/api/studies/{study.pk}/export/agreement/", {"fmt": "json"}).content)["rows"]
-    answers = [dict(e.answers.filter(step="test").values_list("example_id", "texts"))
-               for e in zero.enrollments.order_by("pk")]
+    answers = [
+        dict(e.answers.filter(step="test").values_list("example_id", "texts")) for e in zero.enrollments.order_by("pk")
+    ]
     items = sorted(answers[0])
     labels = sorted({t[0] for a in answers for t in a.values()})
     data = [[labels.index(a[i][0]) for i in items] for a in answers]

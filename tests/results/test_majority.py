@@ -46,25 +46,32 @@ def test_cohort_majority_s1_beats_or_matches_its_annotators_here():
     """SST-2-like cohort of 3: each annotator wrong on a different item; the majority is right everywhere."""
     gold = {1: ["positive"], 2: ["negative"], 3: ["positive"], 4: ["negative"]}
     flip = {"positive": "negative", "negative": "positive"}
-    answers = {name: {i: [flip[g[0]]] if i == wrong else g for i, g in gold.items()}
-               for name, wrong in (("A", 1), ("B", 2), ("C", 3))}
+    answers = {
+        name: {i: [flip[g[0]]] if i == wrong else g for i, g in gold.items()}
+        for name, wrong in (("A", 1), ("B", 2), ("C", 3))
+    }
     assert majority_predictions(answers, AnswerKind.LABEL) == gold
     assert majority_s1(answers, gold, AnswerKind.LABEL) == 1.0
 
 
 def test_cohort_majority_s1_ner_and_mrc_by_hand():
     ner_gold = {"s1": ["Paris", "Rome"], "s2": [], "s3": ["Oslo"]}
-    ner = {"A": {"s1": ["Paris"], "s2": [], "s3": ["Oslo"]},
-           "B": {"s1": ["Paris", "Rome"], "s2": ["May"], "s3": []},
-           "C": {"s1": ["Rome"], "s2": [], "s3": ["Oslo", "Bergen"]}}
+    ner = {
+        "A": {"s1": ["Paris"], "s2": [], "s3": ["Oslo"]},
+        "B": {"s1": ["Paris", "Rome"], "s2": ["May"], "s3": []},
+        "C": {"s1": ["Rome"], "s2": [], "s3": ["Oslo", "Bergen"]},
+    }
     # majority: s1 {Paris, Rome} -> 1; s2 {} -> 1; s3 {Oslo} -> 1
     assert majority_s1(ner, ner_gold, AnswerKind.SPANS) == 1.0
     ner["C"]["s1"] = ["Lyon"]  # s1 majority: {Paris} -> 2/3
     assert majority_s1(ner, ner_gold, AnswerKind.SPANS) == pytest.approx((2 / 3 + 1 + 1) / 3)
 
     mrc_gold = {"q1": ["1066", "in 1066"], "q2": []}
-    mrc = {"A": {"q1": ["in 1066"], "q2": []}, "B": {"q1": ["in 1066"], "q2": ["Hastings"]},
-           "C": {"q1": ["1066"], "q2": ["Hastings"]}}
+    mrc = {
+        "A": {"q1": ["in 1066"], "q2": []},
+        "B": {"q1": ["in 1066"], "q2": ["Hastings"]},
+        "C": {"q1": ["1066"], "q2": ["Hastings"]},
+    }
     # q1 majority "in 1066": best alternative 1, as one gold set 2/3; q2 majority "Hastings": 0
     assert majority_s1(mrc, mrc_gold, AnswerKind.SPAN_OR_NONE) == pytest.approx(0.5)
     assert majority_s1(mrc, mrc_gold, AnswerKind.SPAN_OR_NONE, mrc_gold="set") == pytest.approx((2 / 3) / 2)

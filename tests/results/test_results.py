@@ -79,8 +79,11 @@ def test_a_single_annotator_has_no_std(study):
 
 
 def test_table_frame_has_the_shape_of_table_5():
-    cells = [{"task": t, "shots": k, "mean": 50.0 + k, "std": 1.24, "n": 3}
-             for t in ("conll03", "sst2") for k in (30, 0, 10, 20)]
+    cells = [
+        {"task": t, "shots": k, "mean": 50.0 + k, "std": 1.24, "n": 3}
+        for t in ("conll03", "sst2")
+        for k in (30, 0, 10, 20)
+    ]
     frame = formats.table_frame(build_table(cells))
     assert list(frame.columns) == ["SST-2", "CoNLL03"]  # registry order, display names
     assert list(frame.index) == ["0", "10", "20", "30"] and frame.index.name == "#Shots"
@@ -91,9 +94,10 @@ def test_render_formats(study):
     cells = human_cells(study)
     as_json = json.loads(formats.render(build_table(cells), "json"))
     assert as_json["std_ddof"] == 1
-    assert as_json["cells"] == [{"task": "sst2", "shots": 0, "mean": None, "std": None, "n": 0},
-                                {"task": "sst2", "shots": 10, "mean": pytest.approx(80.0),
-                                 "std": pytest.approx(20.0), "n": 3}]
+    assert as_json["cells"] == [
+        {"task": "sst2", "shots": 0, "mean": None, "std": None, "n": 0},
+        {"task": "sst2", "shots": 10, "mean": pytest.approx(80.0), "std": pytest.approx(20.0), "n": 3},
+    ]
     md = formats.render(build_table(cells), "md")
     assert md.splitlines()[0] == "| #Shots | SST-2 |"
     assert "| 10 | 80.0 ± 20.0 (n=3) |" in md and "| 0 | - (n=0) |" in md and "ddof=1" in md
@@ -150,8 +154,9 @@ def test_export_results_command_formats_and_errors(study):
 
 def test_export_results_writes_out_atomically(study, tmp_path, monkeypatch):
     target = tmp_path / "table.csv"
-    call_command("export_results", "--study", str(study.pk), "--format", "csv", "--out", str(target),
-                 stderr=io.StringIO())
+    call_command(
+        "export_results", "--study", str(study.pk), "--format", "csv", "--out", str(target), stderr=io.StringIO()
+    )
     assert "80.0 ± 20.0" in target.read_text()
     target.write_text("previous")
 
@@ -176,20 +181,39 @@ def test_per_annotator_rows(study):
     assert by_worker["B"]["test_s1_percent"] == pytest.approx(80.0)
     assert by_worker["B"]["training_s1_percent"] == pytest.approx(80.0)
     assert by_worker["A"]["items_answered"] == 10 + 5 and by_worker["A"]["shots"] == 10
-    assert set(by_worker["A"]) >= {"worker", "task", "shots", "state", "training_s1_percent", "test_s1_percent",
-                                   "items_answered",
-                                   "active_seconds", "pay"}
+    assert set(by_worker["A"]) >= {
+        "worker",
+        "task",
+        "shots",
+        "state",
+        "training_s1_percent",
+        "test_s1_percent",
+        "items_answered",
+        "active_seconds",
+        "pay",
+    }
     csv = run("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "csv", "--all")
-    assert csv.splitlines()[0].startswith("enrollment_id,worker,platform,task,shots,state,training_s1_percent,"
-                                          "test_s1_percent,")
+    assert csv.splitlines()[0].startswith(
+        "enrollment_id,worker,platform,task,shots,state,training_s1_percent,test_s1_percent,"
+    )
     assert {name_of(line.split(",")[1]) for line in csv.splitlines()[1:]} == {"A", "B", "C", "U", "W"}
 
 
 def test_one_annotators_prediction_file_scores_to_their_s1_in_the_table(study, tmp_path):
     b = study.cohorts.get(shots=10).enrollments.get(worker__external_id=pid_for("B"))
     path = tmp_path / "b.jsonl"
-    call_command("export_results", "--study", str(study.pk), "--kind", "predictions", "--enrollment", str(b.pk),
-                 "--out", str(path), stderr=io.StringIO())
+    call_command(
+        "export_results",
+        "--study",
+        str(study.pk),
+        "--kind",
+        "predictions",
+        "--enrollment",
+        str(b.pk),
+        "--out",
+        str(path),
+        stderr=io.StringIO(),
+    )
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(lines) == 5 and set(lines[0]) == {"id", "prediction"}
     assert run("score", str(path), "--task", "sst2").strip() == "SST-2 S1 = 80.0 over 5 test items"
@@ -206,8 +230,20 @@ def test_predictions_zip_has_one_file_per_completed_annotator(study):
 
 def test_fleiss_kappa_matches_the_textbook_example():
     # Fleiss (1971) as worked on Wikipedia: 10 items, 14 raters, 5 categories, kappa = 0.210.
-    counts = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-                       [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    counts = np.array(
+        [
+            [0, 0, 0, 0, 14],
+            [0, 2, 6, 4, 2],
+            [0, 0, 3, 5, 6],
+            [0, 3, 9, 2, 0],
+            [2, 2, 8, 1, 1],
+            [7, 7, 0, 0, 0],
+            [3, 2, 6, 3, 0],
+            [2, 5, 3, 2, 2],
+            [6, 5, 2, 1, 0],
+            [0, 2, 2, 3, 7],
+        ]
+    )
     assert agreement.fleiss_kappa(counts) == pytest.approx(0.20993, abs=1e-4)
     assert agreement.fleiss_kappa(np.array([[3, 0], [3, 0]])) is None  # all in one category: undefined
     assert agreement.fleiss_kappa(np.array([[3, 0], [0, 3]])) == pytest.approx(1.0)
@@ -223,8 +259,10 @@ def test_cohort_agreement(study):
     ten = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 10)
     # A-B agree on 4 of 5 items, A-C on 3, B-C on 4 (both wrong on the last, with the same other label).
     assert ten["n"] == 3 and ten["mean_pairwise_s1_percent"] == pytest.approx(100 * (0.8 + 0.6 + 0.8) / 3)
-    answers = {name_of(e.worker.external_id): dict(e.answers.filter(step="test").values_list("example_id", "texts"))
-               for e in study.cohorts.get(shots=10).enrollments.select_related("worker")}
+    answers = {
+        name_of(e.worker.external_id): dict(e.answers.filter(step="test").values_list("example_id", "texts"))
+        for e in study.cohorts.get(shots=10).enrollments.select_related("worker")
+    }
     labels = TASKS["sst2"].labels
     items = sorted(answers["A"])
     p_i, totals = [], {label: 0 for label in labels}
@@ -236,8 +274,16 @@ def test_cohort_agreement(study):
     p_e = sum((t / (3 * len(items))) ** 2 for t in totals.values())
     assert ten["fleiss_kappa"] == pytest.approx((sum(p_i) / len(items) - p_e) / (1 - p_e))
     zero = next(r for r in agreement.cohort_agreement(study) if r["shots"] == 0)
-    assert zero == {"cohort": zero["cohort"], "task": "sst2", "shots": 0, "n": 0, "mean_pairwise_s1_percent": None,
-                    "fleiss_kappa": None, "krippendorff_alpha": None, "alpha_distance": None}
+    assert zero == {
+        "cohort": zero["cohort"],
+        "task": "sst2",
+        "shots": 0,
+        "n": 0,
+        "mean_pairwise_s1_percent": None,
+        "fleiss_kappa": None,
+        "krippendorff_alpha": None,
+        "alpha_distance": None,
+    }
 
 
 def test_span_tasks_have_pairwise_s1_but_no_kappa(researcher):
@@ -259,8 +305,9 @@ def test_learning_curves(study):
     assert [r["s1_percent"] for r in b] == [0.0, 0.0] + [100.0] * 8
     assert b[-1]["running_s1_percent"] == pytest.approx(80.0)
     csv = run("export_results", "--study", str(study.pk), "--kind", "learning_curves")
-    assert csv.splitlines()[0] == ("enrollment_id,worker,task,shots,position,s1_percent,running_s1_percent,"
-                                   "gold_unproducible")
+    assert csv.splitlines()[0] == (
+        "enrollment_id,worker,task,shots,position,s1_percent,running_s1_percent,gold_unproducible"
+    )
     assert len(csv.splitlines()) == 1 + 30
 
 
@@ -271,8 +318,12 @@ def test_results_and_exports_over_the_api(study):
     assert results["std_ddof"] == 1 and results["cells"][1]["n"] == 3
     assert sorted(name_of(r["worker"]) for r in results["annotators"]) == ["A", "B", "C"]
     assert results["agreement"][1]["n"] == 3
-    for fmt, content_type in [("csv", "text/csv"), ("json", "application/json"), ("md", "text/markdown"),
-                              ("tex", "application/x-tex")]:
+    for fmt, content_type in [
+        ("csv", "text/csv"),
+        ("json", "application/json"),
+        ("md", "text/markdown"),
+        ("tex", "application/x-tex"),
+    ]:
         response = client.get(f"/api/studies/{study.pk}/export/table/?fmt={fmt}")
         assert response.status_code == 200 and response["Content-Type"].startswith(content_type)
         assert "attachment" in response["Content-Disposition"]

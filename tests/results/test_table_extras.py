@@ -29,8 +29,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 def sst(researcher):
     """SST-2, 5 test items, 10 shots: A right everywhere, B wrong on item 4, C wrong on items 3 and 4."""
     trim_test_set("sst2", 5)
-    study = make_study(tasks=["sst2"], shots=[0, 10], created_by=researcher, filter_floor=None, filter_fraction=None,
-                       workers_per_cohort=4)
+    study = make_study(
+        tasks=["sst2"],
+        shots=[0, 10],
+        created_by=researcher,
+        filter_floor=None,
+        filter_fraction=None,
+        workers_per_cohort=4,
+    )
     ten = cohort(study, "sst2", 10)
     complete(ten, "A")
     complete(ten, "B", wrong_test={4})
@@ -54,8 +60,10 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     assert next(m for m in payload["majority"] if m["shots"] == 0)["s1"] is None  # nobody finished
     cell = next(c for c in payload["cells"] if c["shots"] == 10)
     assert set(cell) == {"task", "shots", "mean", "std", "n"}  # the cells' keys stay as they were
-    interval, task_items = (next(i for i in payload["intervals"] if i["shots"] == 10 and i["target"] == target)
-                            for target in ("this test set", "the task's items"))
+    interval, task_items = (
+        next(i for i in payload["intervals"] if i["shots"] == 10 and i["target"] == target)
+        for target in ("this test set", "the task's items")
+    )
     assert set(payload["interval_targets"]) == {"this test set", "the task's items"}
     assert interval["low"] < cell["mean"] < interval["high"] <= 100.0 and interval["confidence"] == 0.95
     # This test set: Student's t on the annotators' S1 (100, 80, 60): 80 ± t(0.975, 2) 20 / sqrt(3), clipped to 100.
@@ -68,19 +76,29 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     rows_, cols_ = m.mean(axis=1), m.mean(axis=0)
     resid = m - rows_[:, None] - cols_[None, :] + m.mean()
     ms_a, ms_i = 5 * rows_.var(ddof=1), 3 * cols_.var(ddof=1)
-    ms_e = (resid ** 2).sum() / 8
+    ms_e = (resid**2).sum() / 8
     t2, t4 = scipy_stats.t.ppf(0.975, 2), scipy_stats.t.ppf(0.975, 4)
-    half2 = np.sqrt(t2 ** 2 * ms_a / 15 + t4 ** 2 * (ms_i - ms_e) / 15)
+    half2 = np.sqrt(t2**2 * ms_a / 15 + t4**2 * (ms_i - ms_e) / 15)
     assert task_items["low"] == pytest.approx(100 * (0.8 - half2))
     assert two_level_interval(m).high == pytest.approx(0.8 + half2)
 
     rows = list(csv.reader(io.StringIO(client.get(url, {"fmt": "csv"}).content.decode())))
-    assert rows[0] == ["Method", "#Shots", "SST-2", "SST-2 n", "SST-2 95% CI (this test set) low",
-                       "SST-2 95% CI (this test set) high", "SST-2 95% CI (the task's items) low",
-                       "SST-2 95% CI (the task's items) high"]
+    assert rows[0] == [
+        "Method",
+        "#Shots",
+        "SST-2",
+        "SST-2 n",
+        "SST-2 95% CI (this test set) low",
+        "SST-2 95% CI (this test set) high",
+        "SST-2 95% CI (the task's items) low",
+        "SST-2 95% CI (the task's items) high",
+    ]
     human10 = next(r for r in rows if r[:2] == ["Human", "10"])
-    assert human10[2] == "80.0 ± 20.0" and human10[3] == "3" and float(human10[4]) == pytest.approx(interval["low"],
-                                                                                                  abs=0.01)
+    assert (
+        human10[2] == "80.0 ± 20.0"
+        and human10[3] == "3"
+        and float(human10[4]) == pytest.approx(interval["low"], abs=0.01)
+    )
     assert float(human10[6]) == pytest.approx(task_items["low"], abs=0.01)
     assert ["Majority vote", "10", "80.0", "3", "", "", "", ""] in rows
     md = client.get(url, {"fmt": "md"}).content.decode()
@@ -99,8 +117,10 @@ def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8)
     df = len(s1) - 1
     sigma2 = np.var(s1, ddof=1) * df / scipy_stats.chi2.median(df)
     n = 2
-    while scipy_stats.chi2.cdf((n - 1) * n * half_width ** 2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2),
-                               n - 1) < assurance:
+    while (
+        scipy_stats.chi2.cdf((n - 1) * n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2), n - 1)
+        < assurance
+    ):
         n += 1
     return n
 
@@ -133,8 +153,9 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
         assert response.status_code == 400 and "target" in response.content.decode()
     api = client.get(f"/api/studies/{sst.pk}/results/", {"target": "40"}).json()
     assert api["cells"][1]["planned"] == wider and api["cells"][1]["majority"] == pytest.approx(80.0)
-    assert float(api["cells"][1]["planned_cost"]) == pytest.approx(float(wider * each + (
-        wider * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))))
+    assert float(api["cells"][1]["planned_cost"]) == pytest.approx(
+        float(wider * each + (wider * each * Decimal(str(fee_share))).quantize(Decimal("0.01")))
+    )
     assert client.get(f"/api/studies/{sst.pk}/results/", {"target": "x"}).status_code == 400
 
 
@@ -151,8 +172,9 @@ def test_majority_vote_ties_on_a_cohort_of_two(researcher):
     complete(zero, "A")
     complete(zero, "B", wrong_test={0, 1, 2, 3})
     # Every item is a 1-1 tie: the label first in sort order wins ("negative" before "positive").
-    golds = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position")
-                 .values_list("gold", flat=True))
+    golds = list(
+        Example.objects.filter(task__slug="sst2", role="test").order_by("position").values_list("gold", flat=True)
+    )
     expected = 100 * sum(g == ["negative"] for g in golds) / 4
     assert table_cells(study)[0]["majority"] == pytest.approx(expected)
 
@@ -217,8 +239,11 @@ def test_a_table_without_an_mrc_task_has_no_mrc_note(sst, researcher):
 def test_an_unfinished_worker_changes_no_extra(sst):
     before = table_cells(sst)
     unfinished = join(cohort(sst, "sst2", 10), "U")
-    services.submit_answer(enrollment_id=unfinished.pk,
-                           item=services.current_item(enrollment_id=unfinished.pk).item_handle, answer=["negative"])
+    services.submit_answer(
+        enrollment_id=unfinished.pk,
+        item=services.current_item(enrollment_id=unfinished.pk).item_handle,
+        answer=["negative"],
+    )
     assert table_cells(sst) == before
 
 
@@ -237,8 +262,18 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
     a_pid = pid_for("A")
     assert by_best[a_pid] == pytest.approx(100.0) and by_set[a_pid] == pytest.approx(100 * expected) and expected < 1
     out = io.StringIO()
-    call_command("export_results", "--study", str(study.pk), "--kind", "annotators", "--format", "json",
-                 "--mrc-gold", "set", stdout=out)
+    call_command(
+        "export_results",
+        "--study",
+        str(study.pk),
+        "--kind",
+        "annotators",
+        "--format",
+        "json",
+        "--mrc-gold",
+        "set",
+        stdout=out,
+    )
     assert {r["worker"]: r["test_s1_percent"] for r in json.loads(out.getvalue())["rows"]} == by_set
 
     # A model that predicts every published answer at once: below 1 under "best" on multi-answer items, and
@@ -246,21 +281,30 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
     tests = list(Example.objects.filter(task__slug="squad2", role="test").order_by("position"))
     predictions = [{"id": e.clues_id, "prediction": list(e.gold)} for e in tests]
     best_scores = [item_s1(e.gold, e.gold, alternatives=True) for e in tests]
-    BaselineRun.objects.create(task=tests[0].task, method="oracle", model="all-answers", shots=0, split=1, seed=0,
-                               status=BaselineRun.Status.COMPLETED, s1=sum(best_scores) / 4,
-                               predictions=predictions, item_scores=best_scores)
+    BaselineRun.objects.create(
+        task=tests[0].task,
+        method="oracle",
+        model="all-answers",
+        shots=0,
+        split=1,
+        seed=0,
+        status=BaselineRun.Status.COMPLETED,
+        s1=sum(best_scores) / 4,
+        predictions=predictions,
+        item_scores=best_scores,
+    )
     table = f"/api/studies/{study.pk}/export/table/"
     rows_best = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1"}).content)["model_rows"]
-    rows_set = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1", "mrc_gold": "set"})
-                          .content)["model_rows"]
+    rows_set = json.loads(client.get(table, {"fmt": "json", "with_baselines": "1", "mrc_gold": "set"}).content)[
+        "model_rows"
+    ]
     assert rows_best[0]["mean"] == pytest.approx(100 * sum(best_scores) / 4) and sum(best_scores) < 4
     assert rows_set[0]["mean"] == pytest.approx(100.0)
     # The gap is human minus model under the same reading.
     assert rows_set[0]["diff"] == pytest.approx(100 * expected - 100.0)
 
 
-def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher,
-                                                                        django_assert_max_num_queries):
+def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher, django_assert_max_num_queries):
     table_cells(sst)  # computes and keeps each cohort's scores
     with django_assert_max_num_queries(2):  # the fingerprint of the cohorts' results, the cohorts
         assert [c["n"] for c in table_cells(sst)] == [0, 3]

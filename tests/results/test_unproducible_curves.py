@@ -20,11 +20,20 @@ def test_unproducible_training_items_are_flagged_for_the_worker_and_on_every_cur
         pytest.skip("this copy of the data has no unproducible training item")
     row = counts[0]
     trim_test_set(row["task"], 2)
-    study = make_study(tasks=[row["task"]], shots=[row["shots"]], chain=row["chain"], created_by=researcher,
-                       filter_floor=None, filter_fraction=None)
+    study = make_study(
+        tasks=[row["task"]],
+        shots=[row["shots"]],
+        chain=row["chain"],
+        created_by=researcher,
+        filter_floor=None,
+        filter_fraction=None,
+    )
     c = cohort(study, row["task"], row["shots"])
-    quirks = set(TrainingSetItem.objects.filter(training_set=c.training_set, example__gold_unproducible=True)
-                 .values_list("example_id", flat=True))
+    quirks = set(
+        TrainingSetItem.objects.filter(training_set=c.training_set, example__gold_unproducible=True).values_list(
+            "example_id", flat=True
+        )
+    )
     worker = WorkerClient(c, "Q1")
     flags = {}
     while (state := worker.current().json())["item"] is not None:

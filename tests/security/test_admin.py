@@ -32,8 +32,9 @@ def owned(researcher):
     """Rita's study with one enrollment and an answer, an audit event, an API token and a baseline run."""
     study = make_study(shots=[0], created_by=researcher, completion_code=COMPLETION, screenout_code=SCREENOUT)
     sst0 = cohort(study, "sst2", 0)
-    services.join(token=sst0.join_token, params={"PROLIFIC_PID": pid_for("P-ADMIN-1"), "STUDY_ID": "s",
-                                                 "SESSION_ID": SESSION})
+    services.join(
+        token=sst0.join_token, params={"PROLIFIC_PID": pid_for("P-ADMIN-1"), "STUDY_ID": "s", "SESSION_ID": SESSION}
+    )
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("P-ADMIN-1"))
     assert enrollment.platform_session == SESSION
     example = Example.objects.filter(task=sst0.task).first()
@@ -58,8 +59,13 @@ def admin_urls():
 
 def test_every_registered_model_is_covered(owned):
     names = {m._meta.label for m in admin.site._registry}
-    assert {"annotation.Study", "annotation.Enrollment", "tasks_data.Example", "auth.User",
-            "baselines.BaselineRun"} <= names
+    assert {
+        "annotation.Study",
+        "annotation.Enrollment",
+        "tasks_data.Example",
+        "auth.User",
+        "baselines.BaselineRun",
+    } <= names
     assert "authtoken.TokenProxy" not in names  # a token's key is its name on every admin page
     assert len(admin_urls()) == 1 + 5 * len(names)
 
@@ -121,8 +127,13 @@ def test_the_dashboard_links_the_admin_for_operators_only(researcher, superuser)
 def test_the_admin_works_for_a_superuser_and_lists_no_secret(owned, superuser):
     client = Client()
     client.force_login(superuser)
-    secrets_ = {"completion code": COMPLETION, "screen-out code": SCREENOUT, "platform session": SESSION,
-                "join token": owned["join_token"], "API token": owned["api_token"]}
+    secrets_ = {
+        "completion code": COMPLETION,
+        "screen-out code": SCREENOUT,
+        "platform session": SESSION,
+        "join token": owned["join_token"],
+        "API token": owned["api_token"],
+    }
     for url in admin_urls():
         response = client.get(url)
         assert response.status_code in (200, 403), url  # 403: a view-only model's add or delete view
@@ -131,7 +142,8 @@ def test_the_admin_works_for_a_superuser_and_lists_no_secret(owned, superuser):
         body = response.content.decode()
         for what, value in secrets_.items():
             if what in ("completion code", "screen-out code") and url == reverse(
-                    "admin:annotation_study_change", args=[owned["study"].pk]):
+                "admin:annotation_study_change", args=[owned["study"].pk]
+            ):
                 continue  # an operator may read a study's codes on its own page, never in a list
             assert value not in body, f"{what} shown at {url}"
     # The superuser can still edit what the admin allows (a study's name).
@@ -142,8 +154,7 @@ def test_the_admin_works_for_a_superuser_and_lists_no_secret(owned, superuser):
 
 def test_an_operator_logs_in_through_the_admin_form(superuser):
     client = Client()
-    response = client.post(reverse("admin:login"), {"username": "root", "password": "pw-root-123",
-                                                    "next": "/admin/"})
+    response = client.post(reverse("admin:login"), {"username": "root", "password": "pw-root-123", "next": "/admin/"})
     assert response.status_code == 302
     assert client.get("/admin/").status_code == 200
 

@@ -22,8 +22,10 @@ def policy(response) -> dict[str, list[str]]:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/", "/accounts/login/", "/work/", "/api/work/current/", "/api/docs/",
-                                  "/join/no-such-token/", "/admin/login/"])
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/accounts/login/", "/work/", "/api/work/current/", "/api/docs/", "/join/no-such-token/", "/admin/login/"],
+)
 def test_every_response_carries_the_policy(path):
     directives = policy(Client().get(path))
     assert directives["script-src"] == ["'self'"]  # no 'unsafe-inline', no 'unsafe-eval', no other host
@@ -39,8 +41,16 @@ def test_no_template_has_an_inline_script_style_or_handler():
     for template in TEMPLATES.rglob("*.html"):
         text = re.sub(r"\{#.*?#\}", "", template.read_text(encoding="utf-8"))  # comments
         # Inline scripts, styles and handlers; htmx attributes that need eval (trigger filters, hx-on, js: values).
-        for pattern in (r"<script(?![^>]*\bsrc=)[^>]*>", r"\sstyle=", r"<style[\s>]", r"\son[a-z]+=", r"javascript:",
-                        r"hx-on", r'hx-trigger="[^"]*\[', r"hx-vals='js:"):
+        for pattern in (
+            r"<script(?![^>]*\bsrc=)[^>]*>",
+            r"\sstyle=",
+            r"<style[\s>]",
+            r"\son[a-z]+=",
+            r"javascript:",
+            r"hx-on",
+            r'hx-trigger="[^"]*\[',
+            r"hx-vals='js:",
+        ):
             found += [f"{template.relative_to(TEMPLATES)}: {m.group(0)}" for m in re.finditer(pattern, text)]
     assert not found, found
 

@@ -54,9 +54,17 @@ def test_every_state_changing_route_refuses_a_browser_request_without_the_csrf_t
     sst0 = cohort(study, "sst2", 0)
     worker = WorkerClient(sst0, "P1")
     enrollment = Enrollment.objects.get()
-    values = {"pk": str(study.pk), "study_id": str(study.pk), "cohort_id": str(sst0.pk),
-              "enrollment_id": str(enrollment.pk), "token": sst0.join_token, "kind": "table", "fmt": "csv",
-              "app_label": "annotation", "object_id": str(study.pk)}
+    values = {
+        "pk": str(study.pk),
+        "study_id": str(study.pk),
+        "cohort_id": str(sst0.pk),
+        "enrollment_id": str(enrollment.pk),
+        "token": sst0.join_token,
+        "kind": "table",
+        "fmt": "csv",
+        "app_label": "annotation",
+        "object_id": str(study.pk),
+    }
     researcher = Client(enforce_csrf_checks=True)
     researcher.force_login(superuser)
     researcher.get("/dashboard/")  # the csrftoken cookie is set, as in a real browser; only the header is missing
@@ -84,14 +92,25 @@ def test_every_state_changing_route_refuses_a_browser_request_without_the_csrf_t
     assert Session.objects.count() == sessions  # logout without the token logged nobody out
     # Every route was tried (the API's, the worker pages', the dashboard's, the admin's...).
     names = {name for name, _ in checked}
-    for expected in ("protocol:work-answer", "protocol:study-close", "protocol:enrollment-filter", "work-answer",
-                     "work-next", "dashboard-study-close", "dashboard-filter", "login", "logout", "admin:index"):
+    for expected in (
+        "protocol:work-answer",
+        "protocol:study-close",
+        "protocol:enrollment-filter",
+        "work-answer",
+        "work-next",
+        "dashboard-study-close",
+        "dashboard-filter",
+        "login",
+        "logout",
+        "admin:index",
+    ):
         assert expected in names, expected
 
     # Control: the same browsers, with the token, do change things.
     token = researcher.cookies["csrftoken"].value
-    closed = researcher.post(f"/api/studies/{study.pk}/close/", {"reason": "done"}, content_type="application/json",
-                             HTTP_X_CSRFTOKEN=token)
+    closed = researcher.post(
+        f"/api/studies/{study.pk}/close/", {"reason": "done"}, content_type="application/json", HTTP_X_CSRFTOKEN=token
+    )
     assert closed.status_code == 200 and Study.objects.get().closed_at is not None
     item = worker.current().json()["item"]["id"]
     assert worker.answer(item, ["positive"]).status_code == 201
@@ -104,7 +123,11 @@ def test_token_clients_need_no_csrf_token_and_send_no_cookie(researcher):
     study = make_study(shots=[0], created_by=researcher)
     token = Token.objects.create(user=researcher).key
     client = Client(enforce_csrf_checks=True)
-    response = client.post(f"/api/studies/{study.pk}/close/", {"reason": "x"}, content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Token {token}")
+    response = client.post(
+        f"/api/studies/{study.pk}/close/",
+        {"reason": "x"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
     assert response.status_code == 200
     assert not client.cookies.get("sessionid")

@@ -138,8 +138,12 @@ class Journey:
             api_answer, form = fixed_answer(example)
             training = state["step"] == "training"
             if n % 2:  # through the API
-                response = c.post("/api/work/answer/", json.dumps({"item": handle, "answer": api_answer}),
-                                  content_type="application/json", **self.csrf)
+                response = c.post(
+                    "/api/work/answer/",
+                    json.dumps({"item": handle, "answer": api_answer}),
+                    content_type="application/json",
+                    **self.csrf,
+                )
                 self.record(f"api answer #{n}", response, reveals=training, expect=(201,))
                 self.check_answer_payload(response.json(), example, training)
             else:  # through the worker page
@@ -184,8 +188,9 @@ def test_no_worker_response_depends_on_a_gold_answer_before_it_is_due():
             if reveals:
                 revealing += body_a != body_b
                 continue
-            assert body_a == body_b, f"{slug}: '{what}' depends on the gold answers:\n{body_a[:2000]}\n---\n" \
-                                     f"{body_b[:2000]}"
+            assert body_a == body_b, (
+                f"{slug}: '{what}' depends on the gold answers:\n{body_a[:2000]}\n---\n{body_b[:2000]}"
+            )
         assert revealing, f"{slug}: the feedback never showed the gold (the test would prove nothing)"
         # Both workers finished, with the same answers and different scores.
         states = set(Enrollment.objects.filter(cohort=target).values_list("state", flat=True))

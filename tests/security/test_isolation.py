@@ -30,15 +30,25 @@ def session_key(client: Client) -> str | None:
 # ---------------------------------------------------------------- replaying a join link or a worker id
 
 
-@pytest.mark.parametrize("platform, first, replay, back", [
-    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"},
-     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-forged"},
-     {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}),
-    ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}, {"PROLIFIC_PID": pid_for("W1")}, None),
-    ("mturk", {"workerId": "W1", "assignmentId": "A-1", "hitId": "H"},
-     {"workerId": "W1", "assignmentId": "A-other", "hitId": "H"}, {"workerId": "W1", "assignmentId": "A-1"}),
-    ("generic", {"wid": "W1"}, {"wid": "W1"}, None),
-])
+@pytest.mark.parametrize(
+    "platform, first, replay, back",
+    [
+        (
+            "prolific",
+            {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"},
+            {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-forged"},
+            {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"},
+        ),
+        ("prolific", {"PROLIFIC_PID": pid_for("W1"), "SESSION_ID": "S-1"}, {"PROLIFIC_PID": pid_for("W1")}, None),
+        (
+            "mturk",
+            {"workerId": "W1", "assignmentId": "A-1", "hitId": "H"},
+            {"workerId": "W1", "assignmentId": "A-other", "hitId": "H"},
+            {"workerId": "W1", "assignmentId": "A-1"},
+        ),
+        ("generic", {"wid": "W1"}, {"wid": "W1"}, None),
+    ],
+)
 def test_a_worker_id_from_another_browser_cannot_take_over_the_enrollment(platform, first, replay, back):
     study = make_study(shots=[10], platform=platform, worker_id_param="wid")
     target = cohort(study, "sst2", 10)
@@ -120,23 +130,32 @@ def researcher_routes(values) -> list[tuple[str, str]]:
     found = []
     for route in routes():
         path = concrete(route.pattern, values)
-        if path.startswith("/dashboard/") or (path.startswith("/api/") and not path.startswith(
-                ("/api/work/", "/api/schema/", "/api/docs/"))):
+        if path.startswith("/dashboard/") or (
+            path.startswith("/api/") and not path.startswith(("/api/work/", "/api/schema/", "/api/docs/"))
+        ):
             found.append((route.name, path))
     return found
 
 
-def test_every_researcher_route_needs_an_account_with_the_researcher_role(researcher, other_researcher_user,
-                                                                         plain_user):
+def test_every_researcher_route_needs_an_account_with_the_researcher_role(
+    researcher, other_researcher_user, plain_user
+):
     study = make_study(shots=[0], created_by=researcher)
     sst0 = cohort(study, "sst2", 0)
     worker = WorkerClient(sst0, "P1")
     enrollment = Enrollment.objects.get()
     (run, *_) = baseline_runs("sst2", 0, "empty", "", [0.5])  # every researcher may read the reference runs
     item = Example.objects.filter(task__slug="sst2", role=Example.Role.TEST).order_by("position").first()
-    values = {"pk": str(study.pk), "study_id": str(study.pk), "cohort_id": str(sst0.pk),
-              "enrollment_id": str(enrollment.pk), "kind": "table", "fmt": "csv", "run_id": str(run.pk),
-              "clues_id": str(item.clues_id)}
+    values = {
+        "pk": str(study.pk),
+        "study_id": str(study.pk),
+        "cohort_id": str(sst0.pk),
+        "enrollment_id": str(enrollment.pk),
+        "kind": "table",
+        "fmt": "csv",
+        "run_id": str(run.pk),
+        "clues_id": str(item.clues_id),
+    }
     paths = researcher_routes(values)
     assert len(paths) >= 25
     plain = Client()
@@ -151,6 +170,7 @@ def test_every_researcher_route_needs_an_account_with_the_researcher_role(resear
         served = owner.get(path)  # GET routes are served to their owner; the others take only POST
         assert served.status_code in (200, 405, 409), (name, path, served.status_code)  # 409: nothing to export yet
         method = "post" if served.status_code == 405 else "get"
+
         def send(client, method=method, path=path):
             return client.post(path, {"reason": "probe"}) if method == "post" else client.get(path)
 

@@ -17,8 +17,13 @@ from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_s
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 N_TEST = 4
-CHECK = {"task": "sst2", "position": "2", "question": "For this item choose negative.",
-         "context": "Please read the instruction above and follow it.", "expected": "negative"}
+CHECK = {
+    "task": "sst2",
+    "position": "2",
+    "question": "For this item choose negative.",
+    "context": "Please read the instruction above and follow it.",
+    "expected": "negative",
+}
 HANDLE = re.compile(r"^[a-z2-7]{16}$")
 FORM_ITEM = re.compile(r'name="item" value="([^"]*)"')
 NOT_CURRENT = "this is not the current item: items are answered one at a time, in order"
@@ -27,8 +32,9 @@ NOT_CURRENT = "this is not the current item: items are answered one at a time, i
 @pytest.fixture
 def study(researcher):
     trim_test_set("sst2", N_TEST)
-    study = make_study(tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None,
-                       workers_per_cohort=5)
+    study = make_study(
+        tasks=["sst2"], shots=[0], created_by=researcher, filter_floor=None, filter_fraction=None, workers_per_cohort=5
+    )
     client = Client()
     client.force_login(researcher)
     assert client.post(f"/dashboard/studies/{study.pk}/attention-checks/", CHECK).status_code == 302
@@ -73,8 +79,7 @@ def test_no_worker_response_carries_a_database_id_and_a_check_looks_like_any_ite
             assert response.status_code == 201, response.content
             assert response.json()["item"] == api_handle
         else:  # through the worker page
-            response = worker.client.post("/work/answer/", {"item": page_handle,
-                                                            "label": _label(worker, page_handle)})
+            response = worker.client.post("/work/answer/", {"item": page_handle, "label": _label(worker, page_handle)})
             assert response.status_code == 302, response.content
         bodies.append(response.content.decode())
         if n >= 1:
@@ -93,8 +98,10 @@ def test_no_worker_response_carries_a_database_id_and_a_check_looks_like_any_ite
         assert not re.search(rf"\b{check.item_id}\b", body), body[:300]
         if body.startswith("{"):
             data = json.loads(body)
-            for value in (data.get("item"), (data.get("item") or {}).get("id") if isinstance(data.get("item"), dict)
-                          else None):
+            for value in (
+                data.get("item"),
+                (data.get("item") or {}).get("id") if isinstance(data.get("item"), dict) else None,
+            ):
                 assert not isinstance(value, int) and str(value) not in ids
     # The check's handle is made like the others (nothing in it tells it apart).
     check_handle = handles[2]
@@ -131,8 +138,14 @@ def test_a_forged_handle_is_refused_as_a_wrong_item_is(study):
     later = Example.objects.filter(task__slug="sst2", role="test").exclude(pk=example.pk).first()
     wrong_item = worker.answer(worker.handle(later), ["positive"])  # a real handle of a later item
     assert wrong_item.status_code == 409 and wrong_item.json()["detail"] == NOT_CURRENT
-    forged = ["a" * 16, current[:-1] + ("b" if current[-1] != "b" else "c"), current.upper(), str(example.pk),
-              str(AttentionCheck.objects.get().item_id), " " + current]
+    forged = [
+        "a" * 16,
+        current[:-1] + ("b" if current[-1] != "b" else "c"),
+        current.upper(),
+        str(example.pk),
+        str(AttentionCheck.objects.get().item_id),
+        " " + current,
+    ]
     for handle in forged:
         response = worker.answer(handle, ["positive"])
         assert response.status_code == 409 and response.json() == wrong_item.json(), (handle, response.content)

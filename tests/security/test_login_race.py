@@ -47,8 +47,13 @@ def _caches(kind: str) -> dict:
         url = _redis_url()
         if url is None:
             pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
-        return {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
-                            "KEY_PREFIX": f"test-race-{secrets.token_hex(4)}"}}
+        return {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": f"test-race-{secrets.token_hex(4)}",
+            }
+        }
     return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "login-race"}}
 
 
@@ -58,8 +63,10 @@ def counting(settings, request):
     if request.param == "locmem":
         cache.clear()  # never clear a shared Redis: the Redis case counts under a key prefix of its own
     settings.LOGIN_RATE_LIMIT = f"{LIMIT}/15m"
-    settings.AUTHENTICATION_BACKENDS = ["clues_platform.ratelimit.LoginRateLimitBackend",
-                                        "tests.security.test_login_race.CountingBackend"]
+    settings.AUTHENTICATION_BACKENDS = [
+        "clues_platform.ratelimit.LoginRateLimitBackend",
+        "tests.security.test_login_race.CountingBackend",
+    ]
     CountingBackend.checks = 0
     yield
     if request.param == "locmem":
@@ -99,9 +106,11 @@ def test_simultaneous_wrong_passwords_get_no_more_checks_than_the_limit(counting
     def guess(n: int) -> int:
         with httpx.Client(cookies=cookies, timeout=120) as client:
             start.wait()
-            return client.post(f"{server}/accounts/login/",
-                               data={"csrfmiddlewaretoken": token, "username": "rita", "password": f"guess-{n}"},
-                               headers={"Referer": f"{server}/accounts/login/"}).status_code
+            return client.post(
+                f"{server}/accounts/login/",
+                data={"csrfmiddlewaretoken": token, "username": "rita", "password": f"guess-{n}"},
+                headers={"Referer": f"{server}/accounts/login/"},
+            ).status_code
 
     with ThreadPoolExecutor(GUESSES) as pool:
         codes = list(pool.map(guess, range(GUESSES)))
@@ -113,8 +122,10 @@ def test_simultaneous_wrong_passwords_get_no_more_checks_than_the_limit(counting
     assert codes.count(200) == checks  # every other guess: 429 with its message
     # The limit holds afterwards, even for the right password; nothing more was checked.
     with httpx.Client(cookies=cookies, timeout=60) as client:
-        right = client.post(f"{server}/accounts/login/",
-                            data={"csrfmiddlewaretoken": token, "username": "rita", "password": "pw-rita-123"})
+        right = client.post(
+            f"{server}/accounts/login/",
+            data={"csrfmiddlewaretoken": token, "username": "rita", "password": "pw-rita-123"},
+        )
     assert right.status_code == 429 and CountingBackend.checks == checks
 
 

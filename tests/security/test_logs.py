@@ -46,19 +46,29 @@ def test_the_logging_configuration_routes_everything_through_the_redacting_filte
     assert settings.LOGGING["handlers"]["console"]["filters"] == ["outage", "redact"]
     assert settings.LOGGING["loggers"]["django"]["handlers"] == []  # no unfiltered handler of Django's
     assert settings.LOGGING["loggers"]["django.db.backends"]["level"] == "INFO"  # no SQL (and its parameters)
-    assert redact("Bad Request: /join/AbC-123_x/?PROLIFIC_PID=abc&SESSION_ID=def") == \
-        "Bad Request: /join/[redacted]/?PROLIFIC_PID=[redacted]&SESSION_ID=[redacted]"
+    assert (
+        redact("Bad Request: /join/AbC-123_x/?PROLIFIC_PID=abc&SESSION_ID=def")
+        == "Bad Request: /join/[redacted]/?PROLIFIC_PID=[redacted]&SESSION_ID=[redacted]"
+    )
     assert redact('{"password": "hunter2", "token": "abc"}') == '{"password": "[redacted]", "token": "[redacted]"}'
-    assert redact("DETAIL:  Key (platform, external_id)=(prolific, W1) already exists.") == \
-        "DETAIL:  Key (platform, external_id)=([redacted]) already exists."
+    assert (
+        redact("DETAIL:  Key (platform, external_id)=(prolific, W1) already exists.")
+        == "DETAIL:  Key (platform, external_id)=([redacted]) already exists."
+    )
 
 
 def test_a_worker_journey_and_its_failures_log_nothing_sensitive(log_output, researcher, superuser, monkeypatch):
     study = make_study(tasks=["conll03"], shots=[10], created_by=researcher, filter_fraction=None)
     target = cohort(study, "conll03", 10)
-    secrets = {"join token": target.join_token, "worker id": PID, "platform session": SESSION,
-               "context or gold text": TAG, "emoji of the texts": EMOJI, "research password": "pw-rita-123",
-               "wrong password": "guessed-Pa55word"}
+    secrets = {
+        "join token": target.join_token,
+        "worker id": PID,
+        "platform session": SESSION,
+        "context or gold text": TAG,
+        "emoji of the texts": EMOJI,
+        "research password": "pw-rita-123",
+        "wrong password": "guessed-Pa55word",
+    }
     # The journey: join, answer every training item (gold in the feedback) and a few test items.
     worker = WorkerClient(target, params={"PROLIFIC_PID": PID, "SESSION_ID": SESSION, "STUDY_ID": "STUDYSECRET9"})
     secrets["study id"] = "STUDYSECRET9"
@@ -89,14 +99,17 @@ def test_a_worker_journey_and_its_failures_log_nothing_sensitive(log_output, res
     Client().get(f"/api/studies/{study.pk}/", HTTP_AUTHORIZATION=f"Token {token}")
     Client().get(f"/api/studies/{study.pk}/", HTTP_AUTHORIZATION=f"Token {token}x")  # 401
     # Errors with tracebacks: a database outage (503) and a bug (500) in the middle of a worker request.
-    monkeypatch.setattr(BaseDatabaseWrapper, "_cursor", lambda *a, **k: (_ for _ in ()).throw(
-        OperationalError("connection refused")))
+    monkeypatch.setattr(
+        BaseDatabaseWrapper, "_cursor", lambda *a, **k: (_ for _ in ()).throw(OperationalError("connection refused"))
+    )
     assert worker.current().status_code == 503
     monkeypatch.undo()
 
     def bug(*args, **kwargs):  # a database error quoting the row, as PostgreSQL's do
-        raise IntegrityError('duplicate key value violates unique constraint "worker_unique_identity"\n'
-                             f"DETAIL:  Key (platform, external_id)=(prolific, {PID}) already exists.")
+        raise IntegrityError(
+            'duplicate key value violates unique constraint "worker_unique_identity"\n'
+            f"DETAIL:  Key (platform, external_id)=(prolific, {PID}) already exists."
+        )
 
     monkeypatch.setattr("annotation.services.current_item", bug)
     assert worker.current().status_code == 500

@@ -58,8 +58,9 @@ def test_static_files_keep_their_own_caching(client):
 def _start(secret_key: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS")}
     env.update(DEBUG="0", SECRET_KEY=secret_key, ALLOWED_HOSTS="example.org")
-    return subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("key", [DEVELOPMENT_SECRET_KEY, "django-insecure-" + "x" * 50])

@@ -37,13 +37,32 @@ print(json.dumps({
 
 
 def production(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "SECURE_SSL_REDIRECT", "SECURE_COOKIES",
-                        "JOIN_RATE_LIMIT", "LOGIN_RATE_LIMIT", "TRUSTED_PROXY_HOPS", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="testserver",
-               DJANGO_SETTINGS_MODULE="clues_platform.settings", **extra)
-    result = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "DEBUG",
+            "SECRET_KEY",
+            "ALLOWED_HOSTS",
+            "SECURE_SSL_REDIRECT",
+            "SECURE_COOKIES",
+            "JOIN_RATE_LIMIT",
+            "LOGIN_RATE_LIMIT",
+            "TRUSTED_PROXY_HOPS",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",
+        )
+    }
+    env.update(
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="testserver",
+        DJANGO_SETTINGS_MODULE="clues_platform.settings",
+        **extra,
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -58,9 +77,15 @@ def test_production_serves_https_only_with_hardening_headers_and_secure_cookies(
         "Referrer-Policy": "same-origin",
         "Cross-Origin-Opener-Policy": "same-origin",
     }
-    assert seen["settings"] == {"SESSION_COOKIE_SECURE": True, "CSRF_COOKIE_SECURE": True,
-                                "SESSION_COOKIE_HTTPONLY": True, "DEBUG": False, "JOIN_RATE_LIMIT": "30/m",
-                                "LOGIN_RATE_LIMIT": "10/15m", "TRUSTED_PROXY_HOPS": 0}
+    assert seen["settings"] == {
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "DEBUG": False,
+        "JOIN_RATE_LIMIT": "30/m",
+        "LOGIN_RATE_LIMIT": "10/15m",
+        "TRUSTED_PROXY_HOPS": 0,
+    }
     assert seen["secret_from_env"]
 
 
@@ -83,12 +108,21 @@ print(json.dumps([claimed.status_code, claimed.get("Location", "")]))
 
 
 def _proxy_probe(hops: str) -> list:
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS",
-                                                            "SECURE_SSL_REDIRECT", "TRUSTED_PROXY_HOPS")}
-    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="testserver",
-               DJANGO_SETTINGS_MODULE="clues_platform.settings", TRUSTED_PROXY_HOPS=hops)
-    result = subprocess.run([sys.executable, "-c", PROXY_PROBE], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "SECURE_SSL_REDIRECT", "TRUSTED_PROXY_HOPS")
+    }
+    env.update(
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="testserver",
+        DJANGO_SETTINGS_MODULE="clues_platform.settings",
+        TRUSTED_PROXY_HOPS=hops,
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", PROXY_PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

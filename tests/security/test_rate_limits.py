@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def fresh_counts(settings):
     """Counts in a cache of their own, empty (never clear a shared Redis the run may be configured with)."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                                   "LOCATION": "rate-limit-tests"}}
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "rate-limit-tests"}
+    }
     cache.clear()
     yield
     cache.clear()
@@ -51,18 +52,34 @@ def test_rates_parse_and_bad_ones_are_refused():
             parse_rate(bad)
     # At start-up, a bad value stops the project with a message.
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "JOIN_RATE_LIMIT")}
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, capture_output=True, text=True,
-                            env={**env, "JOIN_RATE_LIMIT": "lots"}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**env, "JOIN_RATE_LIMIT": "lots"},
+        timeout=120,
+    )
     assert result.returncode != 0 and "JOIN_RATE_LIMIT='lots' is not a rate" in result.stderr
 
 
 def test_production_limits_are_on_by_default():
     env = {k: v for k, v in os.environ.items() if not k.endswith("RATE_LIMIT") and k != "DEBUG"}
     code = "from django.conf import settings; print(settings.JOIN_RATE_LIMIT, settings.LOGIN_RATE_LIMIT)"
-    result = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], cwd=REPO, text=True,
-                            capture_output=True, timeout=120, env={
-                                **env, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
-                                "ALLOWED_HOSTS": "x.org", "DJANGO_SETTINGS_MODULE": "clues_platform.settings"})
+    result = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        env={
+            **env,
+            "DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "x.org",
+            "DJANGO_SETTINGS_MODULE": "clues_platform.settings",
+        },
+    )
     assert result.stdout.split() == ["30/m", "10/15m"], result.stderr
 
 
@@ -93,8 +110,10 @@ def test_forwarded_addresses_count_only_behind_trusted_proxies(settings):
     settings.JOIN_RATE_LIMIT = "2/m"
     sst0 = cohort(make_study(shots=[0], workers_per_cohort=20), "sst2", 0)
     # No trusted proxy: X-Forwarded-For is the client's word and is ignored; spoofing it does not escape the limit.
-    codes = [Client(HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").get(sst0.join_path, prolific(f"S{n}")).status_code
-             for n in range(3)]
+    codes = [
+        Client(HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").get(sst0.join_path, prolific(f"S{n}")).status_code
+        for n in range(3)
+    ]
     assert codes == [302, 302, 429]
     # Behind one trusted proxy (REMOTE_ADDR is the proxy), the address it saw is the client's.
     settings.TRUSTED_PROXY_HOPS = 1
@@ -179,8 +198,13 @@ def test_counts_live_in_the_shared_cache(settings):
     url = _redis_url()
     if url is None:
         pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
-                                   "KEY_PREFIX": f"test-{secrets.token_hex(4)}"}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": f"test-{secrets.token_hex(4)}",
+        }
+    }
     settings.JOIN_RATE_LIMIT = "2/m"
     sst0 = cohort(make_study(shots=[0], workers_per_cohort=20), "sst2", 0)
     assert Client(REMOTE_ADDR="192.0.2.1").get(sst0.join_path, prolific("R1")).status_code == 302

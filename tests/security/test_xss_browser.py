@@ -28,8 +28,15 @@ sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 LEFT_ITEM = """old => { const s = document.getElementById('stage'); if (!s) return false;
@@ -76,16 +83,21 @@ def journey(base_url: str, join_url: str) -> dict:
             page.wait_for_selector('#stage[data-view="item"]')
             assert_inert(page, "reloaded test item page")
             # The same markup put into the page unescaped is stopped by the Content-Security-Policy...
-            insert = ("() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
-                      "'<img src=x onerror=window.__pwned=1>')")
+            insert = (
+                "() => document.getElementById('stage').insertAdjacentHTML('beforeend', "
+                "'<img src=x onerror=window.__pwned=1>')"
+            )
             page.evaluate(insert)
             page.wait_for_timeout(300)
             assert page.evaluate("() => typeof window.__pwned") == "undefined", "the CSP let an inline handler run"
+
             # ...and, control, does run in this browser once the header is stripped: the escaping protects on its own.
             def without_csp(route):
                 response = route.fetch()
-                route.fulfill(response=response, headers={k: v for k, v in response.headers.items()
-                                                          if k.lower() != "content-security-policy"})
+                route.fulfill(
+                    response=response,
+                    headers={k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"},
+                )
 
             page.route("**/work/", without_csp)
             page.reload()

@@ -18,11 +18,15 @@ from tests.tasks_data import synthetic
 
 COMBINING = "e\u0301"  # e + COMBINING ACUTE ACCENT: one grapheme, two code points
 RTL = "\u05e9\u05dc\u05d5\u05dd\u202e\u0645\u0631\u062d\u0628\u0627\u202c"  # Hebrew, RLO, Arabic, PDF
-EMOJI = "\U0001F469\U0001F3FD\u200D\U0001F52C\U0001F600"  # woman scientist (ZWJ sequence), grinning face
-ASTRAL = "\U0001D49C\U00020000"  # mathematical script A, a CJK extension B ideograph
+EMOJI = "\U0001f469\U0001f3fd\u200d\U0001f52c\U0001f600"  # woman scientist (ZWJ sequence), grinning face
+ASTRAL = "\U0001d49c\U00020000"  # mathematical script A, a CJK extension B ideograph
 TAG = f"G{COMBINING}{RTL}{EMOJI}{ASTRAL}"  # no whitespace: NER contexts are whitespace-tokenised
-XSS = ("<script>window.__pwned=1</script>", "<img src=x onerror=window.__pwned=1>",
-       "\"><svg onload=window.__pwned=1>", "{{ request }}{% csrf_token %}")
+XSS = (
+    "<script>window.__pwned=1</script>",
+    "<img src=x onerror=window.__pwned=1>",
+    '"><svg onload=window.__pwned=1>',
+    "{{ request }}{% csrf_token %}",
+)
 SLUGS = ("sst2", "conll03", "squad2", "record")
 
 

@@ -27,15 +27,16 @@ SOFTWARE
 """
 # ruff: noqa
 
+
 # a, b are two lists, e.g, a: [1,2,3], b: [3,4,5]
 # a is pred, b is ans
 def _s1_entry(a, b):
     if len(b) == 0:
         if len(a) == 0:
-            s1 =  1.0
+            s1 = 1.0
         else:
             s1 = 0.0
-    elif len(a) == 0: # empty pred but non-empty answer
+    elif len(a) == 0:  # empty pred but non-empty answer
         s1 = 0.0
     else:
         sa = set(a)
@@ -44,17 +45,18 @@ def _s1_entry(a, b):
         p = 1.0 * c / len(sa)
         r = 1.0 * c / len(sb)
 
-        if p == 0 or r == 0: 
+        if p == 0 or r == 0:
             s1 = 0.0
         else:
             s1 = 2.0 * (p * r) / (p + r)
 
     return s1
-    
+
+
 # ================== Compute S1 ========================
 # ans and pred are list of lists (set of sets in nature)
 def eval_S1(pred, ans):
-    assert len(pred) == len(ans), 'Size mismatch!'
+    assert len(pred) == len(ans), "Size mismatch!"
 
     N = len(pred)
     s1 = 0
@@ -64,4 +66,3 @@ def eval_S1(pred, ans):
     s1 = s1 / N
 
     return s1
-

@@ -18,8 +18,11 @@ CHAIN_SPLITS = (1, 2)
 TEST_SENTENCES = 6  # test items per task; NER test files hold 3 rows per sentence
 # chain (its 10-shot split) -> {shots: split}
 CHAINS = {
-    slug: ({1: {10: 1, 20: 2, 30: 1}, 2: {10: 2, 20: 1, 30: 2}} if slug in ("squad2", "record")
-           else {c: {10: c, 20: c, 30: c} for c in CHAIN_SPLITS})
+    slug: (
+        {1: {10: 1, 20: 2, 30: 1}, 2: {10: 2, 20: 1, 30: 2}}
+        if slug in ("squad2", "record")
+        else {c: {10: c, 20: c, 30: c} for c in CHAIN_SPLITS}
+    )
     for slug in TASKS
 }
 NER_QUESTIONS = (
@@ -38,39 +41,76 @@ def example(spec: TaskSpec, tag: str, role: str, n: int) -> list[dict]:
     uid = f"{tag}{role}{n}"
     if spec.slug == "sst2":
         good = n % 2 == 0
-        return [{"answer": ["positive" if good else "negative"], "question": "positive or negative?", "id": n,
-                 "context": f"a {'lovely' if good else 'tedious'} film, review {uid} "}]
+        return [
+            {
+                "answer": ["positive" if good else "negative"],
+                "question": "positive or negative?",
+                "id": n,
+                "context": f"a {'lovely' if good else 'tedious'} film, review {uid} ",
+            }
+        ]
     if spec.slug == "mnli":
         label = ("entailment", "neutral", "contradiction")[n % 3]
-        return [{"genre": "fiction", "answer": [label], "question": "entailment, contraction, or neutral?",
-                 "id": uid, "context": [f"Premise {uid} says the shop opens at nine.",
-                                        f"Hypothesis {uid} about the shop."]}]
+        return [
+            {
+                "genre": "fiction",
+                "answer": [label],
+                "question": "entailment, contraction, or neutral?",
+                "id": uid,
+                "context": [f"Premise {uid} says the shop opens at nine.", f"Hypothesis {uid} about the shop."],
+            }
+        ]
     if spec.answer_kind.value == "spans":
         person, org, place = f"Ann Lee{uid}", f"Acme{uid} Corp", f"Rome{uid}"
         if n % 3 == 0:  # no person: the empty set, written [""] as CLUES does
             context, answers = f"{org} opened an office in {place} .", ([""], [org], [place])
         else:
             context, answers = f"{person} of {org} flew to {place} .", ([person], [org], [place])
-        return [{"answer": answer, "question": question, "id": f"{uid}_{i}", "context": context}
-                for i, (question, answer) in enumerate(zip(NER_QUESTIONS, answers, strict=True), start=1)]
+        return [
+            {"answer": answer, "question": question, "id": f"{uid}_{i}", "context": context}
+            for i, (question, answer) in enumerate(zip(NER_QUESTIONS, answers, strict=True), start=1)
+        ]
     if spec.slug == "squad2":
         context = f"The report {uid} was written by Author{uid} in 1990 and revised later."
         if n % 3 == 0:
-            return [{"question": f"Who translated the report {uid}?", "id": f"q{uid}", "answer": [],
-                     "is_impossible": True, "context": context}]
+            return [
+                {
+                    "question": f"Who translated the report {uid}?",
+                    "id": f"q{uid}",
+                    "answer": [],
+                    "is_impossible": True,
+                    "context": context,
+                }
+            ]
         start = context.index(f"Author{uid}")
-        answers = [{"text": f"Author{uid}", "answer_start": start},
-                   {"text": f"Author{uid}", "answer_start": start},  # CLUES repeats alternatives
-                   {"text": f"Author{uid} in 1990", "answer_start": start}]
-        return [{"question": f"Who wrote the report {uid}?", "id": f"q{uid}", "answer": answers,
-                 "is_impossible": False, "context": context}]
+        answers = [
+            {"text": f"Author{uid}", "answer_start": start},
+            {"text": f"Author{uid}", "answer_start": start},  # CLUES repeats alternatives
+            {"text": f"Author{uid} in 1990", "answer_start": start},
+        ]
+        return [
+            {
+                "question": f"Who wrote the report {uid}?",
+                "id": f"q{uid}",
+                "answer": answers,
+                "is_impossible": False,
+                "context": context,
+            }
+        ]
     if spec.slug == "record":
         names = (f"Ann{uid}", f"Bob{uid}", f"Rome{uid}")
         context = f"{names[0]} met {names[1]} in {names[2]} on Monday.\n@highlight\nA meeting in {names[2]}"
         entities = [{"start": context.index(x), "end": context.index(x) + len(x) - 1} for x in names]  # inclusive
-        return [{"id": f"ReCoRD_{uid}", "context": context, "entities": entities,
-                 "question": f"@placeholder met {names[1]}. What is @placeholder?",
-                 "answer": [{"text": names[0], "answer_start": context.index(names[0])}], "is_impossible": False}]
+        return [
+            {
+                "id": f"ReCoRD_{uid}",
+                "context": context,
+                "entities": entities,
+                "question": f"@placeholder met {names[1]}. What is @placeholder?",
+                "answer": [{"text": names[0], "answer_start": context.index(names[0])}],
+                "is_impossible": False,
+            }
+        ]
     raise ValueError(spec.slug)
 
 

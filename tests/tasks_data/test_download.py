@@ -77,8 +77,9 @@ class FakeDownload:
         self.calls.append(Path(cache))
         if self.unreachable:
             return download_official(cache, url=self.missing.as_uri())
-        return download_official(cache, url=self.archive.as_uri(),
-                                 sha256=hashlib.sha256(self.archive.read_bytes()).hexdigest())
+        return download_official(
+            cache, url=self.archive.as_uri(), sha256=hashlib.sha256(self.archive.read_bytes()).hexdigest()
+        )
 
 
 @pytest.fixture

@@ -20,8 +20,10 @@ from tests.tasks_data.synthetic import read_rows, replace_line, write_rows
 
 
 def snapshot():
-    return {model.__name__: list(model.objects.order_by("pk").values())
-            for model in (Task, Example, TrainingSet, TrainingSetItem)}
+    return {
+        model.__name__: list(model.objects.order_by("pk").values())
+        for model in (Task, Example, TrainingSet, TrainingSetItem)
+    }
 
 
 def set_field(name, number, **fields):
@@ -29,6 +31,7 @@ def set_field(name, number, **fields):
         rows = read_rows(release, name)
         rows[number - 1].update(fields)
         write_rows(release, name, rows)
+
     return edit
 
 
@@ -37,6 +40,7 @@ def drop_field(name, number, field):
         rows = read_rows(release, name)
         del rows[number - 1][field]
         write_rows(release, name, rows)
+
     return edit
 
 
@@ -49,6 +53,7 @@ def insert_blank_line(name, after):
         lines = (release / name).read_text(encoding="utf-8").splitlines()
         lines.insert(after, "")
         (release / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
     return edit
 
 
@@ -57,6 +62,7 @@ def drop_row(name, number):
         rows = read_rows(release, name)
         del rows[number - 1]
         write_rows(release, name, rows)
+
     return edit
 
 
@@ -78,6 +84,7 @@ def leak_training_example(release):
 def extra_file(name, rows_from):
     def edit(release):
         (release / name).write_text((release / rows_from).read_text(encoding="utf-8"), encoding="utf-8")
+
     return edit
 
 
@@ -119,63 +126,140 @@ def repeated_test_id(release):
 
 # (case id, edit, expected error fragments: file, line, field, message)
 CASES = [
-    ("invalid JSON", raw_line("SST-2/sst_test.jsonl", 3, '{"id": 3, "question": '),
-     ["SST-2/sst_test.jsonl, line 3:", "not valid JSON"]),
-    ("not an object", raw_line("CoNLL2003/conll_test.jsonl", 4, '["a", "b"]'),
-     ["CoNLL2003/conll_test.jsonl, line 4:", "expected a JSON object, got list"]),
-    *[(f"missing {field}", drop_field("WikiANN_EN/wikiann_train_10_2.jsonl", 6, field),
-       [f"WikiANN_EN/wikiann_train_10_2.jsonl, line 6, field '{field}': missing"])
-      for field in ("id", "question", "context", "answer")],
-    ("MNLI context not a pair", set_field("MNLI/mnli_test.jsonl", 2, context="only a premise"),
-     ["MNLI/mnli_test.jsonl, line 2, field 'context':", "[premise, hypothesis]"]),
-    ("MNLI context of three", set_field("MNLI/mnli_train_20_1.jsonl", 9, context=["a", "b", "c"]),
-     ["MNLI/mnli_train_20_1.jsonl, line 9, field 'context':"]),
-    ("label not in the label set", set_field("SST-2/sst_train_30_2.jsonl", 11, answer=["neutral"]),
-     ["SST-2/sst_train_30_2.jsonl, line 11, field 'answer':", "'neutral' is not a label of SST-2"]),
-    ("MNLI label misspelt as in the question", set_field("MNLI/mnli_test.jsonl", 5, answer=["contraction"]),
-     ["MNLI/mnli_test.jsonl, line 5, field 'answer':", "'contraction' is not a label of MNLI"]),
-    ("NER answer not a list", set_field("CoNLL2003/conll_test.jsonl", 7, answer="Rome"),
-     ["CoNLL2003/conll_test.jsonl, line 7, field 'answer':", "must be a list"]),
-    ("NER answer not strings", set_field("CoNLL2003/conll_test.jsonl", 8, answer=["Rome", 3]),
-     ["CoNLL2003/conll_test.jsonl, line 8, field 'answer':", "list of strings"]),
-    ('NER "" mixed with names', set_field("WikiANN_EN/wikiann_test.jsonl", 1, answer=["", "Ann"]),
-     ["WikiANN_EN/wikiann_test.jsonl, line 1, field 'answer':", 'only allowed alone, as [""]']),
-    ("SQuAD item without text", lambda r: squad_answer_item(r, drop="text"),
-     ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "item 0 must be"]),
-    ("SQuAD item without answer_start", lambda r: squad_answer_item(r, drop="answer_start"),
-     ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "item 0 must be"]),
-    ("is_impossible true with answers", lambda r: squad_impossible(r, answerable=True),
-     ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "is_impossible is true but answers are given"]),
-    ("is_impossible false without answers", lambda r: squad_impossible(r, answerable=False),
-     ["SQuAD-v2/squad-v2_test.jsonl, line 3, field 'answer':", "is_impossible is false but no answer"]),
-    ("is_impossible missing", drop_field("SQuAD-v2/squad-v2_train_30_1.jsonl", 2, "is_impossible"),
-     ["SQuAD-v2/squad-v2_train_30_1.jsonl, line 2, field 'is_impossible':"]),
-    ("ReCoRD entity out of range", record_entity_out_of_range,
-     ["ReCoRD/record_test.jsonl, line 3, field 'entities':", "lies outside the context"]),
-    ("ReCoRD answer not a candidate", record_answer_not_a_candidate,
-     ["ReCoRD/record_train_20_1.jsonl, line 6, field 'answer':", "'Monday' is not one of the candidate entities"]),
-    ("blank line", insert_blank_line("SST-2/sst_train_20_2.jsonl", 4),
-     ["SST-2/sst_train_20_2.jsonl, line 5:", "blank line"]),
-    ("blank last line", lambda r: (r / "SST-2/sst_test.jsonl").write_text(
-        (r / "SST-2/sst_test.jsonl").read_text() + "\n"),
-     [f"SST-2/sst_test.jsonl, line {synthetic.test_rows('sst2') + 1}:", "blank line"]),
-    ("wrong row count", drop_row("SST-2/sst_train_20_1.jsonl", 13),
-     ["SST-2/sst_train_20_1.jsonl: 19 rows, expected 20"]),
-    ("wrong NER row count", drop_row("CoNLL2003/conll_train_10_2.jsonl", 1),
-     ["CoNLL2003/conll_train_10_2.jsonl: 29 rows, expected 30 (10 shots x 3 questions)"]),
-    ("10-shot file in no 20-shot file", replace_ten_shot_row,
-     ["SST-2/sst_train_10_1.jsonl: its examples lie in no 20-shot file"]),
-    ("training example leaked into the test file", leak_training_example,
-     ["MNLI/mnli_train_30_2.jsonl, line 8: the same example is line 2 of mnli_test.jsonl"]),
-    ("unexpected file name", extra_file("SST-2/sst_dev.jsonl", "SST-2/sst_test.jsonl"),
-     ["SST-2/sst_dev.jsonl: unexpected file"]),
-    ("unexpected shots", extra_file("SST-2/sst_train_15_1.jsonl", "SST-2/sst_train_10_1.jsonl"),
-     ["SST-2/sst_train_15_1.jsonl: 15 shots is not one of (10, 20, 30)"]),
-    ("unexpected folder", lambda r: ((r / "QNLI").mkdir(), extra_file("QNLI/qnli_test.jsonl",
-                                                                     "SST-2/sst_test.jsonl")(r)),
-     ["QNLI/: no task in the registry uses this folder"]),
-    ("repeated test id", repeated_test_id,
-     ["MNLI/mnli_test.jsonl, line 4, field 'id':", "repeats the id of line 1"]),
+    (
+        "invalid JSON",
+        raw_line("SST-2/sst_test.jsonl", 3, '{"id": 3, "question": '),
+        ["SST-2/sst_test.jsonl, line 3:", "not valid JSON"],
+    ),
+    (
+        "not an object",
+        raw_line("CoNLL2003/conll_test.jsonl", 4, '["a", "b"]'),
+        ["CoNLL2003/conll_test.jsonl, line 4:", "expected a JSON object, got list"],
+    ),
+    *[
+        (
+            f"missing {field}",
+            drop_field("WikiANN_EN/wikiann_train_10_2.jsonl", 6, field),
+            [f"WikiANN_EN/wikiann_train_10_2.jsonl, line 6, field '{field}': missing"],
+        )
+        for field in ("id", "question", "context", "answer")
+    ],
+    (
+        "MNLI context not a pair",
+        set_field("MNLI/mnli_test.jsonl", 2, context="only a premise"),
+        ["MNLI/mnli_test.jsonl, line 2, field 'context':", "[premise, hypothesis]"],
+    ),
+    (
+        "MNLI context of three",
+        set_field("MNLI/mnli_train_20_1.jsonl", 9, context=["a", "b", "c"]),
+        ["MNLI/mnli_train_20_1.jsonl, line 9, field 'context':"],
+    ),
+    (
+        "label not in the label set",
+        set_field("SST-2/sst_train_30_2.jsonl", 11, answer=["neutral"]),
+        ["SST-2/sst_train_30_2.jsonl, line 11, field 'answer':", "'neutral' is not a label of SST-2"],
+    ),
+    (
+        "MNLI label misspelt as in the question",
+        set_field("MNLI/mnli_test.jsonl", 5, answer=["contraction"]),
+        ["MNLI/mnli_test.jsonl, line 5, field 'answer':", "'contraction' is not a label of MNLI"],
+    ),
+    (
+        "NER answer not a list",
+        set_field("CoNLL2003/conll_test.jsonl", 7, answer="Rome"),
+        ["CoNLL2003/conll_test.jsonl, line 7, field 'answer':", "must be a list"],
+    ),
+    (
+        "NER answer not strings",
+        set_field("CoNLL2003/conll_test.jsonl", 8, answer=["Rome", 3]),
+        ["CoNLL2003/conll_test.jsonl, line 8, field 'answer':", "list of strings"],
+    ),
+    (
+        'NER "" mixed with names',
+        set_field("WikiANN_EN/wikiann_test.jsonl", 1, answer=["", "Ann"]),
+        ["WikiANN_EN/wikiann_test.jsonl, line 1, field 'answer':", 'only allowed alone, as [""]'],
+    ),
+    (
+        "SQuAD item without text",
+        lambda r: squad_answer_item(r, drop="text"),
+        ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "item 0 must be"],
+    ),
+    (
+        "SQuAD item without answer_start",
+        lambda r: squad_answer_item(r, drop="answer_start"),
+        ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "item 0 must be"],
+    ),
+    (
+        "is_impossible true with answers",
+        lambda r: squad_impossible(r, answerable=True),
+        ["SQuAD-v2/squad-v2_test.jsonl, line 1, field 'answer':", "is_impossible is true but answers are given"],
+    ),
+    (
+        "is_impossible false without answers",
+        lambda r: squad_impossible(r, answerable=False),
+        ["SQuAD-v2/squad-v2_test.jsonl, line 3, field 'answer':", "is_impossible is false but no answer"],
+    ),
+    (
+        "is_impossible missing",
+        drop_field("SQuAD-v2/squad-v2_train_30_1.jsonl", 2, "is_impossible"),
+        ["SQuAD-v2/squad-v2_train_30_1.jsonl, line 2, field 'is_impossible':"],
+    ),
+    (
+        "ReCoRD entity out of range",
+        record_entity_out_of_range,
+        ["ReCoRD/record_test.jsonl, line 3, field 'entities':", "lies outside the context"],
+    ),
+    (
+        "ReCoRD answer not a candidate",
+        record_answer_not_a_candidate,
+        ["ReCoRD/record_train_20_1.jsonl, line 6, field 'answer':", "'Monday' is not one of the candidate entities"],
+    ),
+    (
+        "blank line",
+        insert_blank_line("SST-2/sst_train_20_2.jsonl", 4),
+        ["SST-2/sst_train_20_2.jsonl, line 5:", "blank line"],
+    ),
+    (
+        "blank last line",
+        lambda r: (r / "SST-2/sst_test.jsonl").write_text((r / "SST-2/sst_test.jsonl").read_text() + "\n"),
+        [f"SST-2/sst_test.jsonl, line {synthetic.test_rows('sst2') + 1}:", "blank line"],
+    ),
+    (
+        "wrong row count",
+        drop_row("SST-2/sst_train_20_1.jsonl", 13),
+        ["SST-2/sst_train_20_1.jsonl: 19 rows, expected 20"],
+    ),
+    (
+        "wrong NER row count",
+        drop_row("CoNLL2003/conll_train_10_2.jsonl", 1),
+        ["CoNLL2003/conll_train_10_2.jsonl: 29 rows, expected 30 (10 shots x 3 questions)"],
+    ),
+    (
+        "10-shot file in no 20-shot file",
+        replace_ten_shot_row,
+        ["SST-2/sst_train_10_1.jsonl: its examples lie in no 20-shot file"],
+    ),
+    (
+        "training example leaked into the test file",
+        leak_training_example,
+        ["MNLI/mnli_train_30_2.jsonl, line 8: the same example is line 2 of mnli_test.jsonl"],
+    ),
+    (
+        "unexpected file name",
+        extra_file("SST-2/sst_dev.jsonl", "SST-2/sst_test.jsonl"),
+        ["SST-2/sst_dev.jsonl: unexpected file"],
+    ),
+    (
+        "unexpected shots",
+        extra_file("SST-2/sst_train_15_1.jsonl", "SST-2/sst_train_10_1.jsonl"),
+        ["SST-2/sst_train_15_1.jsonl: 15 shots is not one of (10, 20, 30)"],
+    ),
+    (
+        "unexpected folder",
+        lambda r: ((r / "QNLI").mkdir(), extra_file("QNLI/qnli_test.jsonl", "SST-2/sst_test.jsonl")(r)),
+        ["QNLI/: no task in the registry uses this folder"],
+    ),
+    ("repeated test id", repeated_test_id, ["MNLI/mnli_test.jsonl, line 4, field 'id':", "repeats the id of line 1"]),
 ]
 
 
@@ -209,7 +293,10 @@ def test_several_problems_reported_together(db, tmp_path):
     with pytest.raises(importer.CluesImportError) as caught:
         import_release(release)
     assert [e.split(":")[0].split(",")[0] for e in caught.value.errors] == [
-        "SST-2/sst_test.jsonl", "MNLI/mnli_test.jsonl", "ReCoRD/record_train_30_2.jsonl"]
+        "SST-2/sst_test.jsonl",
+        "MNLI/mnli_test.jsonl",
+        "ReCoRD/record_train_30_2.jsonl",
+    ]
     assert snapshot() == {"Task": [], "Example": [], "TrainingSet": [], "TrainingSetItem": []}
 
 
@@ -276,6 +363,5 @@ def test_synthetic_release_is_valid_and_reimport_replaces_it(db, tmp_path):
     uid = r"{}(t|c[12]x)[0-9]+"  # synthetic's example ids: <tag><role><n>
     assert not [t for t in texts if re.search(uid.format("a"), t)]
     assert all(re.search(uid.format("b"), t) for t in texts)
-    assert Example.objects.count() == sum(
-        synthetic.test_rows(s) + 2 * 30 * TASKS[s].train_rows_per_shot for s in TASKS)
+    assert Example.objects.count() == sum(synthetic.test_rows(s) + 2 * 30 * TASKS[s].train_rows_per_shot for s in TASKS)
     assert TrainingSetItem.objects.count() == sum(2 * 60 * TASKS[s].train_rows_per_shot for s in TASKS)

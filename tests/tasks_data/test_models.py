@@ -15,8 +15,11 @@ def two_tasks(db, tmp_path):
 
 def test_deleting_a_task_deletes_its_data(two_tasks):
     kept = Task.objects.get(slug="conll03")
-    counts = (Example.objects.filter(task=kept).count(), TrainingSet.objects.filter(task=kept).count(),
-              TrainingSetItem.objects.filter(training_set__task=kept).count())
+    counts = (
+        Example.objects.filter(task=kept).count(),
+        TrainingSet.objects.filter(task=kept).count(),
+        TrainingSetItem.objects.filter(training_set__task=kept).count(),
+    )
     Task.objects.get(slug="sst2").delete()
     assert list(Task.objects.values_list("slug", flat=True)) == ["conll03"]
     assert (Example.objects.count(), TrainingSet.objects.count(), TrainingSetItem.objects.count()) == counts

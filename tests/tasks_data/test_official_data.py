@@ -28,10 +28,20 @@ CHAINS = {
     "conll03": SAME_SPLIT,
     "wikiann": SAME_SPLIT,
     # 10 -> 20 -> 30 split numbers
-    "squad2": {1: {10: 1, 20: 5, 30: 5}, 2: {10: 2, 20: 3, 30: 1}, 3: {10: 3, 20: 1, 30: 2},
-               4: {10: 4, 20: 4, 30: 4}, 5: {10: 5, 20: 2, 30: 3}},
-    "record": {1: {10: 1, 20: 2, 30: 1}, 2: {10: 2, 20: 5, 30: 2}, 3: {10: 3, 20: 3, 30: 4},
-               4: {10: 4, 20: 1, 30: 3}, 5: {10: 5, 20: 4, 30: 5}},
+    "squad2": {
+        1: {10: 1, 20: 5, 30: 5},
+        2: {10: 2, 20: 3, 30: 1},
+        3: {10: 3, 20: 1, 30: 2},
+        4: {10: 4, 20: 4, 30: 4},
+        5: {10: 5, 20: 2, 30: 3},
+    },
+    "record": {
+        1: {10: 1, 20: 2, 30: 1},
+        2: {10: 2, 20: 5, 30: 2},
+        3: {10: 3, 20: 3, 30: 4},
+        4: {10: 4, 20: 1, 30: 3},
+        5: {10: 5, 20: 4, 30: 5},
+    },
 }
 ALL_EMPTY_S1 = {"conll03": 51.3, "wikiann": 62.8, "squad2": 49.5}
 GOLD_NOT_IN_CONTEXT = {"wikiann": (9, 5), "conll03": (0, 4)}  # (test rows, training examples)
@@ -39,8 +49,10 @@ GOLD_NOT_IN_CONTEXT = {"wikiann": (9, 5), "conll03": (0, 4)}  # (test rows, trai
 
 def snapshot():
     """Every row of the data tables, pks included."""
-    return {model.__name__: list(model.objects.order_by("pk").values())
-            for model in (Task, Example, TrainingSet, TrainingSetItem)}
+    return {
+        model.__name__: list(model.objects.order_by("pk").values())
+        for model in (Task, Example, TrainingSet, TrainingSetItem)
+    }
 
 
 def gold_prediction(example: Example) -> list[str]:
@@ -55,10 +67,7 @@ def test_counts_match_table_3(clues_data):
     assert sorted(tasks) == sorted(TASKS)
     test_counts = {slug: test_examples(task).count() for slug, task in tasks.items()}
     assert test_counts == TEST_ITEMS
-    rows = {
-        (ts.task.slug, ts.shots, ts.split): ts.items.count()
-        for ts in TrainingSet.objects.select_related("task")
-    }
+    rows = {(ts.task.slug, ts.shots, ts.split): ts.items.count() for ts in TrainingSet.objects.select_related("task")}
     expected = {(slug, k, s): k * ROWS_PER_SHOT[slug] for slug in TASKS for k in (10, 20, 30) for s in range(1, 6)}
     assert rows == expected
 
@@ -175,10 +184,12 @@ def test_import_command_table_and_second_run(db, clues_zip):
     }
     assert "1->5->5 2->3->1 3->1->2 4->4->4 5->2->3" in out.getvalue()
     assert "1->2->1 2->5->2 3->3->4 4->1->3 5->4->5" in out.getvalue()
-    assert "WikiANN: gold answers not found in their context in 9 test row(s) and 5 training example(s)" \
-        in err.getvalue()
-    assert "CoNLL03: gold answers not found in their context in 0 test row(s) and 4 training example(s)" \
-        in err.getvalue()
+    assert (
+        "WikiANN: gold answers not found in their context in 9 test row(s) and 5 training example(s)" in err.getvalue()
+    )
+    assert (
+        "CoNLL03: gold answers not found in their context in 0 test row(s) and 4 training example(s)" in err.getvalue()
+    )
 
     before = snapshot()
     out2 = io.StringIO()

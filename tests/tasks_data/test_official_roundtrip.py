@@ -74,8 +74,9 @@ def annotator(slug: str):
     study = make_study(tasks=[slug], shots=[0], filter_floor=None, filter_fraction=None)
     enrollment = join(cohort(study, slug, 0), f"roundtrip-{slug}")
     while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
-        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=_mixed(state.item,
-                                                                                                    state.done))
+        services.submit_answer(
+            enrollment_id=enrollment.pk, item=state.item_handle, answer=_mixed(state.item, state.done)
+        )
     enrollment.refresh_from_db()
     return enrollment
 
@@ -133,7 +134,11 @@ def test_exported_file_scored_by_the_official_function_equals_the_platform(offic
         assert [""] in predictions
         old_spelling = [p if p != [""] else [] for p in predictions]
         assert eval_S1(old_spelling, golds) < platform - 0.05
-        path.write_text("".join(json.dumps({"id": r["id"], "prediction": p}) + "\n"
-                                for r, p in zip(rows, old_spelling, strict=True)), encoding="utf-8")
+        path.write_text(
+            "".join(
+                json.dumps({"id": r["id"], "prediction": p}) + "\n" for r, p in zip(rows, old_spelling, strict=True)
+            ),
+            encoding="utf-8",
+        )
         assert expected in score_command(path, slug)  # score keeps accepting both spellings
         assert expected not in score_command(path, slug, "--strict")

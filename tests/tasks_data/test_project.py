@@ -14,30 +14,53 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Variables that change what `check --deploy` reports: the test sets them itself or not at all
 # (e.g. browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; production never has it).
-SETTINGS_ENV = ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SECURE_SSL_REDIRECT",
-                "SECURE_COOKIES", "SECURE_HSTS_SECONDS", "SILENCED_SYSTEM_CHECKS", "DJANGO_ALLOW_ASYNC_UNSAFE")
+SETTINGS_ENV = (
+    "DEBUG",
+    "SECRET_KEY",
+    "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
+    "SECURE_SSL_REDIRECT",
+    "SECURE_COOKIES",
+    "SECURE_HSTS_SECONDS",
+    "SILENCED_SYSTEM_CHECKS",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+)
 
 
 def run_manage(*args, **env):
     environ = {k: v for k, v in os.environ.items() if k not in SETTINGS_ENV}
     environ.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=environ,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_passes_in_production():
-    result = run_manage("check", "--deploy", "--fail-level", "WARNING",
-                        DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="clues.example.org")
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="clues.example.org",
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "System check identified no issues (0 silenced)." in output
     assert "WARNING" not in output
 
 
-@pytest.mark.parametrize("env,message", [
-    ({"ALLOWED_HOSTS": "clues.example.org"}, "SECRET_KEY must be set in the environment when DEBUG=0"),
-    ({"SECRET_KEY": "k" * 10 + secrets.token_urlsafe(50)}, "ALLOWED_HOSTS must be set in the environment when DEBUG=0"),
-])
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"ALLOWED_HOSTS": "clues.example.org"}, "SECRET_KEY must be set in the environment when DEBUG=0"),
+        (
+            {"SECRET_KEY": "k" * 10 + secrets.token_urlsafe(50)},
+            "ALLOWED_HOSTS must be set in the environment when DEBUG=0",
+        ),
+    ],
+)
 def test_production_refuses_missing_settings(env, message):
     result = run_manage("check", DEBUG="0", **env)
     assert result.returncode != 0
@@ -58,6 +81,11 @@ def test_platform_is_the_standard_library():
     assert not (REPO_ROOT / "platform").exists()
     assert not (REPO_ROOT / "platform.py").exists()
     # From the repository root, where `python manage.py` runs (its folder comes first on sys.path):
-    found = subprocess.run([sys.executable, "-c", "import platform; print(platform.__file__)"],
-                           cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    found = subprocess.run(
+        [sys.executable, "-c", "import platform; print(platform.__file__)"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(found).parent == Path(sysconfig.get_paths()["stdlib"])

@@ -54,7 +54,8 @@ def test_partial_credit(synthetic_data, tmp_path):
     rows = [{"id": r["id"], "prediction": []} for r in gold_rows("conll03")]
     # all-empty: right exactly on the 2 person-less people rows (of 18 rows)
     assert score(prediction_file(tmp_path / "p.jsonl", rows), "conll03").startswith(
-        f"CoNLL03 S1 = {round(100 * 2 / 18, 1)} over 18")
+        f"CoNLL03 S1 = {round(100 * 2 / 18, 1)} over 18"
+    )
 
 
 def test_blank_lines_are_ignored(synthetic_data, tmp_path):
@@ -63,20 +64,41 @@ def test_blank_lines_are_ignored(synthetic_data, tmp_path):
     assert "S1 = 100.0" in score(path, "mnli")
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda rows: rows + [{"id": "no-such-id", "prediction": []}],
-     "line 7: unknown id 'no-such-id' (not in the test set)"),
-    (lambda rows: rows[:2] + rows[3:], "1 test id(s) have no prediction: 'st3'"),
-    (lambda rows: rows + [rows[0]], "line 7: duplicate id 'st1'"),
-    (lambda rows: rows[:1] + ["this is not json"] + rows[1:], "line 2: not valid JSON"),
-    (lambda rows: rows[:1] + [["st2", ["neutral"]]] + rows[2:], 'line 2: expected {"id": ..., "prediction": [...]}'),
-    (lambda rows: rows[:1] + [{"id": "st2"}] + rows[2:], 'line 2: expected {"id": ..., "prediction": [...]}'),
-    (lambda rows: rows[:1] + [{"id": "st2", "prediction": "neutral"}] + rows[2:],
-     "line 2: prediction must be a list of strings"),
-    (lambda rows: rows[:1] + [{"id": "st2", "prediction": [1]}] + rows[2:],
-     "line 2: prediction must be a list of strings"),
-], ids=["unknown id", "missing id", "duplicate id", "invalid JSON", "not an object", "no prediction field",
-        "prediction not a list", "prediction not strings"])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            lambda rows: rows + [{"id": "no-such-id", "prediction": []}],
+            "line 7: unknown id 'no-such-id' (not in the test set)",
+        ),
+        (lambda rows: rows[:2] + rows[3:], "1 test id(s) have no prediction: 'st3'"),
+        (lambda rows: rows + [rows[0]], "line 7: duplicate id 'st1'"),
+        (lambda rows: rows[:1] + ["this is not json"] + rows[1:], "line 2: not valid JSON"),
+        (
+            lambda rows: rows[:1] + [["st2", ["neutral"]]] + rows[2:],
+            'line 2: expected {"id": ..., "prediction": [...]}',
+        ),
+        (lambda rows: rows[:1] + [{"id": "st2"}] + rows[2:], 'line 2: expected {"id": ..., "prediction": [...]}'),
+        (
+            lambda rows: rows[:1] + [{"id": "st2", "prediction": "neutral"}] + rows[2:],
+            "line 2: prediction must be a list of strings",
+        ),
+        (
+            lambda rows: rows[:1] + [{"id": "st2", "prediction": [1]}] + rows[2:],
+            "line 2: prediction must be a list of strings",
+        ),
+    ],
+    ids=[
+        "unknown id",
+        "missing id",
+        "duplicate id",
+        "invalid JSON",
+        "not an object",
+        "no prediction field",
+        "prediction not a list",
+        "prediction not strings",
+    ],
+)
 def test_bad_prediction_file_refused(synthetic_data, tmp_path, change, message):
     rows = change(gold_rows("mnli"))
     path = tmp_path / "p.jsonl"
@@ -95,9 +117,12 @@ def test_every_problem_reported(synthetic_data, tmp_path):
     with pytest.raises(CommandError) as caught:
         score(path, "sst2")
     lines = str(caught.value).splitlines()[1:]
-    assert lines == ["line 2: duplicate id '1'", "line 3: not valid JSON (Expecting property name enclosed in "
-                     "double quotes)", "line 4: unknown id '77' (not in the test set)",
-                     "1 test id(s) have no prediction: '2'"]
+    assert lines == [
+        "line 2: duplicate id '1'",
+        "line 3: not valid JSON (Expecting property name enclosed in double quotes)",
+        "line 4: unknown id '77' (not in the test set)",
+        "1 test id(s) have no prediction: '2'",
+    ]
 
 
 def test_missing_file_task_without_data_and_unknown_task(db, tmp_path):
@@ -130,8 +155,9 @@ def test_official_gold_file_scores_100(clues_data, tmp_path):
 def test_official_all_empty_conll03_in_clues_format(clues_data, tmp_path):
     """The empty set written as CLUES writes it, [""]: 51.3 (the paper's footnote 6)."""
     task = Task.objects.get(slug="conll03")
-    path = prediction_file(tmp_path / "empty.jsonl",
-                           [{"id": e.clues_id, "prediction": [""]} for e in test_examples(task)])
+    path = prediction_file(
+        tmp_path / "empty.jsonl", [{"id": e.clues_id, "prediction": [""]} for e in test_examples(task)]
+    )
     assert score(path, "conll03") == "CoNLL03 S1 = 51.3 over 600 test items"
 
 
@@ -148,8 +174,14 @@ def test_raw_u2028_inside_a_string_is_valid_jsonl(synthetic_data, tmp_path):
     assert score(path, "conll03").startswith("CoNLL03 S1 = ")  # scored, not refused
     # A real line break inside a row is refused, naming the line.
     broken = json.dumps(rows[1]).replace(", ", ",\n", 1)
-    path.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n" + broken + "\n"
-                    + "".join(json.dumps(r) + "\n" for r in rows[2:]), encoding="utf-8")
+    path.write_text(
+        json.dumps(rows[0], ensure_ascii=False)
+        + "\n"
+        + broken
+        + "\n"
+        + "".join(json.dumps(r) + "\n" for r in rows[2:]),
+        encoding="utf-8",
+    )
     with pytest.raises(CommandError, match="line 2: not valid JSON"):
         score(path, "conll03")
 
@@ -166,8 +198,15 @@ def test_strict_matches_the_official_function_on_whitespace_and_empty_spellings(
     assert out.getvalue().startswith("CoNLL03 S1 = 0.0 over 18")
     as_published = [{"id": r["id"], "prediction": r["prediction"] or [""]} for r in rows]
     out = io.StringIO()
-    call_command("score", str(prediction_file(path, as_published)), "--task", "conll03", "--strict",
-                 stdout=out, stderr=io.StringIO())
+    call_command(
+        "score",
+        str(prediction_file(path, as_published)),
+        "--task",
+        "conll03",
+        "--strict",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     assert out.getvalue().startswith("CoNLL03 S1 = 100.0 over 18")
 
 

@@ -26,9 +26,19 @@ pytestmark = [pytest.mark.django_db, pytest.mark.official_data]
 # Measured on the release (shared/clues/README.md: CoNLL2003 4 train rows, WikiANN_EN 5 train and 9 test rows).
 FLAGGED = {("conll03", "train"): 4, ("wikiann", "train"): 5, ("wikiann", "test"): 9}
 PER_CHAIN = [  # (task, chain, shots, items): NER chains keep their split number
-    ("conll03", 1, 30, 1), ("conll03", 2, 10, 1), ("conll03", 2, 20, 1), ("conll03", 2, 30, 1),
-    ("conll03", 3, 30, 1), ("conll03", 4, 10, 1), ("conll03", 4, 20, 1), ("conll03", 4, 30, 1),
-    ("wikiann", 1, 20, 1), ("wikiann", 1, 30, 2), ("wikiann", 3, 30, 2), ("wikiann", 4, 20, 1), ("wikiann", 4, 30, 1),
+    ("conll03", 1, 30, 1),
+    ("conll03", 2, 10, 1),
+    ("conll03", 2, 20, 1),
+    ("conll03", 2, 30, 1),
+    ("conll03", 3, 30, 1),
+    ("conll03", 4, 10, 1),
+    ("conll03", 4, 20, 1),
+    ("conll03", 4, 30, 1),
+    ("wikiann", 1, 20, 1),
+    ("wikiann", 1, 30, 2),
+    ("wikiann", 3, 30, 2),
+    ("wikiann", 4, 20, 1),
+    ("wikiann", 4, 30, 1),
 ]
 
 

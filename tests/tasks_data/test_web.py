@@ -18,8 +18,10 @@ def task_rows(page: str) -> dict[str, list[str]]:
     """The home page's table: task name -> the texts of its cells."""
     rows = {}
     for row in re.findall(r"<tr>(.*?)</tr>", page, re.S):
-        cells = [html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
-                 for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        cells = [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
         if cells:
             rows[cells[0]] = cells
     return rows
@@ -29,8 +31,14 @@ def test_home_page_lists_the_official_tasks(client, clues_data):
     response = client.get("/")
     assert response.status_code == 200
     rows = task_rows(response.content.decode())
-    expected = {"SST-2": ("210", "150"), "MNLI": ("210", "150"), "CoNLL03": ("600", "450"),
-                "WikiANN": ("600", "450"), "SQuADv2": ("200", "150"), "ReCoRD": ("200", "150")}
+    expected = {
+        "SST-2": ("210", "150"),
+        "MNLI": ("210", "150"),
+        "CoNLL03": ("600", "450"),
+        "WikiANN": ("600", "450"),
+        "SQuADv2": ("200", "150"),
+        "ReCoRD": ("200", "150"),
+    }
     assert sorted(rows) == sorted(expected)
     for name, (test, train) in expected.items():
         assert test in rows[name] and train in rows[name], rows[name]

@@ -16,8 +16,7 @@ _ids = itertools.count(1)
 def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, created_by=None, **kwargs):
     params = {"name": "UI study", "completion_code": "DONE123", "screenout_code": "OUT456", "filter_fraction": None}
     params.update(kwargs)
-    return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, created_by=created_by,
-                                 **params)
+    return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, created_by=created_by, **params)
 
 
 def cohort_of(study, task: str, shots: int) -> Cohort:
@@ -30,8 +29,12 @@ def enroll(cohort: Cohort, pid: str | None = None) -> Enrollment:
     if study.platform == "generic":
         params = {study.worker_id_param: pid}
     elif study.platform == "mturk":
-        params = {"workerId": pid, "assignmentId": f"AS-{pid}", "hitId": "HIT1",
-                  "turkSubmitTo": "https://workersandbox.mturk.com"}
+        params = {
+            "workerId": pid,
+            "assignmentId": f"AS-{pid}",
+            "hitId": "HIT1",
+            "turkSubmitTo": "https://workersandbox.mturk.com",
+        }
     else:
         params = {"PROLIFIC_PID": pid_for(pid), "STUDY_ID": "S1", "SESSION_ID": f"SESS-{pid}"}
     return services.join(token=cohort.join_token, params=params).enrollment
@@ -57,8 +60,8 @@ def answer_current(enrollment: Enrollment, *, right: bool = True):
         raw = [label]
     elif kind == "entity":
         cands = [tuple(c) for c in item.candidates]
-        good = [c for c in cands if item.context[c[0]:c[1]] in item.gold]
-        bad = [c for c in cands if item.context[c[0]:c[1]] not in item.gold]
+        good = [c for c in cands if item.context[c[0] : c[1]] in item.gold]
+        bad = [c for c in cands if item.context[c[0] : c[1]] not in item.gold]
         s, e = (good or cands)[0] if right else (bad or cands)[0]
         raw = [{"start": s, "end": e}]
     else:
@@ -81,8 +84,16 @@ def fake_model_rows(study):
         task_row = Task.objects.get(slug=task)
         for shots, mean in ((10, 40.0), (20, 45.5), (30, 50.25)):
             for split, s1 in ((1, mean - 2.4748737), (2, mean + 2.4748737)):
-                BaselineRun.objects.create(task=task_row, method="FT", model="BERT-Base <b>", shots=shots, split=split,
-                                           seed=0, status=BaselineRun.Status.COMPLETED, s1=s1 / 100)
+                BaselineRun.objects.create(
+                    task=task_row,
+                    method="FT",
+                    model="BERT-Base <b>",
+                    shots=shots,
+                    split=split,
+                    seed=0,
+                    status=BaselineRun.Status.COMPLETED,
+                    s1=s1 / 100,
+                )
 
 
 def handle(enrollment: Enrollment, item) -> str:

@@ -34,7 +34,7 @@ def _var(rule: str, name: str) -> str:
 def _linear(hex_colour: str) -> list[float]:
     out = []
     for i in (1, 3, 5):
-        c = int(hex_colour[i:i + 2], 16) / 255
+        c = int(hex_colour[i : i + 2], 16) / 255
         out.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
     return out
 

@@ -143,8 +143,7 @@ def test_dataset_text_is_escaped_on_item_and_feedback_pages(demo_data, task):
         fields["hypothesis"] = NASTY
     if task == "record":
         start = context.index("Paris")
-        fields.update(candidates=[[context.index("Tom"), context.index("Tom") + 3], [start, start + 5]],
-                      gold=["Paris"])
+        fields.update(candidates=[[context.index("Tom"), context.index("Tom") + 3], [start, start + 5]], gold=["Paris"])
     if task in ("conll03", "wikiann", "squad2"):
         fields["gold"] = ["Paris"]
     Example.objects.filter(pk=item.pk).update(**fields)
@@ -166,8 +165,9 @@ def test_offsets_are_python_code_points_in_the_page(demo_data):
     _, html = _page(client)
     start = context.index("Zoë")  # code points: the emoji count 1 each (UTF-16 would say 2)
     assert f'data-s="{start}" data-e="{start + 3}">Zoë</span>' in html
-    response = client.post("/work/answer/",
-                           {"item": handle(enrollment, item), "spans": json.dumps([[start, start + 9]])})
+    response = client.post(
+        "/work/answer/", {"item": handle(enrollment, item), "spans": json.dumps([[start, start + 9]])}
+    )
     assert response.status_code == 302
     assert Answer.objects.get(enrollment=enrollment, example=item).texts == ["Zoë Ñúñez"]
 
@@ -204,8 +204,9 @@ def test_an_invalid_answer_is_refused_with_the_reason(demo_data):
     assert response.status_code == 400 and "nothing is marked" in response.content.decode()
     response = client.post("/work/answer/", {"item": handle(enrollment, item), "spans": "[[0, 2], [1, 3]]"})
     assert response.status_code == 400 and "overlap" in response.content.decode()
-    response = client.post("/work/answer/", {"item": handle(enrollment, item), "spans": "not json"},
-                           HTTP_HX_REQUEST="true")
+    response = client.post(
+        "/work/answer/", {"item": handle(enrollment, item), "spans": "not json"}, HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 200 and response["X-Answer-Status"] == "400"
     assert not Answer.objects.filter(enrollment=enrollment).exists()
     response = client.post("/work/answer/", {"item": handle(enrollment, item), "none": "1"})
@@ -233,16 +234,24 @@ def test_completion_pages_for_each_platform(demo_data):
 def test_mturk_completion_posts_back_and_the_last_htmx_answer_reloads(demo_data):
     study = make_study(tasks=("sst2",), shots=(0,), platform="mturk")
     cohort = cohort_of(study, "sst2", 0)
-    outcome = services.join(token=cohort.join_token, params={"workerId": "A1", "assignmentId": "AS1", "hitId": "H",
-                                                "turkSubmitTo": "https://workersandbox.mturk.com"})
+    outcome = services.join(
+        token=cohort.join_token,
+        params={
+            "workerId": "A1",
+            "assignmentId": "AS1",
+            "hitId": "H",
+            "turkSubmitTo": "https://workersandbox.mturk.com",
+        },
+    )
     enrollment = outcome.enrollment
     client = bind(Client(), enrollment)
     total = len(services.item_order(enrollment=enrollment, step="test"))
     for _ in range(total - 1):
         answer_current(enrollment)
     item = services.current_item(enrollment_id=enrollment.pk).item
-    response = client.post("/work/answer/", {"item": handle(enrollment, item), "label": item.gold[0]},
-                           HTTP_HX_REQUEST="true")
+    response = client.post(
+        "/work/answer/", {"item": handle(enrollment, item), "label": item.gold[0]}, HTTP_HX_REQUEST="true"
+    )
     assert response["HX-Redirect"].endswith("/work/")
     _, html = _page(client)
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html and "data-autosubmit" in html
@@ -308,16 +317,23 @@ def test_only_the_latest_test_answer_can_be_changed_through_http(demo_data):
     assert event["before"]["texts"] == [first.example.gold[0]] and event["after"]["texts"] == [wrong]
     assert event["example_id"] == first.example_id
     # ... and back again (still the latest): S1 back to 1.
-    assert client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": first.example.gold[0]},
-                       HTTP_HX_REQUEST="true").status_code == 200
+    assert (
+        client.post(
+            "/work/revise/",
+            {"item": handle(enrollment, first.example_id), "label": first.example.gold[0]},
+            HTTP_HX_REQUEST="true",
+        ).status_code
+        == 200
+    )
     assert Answer.objects.get(pk=first.pk).s1 == 1.0 and len(_revision_events(enrollment)) == 2
 
     # Once the next answer is in, the first one is final: refused (409), nothing changes.
     second = answer_current(enrollment, right=True).answer
     response = client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong})
     assert response.status_code == 409 and "can no longer be changed" in response.content.decode()
-    htmx = client.post("/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong},
-                       HTTP_HX_REQUEST="true")
+    htmx = client.post(
+        "/work/revise/", {"item": handle(enrollment, first.example_id), "label": wrong}, HTTP_HX_REQUEST="true"
+    )
     assert htmx.status_code == 200 and htmx["X-Answer-Status"] == "409"
     assert Answer.objects.get(pk=first.pk).texts == [first.example.gold[0]]
     # An item not answered yet (the current one) cannot be "revised" into an answer either.
@@ -366,8 +382,7 @@ def test_the_last_test_answer_is_final_once_the_study_is_completed(demo_data):
 def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
     enrollment, client = _worker("squad2", shots=0)
     state = services.current_item(enrollment_id=enrollment.pk)
-    first = services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle,
-                                   answer=[]).answer  # "no answer"
+    first = services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=[]).answer  # "no answer"
     html = client.get("/work/revise/").content.decode()
     assert 'data-initial="[]"' in html and "Change answer" in html
     item = first.example
@@ -380,7 +395,7 @@ def test_spans_answer_changed_keeps_offsets_and_rescored(demo_data):
     assert stored.s1 == 1.0
     if item.gold:
         html = client.get("/work/revise/").content.decode()
-        assert f"data-initial=\"[[{start}, {start + len(item.gold[0])}]]\"" in html
+        assert f'data-initial="[[{start}, {start + len(item.gold[0])}]]"' in html
 
 
 def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
@@ -400,8 +415,10 @@ def test_the_worker_api_changes_only_the_latest_test_answer(demo_data):
     response = worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [first.example.gold[0]]})
     assert response.status_code == 409 and "last test answer" in response.json()["detail"]
     assert Answer.objects.get(pk=first.pk).texts == [wrong]
-    assert worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [wrong]},
-                       csrf=False).status_code == 403
+    assert (
+        worker.send("post", "/api/work/revise/", {"item": first_handle, "answer": [wrong]}, csrf=False).status_code
+        == 403
+    )
 
 
 def test_consent_brand_instructions_cookie_and_exact_match_note(demo_data):

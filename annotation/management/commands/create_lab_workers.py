@@ -18,8 +18,10 @@ USERNAME = "lab-s{study}-{number:03d}"
 
 
 class Command(BaseCommand):
-    help = ("Create N lab-worker accounts for a study whose platform is lab accounts (launch_study --platform "
-            "local) and print each login (username and password, shown once), then each cohort's log-in link.")
+    help = (
+        "Create N lab-worker accounts for a study whose platform is lab accounts (launch_study --platform "
+        "local) and print each login (username and password, shown once), then each cohort's log-in link."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--study", type=int, required=True, help="study id")
@@ -30,15 +32,20 @@ class Command(BaseCommand):
         if study_row is None:
             raise CommandError(f"--study: no study {study}")
         if not study_row.provider.uses_accounts:
-            raise CommandError(f"--study: study {study} recruits through {study_row.provider.name}, whose workers "
-                               "have no account here; lab accounts are for a study launched with --platform local")
+            raise CommandError(
+                f"--study: study {study} recruits through {study_row.provider.name}, whose workers "
+                "have no account here; lab accounts are for a study launched with --platform local"
+            )
         if not 1 <= count <= MAX_COUNT:
             raise CommandError(f"--count: between 1 and {MAX_COUNT}, not {count}")
         User = get_user_model()
         logins = []
         with transaction.atomic():
-            taken = set(User.objects.filter(username__startswith=USERNAME.format(study=study, number=0)[:-3])
-                        .values_list("username", flat=True))
+            taken = set(
+                User.objects.filter(username__startswith=USERNAME.format(study=study, number=0)[:-3]).values_list(
+                    "username", flat=True
+                )
+            )
             number = 0
             while len(logins) < count:
                 number += 1
@@ -50,7 +57,9 @@ class Command(BaseCommand):
                 logins.append((username, password))
         for username, password in logins:
             self.stdout.write(f"{username} {password}")
-        self.stderr.write(f"{count} lab account(s) for study {study} (the passwords are not shown again). Each worker "
-                          "logs in at the cohort's link:")
+        self.stderr.write(
+            f"{count} lab account(s) for study {study} (the passwords are not shown again). Each worker "
+            "logs in at the cohort's link:"
+        )
         for cohort in study_row.cohorts.select_related("task").order_by("task__slug", "shots"):
             self.stderr.write(f"  {cohort.task.slug} {cohort.shots} /accounts/login/?next={cohort.join_path}")

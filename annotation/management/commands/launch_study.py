@@ -15,8 +15,12 @@ from annotation.selectors import is_researcher, local_trial_platform
 # the study shows on that researcher's dashboard.
 LOCAL_RESEARCHER = "researcher"
 # Shorter spellings kept from earlier versions of this command.
-ALIASES = {"workers_per_cohort": ("--workers",), "pay_rate": ("--rate",), "idle_cap_seconds": ("--idle-cap",),
-           "time_limit_minutes": ("--time-limit",)}
+ALIASES = {
+    "workers_per_cohort": ("--workers",),
+    "pay_rate": ("--rate",),
+    "idle_cap_seconds": ("--idle-cap",),
+    "time_limit_minutes": ("--time-limit",),
+}
 _UNSET = object()  # an option left out: the model's default applies (services.create_study)
 
 
@@ -40,8 +44,11 @@ def _help(field: models.Field) -> str:
     if field.name == "name":
         return str(field.help_text)
     default = field.get_default()
-    shown = "generated" if field.name in ("completion_code", "screenout_code") else (
-        "none" if default in (None, "") else default)
+    shown = (
+        "generated"
+        if field.name in ("completion_code", "screenout_code")
+        else ("none" if default in (None, "") else default)
+    )
     return f"{field.help_text} (default: {shown})".strip()
 
 
@@ -51,34 +58,57 @@ def add_parameter(parser, field: models.Field) -> None:
     if field.name == "tasks":
         parser.add_argument(*flags, nargs="+", required=True, metavar="SLUG", help="task slugs, e.g. sst2 conll03")
     elif field.name == "shots":
-        parser.add_argument(*flags, nargs="+", type=int, metavar="K",
-                            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)")
+        parser.add_argument(
+            *flags,
+            nargs="+",
+            type=int,
+            metavar="K",
+            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)",
+        )
     elif isinstance(field, models.BooleanField):
         parser.add_argument(*flags, action="store_true", default=_UNSET, help=field.help_text)
     else:
         choices = [value for value, _label in field.choices] if field.choices else None
-        parser.add_argument(*flags, dest=field.name, type=_type(field), choices=choices,
-                            required=field.name == "name", help=_help(field))
+        parser.add_argument(
+            *flags,
+            dest=field.name,
+            type=_type(field),
+            choices=choices,
+            required=field.name == "name",
+            help=_help(field),
+        )
     if field.null:
-        parser.add_argument(f"--no-{field.name.replace('_', '-')}", dest=field.name, action="store_const", const=None,
-                            help=f"leave {field.name} empty (off)")
-
+        parser.add_argument(
+            f"--no-{field.name.replace('_', '-')}",
+            dest=field.name,
+            action="store_const",
+            const=None,
+            help=f"leave {field.name} empty (off)",
+        )
 
 
 class Command(BaseCommand):
-    help = ("Create a study (one cohort per task x shots) and open its cohorts for joining; without --platform "
-            "and without a Prolific token (PROLIFIC_API_TOKEN) it recruits through a generic link, to try locally. "
-            "Prints "
-            "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
-            "field of the same name (limits: annotation.models.Study).")
+    help = (
+        "Create a study (one cohort per task x shots) and open its cohorts for joining; without --platform "
+        "and without a Prolific token (PROLIFIC_API_TOKEN) it recruits through a generic link, to try locally. "
+        "Prints "
+        "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
+        "field of the same name (limits: annotation.models.Study)."
+    )
 
     def add_arguments(self, parser):
         parser.set_defaults(**{name: _UNSET for name in Study.parameters()})
         for name in Study.parameters():
             add_parameter(parser, Study._meta.get_field(name))
-        parser.add_argument("--owner", "--created-by", dest="owner", default=None, metavar="USERNAME",
-                            help=f"the researcher who owns the study (default: the local researcher "
-                                 f"{LOCAL_RESEARCHER!r} of ensure_local_researcher)")
+        parser.add_argument(
+            "--owner",
+            "--created-by",
+            dest="owner",
+            default=None,
+            metavar="USERNAME",
+            help=f"the researcher who owns the study (default: the local researcher "
+            f"{LOCAL_RESEARCHER!r} of ensure_local_researcher)",
+        )
 
     def _owner(self, username: str | None):
         name = username or LOCAL_RESEARCHER
@@ -86,11 +116,15 @@ class Command(BaseCommand):
         if owner is None:
             if username:
                 raise CommandError(f"--owner: no user {username!r}")
-            raise CommandError(f"no owner: the local researcher {LOCAL_RESEARCHER!r} does not exist; run "
-                               "`manage.py ensure_local_researcher` or give --owner USERNAME")
+            raise CommandError(
+                f"no owner: the local researcher {LOCAL_RESEARCHER!r} does not exist; run "
+                "`manage.py ensure_local_researcher` or give --owner USERNAME"
+            )
         if not is_researcher(owner):
-            raise CommandError(f"--owner: {name!r} is not a researcher (superuser or 'researchers' group), "
-                               "so the study would be visible to no one")
+            raise CommandError(
+                f"--owner: {name!r} is not a researcher (superuser or 'researchers' group), "
+                "so the study would be visible to no one"
+            )
         return owner
 
     def handle(self, *args, **options):
@@ -116,4 +150,5 @@ class Command(BaseCommand):
                 f"No Prolific token is configured (PROLIFIC_API_TOKEN), so the study recruits through a generic link "
                 f"(--platform {trial}); give --platform prolific to publish it on Prolific. Try it "
                 f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
-                f"new worker).")
+                f"new worker)."
+            )

@@ -39,11 +39,26 @@ def in_process_backend(config: AdapterConfig, *, method: str, what: str, default
     """The backend a method that trains its model opens: ``config.backend`` must run the model in this process."""
     cls = BACKENDS.get(config.backend)
     if cls is not None and not cls.in_process:
-        raise AdapterError(f"{method} trains the model, so it runs in this process: the {cls.name} backend "
-                           "serves a model elsewhere (use the transformers backend)")
+        raise AdapterError(
+            f"{method} trains the model, so it runs in this process: the {cls.name} backend "
+            "serves a model elsewhere (use the transformers backend)"
+        )
     return open_backend(config, method=method, what=what, default_model=default_model, progress=progress)
 
 
-__all__ = ["BACKENDS", "Backend", "BackendError", "ChatRequest", "ContextTooSmall", "GenerationRequest",
-           "LoglikelihoodRequest", "MemoryStore", "OpenAIBackend", "ResponseStore", "Tally", "TransformersBackend",
-           "in_process_backend", "open_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendError",
+    "ChatRequest",
+    "ContextTooSmall",
+    "GenerationRequest",
+    "LoglikelihoodRequest",
+    "MemoryStore",
+    "OpenAIBackend",
+    "ResponseStore",
+    "Tally",
+    "TransformersBackend",
+    "in_process_backend",
+    "open_backend",
+]

@@ -104,9 +104,14 @@ class Tally:
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "resumed": self.resumed, "retries": self.retries,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "requests": self.requests,
+            "resumed": self.resumed,
+            "retries": self.retries,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 class Backend:

@@ -69,8 +69,10 @@ def normalise_base_url(url: str) -> str:
         raise BackendError("not a server base URL (expected e.g. http://127.0.0.1:8000/v1)")
     parts = urlsplit(url)
     if parts.username or parts.password or parts.query or parts.fragment:
-        raise BackendError("the server's base URL may not carry credentials or a query string (user:password@, "
-                           "?key=...): give the key in OPENAI_API_KEY")
+        raise BackendError(
+            "the server's base URL may not carry credentials or a query string (user:password@, "
+            "?key=...): give the key in OPENAI_API_KEY"
+        )
     return url
 
 
@@ -110,8 +112,13 @@ def _error_text(response) -> str:
 
 
 _WINDOW = (r"maximum context length is (\d+)", r"context (?:size|window|length)[^\d]{0,20}(\d+)", r"n_ctx\D{0,5}(\d+)")
-_REQUESTED = (r"requested (\d+) tokens", r"resulted in (\d+) tokens", r"has (\d+) input tokens",
-              r"n_prompt_tokens\D{0,5}(\d+)", r"(\d+) tokens? in the (?:messages|prompt)")
+_REQUESTED = (
+    r"requested (\d+) tokens",
+    r"resulted in (\d+) tokens",
+    r"has (\d+) input tokens",
+    r"n_prompt_tokens\D{0,5}(\d+)",
+    r"(\d+) tokens? in the (?:messages|prompt)",
+)
 
 
 def _first_int(patterns, text: str) -> int | None:
@@ -127,8 +134,18 @@ def context_too_small(status: int, text: str) -> tuple[int | None, int | None] |
     if status not in (400, 413, 422):
         return None
     lowered = text.lower()
-    if not any(s in lowered for s in ("context length", "context_length", "context size", "context window",
-                                      "n_ctx", "too many tokens", "prompt is too long")):
+    if not any(
+        s in lowered
+        for s in (
+            "context length",
+            "context_length",
+            "context size",
+            "context window",
+            "n_ctx",
+            "too many tokens",
+            "prompt is too long",
+        )
+    ):
         return None
     return _first_int(_WINDOW, text), _first_int(_REQUESTED, text)
 
@@ -145,8 +162,10 @@ class OpenAIBackend(Backend):
 
         super().__init__()
         if not config.model:
-            raise BackendError(f"{method} over an OpenAI-compatible server needs the model's name as the server "
-                               "knows it (--models NAME; GET /v1/models lists them)")
+            raise BackendError(
+                f"{method} over an OpenAI-compatible server needs the model's name as the server "
+                "knows it (--models NAME; GET /v1/models lists them)"
+            )
         self.config, self.method = config, method
         self.model_name = config.model
         self.server = normalise_base_url(config.server or os.environ.get(BASE_URL_VARIABLE, ""))
@@ -159,8 +178,13 @@ class OpenAIBackend(Backend):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self._http = httpx.Client(base_url=self.server + "/", headers=headers, limits=limits, follow_redirects=False,
-                                  timeout=httpx.Timeout(float(config.timeout), connect=min(10.0, config.timeout)))
+        self._http = httpx.Client(
+            base_url=self.server + "/",
+            headers=headers,
+            limits=limits,
+            follow_redirects=False,
+            timeout=httpx.Timeout(float(config.timeout), connect=min(10.0, config.timeout)),
+        )
         self._httpx = httpx
         self._lock = threading.Lock()
         self.unanswered_sends = 0  # sends whose connection dropped after the request went out (outcome unknown)
@@ -184,11 +208,13 @@ class OpenAIBackend(Backend):
                 return data
             if attempt >= self.max_retries:
                 raise BackendError(f"{self.server}/{path}: {problem}, after {attempt + 1} attempt(s)")
-            pause = min(self.max_backoff, self.backoff * 2 ** attempt)
+            pause = min(self.max_backoff, self.backoff * 2**attempt)
             if wait_s is not None:
                 if wait_s > MAX_RETRY_AFTER:
-                    raise BackendError(f"{self.server}/{path}: {problem}; the server asks to come back in "
-                                       f"{wait_s:.0f} s (re-run the command later: answered requests are kept)")
+                    raise BackendError(
+                        f"{self.server}/{path}: {problem}; the server asks to come back in "
+                        f"{wait_s:.0f} s (re-run the command later: answered requests are kept)"
+                    )
                 pause = max(pause, wait_s)
             attempt += 1
             self.tally.add(retries=1)
@@ -222,12 +248,17 @@ class OpenAIBackend(Backend):
     def _refuse(self, status: int, text: str, path: str, body: dict | None) -> None:
         """Raise for an error answer that another try would not change."""
         if status in (401, 403):
-            raise BackendError(f"{self.server} refused the key ({status}: {text[:160]}): set "
-                               f"{KEY_VARIABLE} to a key this server accepts")
+            raise BackendError(
+                f"{self.server} refused the key ({status}: {text[:160]}): set "
+                f"{KEY_VARIABLE} to a key this server accepts"
+            )
         window = context_too_small(status, text)
         if window is not None:
-            raise ContextTooSmall(f"{self.server}: the request does not fit the model's context window "
-                                  f"({text[:200]})", window=window[0], requested=window[1])
+            raise ContextTooSmall(
+                f"{self.server}: the request does not fit the model's context window ({text[:200]})",
+                window=window[0],
+                requested=window[1],
+            )
         if status == 404 and body and "model" in text.lower():
             raise BackendError(f"{self.server} does not serve the model {self.model_name!r} ({text[:160]})")
         if status not in _TRANSIENT:
@@ -247,8 +278,9 @@ class OpenAIBackend(Backend):
             raise BackendError(f"cannot list the models of {self.server} (GET /models): {exc}") from None
         offered = [str(m.get("id")) for m in (data.get("data") or []) if isinstance(m, dict)]
         if self.model_name not in offered:
-            raise BackendError(f"{self.server} does not serve {self.model_name!r}; it offers: "
-                               f"{', '.join(offered) or 'no model'}")
+            raise BackendError(
+                f"{self.server} does not serve {self.model_name!r}; it offers: {', '.join(offered) or 'no model'}"
+            )
         return offered
 
     # ------------------------------------------------------------------ the store and concurrency
@@ -272,8 +304,10 @@ class OpenAIBackend(Backend):
         if not todo:
             return results
         failure: BaseException | None = None
-        with Stopwatch(self.tally), ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)),
-                                                       thread_name_prefix="openai") as pool:
+        with (
+            Stopwatch(self.tally),
+            ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)), thread_name_prefix="openai") as pool,
+        ):
             futures: dict[Future, int] = {pool.submit(self._send, "POST", path, bodies[i]): i for i in todo}
             pending = set(futures)
             while pending:
@@ -293,8 +327,9 @@ class OpenAIBackend(Backend):
             raise failure
         return results
 
-    def _keep(self, future: Future, i: int, path: str, body: dict, key: str, read, results: list
-              ) -> BaseException | None:
+    def _keep(
+        self, future: Future, i: int, path: str, body: dict, key: str, read, results: list
+    ) -> BaseException | None:
         """A finished request: its answer read into ``results[i]``, tallied and stored; or what went wrong."""
         exc = future.exception()
         if exc is not None:
@@ -303,8 +338,10 @@ class OpenAIBackend(Backend):
             return exc
         data = future.result()
         usage = data.get("usage") or {}
-        self.tally.add(prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                       completion_tokens=int(usage.get("completion_tokens") or 0))
+        self.tally.add(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
         try:
             results[i] = read(data)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -319,8 +356,14 @@ class OpenAIBackend(Backend):
         of one token, kept in the store like any other (a resumed run does not send it again)."""
         if self._completions is not None:
             return
-        body = {"model": self.model_name, "prompt": "Answer: yes", "max_tokens": 1, "temperature": 0,
-                "echo": True, "logprobs": 1}
+        body = {
+            "model": self.model_name,
+            "prompt": "Answer: yes",
+            "max_tokens": 1,
+            "temperature": 0,
+            "echo": True,
+            "logprobs": 1,
+        }
         try:
             (ok,) = self._ask("completions", [body], self._echo_logprobs, None)
         except ContextTooSmall:
@@ -354,14 +397,24 @@ class OpenAIBackend(Backend):
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], done: Done = None) -> list[list[float]]:
         if not self.scores_loglikelihood:
-            raise BackendError(f"{self.server} does not answer echo + logprobs on /completions: it cannot score "
-                               "continuations (the method generates instead)")
+            raise BackendError(
+                f"{self.server} does not answer echo + logprobs on /completions: it cannot score "
+                "continuations (the method generates instead)"
+            )
         bodies, spans, owner = [], [], []
         for r, request in enumerate(requests):
             prompt = "".join(request.context)
             for continuation in request.continuations:
-                bodies.append({"model": self.model_name, "prompt": prompt + continuation, "max_tokens": 1,
-                               "temperature": 0, "echo": True, "logprobs": 1})
+                bodies.append(
+                    {
+                        "model": self.model_name,
+                        "prompt": prompt + continuation,
+                        "max_tokens": 1,
+                        "temperature": 0,
+                        "echo": True,
+                        "logprobs": 1,
+                    }
+                )
                 spans.append(len(prompt))
                 owner.append(r)
         try:
@@ -379,8 +432,13 @@ class OpenAIBackend(Backend):
                 # the echoed prompt's tokens from the continuation's first character on (the generated token,
                 # after the prompt, is left out)
                 n = len(bodies[k]["prompt"])
-                scores.append(sum(float(p) for p, off in zip(lp["token_logprobs"], lp["text_offset"], strict=True)
-                                  if start <= off < n and p is not None))
+                scores.append(
+                    sum(
+                        float(p)
+                        for p, off in zip(lp["token_logprobs"], lp["text_offset"], strict=True)
+                        if start <= off < n and p is not None
+                    )
+                )
                 k += 1
             out.append(scores)
             if done:
@@ -390,20 +448,38 @@ class OpenAIBackend(Backend):
     def generate_until(self, requests: Sequence[GenerationRequest], done: Done = None) -> list[str]:
         self._probe()
         if not self._completions:  # a chat-only server: the prompt as the one user message
-            texts = self.chat([ChatRequest(messages=(("user", "".join(r.context)),), max_tokens=r.max_tokens,
-                                           seed=self.config.seed) for r in requests], done)
+            texts = self.chat(
+                [
+                    ChatRequest(
+                        messages=(("user", "".join(r.context)),), max_tokens=r.max_tokens, seed=self.config.seed
+                    )
+                    for r in requests
+                ],
+                done,
+            )
             return [t.split(r.stop)[0] if r.stop else t for t, r in zip(texts, requests, strict=True)]
-        bodies = [{"model": self.model_name, "prompt": "".join(r.context), "max_tokens": int(r.max_tokens),
-                   "temperature": 0, "stop": [r.stop] if r.stop else None} for r in requests]
+        bodies = [
+            {
+                "model": self.model_name,
+                "prompt": "".join(r.context),
+                "max_tokens": int(r.max_tokens),
+                "temperature": 0,
+                "stop": [r.stop] if r.stop else None,
+            }
+            for r in requests
+        ]
         texts = self._ask("completions", bodies, lambda d: str(d["choices"][0]["text"] or ""), done)
         return [t.split(r.stop)[0] if r.stop else t for t, r in zip(texts, requests, strict=True)]
 
     def chat(self, requests: Sequence[ChatRequest], done: Done = None) -> list[str]:
         bodies = []
         for r in requests:
-            body: dict[str, Any] = {"model": self.model_name,
-                                    "messages": [{"role": role, "content": text} for role, text in r.messages],
-                                    "max_tokens": int(r.max_tokens), "temperature": float(r.temperature)}
+            body: dict[str, Any] = {
+                "model": self.model_name,
+                "messages": [{"role": role, "content": text} for role, text in r.messages],
+                "max_tokens": int(r.max_tokens),
+                "temperature": float(r.temperature),
+            }
             if r.seed is not None:
                 body["seed"] = int(r.seed)
             bodies.append(body)

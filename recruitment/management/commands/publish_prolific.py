@@ -8,14 +8,19 @@ from ._study_command import StudyCommand
 
 
 class Command(StudyCommand):
-    help = ("Create one Prolific study per cohort (published unless --draft); cohorts already on Prolific "
-            "are left alone. Prints '<task slug> <shots> <prolific study id>' per cohort.")
+    help = (
+        "Create one Prolific study per cohort (published unless --draft); cohorts already on Prolific "
+        "are left alone. Prints '<task slug> <shots> <prolific study id>' per cohort."
+    )
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
         parser.add_argument("--draft", action="store_true", help="Create the studies without publishing them.")
-        parser.add_argument("--site-url", default=settings.PROLIFIC_SITE_URL,
-                            help="This platform's public address (default PROLIFIC_SITE_URL).")
+        parser.add_argument(
+            "--site-url",
+            default=settings.PROLIFIC_SITE_URL,
+            help="This platform's public address (default PROLIFIC_SITE_URL).",
+        )
 
     def handle(self, *args, **options):
         study = self.get_study(options)

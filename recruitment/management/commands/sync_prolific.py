@@ -18,9 +18,11 @@ class Command(StudyCommand):
             report = sync(study)
         except client.ProlificError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"freed {len(report.freed)}, approved {len(report.approved)}, "
-                          f"verified {len(report.verified)}, for the researcher {len(report.attention)} "
-                          f"(filtered with the completion code {report.filtered_with_completion_code}), "
-                          f"unverified joins expired {len(report.expired)}")
+        self.stdout.write(
+            f"freed {len(report.freed)}, approved {len(report.approved)}, "
+            f"verified {len(report.verified)}, for the researcher {len(report.attention)} "
+            f"(filtered with the completion code {report.filtered_with_completion_code}), "
+            f"unverified joins expired {len(report.expired)}"
+        )
         for sub_id, pid, reason in report.attention:
             self.stdout.write(f"  {sub_id} {pid}: {reason}")

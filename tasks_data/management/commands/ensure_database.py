@@ -38,7 +38,8 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"PostgreSQL at {where} does not accept the connection of DATABASE_URL "
                     f"({_reason(exc)}). Start the server (e.g. `sudo service postgresql "
-                    f"start`) or correct DATABASE_URL.") from None
+                    f"start`) or correct DATABASE_URL."
+                ) from None
         finally:
             connection.close()
         try:
@@ -50,5 +51,6 @@ class Command(BaseCommand):
             raise CommandError(
                 f"The database {name!r} does not exist at {where} and the role {user!r} cannot create it "
                 f"({_reason(exc)}). Create it with:\n"
-                f"    createdb -h {host} -p {port} -U <a role that may> -O {user} {name}") from None
+                f"    createdb -h {host} -p {port} -U <a role that may> -O {user} {name}"
+            ) from None
         self.stdout.write(f"Created the PostgreSQL database {name!r} at {where}.")

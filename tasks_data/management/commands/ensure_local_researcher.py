@@ -25,13 +25,18 @@ PROJECT_APPS = ("tasks_data", "annotation", "baselines")
 
 
 class Command(BaseCommand):
-    help = ("Create or repair the local researcher login (group 'researchers', not staff) and print its "
-            "password, which is generated once and kept in --password-file.")
+    help = (
+        "Create or repair the local researcher login (group 'researchers', not staff) and print its "
+        "password, which is generated once and kept in --password-file."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--username", default="researcher")
-        parser.add_argument("--password-file", default=str(settings.BASE_DIR / ".cache" / "researcher-password"),
-                            help="where the generated password is kept (git-ignored)")
+        parser.add_argument(
+            "--password-file",
+            default=str(settings.BASE_DIR / ".cache" / "researcher-password"),
+            help="where the generated password is kept (git-ignored)",
+        )
 
     def handle(self, *args, username, password_file, **options):
         password = self._password(Path(password_file))
@@ -46,8 +51,7 @@ class Command(BaseCommand):
             user.save()
             user.groups.add(group)
             user.user_permissions.remove(*Permission.objects.filter(content_type__app_label__in=PROJECT_APPS))
-        self.stdout.write(f"Researcher login: {username} / {password}"
-                          + (" (created)" if created else ""))
+        self.stdout.write(f"Researcher login: {username} / {password}" + (" (created)" if created else ""))
 
     @staticmethod
     def _password(path: Path) -> str:

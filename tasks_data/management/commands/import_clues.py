@@ -27,23 +27,38 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?", help="CLUES-JSON.zip or its folder")
         parser.add_argument("--demo", action="store_true", help="import the bundled demo data instead")
-        parser.add_argument("--fallback-demo", action="store_true",
-                            help="if the CLUES data cannot be found or downloaded, import the demo data "
-                                 "(unless CLUES data is already imported: then keep it)")
-        parser.add_argument("--force", action="store_true",
-                            help="with --demo: replace CLUES data already imported by the demo data")
-        parser.add_argument("--retry-download", action="store_true",
-                            help="download again even if a download failed less than a day ago")
-        parser.add_argument("--cache", default=str(settings.BASE_DIR / ".cache"),
-                            help="where a downloaded zip is kept")
+        parser.add_argument(
+            "--fallback-demo",
+            action="store_true",
+            help="if the CLUES data cannot be found or downloaded, import the demo data "
+            "(unless CLUES data is already imported: then keep it)",
+        )
+        parser.add_argument(
+            "--force", action="store_true", help="with --demo: replace CLUES data already imported by the demo data"
+        )
+        parser.add_argument(
+            "--retry-download", action="store_true", help="download again even if a download failed less than a day ago"
+        )
+        parser.add_argument("--cache", default=str(settings.BASE_DIR / ".cache"), help="where a downloaded zip is kept")
 
-    def handle(self, *args, path=None, demo=False, fallback_demo=False, force=False, retry_download=False,
-               cache=None, **options):
+    def handle(
+        self,
+        *args,
+        path=None,
+        demo=False,
+        fallback_demo=False,
+        force=False,
+        retry_download=False,
+        cache=None,
+        **options,
+    ):
         if demo:
             kept = self._official_source()
             if kept and not force:
-                raise CommandError(f"CLUES data is already imported ({kept}); --demo would replace it by the "
-                                   "invented demo data. Add --force to do that anyway.")
+                raise CommandError(
+                    f"CLUES data is already imported ({kept}); --demo would replace it by the "
+                    "invented demo data. Add --force to do that anyway."
+                )
             return self._import(DEMO_DATA, DEMO_SOURCE)
         path = path or settings.CLUES_DATA
         if not path:
@@ -73,10 +88,13 @@ class Command(BaseCommand):
             age = time.time() - marker.stat().st_mtime
             if age < RETRY_AFTER_SECONDS:
                 reason = marker.read_text(encoding="utf-8").strip()
-                raise CluesImportError([
-                    f"the download failed {age / 3600:.1f} h ago ({reason}); not tried again for "
-                    f"{(RETRY_AFTER_SECONDS - age) / 3600:.1f} h. Set CLUES_DATA to a local CLUES-JSON.zip, pass "
-                    "its path, or add --retry-download (make run: delete " + str(marker) + ")."])
+                raise CluesImportError(
+                    [
+                        f"the download failed {age / 3600:.1f} h ago ({reason}); not tried again for "
+                        f"{(RETRY_AFTER_SECONDS - age) / 3600:.1f} h. Set CLUES_DATA to a local CLUES-JSON.zip, pass "
+                        "its path, or add --retry-download (make run: delete " + str(marker) + ")."
+                    ]
+                )
         if not cached.exists():
             self.stderr.write("No PATH and no CLUES_DATA: downloading the official CLUES-JSON.zip ...")
         try:
@@ -99,8 +117,9 @@ class Command(BaseCommand):
         try:
             report = import_release(path, source=label, progress=progress)
         except CluesImportError as exc:
-            raise CommandError(f"{len(exc.errors)} problem(s) in {path}; nothing was imported:\n  "
-                               + "\n  ".join(exc.errors)) from None
+            raise CommandError(
+                f"{len(exc.errors)} problem(s) in {path}; nothing was imported:\n  " + "\n  ".join(exc.errors)
+            ) from None
         finally:
             bar.close()
         self._print(report)
@@ -111,19 +130,23 @@ class Command(BaseCommand):
         rows = [("Task", "Category", "Train (K shots: rows)", "Test", "Chains (10->20->30 split)", "Status")]
         for t in report.tasks:
             shots = sorted(t.train_rows)
-            rows.append((
-                t.spec.name,
-                t.spec.category.value,
-                "/".join(map(str, shots)) + ": " + "/".join(str(t.train_rows[k]) for k in shots),
-                str(t.test),
-                " ".join("->".join(str(c[k]) for k in sorted(c)) for c in t.chains),
-                "imported" if t.changed else "unchanged",
-            ))
+            rows.append(
+                (
+                    t.spec.name,
+                    t.spec.category.value,
+                    "/".join(map(str, shots)) + ": " + "/".join(str(t.train_rows[k]) for k in shots),
+                    str(t.test),
+                    " ".join("->".join(str(c[k]) for k in sorted(c)) for c in t.chains),
+                    "imported" if t.changed else "unchanged",
+                )
+            )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
 
         def line(row):
-            cells = [cell.rjust(width) if i == 3 else cell.ljust(width)
-                     for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
+            cells = [
+                cell.rjust(width) if i == 3 else cell.ljust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
             return "  ".join(cells).rstrip()
 
         out(line(rows[0]))
@@ -133,10 +156,16 @@ class Command(BaseCommand):
         for t in report.tasks:
             test_missing, train_missing = t.gold_not_in_context
             if test_missing or train_missing:
-                self.stderr.write(self.style.WARNING(
-                    f"warning: {t.spec.name}: gold answers not found in their context in {test_missing} test "
-                    f"row(s) and {train_missing} training example(s); no exact-match answer can reach them."))
+                self.stderr.write(
+                    self.style.WARNING(
+                        f"warning: {t.spec.name}: gold answers not found in their context in {test_missing} test "
+                        f"row(s) and {train_missing} training example(s); no exact-match answer can reach them."
+                    )
+                )
         if report.missing:
             self.stderr.write(self.style.WARNING(f"warning: not in this data: {', '.join(report.missing)}"))
-        out("Nothing changed: the data was already imported." if not report.changed
-            else f"Imported {sum(t.changed for t in report.tasks)} task(s).")
+        out(
+            "Nothing changed: the data was already imported."
+            if not report.changed
+            else f"Imported {sum(t.changed for t in report.tasks)} task(s)."
+        )

@@ -9,18 +9,27 @@ from tasks_data.scoring import PredictionFileError, jsonl_lines, score_predictio
 
 
 class Command(BaseCommand):
-    help = ('Score a prediction file (one {"id": ..., "prediction": [spans]} per line, ids as in the '
-            "task's CLUES test file) against the test set and print S1.")
+    help = (
+        'Score a prediction file (one {"id": ..., "prediction": [spans]} per line, ids as in the '
+        "task's CLUES test file) against the test set and print S1."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("predictions", help="JSONL prediction file")
         parser.add_argument("--task", required=True, choices=sorted(TASKS), help="task slug")
-        parser.add_argument("--mrc-gold", choices=MRC_GOLD, default=MRC_GOLD[0],
-                            help="SQuADv2/ReCoRD gold: the best single alternative (default, the SQuAD "
-                                 "convention) or the published answer list as one set (literal eval/S1.py)")
-        parser.add_argument("--strict", action="store_true",
-                            help="score exactly as the official eval/S1.py: no whitespace stripping, and "
-                                 'the NER empty set only as the data writes it ([""])')
+        parser.add_argument(
+            "--mrc-gold",
+            choices=MRC_GOLD,
+            default=MRC_GOLD[0],
+            help="SQuADv2/ReCoRD gold: the best single alternative (default, the SQuAD "
+            "convention) or the published answer list as one set (literal eval/S1.py)",
+        )
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="score exactly as the official eval/S1.py: no whitespace stripping, and "
+            'the NER empty set only as the data writes it ([""])',
+        )
 
     def handle(self, *args, predictions, task, mrc_gold, strict, **options):
         try:
