@@ -53,7 +53,7 @@ DEV_ONLY_PACKAGES = {"tests", "benchmarks"}
 # What the runtime set does not load, with why: the model code and the command that runs it are the baselines set.
 EXCLUDED = {
     "runtime": {
-        "baselines.adapters": "model code (torch, transformers): requirements/baselines.txt",
+        "fewshot_models": "model code (torch, transformers): requirements/baselines.txt",
         "baselines.management.commands.run_baselines": "its model methods need requirements/baselines.txt",
     },
     "baselines": {},

@@ -1,4 +1,4 @@
-"""Planning and executing baseline runs; Django only orchestrates, ``baselines.adapters`` adapts.
+"""Planning and executing baseline runs; Django only orchestrates, ``fewshot_models`` adapts.
 
 A run is claimed, executed and stored under a row lock, and completed runs are never run or
 stored again: a re-run of ``run_baselines`` skips them, and a Celery message delivered twice
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from baselines.adapters import METHODS
-from baselines.adapters.base import AdapterConfig, AdapterExample
+from fewshot_models import METHODS
+from fewshot_models.base import AdapterConfig, AdapterExample
 from tasks_data.models import Example, Task, TrainingSet
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 from tasks_data.s1 import corpus_s1
@@ -119,7 +119,7 @@ def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[
     if bad_tasks:
         raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
     if server:
-        from baselines.adapters.backends.openai import normalise_base_url
+        from fewshot_models.backends.openai import normalise_base_url
 
         server = normalise_base_url(server)
     needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]

@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from baselines.adapters import AdapterConfig  # noqa: E402
-from baselines.adapters.base import AdapterExample  # noqa: E402
-from baselines.adapters.clues_io import load_split  # noqa: E402
+from fewshot_models import AdapterConfig  # noqa: E402
+from fewshot_models.base import AdapterExample  # noqa: E402
+from fewshot_models.clues_io import load_split  # noqa: E402
 from tasks_data.registry import TASKS  # noqa: E402
 
 _FALLBACK = [
@@ -85,8 +85,8 @@ def main(argv=None) -> int:
     import transformers
     from transformers import AutoModelForQuestionAnswering
 
-    from baselines.adapters import runtime as rt
-    from baselines.adapters.span_ft import FTSession
+    from fewshot_models import runtime as rt
+    from fewshot_models.span_ft import FTSession
 
     transformers.logging.set_verbosity_error()
     if args.threads:

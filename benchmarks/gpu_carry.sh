@@ -9,8 +9,8 @@ DEST=${1:?destination folder}
 ZIP=${2:-${CLUES_DATA:-../shared/clues/CLUES-JSON.zip}}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-$HERE/.venv/bin/python}
-rm -rf "$DEST"; mkdir -p "$DEST/baselines" "$DEST/tasks_data" "$DEST/benchmarks" "$DEST/encoder"
-cp -r "$HERE/baselines/adapters" "$DEST/baselines/"; : > "$DEST/baselines/__init__.py"
+rm -rf "$DEST"; mkdir -p "$DEST/tasks_data" "$DEST/benchmarks" "$DEST/encoder"
+cp -r "$HERE/fewshot_models" "$DEST/"
 cp "$HERE"/tasks_data/{__init__,registry,clues_format,s1,text_spans}.py "$DEST/tasks_data/" 2>/dev/null || \
   cp "$HERE"/tasks_data/{__init__,registry,clues_format,s1}.py "$DEST/tasks_data/"
 cp "$HERE"/benchmarks/{__init__,gpu_sweep,adapter_step}.py "$DEST/benchmarks/"
@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 sys.path.insert(0, ".")
-from baselines.adapters.base import default_encoder_path
+from fewshot_models.base import default_encoder_path
 src, dst = Path(default_encoder_path()), Path(sys.argv[1])
 for f in src.iterdir():
     if f.is_file() and f.name != "model.safetensors":

@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from baselines.adapters import AdapterConfig  # noqa: E402
-from baselines.adapters.clues_io import load_split, read_jsonl_from_zip  # noqa: E402
-from baselines.adapters.span_ft import SpanFTAdapter  # noqa: E402
+from fewshot_models import AdapterConfig  # noqa: E402
+from fewshot_models.clues_io import load_split, read_jsonl_from_zip  # noqa: E402
+from fewshot_models.span_ft import SpanFTAdapter  # noqa: E402
 from tasks_data.registry import SHOTS, SPLITS, TASKS  # noqa: E402
 from tasks_data.s1 import corpus_s1, item_s1  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible client (baselines.adapters.backends.openai) against a fake server on its own process.
+"""The OpenAI-compatible client (fewshot_models.backends.openai) against a fake server on its own process.
 
 1. Requests per second at concurrency 1, 8 and 32 against a fake that answers at once: the client must not be
    the bottleneck (target: at least 200 requests/s at 32).
@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from baselines.adapters import METHODS, AdapterConfig  # noqa: E402
-from baselines.adapters.backends import ChatRequest, MemoryStore, open_backend  # noqa: E402
-from baselines.adapters.clues_io import load_split  # noqa: E402
+from fewshot_models import METHODS, AdapterConfig  # noqa: E402
+from fewshot_models.backends import ChatRequest, MemoryStore, open_backend  # noqa: E402
+from fewshot_models.clues_io import load_split  # noqa: E402
 from tasks_data.registry import TASKS  # noqa: E402
 
 

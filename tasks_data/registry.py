@@ -2,7 +2,7 @@
 
 A task in the CLUES format is one entry in ``TASKS``; nothing else in the codebase
 lists tasks. This module is plain Python (no Django import) so that the model
-adapters in ``baselines/adapters`` can use it on a GPU box.
+adapters in ``fewshot_models`` can use it on a GPU box.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Text spans in plain Python (no Django, no torch): the tokens a worker can mark and where an
 answer string occurs in a context. Used by the worker pages (worker_pages.text) and the
-model adapters (baselines.adapters), so both cut and find text the same way."""
+model adapters (fewshot_models), so both cut and find text the same way."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from baselines.adapters.base import AdapterExample
+from fewshot_models.base import AdapterExample
 
 SST_QUESTION = "positive or negative?"
 MNLI_QUESTION = "entailment, contraction, or neutral?"  # (sic), as in CLUES

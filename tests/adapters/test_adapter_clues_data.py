@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig
-from baselines.adapters.base import candidate_texts
-from baselines.adapters.clues_io import load_split
+from fewshot_models import METHODS, AdapterConfig
+from fewshot_models.base import candidate_texts
+from fewshot_models.clues_io import load_split
 from tasks_data.registry import TASKS
 from tests.adapters.adapter_helpers import corpus_s1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig, default_encoder_path
+from fewshot_models import METHODS, AdapterConfig, default_encoder_path
 from tasks_data.registry import TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_well_formed

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig, AdapterExample
-from baselines.adapters.span_ft import FTSession, question_label_spans
+from fewshot_models import METHODS, AdapterConfig, AdapterExample
+from fewshot_models.span_ft import FTSession, question_label_spans
 from tasks_data.registry import TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_substrings, assert_well_formed, corpus_s1, task_and_data
@@ -188,7 +188,7 @@ def test_ft_ner_long_context_windows(bert_path):
 def test_ft_follows_the_clues_reference_regime():
     """The CLUES reference (classic_finetuning/run_clues_finetune.sh: OPTIM=adamax; prepro_clues_ext.py:
     DOC_STRIDE=180, the tokenizer's stride) is the default."""
-    from baselines.adapters.span_ft import DEFAULTS
+    from fewshot_models.span_ft import DEFAULTS
 
     assert DEFAULTS["optimizer"] == "adamax" and DEFAULTS["doc_stride"] == 180
     assert (DEFAULTS["lr"], DEFAULTS["epochs"], DEFAULTS["batch_size"], DEFAULTS["max_length"]) == (5e-5, 3, 16, 384)

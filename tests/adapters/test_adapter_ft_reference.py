@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.adapters import AdapterConfig, AdapterError, AdapterExample
-from baselines.adapters.span_ft import FTSession, char_to_token_span
+from fewshot_models import AdapterConfig, AdapterError, AdapterExample
+from fewshot_models.span_ft import FTSession, char_to_token_span
 from tasks_data.registry import TASKS
 
 CONTEXT = "the cat sat on the mat and the dog sat on the rug"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig, AdapterExample
-from baselines.adapters.backends import LoglikelihoodRequest
-from baselines.adapters.base import render_answer
-from baselines.adapters.icl import ICLSession, fit_demonstrations, parse_generated, render_example
+from fewshot_models import METHODS, AdapterConfig, AdapterExample
+from fewshot_models.backends import LoglikelihoodRequest
+from fewshot_models.base import render_answer
+from fewshot_models.icl import ICLSession, fit_demonstrations, parse_generated, render_example
 from tests.adapters.adapter_helpers import assert_substrings, assert_well_formed, task_and_data
 
 

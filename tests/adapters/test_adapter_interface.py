@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.adapters import (
+from fewshot_models import (
     METHODS,
     AdapterConfig,
     AdapterError,
@@ -18,15 +18,15 @@ from baselines.adapters import (
     ModelNotFound,
     NotApplicable,
 )
-from baselines.adapters.base import (
+from fewshot_models.base import (
     answer_span,
     find_occurrences,
     parse_answer_text,
     render_answer,
     snap_to_context,
 )
-from baselines.adapters.clues_io import example_from_row
-from baselines.adapters.reference import majority_label
+from fewshot_models.clues_io import example_from_row
+from fewshot_models.reference import majority_label
 from tasks_data.registry import TASKS, AnswerKind
 from tests.adapters import adapter_synthetic as synthetic
 
@@ -35,10 +35,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_import_pulls_in_neither_django_nor_torch():
     code = (
-        "import baselines.adapters, sys; "
+        "import fewshot_models, sys; "
         "assert 'django' not in sys.modules, 'django imported'; "
         "assert 'torch' not in sys.modules, 'torch imported'; "
-        "print(sorted(baselines.adapters.METHODS))"
+        "print(sorted(fewshot_models.METHODS))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -90,7 +90,7 @@ def test_model_not_found_messages(tmp_path, monkeypatch):
 
 
 def test_config_resolution():
-    from baselines.adapters import span_ft
+    from fewshot_models import span_ft
 
     cfg = AdapterConfig(lr=1e-3, extra={"n_best_size": 5})
     hp = cfg.resolve(span_ft.DEFAULTS, "ft")
@@ -224,7 +224,7 @@ def test_example_from_clues_rows():
 
 
 def test_every_method_names_registered_backends_and_keeps_its_own_defaults():
-    from baselines.adapters.backends import BACKENDS
+    from fewshot_models.backends import BACKENDS
 
     for name, cls in METHODS.items():
         adapter = cls()

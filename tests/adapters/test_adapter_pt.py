@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig, AdapterError
-from baselines.adapters.prompt_ft import PromptSession
+from fewshot_models import METHODS, AdapterConfig, AdapterError
+from fewshot_models.prompt_ft import PromptSession
 from tasks_data.registry import TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters import tiny_models

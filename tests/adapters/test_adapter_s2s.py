@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig
-from baselines.adapters.seq2seq import S2SSession
+from fewshot_models import METHODS, AdapterConfig
+from fewshot_models.seq2seq import S2SSession
 from tasks_data.registry import TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_well_formed, corpus_s1, task_and_data

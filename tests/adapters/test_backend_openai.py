@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from baselines.adapters import METHODS, AdapterConfig, AdapterError
-from baselines.adapters.backends import (
+from fewshot_models import METHODS, AdapterConfig, AdapterError
+from fewshot_models.backends import (
     BackendError,
     ChatRequest,
     ContextTooSmall,
@@ -20,8 +20,8 @@ from baselines.adapters.backends import (
     MemoryStore,
     open_backend,
 )
-from baselines.adapters.backends.openai import OpenAIBackend, context_too_small, retry_after_seconds
-from baselines.adapters.worker import read_reply
+from fewshot_models.backends.openai import OpenAIBackend, context_too_small, retry_after_seconds
+from fewshot_models.worker import read_reply
 from tests.adapters.adapter_helpers import task_and_data
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.adapters.base import answer_span, find_occurrences
-from baselines.adapters.clues_io import load_split
+from fewshot_models.base import answer_span, find_occurrences
+from fewshot_models.clues_io import load_split
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def test_warm_up_is_transformers_linear_schedule():
     torch = pytest.importorskip("torch")
     from transformers import get_linear_schedule_with_warmup
 
-    from baselines.adapters.runtime import TrainLoop
+    from fewshot_models.runtime import TrainLoop
 
     def lrs(make, steps):
         out = []
@@ -107,7 +107,7 @@ def test_every_task_has_demo_data_and_declares_its_prompt_method():
 def test_prompt_ft_reads_its_verbalizer_from_the_registry():
     from dataclasses import replace
 
-    from baselines.adapters.prompt_ft import PromptFTAdapter
+    from fewshot_models.prompt_ft import PromptFTAdapter
 
     adapter = PromptFTAdapter()
     assert adapter.applies_to(TASKS["sst2"]) is None
@@ -119,7 +119,7 @@ def test_one_text_spans_module_for_worker_pages_and_adapters():
     import subprocess
     import sys
 
-    from baselines.adapters import base
+    from fewshot_models import base
     from tasks_data import text_spans
     from worker_pages import text as worker_text
 
@@ -127,7 +127,7 @@ def test_one_text_spans_module_for_worker_pages_and_adapters():
     assert base.find_occurrences is text_spans.find_occurrences
     assert text_spans.tokenize("Hi, there!", fine=True) == [(0, 2), (2, 3), (4, 9), (9, 10)]
     code = (
-        "import sys; import tasks_data.text_spans, tasks_data.clues_format, baselines.adapters.clues_io; "
+        "import sys; import tasks_data.text_spans, tasks_data.clues_format, fewshot_models.clues_io; "
         "assert not any(m.startswith('django') for m in sys.modules), 'django imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO))

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(scope="module")
 def sweep_file(tmp_path_factory, clues_zip):
     """A real tiny run of the GPU sweep script, on the CPU: tiny BERT, SST-2 10-shot split 1."""
-    from baselines.adapters.clues_io import load_split
     from benchmarks import gpu_sweep
+    from fewshot_models.clues_io import load_split
 
     tmp = tmp_path_factory.mktemp("sweep")
     task = TASKS["sst2"]

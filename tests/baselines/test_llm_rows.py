@@ -12,8 +12,8 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.test import Client
 
-from baselines.adapters.backends.openai import OpenAIBackend
 from baselines.models import BaselineRun
+from fewshot_models.backends.openai import OpenAIBackend
 from results.cells import model_rows
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study, trim_test_set

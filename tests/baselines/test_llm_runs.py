@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from baselines.adapters.backends.openai import OpenAIBackend
 from baselines.models import BaselineResponse, BaselineRun
 from baselines.selectors import model_cells
+from fewshot_models.backends.openai import OpenAIBackend
 from tasks_data.models import Example
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 

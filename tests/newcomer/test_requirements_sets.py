@@ -93,7 +93,7 @@ def test_the_runtime_set_alone_loads_every_module(tmp_path):
         "tasks_data.management.commands.import_clues",
         "baselines.tasks",
     } <= set(modules)
-    assert not [m for m in modules if m.startswith(("baselines.adapters", "tests.", "benchmarks."))]
+    assert not [m for m in modules if m.startswith(("fewshot_models", "tests.", "benchmarks."))]
     assert f"imported {len(modules) + len(_checker().CONFIGURED_MODULES)} modules" in result.stdout
 
 

@@ -7,10 +7,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from baselines import services
-from baselines.adapters import METHODS
-from baselines.adapters.backends import BACKENDS
 from baselines.models import BaselineRun
 from baselines.selectors import model_cells
+from fewshot_models import METHODS
+from fewshot_models.backends import BACKENDS
 from tasks_data.registry import SHOTS, SPLITS, TASKS
 
 PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: printed beside ft only
@@ -248,8 +248,8 @@ class Command(BaseCommand):
     def _server(self, api_base: str, methods, models) -> str:
         """The server's base URL, checked before anything is planned: reachable, the key accepted, and every
         model named for a method that runs on it offered there."""
-        from baselines.adapters.backends import BackendError
-        from baselines.adapters.backends.openai import list_models, normalise_base_url
+        from fewshot_models.backends import BackendError
+        from fewshot_models.backends.openai import list_models, normalise_base_url
 
         on_server = [m for m in methods if api_base and "openai" in METHODS[m].backends]
         if not on_server:

@@ -1,6 +1,6 @@
 """The model-backend interface: where a method's model runs (lm-evaluation-harness's ``LM``).
 
-A method (``baselines.adapters.<method>``) decides prompts, training and decoding; a backend
+A method (``fewshot_models.<method>``) decides prompts, training and decoding; a backend
 answers a small set of requests about one model, wherever that model runs:
 
 * ``loglikelihood``: summed log p(continuation | context) of each continuation;

@@ -1,7 +1,7 @@
 """The adapter interface: one class per adaptation method of the CLUES paper (section 5.1).
 
 Plain Python: this module imports neither Django nor torch. The adapters that need torch and
-transformers import them when they run, so that importing ``baselines.adapters`` (to list
+transformers import them when they run, so that importing ``fewshot_models`` (to list
 ``METHODS`` or ask ``applies_to``) stays cheap on a web worker and works on a GPU box or a
 Celery worker that has only torch + transformers.
 

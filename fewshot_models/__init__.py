@@ -2,7 +2,7 @@
 
 ``METHODS`` maps a method name to its adapter class::
 
-    from baselines.adapters import METHODS, AdapterConfig
+    from fewshot_models import METHODS, AdapterConfig
     adapter = METHODS["ft"]()
     reason = adapter.applies_to(task)          # None, or why not
     result = adapter.run(task, train, test, AdapterConfig(seed=1))
