@@ -4,6 +4,7 @@ last page."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -106,6 +107,40 @@ def test_no_code_or_template_outside_the_providers_compares_platform_names():
         if _PLATFORM_TEST.search(line)
     ]
     assert found == []
+
+
+_PLATFORM_NAMES = re.compile(r"prolific|mturk|mechanical\s*turk|\bsona\b", re.IGNORECASE)
+
+
+def test_the_protocol_names_no_platform_and_branches_on_none():
+    """``annotation/`` (migrations aside: applied migrations keep their names and history) has no platform's
+    name in its code, texts or comments, no string that is a registered platform's slug, and no comparison
+    with a platform or a slug: every platform question goes to the study's provider."""
+    slugs = set(crowd.PROVIDERS)
+    found = []
+    for path in sorted((REPO / "annotation").rglob("*.py")):
+        if "migrations" in path.relative_to(REPO).parts:
+            continue
+        text = path.read_text()
+        where = path.relative_to(REPO)
+        found += [
+            f"{where}:{n}: {line.strip()}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if _PLATFORM_NAMES.search(line)
+        ]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip().lower() in slugs:
+                found.append(f"{where}:{node.lineno}: the string {node.value!r}")
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(
+                    (isinstance(o, ast.Attribute) and o.attr in ("platform", "slug"))
+                    or (isinstance(o, ast.Name) and o.id == "platform")
+                    for o in operands
+                ):
+                    found.append(f"{where}:{node.lineno}: a comparison with a platform")
+    assert found == []
+    assert len(slugs) >= 4  # the check ran against the registry
 
 
 class Email(CrowdProvider):
