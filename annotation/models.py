@@ -11,6 +11,7 @@ import secrets
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
@@ -78,12 +79,12 @@ class Study(models.Model):
         verbose_name="pay rate (per hour)",
         help_text="Per hour, in the pay currency.",
     )
-    # Prolific pays in the account's currency (rewards in its pence / cents); publishing refuses a mismatch.
+    # A platform that pays in its account's currency refuses a mismatch when the study is published there.
     pay_currency = models.CharField(
         max_length=3,
         choices=[("USD", "USD"), ("GBP", "GBP")],
         default="USD",
-        help_text="The currency of the pay rate (your Prolific account's currency).",
+        help_text="The currency of the pay rate (your recruitment platform account's currency).",
     )
     filter_floor = models.FloatField(
         null=True,
@@ -101,7 +102,8 @@ class Study(models.Model):
         help_text="Filter a worker below this fraction of the mean training S1 of the cohort's other workers. "
         "Empty: off.",
     )
-    # The crowd platform's slug (crowd.PROVIDERS): every platform question goes to ``provider``.
+    # The crowd platform's slug (crowd.PROVIDERS): every platform question goes to ``provider``, and the
+    # platform's own settings are its (``provider.settings_fields``), kept by the provider.
     platform = models.CharField(
         max_length=10,
         choices=crowd.choices,
@@ -122,7 +124,7 @@ class Study(models.Model):
         verbose_name="screen-out code",
         help_text="Given to filtered workers (paid for the training). Empty: generated.",
     )
-    # Identity (crowd providers), time limit (rule 7) and Prolific review (the recruitment app).
+    # Identity (crowd providers) and the time limit (rule 7).
     worker_id_pattern = models.CharField(
         max_length=200,
         blank=True,
@@ -133,12 +135,7 @@ class Study(models.Model):
         default=30,
         validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
         verbose_name="expected duration (minutes)",
-        help_text="The Prolific reward and the default time limit (twice it) follow.",
-    )
-    manual_review = models.BooleanField(
-        default=False,
-        verbose_name="Prolific: review every submission by hand",
-        help_text="Never approve Prolific submissions automatically.",
+        help_text="The platform's reward and the default time limit (twice it) follow.",
     )
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
     idle_cap_seconds = models.PositiveIntegerField(
@@ -158,6 +155,9 @@ class Study(models.Model):
     # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
     # hot path reads it with the study and looks for checks only then. Off by default, as in the paper.
     has_attention_checks = models.BooleanField(default=False, editable=False)
+    # The crowd platform's own settings for this study, where the provider keeps them with the study
+    # (``crowd.CrowdProvider.load_settings``); a platform with an app of its own keeps them there.
+    platform_settings = models.JSONField(default=dict, blank=True, editable=False, encoder=DjangoJSONEncoder)
 
     class Meta:
         ordering = ["-created_at"]
@@ -229,8 +229,6 @@ class Cohort(models.Model):
     join_token = models.CharField(max_length=64, unique=True, default=new_join_token, editable=False)
     launched_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
-    # The cohort's own study on the crowd platform, when the platform has one (set on publishing there).
-    platform_study_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["study", "task", "shots"]
@@ -293,11 +291,12 @@ class Enrollment(models.Model):
     training_s1 = models.FloatField(null=True, blank=True, help_text="Mean training-item S1, 0-1.")
     order_seed = models.BigIntegerField(help_text="Seeds this worker's test order when the study shuffles.")
     current_served_at = models.DateTimeField(null=True, blank=True, help_text="When the current item was served.")
-    # What the recruitment platform sent on joining (Prolific STUDY_ID/SESSION_ID, MTurk assignment...).
+    # What the recruitment platform sent on joining (its study and session ids, an assignment...), as its provider
+    # read it from the join link (``crowd.Identity``).
     platform_session = models.CharField(max_length=200, blank=True)
     platform_data = models.JSONField(default=dict, blank=True)
     # "" (not checked), "verified" or "unverified": the crowd platform could not be asked at join, so the
-    # enrollment stays out of every result until the platform's sync verifies it (annotation.events.verify_join).
+    # enrollment stays out of every result until the platform's sync verifies it (the provider's ``verify_join``).
     # "superseded": an unverified enrollment withdrawn when the genuine holder of the same platform id
     # arrived with a session the platform confirmed; it is kept for the audit and no longer counts for rule 1.
     VERIFIED, UNVERIFIED, SUPERSEDED = "verified", "unverified", "superseded"
@@ -305,9 +304,6 @@ class Enrollment(models.Model):
     # Shown on the description page to workers whose platform cannot vouch for them again (generic link,
     # lab accounts): with it, a worker who lost their browser opens the join link again and continues.
     resume_code = models.CharField(max_length=16, blank=True, default="", editable=False)
-    platform_status = models.CharField(
-        max_length=20, blank=True, help_text="Last status of the submission seen on the crowd platform."
-    )
     # Set by a researcher, with a reason in the audit log, once filtering is closed (the test step has started):
     # the worker finishes and is paid as any other, and no result counts them (annotation.selectors.in_results).
     left_out = models.BooleanField(default=False, help_text="Left out of every result by a researcher (audited).")

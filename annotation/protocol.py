@@ -34,8 +34,10 @@ The state machine:
     filtered -> testing | training  (a researcher reinstates)
     training | testing -> withdrawn | expired
 
-Every transition goes through ``transition`` and is written to the audit log. Services call the
-guards below; views and serializers only display what they decide.
+Every transition goes through ``transition``, is written to the audit log, and is told to the study's
+crowd provider through its hook (``PROVIDER_HOOKS``: ``on_join``, ``on_finish``, ``on_filter``,
+``on_expire``, ``on_withdraw``; docs/crowd_providers.md). Services call the guards below; views and
+serializers only display what they decide.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 
-from . import events
-from .models import AuditEvent, Enrollment
+import crowd
+
+from .models import AuditEvent, Enrollment, Study
 
 State = Enrollment.State
 
@@ -71,8 +74,29 @@ ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
 
 
+# The crowd provider's hook told of each move (the entry into a first state: ``on_join``). A state that is
+# not here (a reinstatement back to a step) is not the platform's business.
+PROVIDER_HOOKS = {
+    None: "on_join",
+    State.COMPLETED: "on_finish",
+    State.FILTERED: "on_filter",
+    State.EXPIRED: "on_expire",
+    State.WITHDRAWN: "on_withdraw",
+}
+
+
 class TransitionNotAllowed(Exception):
     pass
+
+
+def code_for(study: Study, state: str) -> str:
+    """The code a worker gets in ``state``: the completion code when completed, the screen-out code when
+    filtered (paid for the training), "" otherwise."""
+    if state == State.COMPLETED:
+        return study.completion_code
+    if state == State.FILTERED:
+        return study.screenout_code
+    return ""
 
 
 def transition(
@@ -84,7 +108,8 @@ def transition(
     reason: str = "",
     update_fields: tuple[str, ...] = (),
 ) -> AuditEvent:
-    """Move ``enrollment`` to ``to_state`` (saving it) and record the event."""
+    """Move ``enrollment`` to ``to_state`` (saving it), record the event and tell the study's crowd provider
+    (``PROVIDER_HOOKS``), in the caller's transaction."""
     from_state = enrollment.state if enrollment.pk else None
     if to_state not in ALLOWED[from_state]:
         raise TransitionNotAllowed(f"an enrollment cannot go from {from_state or 'nothing'} to {to_state}")
@@ -102,8 +127,11 @@ def transition(
         to_state=to_state,
         reason=reason,
     )
-    if from_state in HOLDS_SLOT and to_state not in HOLDS_SLOT:  # rule 2: the crowd platform may fill it again
-        events.place_freed.send(sender=Enrollment, enrollment=enrollment)
+    hook = PROVIDER_HOOKS.get(to_state if from_state else None)
+    if hook:
+        study = enrollment.cohort.study
+        outcome = crowd.Outcome(code=code_for(study, to_state), reason=reason, actor=actor)
+        getattr(study.provider, hook)(enrollment, outcome)
     return event
 
 
@@ -260,7 +288,7 @@ class JoinRefusal(str, enum.Enum):
     # Also "already took part" (rule 1): one answer for both, so the join page never tells whether a
     # given worker id has taken part before.
     NOT_ALLOWED = "not_allowed"
-    NOT_VERIFIED = "not_verified"  # the crowd platform does not confirm the worker (events.verify_join)
+    NOT_VERIFIED = "not_verified"  # the crowd platform does not confirm the worker (its provider's verify_join)
     NOT_OPEN = "not_open"  # created, not launched yet
     CLOSED = "closed"
     FULL = "full"  # rule 2

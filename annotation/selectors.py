@@ -24,11 +24,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
-from crowd.generic import GenericLink
-from crowd.prolific import Prolific
 from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import TASKS
 from tasks_data.scoring import as_published
@@ -42,8 +39,8 @@ UNVERIFIED, SUPERSEDED = Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
 
 def in_results(prefix: str = "") -> Q:
     """The enrollments every result counts (one place): completed, and not admitted unverified
-    while Prolific was unreachable (until the sync verifies them) nor superseded by the genuine participant,
-    and not left out by a researcher. ``prefix`` e.g. "enrollment__"."""
+    while the crowd platform could not be asked (until it verifies them) nor superseded by the genuine
+    participant, and not left out by a researcher. ``prefix`` e.g. "enrollment__"."""
     return (
         Q(**{f"{prefix}state__in": RESULT_STATES})
         & ~Q(**{f"{prefix}verification__in": (UNVERIFIED, SUPERSEDED)})
@@ -56,15 +53,6 @@ _SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
 
 
 # ---------------------------------------------------------------- who sees what
-
-
-def local_trial_platform() -> str | None:
-    """The platform a new study gets when none is chosen and no Prolific token is configured (the generic link:
-    Prolific's links refuse anyone without Prolific's PROLIFIC_PID, so such a study could not even be tried);
-    None when the model's default stands."""
-    if settings.PROLIFIC_API_TOKEN or Study._meta.get_field("platform").default != Prolific.slug:
-        return None
-    return GenericLink.slug
 
 
 def is_researcher(user) -> bool:

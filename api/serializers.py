@@ -8,9 +8,12 @@ handle, ``annotation.handles``).
 
 from __future__ import annotations
 
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
 from rest_framework import serializers
 
-from annotation import selectors, services
+from annotation import platform_settings, selectors, services
 from annotation.models import AuditEvent, Study
 from annotation.protocol import step_name
 from tasks_data.models import Example
@@ -146,7 +149,10 @@ class SubmitResultSerializer(serializers.Serializer):
 
 class StudyCreateSerializer(serializers.ModelSerializer):
     """Derived from the Study model: its fields, limits (min/max from the validators) and defaults;
-    services.create_study then runs ``Study.full_clean`` (400 with the field's errors)."""
+    services.create_study then runs ``Study.full_clean`` (400 with the field's errors). Each crowd
+    platform's own settings are optional fields too (``annotation.platform_settings``): given for
+    another platform than the study's, they are refused by name. Without a platform, the first one
+    configured for the researcher (``crowd.default``)."""
 
     tasks = serializers.ListField(
         child=serializers.CharField(max_length=50),
@@ -167,6 +173,18 @@ class StudyCreateSerializer(serializers.ModelSerializer):
             "completion_code": {"required": False, "allow_blank": True},
             "screenout_code": {"required": False, "allow_blank": True},
         }
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, (provider, field) in platform_settings.all_fields().items():
+            help_text = f"{provider.name} only: {field.help_text or field.verbose_name}"
+            if getattr(field, "model", None) is None:  # a field declared outside a model: read by the field itself
+                fields[name] = serializers.ModelField(model_field=field, required=False, help_text=help_text)
+                continue
+            field_class, kwargs = self.build_standard_field(name, field)
+            kwargs.pop("default", None)  # not given: the platform's default, and only for the study's platform
+            fields[name] = field_class(**{**kwargs, "required": False, "help_text": help_text})
+        return fields
 
 
 class CohortRowSerializer(serializers.Serializer):
@@ -199,11 +217,16 @@ class StudySerializer(serializers.ModelSerializer):
 
 
 class StudyDetailSerializer(StudySerializer):
+    platform_settings = serializers.SerializerMethodField(help_text="The study's settings of its crowd platform.")
     cohorts = serializers.SerializerMethodField()
 
     class Meta(StudySerializer.Meta):
-        fields = [*StudySerializer.Meta.fields, "cohorts"]
+        fields = [*StudySerializer.Meta.fields, "platform_settings", "cohorts"]
         read_only_fields = fields
+
+    def get_platform_settings(self, study) -> dict:
+        # As JSON spells them (a decimal as text, as the study's pay rate is).
+        return json.loads(json.dumps(platform_settings.settings_of(study), cls=DjangoJSONEncoder))
 
     def get_cohorts(self, study) -> list[dict]:
         return CohortRowSerializer(selectors.study_grid(study), many=True).data

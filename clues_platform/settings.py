@@ -329,10 +329,10 @@ PROLIFIC_UNVERIFIED_GRACE_MINUTES = int(os.environ.get("PROLIFIC_UNVERIFIED_GRAC
 # A webhook event older (or newer) than this, by its X-Prolific-Request-Timestamp, is refused as a replay.
 PROLIFIC_WEBHOOK_WINDOW_SECONDS = int(os.environ.get("PROLIFIC_WEBHOOK_WINDOW_SECONDS", "300"))
 PROLIFIC_SYNC_SECONDS = int(os.environ.get("PROLIFIC_SYNC_SECONDS", "300"))
-# What a crowd platform charges on top of what workers are paid, as a share of that pay: the results page's
-# planner prices a plan with it. Prolific's service fee for academic studies was 33.3% (VAT not included)
-# when this was written; set PROLIFIC_SERVICE_FEE to your account's rate (e.g. 0.428). Other platforms: none.
-PLATFORM_SERVICE_FEES = {"prolific": float(os.environ.get("PROLIFIC_SERVICE_FEE", "0.333"))}
+# What Prolific charges on top of what workers are paid, as a share of that pay (its provider's
+# ``service_fee``: the results page's planner prices a plan with it). Prolific's service fee for academic
+# studies was 33.3% (VAT not included) when this was written; set your account's rate (e.g. 0.428).
+PROLIFIC_SERVICE_FEE = float(os.environ.get("PROLIFIC_SERVICE_FEE", "0.333"))
 CELERY_BEAT_SCHEDULE = {
     "expire-enrollments": {"task": "annotation.tasks.expire_enrollments", "schedule": 60.0},
     "sync-prolific": {"task": "recruitment.tasks.sync_prolific", "schedule": float(PROLIFIC_SYNC_SECONDS)},

@@ -56,6 +56,7 @@ class GenericLink(CrowdProvider):
     slug = "generic"
     name = "generic link"
     offers_resume_code = True
+    study_parameters = ("worker_id_param", "worker_id_pattern")
     way_back_help = (
         "If you already started this study in another browser, type the resume code shown on the "
         "study's first page below to continue where you stopped."
@@ -76,7 +77,7 @@ class GenericLink(CrowdProvider):
             raise InvalidIdentity(f"the {param} parameter does not have the form this study expects")
         return Identity(worker_id)
 
-    def check_settings(self, study: StudySettings) -> dict[str, list[str]]:
+    def check_settings(self, study: StudySettings, settings: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
         try:
             check_pattern(study.worker_id_pattern)
         except ValueError as exc:

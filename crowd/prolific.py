@@ -1,7 +1,9 @@
 """Prolific: the study URL carries PROLIFIC_PID, STUDY_ID and SESSION_ID; a finished worker is sent back
 to Prolific with the code (https://docs.prolific.com/docs/api-docs/public/#tag/Studies, "external_study_url").
 
-Checking a join against Prolific's API, publishing and paying are the ``recruitment`` app's.
+Checking a join against Prolific's API, publishing, paying, the per-study settings and the hooks are the
+``recruitment`` app's: its provider (``recruitment.provider``) extends this one and takes its place in the
+registry.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ class Prolific(CrowdProvider):
     )
     finish_note = " and are sent back to Prolific"
     screenout_note = " and a code to submit on Prolific"
-    study_page = "dashboard-prolific"
     completion_origins = ("https://app.prolific.com",)
 
     def identity(self, params: Mapping[str, str], *, study: StudySettings, user: Any = None) -> Identity:

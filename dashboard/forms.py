@@ -2,7 +2,8 @@
 
 ``StudyForm`` is derived from the Study model: its fields are ``Study.parameters()``, and labels, help
 texts, limits and ``Study.clean()`` are the model's (a ModelForm validates the instance), so the form,
-the API and launch_study agree.
+the API and launch_study agree. Each crowd platform's own settings (``annotation.platform_settings``) are
+fields of the form too, shown with the platform and passed on for the chosen platform only.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
-from annotation import services
+import crowd
+from annotation import platform_settings, services
 from annotation.models import AuditEvent, Study
 from tasks_data.registry import TASKS
 
@@ -51,12 +53,40 @@ class StudyForm(forms.ModelForm):
         fields = Study.parameters()
         widgets = {"platform": forms.RadioSelect, "test_order": forms.RadioSelect}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
         for name in ("completion_code", "screenout_code", "pay_currency"):
             self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
         for name in ("platform", "test_order"):
             self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
+        # The platform a new study gets when none is chosen: the first one configured for this researcher.
+        self.initial["platform"] = crowd.default(owner=owner)
+        # Every platform's own settings; only the chosen platform's are checked and passed on.
+        self.setting_platform: dict[str, str] = {}
+        for name, (provider, field) in platform_settings.all_fields().items():
+            self.fields[name] = field.formfield(required=False)
+            self.initial.setdefault(name, field.get_default())
+            self.setting_platform[name] = provider.slug
+
+    def platform_groups(self) -> list[dict]:
+        """Per platform with fields of its own (its settings, and the study parameters only it reads): the
+        provider and the bound fields, shown with that platform only."""
+        groups = []
+        for provider in crowd.PROVIDERS.values():
+            names = [n for n in provider.study_parameters if n in self.fields]
+            names += [n for n, slug in self.setting_platform.items() if slug == provider.slug]
+            if names:
+                groups.append({"provider": provider, "fields": [self[n] for n in names]})
+        return groups
+
+    def clean(self):
+        data = super().clean()
+        chosen = data.get("platform")
+        for name, slug in self.setting_platform.items():
+            if slug != chosen:  # another platform's setting: neither checked nor kept
+                self._errors.pop(name, None)
+                data.pop(name, None)
+        return data
 
     def _post_clean(self):
         super()._post_clean()  # the model's limits and Study.clean()
@@ -74,6 +104,10 @@ class StudyForm(forms.ModelForm):
             data[key] = data[key].strip()
         if not data["pay_currency"]:
             del data["pay_currency"]  # the model's default
+        for name, slug in self.setting_platform.items():
+            value = self.cleaned_data.get(name)
+            if slug == data["platform"] and value not in (None, ""):  # left empty: the setting's default
+                data[name] = value
         return data
 
     def add_service_errors(self, error: ValidationError) -> None:

@@ -64,7 +64,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
 def study_new(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
-        form = StudyForm(request.POST)
+        form = StudyForm(request.POST, owner=request.user)
         if form.is_valid():
             try:
                 study = services.create_study(created_by=request.user, **form.service_kwargs())
@@ -75,7 +75,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
                     messages.success(
                         request,
                         f"Created the study \u201c{study.name}\u201d and launched its cohorts: "
-                        "the join links take workers now.",
+                        + study.provider.launch_note(study),
                     )
                 else:
                     messages.warning(
@@ -86,7 +86,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
                 return redirect("dashboard-study", study_id=study.pk)
         status = 400
     else:
-        form = StudyForm()
+        form = StudyForm(owner=request.user)
     return render(
         request,
         "dashboard/study_new.html",

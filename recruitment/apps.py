@@ -8,9 +8,9 @@ class RecruitmentConfig(AppConfig):
     verbose_name = "Recruitment on Prolific"
 
     def ready(self):
-        from annotation import events
+        import crowd
 
-        from . import receivers
+        from .provider import ProlificProvider
 
-        events.verify_join.connect(receivers.verify_join, dispatch_uid="recruitment.verify_join")
-        events.place_freed.connect(receivers.give_back_place, dispatch_uid="recruitment.give_back_place")
+        # Prolific's provider with this app's side (settings, hooks, fee) takes the plain one's place.
+        crowd.register(ProlificProvider(), replace=True)

@@ -13,6 +13,7 @@ from annotation.models import Answer, Enrollment, Study
 from annotation.protocol import State, active_seconds, pay
 
 from . import client as prolific
+from . import records
 from .audit import audit
 from .models import BonusPayment
 from .publish import reward_cents
@@ -52,7 +53,9 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
     if client is None:
         raise ValueError(NO_TOKEN)
     approved = (
-        Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED, platform_status=prolific.APPROVED)
+        Enrollment.objects.filter(
+            cohort__study=study, state=State.COMPLETED, prolific_submission__status=prolific.APPROVED
+        )
         .exclude(verification=Enrollment.UNVERIFIED)
         .select_related("cohort__study", "worker")
     )
@@ -64,7 +67,7 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
                     enrollment=enrollment, defaults={"amount": amount, "active_seconds": seconds}
                 )
     with client:
-        for cohort in study.cohorts.exclude(platform_study_id=""):
+        for cohort in records.published_cohorts(study):
             planned = list(
                 BonusPayment.objects.filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED).select_related(
                     "enrollment__worker"
@@ -73,7 +76,7 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             if planned:
                 lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
                 try:
-                    bulk = client.set_up_bonuses(cohort.platform_study_id, lines)
+                    bulk = client.set_up_bonuses(cohort.prolific.prolific_study_id, lines)
                 except prolific.ProlificError as exc:
                     audit(study, "prolific bonus set-up failed", str(exc), actor=actor)
                     report.failed += [b.enrollment.worker.external_id for b in planned]
@@ -181,7 +184,7 @@ def bonus_rows(study: Study) -> list[dict]:
     rows = []
     for e in (
         Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED)
-        .select_related("worker", "cohort__task", "cohort__study")
+        .select_related("worker", "cohort__task", "cohort__study", "prolific_submission")
         .order_by("pk")
     ):
         ledger = BonusPayment.objects.filter(enrollment=e).first()
@@ -193,7 +196,7 @@ def bonus_rows(study: Study) -> list[dict]:
                 "task": e.cohort.task.slug,
                 "task_name": e.cohort.task.spec.name,
                 "shots": e.cohort.shots,
-                "prolific_status": e.platform_status,
+                "prolific_status": records.status_of(e),
                 "active_minutes": round(seconds / 60, 1),
                 "base": base,
                 "bonus": amount,

@@ -1,4 +1,5 @@
-"""Prolific records: researchers' tokens, participant groups, places given back, the bonus ledger."""
+"""Prolific records: a study's Prolific settings, a cohort's Prolific study and the places given back to it,
+an enrollment's submission status, researchers' tokens, participant groups, the bonus ledger and webhooks."""
 
 from __future__ import annotations
 
@@ -56,17 +57,46 @@ class BonusPayment(models.Model):
     paid_at = models.DateTimeField(null=True, blank=True)
 
 
-class ProlificPlaces(models.Model):
-    """How many places a cohort gave back to its Prolific study: the give-back is idempotent from our side.
+class ProlificStudy(models.Model):
+    """A study's Prolific settings (the provider's ``settings_fields``: the study form, the API and
+    launch_study show them for Prolific studies only). A Prolific study without a row has the defaults."""
 
-    Prolific's ``total_available_places`` is set to ``target + given_back`` (an absolute value, so a
-    repeat after a crash changes nothing) and only when ``given_back`` grows: Prolific never takes
-    places back, so neither does this row.
+    study = models.OneToOneField("annotation.Study", on_delete=models.CASCADE, related_name="prolific")
+    manual_review = models.BooleanField(
+        default=False,
+        verbose_name="Prolific: review every submission by hand",
+        help_text="Never approve Prolific submissions automatically.",
+    )
+
+    class Meta:
+        verbose_name_plural = "Prolific studies"
+
+    def __str__(self):
+        return f"Prolific settings of {self.study}"
+
+
+class ProlificCohort(models.Model):
+    """A cohort's own study on Prolific (set on publishing), and how many places the cohort gave back to it.
+
+    The give-back is idempotent from our side: Prolific's ``total_available_places`` is set to
+    ``target + given_back`` (an absolute value, so a repeat after a crash changes nothing) and only
+    when ``given_back`` grows: Prolific never takes places back, so neither does this row.
     """
 
-    cohort = models.OneToOneField("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_places")
+    cohort = models.OneToOneField("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific")
+    prolific_study_id = models.CharField(max_length=64, blank=True, help_text="Empty: not published on Prolific.")
     given_back = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0, help_text="The last total_available_places Prolific accepted.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class ProlificSubmission(models.Model):
+    """The last status of an enrollment's submission seen on Prolific (the sync, a webhook, an approval)."""
+
+    enrollment = models.OneToOneField(
+        "annotation.Enrollment", on_delete=models.CASCADE, related_name="prolific_submission"
+    )
+    status = models.CharField(max_length=20, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
 

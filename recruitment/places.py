@@ -1,8 +1,9 @@
 """Places on Prolific: a place freed here (filtered, withdrawn, expired) that Prolific keeps taken is
-given back at once, counted per cohort so that it is never given twice (``ProlificPlaces``).
+given back at once, counted per cohort so that it is never given twice (``ProlificCohort``).
 
-The protocol announces a freed place (``annotation.events.place_freed``); ``receivers`` queues
-``give_back_places`` on commit, and the periodic sync gives the same places back if that fails.
+The protocol tells the provider of a freed place (its ``on_filter``, ``on_expire`` and ``on_withdraw``
+hooks, ``recruitment.provider``), which queues ``give_back_places`` on commit; the periodic sync gives
+the same places back if that fails.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from annotation.protocol import HOLDS_SLOT, State
 
 from . import client as prolific
 from .audit import audit
-from .models import ProlificPlaces
+from .models import ProlificCohort
 from .tokens import client_for, token_for
 
 
@@ -32,10 +33,10 @@ def places_owed(cohort: Cohort) -> int:
     freed = (
         Enrollment.objects.filter(cohort=cohort)
         .exclude(state__in=HOLDS_SLOT)
-        .exclude(platform_status__in=prolific.FREES_PROLIFIC_PLACE)
+        .exclude(prolific_submission__status__in=prolific.FREES_PROLIFIC_PLACE)
         .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
     )
-    return (freed.filter(state=State.FILTERED) | freed.filter(platform_status__in=kept)).distinct().count()
+    return (freed.filter(state=State.FILTERED) | freed.filter(prolific_submission__status__in=kept)).distinct().count()
 
 
 def places_for(cohort: Cohort) -> int:
@@ -46,20 +47,20 @@ def places_for(cohort: Cohort) -> int:
 def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | None = None) -> int | None:
     """Give the cohort's Prolific study the places freed here, at once; idempotent from our side.
 
-    The ``ProlificPlaces`` row is locked, the places owed counted, and Prolific is told the new
+    The cohort's ``ProlificCohort`` row is locked, the places owed counted, and Prolific is told the new
     absolute total only when more places are owed than were given back: a rerun, a concurrent
     call or a crash after Prolific answered sets the same total again, never one more.
     Returns the total Prolific now has (None when the cohort is not on Prolific). Raises ProlificError.
     ``retries`` overrides PROLIFIC_RETRIES (the task queued on commit makes one attempt: the sync retries).
     """
     cohort = Cohort.objects.select_related("study", "task").get(pk=cohort_id)
-    if not cohort.platform_study_id or not token_for(cohort.study):
+    record = ProlificCohort.objects.filter(cohort=cohort).exclude(prolific_study_id="").first()
+    if record is None or not token_for(cohort.study):
         return None
     if cohort.closed_at is not None or cohort.study.closed_at is not None:
         return None  # more places would re-open a finished Prolific study
-    ProlificPlaces.objects.get_or_create(cohort=cohort, defaults={"total": cohort.target})
     with transaction.atomic():
-        row = ProlificPlaces.objects.select_for_update().get(cohort=cohort)
+        row = ProlificCohort.objects.select_for_update().get(pk=record.pk)
         owed = places_owed(cohort)
         if owed <= row.given_back:
             return row.total
@@ -68,7 +69,7 @@ def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | No
         if retries is not None:
             client.retries = retries
         with client:
-            client.set_places(cohort.platform_study_id, total)
+            client.set_places(row.prolific_study_id, total)
         row.given_back, row.total = owed, total
         row.save(update_fields=["given_back", "total", "updated_at"])
         audit(

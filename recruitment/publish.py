@@ -14,7 +14,7 @@ from tasks_data.selectors import test_examples
 from . import client as prolific
 from . import webhooks
 from .audit import audit
-from .models import ParticipantGroup, ProlificPlaces
+from .models import ParticipantGroup, ProlificCohort
 from .places import places_for
 from .tokens import NO_TOKEN, client_for, on_prolific
 
@@ -120,17 +120,22 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
     lines = []
     with client:
         cohorts = list(study.cohorts.select_related("task").order_by("task__slug", "shots"))
-        if any(not c.platform_study_id for c in cohorts):
+        published = dict(
+            ProlificCohort.objects.filter(cohort__study=study)
+            .exclude(prolific_study_id="")
+            .values_list("cohort_id", "prolific_study_id")
+        )
+        if any(c.pk not in published for c in cohorts):
             check_currency(client, study)
         for cohort in cohorts:
-            if not cohort.platform_study_id:
+            if cohort.pk not in published:
                 body = study_body(study, cohort, site_url, _group(client, study, cohort))
                 created = client.create_study(body)
-                cohort.platform_study_id = created["id"]
-                cohort.save(update_fields=["platform_study_id"])
-                ProlificPlaces.objects.update_or_create(
+                prolific_study_id = published[cohort.pk] = created["id"]
+                ProlificCohort.objects.update_or_create(
                     cohort=cohort,
                     defaults={
+                        "prolific_study_id": prolific_study_id,
                         "total": body["total_available_places"],
                         "given_back": body["total_available_places"] - cohort.target,
                     },
@@ -139,16 +144,16 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
                     study,
                     "prolific create study",
                     f"{cohort.task.slug} {cohort.shots}-shot: "
-                    f"{cohort.platform_study_id}, {body['total_available_places']} places, "
+                    f"{prolific_study_id}, {body['total_available_places']} places, "
                     f"reward {body['reward']} ({study.pay_currency} cents)",
                     actor=actor,
                 )
                 if not draft:
-                    client.transition_study(cohort.platform_study_id, "PUBLISH")
-                    audit(study, "prolific publish", cohort.platform_study_id, actor=actor)
+                    client.transition_study(prolific_study_id, "PUBLISH")
+                    audit(study, "prolific publish", prolific_study_id, actor=actor)
                 if cohort.launched_at is None and not draft:
                     Cohort.objects.filter(pk=cohort.pk).update(launched_at=timezone.now())
-            lines.append((cohort.task.slug, cohort.shots, cohort.platform_study_id))
+            lines.append((cohort.task.slug, cohort.shots, published[cohort.pk]))
         if not draft:
             # Submission status changes acted on at once (the sync remains the safety net); never fails the publish.
             webhooks.subscribe(client, study, site_url=site_url, actor=actor)

@@ -16,10 +16,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Cohort, Enrollment, Study
-from annotation.protocol import ACTIVE_STATES, JoinRefusal, JoinRefused, State, transition
+from annotation.protocol import ACTIVE_STATES, State, transition
+from crowd import NotVerified
 
 from . import client as prolific
+from . import records
 from .audit import audit
+from .models import ProlificSubmission
 from .places import give_back_places
 from .tokens import client_for, on_prolific
 
@@ -42,19 +45,22 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
 
     Fails closed: "unverified" only when Prolific could not be asked (a network failure or a
     timeout, or a 5xx after the client's retries); any other answer refuses the join
-    (JoinRefused): a 404 or a submission that is another participant's or another study's, one
-    no longer RESERVED/ACTIVE, and a 400/401/403/429 (a revoked token admits nobody).
+    (``crowd.NotVerified``): a 404 or a submission that is another participant's or another study's,
+    one no longer RESERVED/ACTIVE, and a 400/401/403/429 (a revoked token admits nobody).
     ``returning``: the participant already has an enrollment and comes back from another browser.
     """
     study = cohort.study
-    if not on_prolific(study) or not cohort.platform_study_id:
+    if not on_prolific(study):
+        return ""
+    prolific_study_id = records.study_id_of(cohort)
+    if not prolific_study_id:
         return ""
     client = client_for(study)
     if client is None:
         return ""
     session_id = data.get("SESSION_ID", "")
     if not prolific.SAFE_ID.match(session_id):
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform)
+        raise NotVerified(REFUSED)
     try:
         with client:
             submission = client.get_submission(session_id)
@@ -69,21 +75,19 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
         return UNVERIFIED
     except prolific.ProlificError as exc:
         if exc.status == 404:
-            raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform) from None
+            raise NotVerified(REFUSED) from None
         if exc.status is not None and exc.status >= 500:  # after the client's retries: Prolific is down
             audit(study, "prolific verify unreachable", f"Prolific answered {exc.status}; admitted unverified")
             return UNVERIFIED
         audit(study, "prolific verify refused", f"Prolific answered {exc.status}: the join was refused")
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, CANNOT_CHECK, study.platform) from None
+        raise NotVerified(CANNOT_CHECK) from None
     participant = str(submission.get("participant") or "").lower()  # the single submission's field name
-    if participant != pid or submission.get("study_id") != cohort.platform_study_id:
-        raise JoinRefused(JoinRefusal.NOT_VERIFIED, REFUSED, study.platform)
+    if participant != pid or submission.get("study_id") != prolific_study_id:
+        raise NotVerified(REFUSED)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
-        raise JoinRefused(
-            JoinRefusal.NOT_VERIFIED,
+        raise NotVerified(
             "your Prolific submission for this study is no longer active "
-            f"({str(submission.get('status'))[:30].lower()})",
-            study.platform,
+            f"({str(submission.get('status'))[:30].lower()})"
         )
     return VERIFIED
 
@@ -141,18 +145,19 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
     if client is None:
         return report
     with client:
-        for cohort in study.cohorts.exclude(platform_study_id="").select_related("task"):
+        for cohort in records.published_cohorts(study):
+            prolific_study_id = cohort.prolific.prolific_study_id
             enrollments = {
                 e.worker.external_id: e
                 for e in Enrollment.objects.filter(cohort=cohort)
                 .exclude(verification=SUPERSEDED)
                 .select_related("worker")
             }
-            for sub in client.study_submissions(cohort.platform_study_id):
+            for sub in client.study_submissions(prolific_study_id):
                 reconcile_submission(client, study, cohort, sub, enrollments, report, actor)
             report.expired += _expire_unmatched(cohort, actor)
-            # The safety net of the give-back queued when a place is freed (``place_freed``).
-            report.places[cohort.platform_study_id] = give_back_places(cohort.pk, actor=actor)
+            # The safety net of the give-back queued when a place is freed (the provider's hooks).
+            report.places[prolific_study_id] = give_back_places(cohort.pk, actor=actor)
     return report
 
 
@@ -176,9 +181,8 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             enrollment.save(update_fields=["verification"])
             report.verified.append(pid)
             audit(study, "prolific verified", f"submission {sub_id}", enrollment, actor)
-        if enrollment.platform_status != status:
-            enrollment.platform_status = status[:20]
-            enrollment.save(update_fields=["platform_status"])
+        if records.status_of(enrollment) != status:
+            records.set_status(enrollment, status)
         if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING):
             transition(
                 enrollment,
@@ -218,7 +222,7 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
         report.attention.append((sub_id, pid, "the submission carries another code than the study's"))
     elif enrollment.verification == UNVERIFIED:
         report.attention.append((sub_id, pid, "the enrollment is not verified (another SESSION_ID)"))
-    elif study.manual_review:
+    elif records.manual_review(study):
         report.attention.append((sub_id, pid, "completed with the right code; the study is set to manual review"))
     else:
         try:
@@ -227,7 +231,7 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
             audit(study, "prolific approve failed", f"{sub_id}: {exc}", enrollment, actor)
             report.attention.append((sub_id, pid, f"approval failed: {exc}"))
             return
-        Enrollment.objects.filter(pk=enrollment.pk).update(platform_status=prolific.APPROVED)
+        records.set_status(enrollment, prolific.APPROVED)
         audit(study, "prolific approve", f"submission {sub_id}", enrollment, actor)
         report.approved.append(pid)
 
@@ -235,7 +239,7 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
 def awaiting_review(study: Study) -> dict[str, int]:
     """What the last sync saw waiting on Prolific for the researcher: submissions awaiting review
     (``total``; the sync approves the rest), and how many of them are filtered workers' (``filtered``)."""
-    waiting = Enrollment.objects.filter(cohort__study=study, platform_status=prolific.AWAITING_REVIEW).exclude(
-        verification=SUPERSEDED
-    )
-    return {"total": waiting.count(), "filtered": waiting.filter(state=State.FILTERED).count()}
+    waiting = ProlificSubmission.objects.filter(
+        enrollment__cohort__study=study, status=prolific.AWAITING_REVIEW
+    ).exclude(enrollment__verification=SUPERSEDED)
+    return {"total": waiting.count(), "filtered": waiting.filter(enrollment__state=State.FILTERED).count()}

@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="recruitment.tasks.give_back_places")
 def give_back_places(cohort_id: int) -> int | None:
-    """Queued on commit when a place is freed here (``receivers.give_back_place``); idempotent.
+    """Queued on commit when a place is freed here (``provider.ProlificProvider``'s hooks); idempotent.
 
     A failure is logged and left to the periodic sync, which gives the same places back: a task
     that raised here would also break the request whose commit queued it when running eagerly.
@@ -34,7 +34,7 @@ def sync_prolific() -> int:
     """Sync every open study with published Prolific cohorts; one study's failure does not stop the others."""
     count = 0
     studies = Study.objects.filter(
-        closed_at__isnull=True, platform=Prolific.slug, cohorts__platform_study_id__gt=""
+        closed_at__isnull=True, platform=Prolific.slug, cohorts__prolific__prolific_study_id__gt=""
     ).distinct()
     for study in studies:
         try:

@@ -76,9 +76,14 @@ def token_for(study: Study) -> str:
 
 
 def has_token(study: Study) -> bool:
-    return ProlificCredential.objects.filter(owner_id=study.created_by_id).exists() or bool(
-        getattr(settings, "PROLIFIC_API_TOKEN", "")
-    )
+    return owner_has_token(study.created_by_id)
+
+
+def owner_has_token(owner_id: int | None) -> bool:
+    """Whether a token is configured for this researcher: the environment's, or one they stored."""
+    if getattr(settings, "PROLIFIC_API_TOKEN", ""):
+        return True
+    return owner_id is not None and ProlificCredential.objects.filter(owner_id=owner_id).exists()
 
 
 def client_for(study: Study) -> client.ProlificClient | None:

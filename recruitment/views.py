@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from annotation.access import actor, researcher_required, study_for
 from annotation.models import Study
 
-from . import bonuses, client, tokens, webhooks
+from . import bonuses, client, records, tokens, webhooks
 from .publish import publish as publish_study
 from .publish import reward_cents
 from .sync import awaiting_review
@@ -25,7 +25,8 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> 
         status=status,
         context={
             "study": study,
-            "cohorts": study.cohorts.select_related("task", "prolific_places").order_by("task__slug", "shots"),
+            "cohorts": study.cohorts.select_related("task", "prolific").order_by("task__slug", "shots"),
+            "manual_review": records.manual_review(study),
             "has_token": tokens.has_token(study),
             "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
             "reward_cents": reward_cents(study),

@@ -146,8 +146,8 @@ def _act(submission_id: str) -> Outcome:
         return Outcome(200, "not a submission id")
     enrollment = (
         Enrollment.objects.exclude(verification=Enrollment.SUPERSEDED)
-        .exclude(cohort__platform_study_id="")
-        .select_related("cohort__study", "cohort__task", "worker")
+        .filter(cohort__prolific__prolific_study_id__gt="")
+        .select_related("cohort__study", "cohort__task", "cohort__prolific", "worker")
         .filter(platform_session=submission_id)
         .first()
     )
@@ -159,7 +159,7 @@ def _act(submission_id: str) -> Outcome:
         return Outcome(200, "no Prolific token for this study")
     with client:
         submission = client.get_submission(submission_id)  # the truth, whatever the event said
-        if submission.get("study_id") != enrollment.cohort.platform_study_id:
+        if submission.get("study_id") != enrollment.cohort.prolific.prolific_study_id:
             return Outcome(200, "not this cohort's submission")
         row = {
             "id": submission_id,

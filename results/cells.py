@@ -11,7 +11,6 @@ import statistics
 from collections import defaultdict
 
 import numpy as np
-from django.conf import settings
 from django.db.models import Avg, Count, Max
 
 from annotation.models import Answer, Study
@@ -215,7 +214,7 @@ def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: fl
         seconds = statistics.fmean(scores.active_seconds.values())
         out["expected_minutes"] = seconds / 60
         if planned is not None:
-            fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
+            fee_share = study.provider.service_fee()
             cost = plan_cost(
                 annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate), fee_share=fee_share
             )
@@ -236,7 +235,7 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
     test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
     or 1000 are not enough), ``expected_minutes`` (the cohort's mean active time), ``planned_cost``
     and ``planned_fee`` (Decimal, in ``currency``: planned annotators x expected time x the study's
-    rate, plus the platform's service fee, ``settings.PLATFORM_SERVICE_FEES``) and ``target_points``.
+    rate, plus the platform's service fee, ``study.provider.service_fee()``) and ``target_points``.
     """
     check_mrc_gold(mrc_gold)
     scores = study_scores(study)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -98,7 +97,7 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         str(study.pay_rate),
         study.pay_currency,
         study.platform,
-        settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+        study.provider.service_fee(),
         runs=cells.runs_fingerprint(),
     )
     body = remember(
@@ -118,7 +117,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
     for c in human:
         c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
     table = build_table(human, rows, mrc_gold=mrc_gold)  # model rows, their gaps and agreement below the humans
-    fee_share = settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0)
+    fee_share = study.provider.service_fee()
     # The html writer renders an autoescaped template: its output is safe to embed.
     ctx = {
         "study": study,
@@ -283,7 +282,7 @@ class StudyResultsView(ResearcherView):
             str(study.pay_rate),
             study.pay_currency,
             study.platform,
-            settings.PLATFORM_SERVICE_FEES.get(study.platform, 0.0),
+            study.provider.service_fee(),
             runs=cells.runs_fingerprint(),
         )
         return Response(remember(key, lambda: _results_payload(study, mrc_gold, target)))

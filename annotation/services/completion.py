@@ -5,16 +5,13 @@ from __future__ import annotations
 import crowd
 
 from ..models import Enrollment
-from ..protocol import State
+from ..protocol import code_for
 
 
 def completion(*, enrollment: Enrollment) -> crowd.Completion | None:
     """The code for a completed or filtered worker, and where the crowd platform wants it; None otherwise."""
     study = enrollment.cohort.study
-    if enrollment.state == State.COMPLETED:
-        code = study.completion_code
-    elif enrollment.state == State.FILTERED:
-        code = study.screenout_code  # paid for the training time
-    else:
+    code = code_for(study, enrollment.state)
+    if not code:
         return None
     return study.provider.completion(code, data=enrollment.platform_data)

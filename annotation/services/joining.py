@@ -10,7 +10,6 @@ from django.db import IntegrityError, transaction
 
 import crowd
 
-from .. import events
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, first_state, transition
 
@@ -28,7 +27,7 @@ ENDED = "this study has ended and no longer takes participants"
 @dataclass
 class JoinOutcome:
     cohort: Cohort
-    enrollment: Enrollment | None  # None for a preview (MTurk shows the HIT before it is accepted)
+    enrollment: Enrollment | None  # None for a preview (a platform that shows the task before it is accepted)
     created: bool = False
     rebound: bool = False  # a returning worker bound to their enrollment in a new browser
 
@@ -61,18 +60,15 @@ def check_accepting(cohort: Cohort) -> None:
 
 
 def verification_of(cohort: Cohort, who: crowd.Identity, *, returning: bool = False) -> str:
-    """How the crowd platform vouches for the join (``events.verify_join``); its receivers may refuse it."""
-    answers = [
-        answer
-        for _receiver, answer in events.verify_join.send(
-            sender=Cohort, cohort=cohort, identity=who, returning=returning
-        )
-        if answer
-    ]
-    # Any receiver's doubt wins: an enrollment some platform check could not confirm stays unverified.
-    if Enrollment.UNVERIFIED in answers:
-        return Enrollment.UNVERIFIED
-    return answers[0] if answers else ""
+    """How the crowd platform vouches for the join (its provider's ``verify_join``), which may refuse it."""
+    study = cohort.study
+    try:
+        answer = study.provider.verify_join(cohort, who, returning=returning)
+    except crowd.NotVerified as exc:
+        raise JoinRefused(JoinRefusal.NOT_VERIFIED, str(exc), study.platform) from None
+    if answer not in ("", Enrollment.VERIFIED, Enrollment.UNVERIFIED):
+        raise ValueError(f"{study.provider.name}'s verify_join answered {answer!r}")
+    return answer
 
 
 RESUME_PARAM = "resume_code"
@@ -96,9 +92,9 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
     """How a worker with an enrollment comes back from a browser not bound to it: "rebind", "supersede"
     or "" (refused).
 
-    - a resume code (generic link, lab accounts) shown on the enrollment's description page: rebind;
-    - a platform that vouches for sessions (Prolific): the join is checked with the platform as a
-      returning one; confirmed as this worker's own active session, it is rebound when it is the
+    - a resume code (a platform that ``offers_resume_code``) shown on the enrollment's description page: rebind;
+    - a platform that vouches for sessions (its provider's ``verify_join``): the join is checked with the
+      platform as a returning one; confirmed as this worker's own active session, it is rebound when it is the
       enrollment's session, and when the enrollment was admitted unverified under another session
       (someone who knew the platform id while the platform could not be asked), that enrollment is
       withdrawn and the genuine worker takes its place.
@@ -119,7 +115,7 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
         raise JoinRefused(
             JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name), study.platform
         )
-    # A platform that vouches for nothing (MTurk): its own session (the assignment) is the worker's.
+    # A platform that vouches for nothing (an assignment id in the link): its own session is the worker's.
     return "rebind" if who.session == existing.platform_session else ""
 
 

@@ -10,9 +10,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+import crowd
 from tasks_data.models import Task, TrainingSet
 from tasks_data.registry import SHOTS, TASKS
 
+from .. import platform_settings
 from ..models import AuditEvent, Cohort, Enrollment, Study
 from ..protocol import HOLDS_SLOT, reopen_refusal
 from .errors import Conflict
@@ -50,13 +52,20 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
     """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field.
 
     ``params`` are Study's fields (shots, chain, workers_per_cohort, pay_rate, ...); left out, the
-    model's default. Their limits are the model's (``Study.full_clean``), checked before any query.
+    model's default, but for the platform: the first configured one (``crowd.default``). Their limits are
+    the model's (``Study.full_clean``), checked before any query. ``params`` may also give the chosen
+    platform's own settings by name (``annotation.platform_settings``; another platform's are refused);
+    its provider keeps them.
     """
     defaults = study_defaults()
-    unknown_params = set(params) - set(defaults)
+    settings_known = platform_settings.all_fields()
+    unknown_params = set(params) - set(defaults) - set(settings_known)
     if unknown_params:
         raise TypeError(f"create_study() got unknown parameters: {', '.join(sorted(unknown_params))}")
+    given_settings = {key: params.pop(key) for key in list(params) if key in settings_known}
     values = {**defaults, **params}
+    if "platform" not in params:
+        values["platform"] = crowd.default(owner=created_by)
     if isinstance(tasks, (list, tuple)):
         tasks = list(dict.fromkeys(tasks))
     shots = values["shots"]
@@ -72,8 +81,12 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         errors = {}
     except ValidationError as exc:
         errors = exc.message_dict
+    settings: dict = {}
     if "platform" not in errors:
-        for key, messages in study.provider.check_settings(study).items():
+        settings, settings_errors = platform_settings.clean(study.provider, given_settings)
+        for key, messages in settings_errors.items():
+            errors.setdefault(key, []).extend(messages)
+        for key, messages in study.provider.check_settings(study, settings).items():
             errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
     missing, task_rows, training_sets = (
@@ -100,6 +113,7 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
                 for k in shots
             ]
         )
+        study.provider.save_settings(study, settings)
         AuditEvent.objects.create(
             study=study,
             actor=actor,

@@ -1,4 +1,5 @@
-/* The researcher dashboard: copy buttons, and no grid refresh while the keyboard is in the grid. */
+/* The researcher dashboard: copy buttons, no grid refresh while the keyboard is in the grid, and the new-study
+   form's platform fields. */
 (function () {
   "use strict";
 
@@ -46,6 +47,21 @@
       box.setAttribute("aria-label", name.trim() + " (scrolls sideways)");
     });
   }
+  // The new-study form: each platform's own fields are shown while that platform is chosen.
+  function platformSettings(form) {
+    var chosen = form.querySelector('input[name="platform"]:checked');
+    Array.prototype.forEach.call(form.querySelectorAll("[data-platform-settings]"), function (box) {
+      box.hidden = !chosen || box.getAttribute("data-platform-settings") !== chosen.value;
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target && e.target.name === "platform" && e.target.form) { platformSettings(e.target.form); }
+  });
+  function allPlatformSettings() {
+    Array.prototype.forEach.call(document.querySelectorAll("form.study-form"), platformSettings);
+  }
+  document.addEventListener("DOMContentLoaded", allPlatformSettings);
+  if (document.readyState !== "loading") { allPlatformSettings(); }
   document.addEventListener("DOMContentLoaded", function () { scrollableTables(document); });
   if (document.readyState !== "loading") { scrollableTables(document); }
   window.addEventListener("resize", function () { scrollableTables(document); });

@@ -20,6 +20,9 @@ _WORD = re.compile(r"\w+")
 
 def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, **options):
     options.setdefault("name", "test study")
+    # Prolific, as the tests' join links (``prolific``): a new study's platform is otherwise the first configured
+    # one (crowd.default), the generic link without a Prolific token.
+    options.setdefault("platform", "prolific")
     return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, **options)
 
 

@@ -67,7 +67,9 @@ def run_together(n: int, work) -> list:
 
 
 def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enrollments(sst2_task):
-    study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
+    study = services.create_study(
+        name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True, platform="prolific"
+    )
     cohort = study.cohorts.get()
     backends: set[int] = set()
 
@@ -88,7 +90,9 @@ def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enr
 
 
 def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
-    study = services.create_study(name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True)
+    study = services.create_study(
+        name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True, platform="prolific"
+    )
     cohort = study.cohorts.get()
     params = {"PROLIFIC_PID": "1" * 24, "STUDY_ID": "s", "SESSION_ID": "session-1"}
     results = run_together(8, lambda i: services.join(token=cohort.join_token, params=params).enrollment.pk)
@@ -98,7 +102,7 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
 
 
 def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
-    study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True)
+    study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True, platform="prolific")
     enrollment = services.join(
         token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24, "SESSION_ID": "x"}
     ).enrollment

@@ -110,6 +110,7 @@ def test_a_study_end_to_end_over_http(researcher):
         "/api/studies/",
         {
             "name": "e2e",
+            "platform": "prolific",  # the workers below come with Prolific's parameters
             "tasks": ["sst2", "conll03"],
             "shots": [0, 10],
             "filter_floor": 0.5,

@@ -89,14 +89,15 @@ def check_forward_migration() -> None:
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
 
-    from annotation.models import Answer, AuditEvent, Cohort, Enrollment, Study
-    from recruitment.models import BonusPayment, ParticipantGroup, ProlificCredential, ProlificPlaces
+    from annotation.models import Answer, AuditEvent, Enrollment, Study
+    from recruitment.models import BonusPayment, ParticipantGroup, ProlificCohort, ProlificCredential
+    from recruitment.records import status_of, study_id_of
 
     study = Study.objects.get(pk=ids["study"])
     assert (study.name, study.platform, study.provider.name) == ("old", "prolific", "Prolific")
-    assert Cohort.objects.get(pk=ids["cohort"]).platform_study_id == "a" * 24
+    assert study_id_of(ids["cohort"]) == "a" * 24
     enrollment = Enrollment.objects.get(pk=ids["enrollment"])
-    assert (enrollment.platform_status, enrollment.verification, enrollment.state) == (
+    assert (status_of(enrollment), enrollment.verification, enrollment.state) == (
         "APPROVED",
         "verified",
         "completed",
@@ -112,11 +113,11 @@ def check_forward_migration() -> None:
         "paid",
         AT,
     )
-    places = ProlificPlaces.objects.get()
+    places = ProlificCohort.objects.get()
     assert (places.cohort_id, places.given_back, places.total) == (ids["cohort"], 1, 4)
     # The moved tables keep taking rows (their id sequences came with them).
-    ProlificPlaces.objects.create(cohort=_second_cohort(study), total=1)
-    assert ProlificPlaces.objects.count() == 2
+    ProlificCohort.objects.create(cohort=_second_cohort(study), total=1)
+    assert ProlificCohort.objects.count() == 2
 
 
 def _second_cohort(study):

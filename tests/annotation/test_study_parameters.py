@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation import platform_settings, services
 from annotation.models import Answer, Enrollment, Study
 from api.serializers import StudyCreateSerializer
 from dashboard.forms import StudyForm
@@ -92,8 +92,9 @@ def test_the_dashboard_form_refuses_the_same_values(dashboard, field, value):
 
 
 def test_form_and_serializer_take_their_fields_and_limits_from_the_model():
-    form_fields, api_fields = set(StudyForm.base_fields), set(StudyCreateSerializer().fields)
-    assert form_fields == api_fields  # the same parameters (plus "launch") in both
+    form_fields, api_fields = set(StudyForm().fields), set(StudyCreateSerializer().fields)
+    assert form_fields == api_fields  # the same parameters and platform settings (plus "launch") in both
+    assert {"manual_review", *Study.parameters()} <= api_fields
     api = StudyCreateSerializer().fields
     assert (api["workers_per_cohort"].min_value, api["workers_per_cohort"].max_value) == (
         1,
@@ -142,17 +143,19 @@ def test_every_parameter_of_the_model_is_settable_from_the_form_the_api_and_laun
 
     parameters = set(Study.parameters())
     model_fields = {f.name for f in Study._meta.concrete_fields if f.editable and not f.primary_key}
-    assert (
-        parameters == model_fields
-        and {"platform", "pay_currency", "expected_minutes", "worker_id_pattern", "manual_review"} <= parameters
+    assert parameters == model_fields and {"platform", "pay_currency", "expected_minutes", "worker_id_pattern"} <= (
+        parameters
     )
-    assert parameters <= set(StudyForm.base_fields)
-    assert parameters <= set(StudyCreateSerializer().fields)
+    # A platform's own settings are no study parameter: they come with the platform (annotation.platform_settings).
+    settings = set(platform_settings.all_fields())
+    assert "manual_review" in settings and not settings & parameters
+    assert parameters | settings <= set(StudyForm().fields)
+    assert parameters | settings <= set(StudyCreateSerializer().fields)
     parser = argparse.ArgumentParser()
     LaunchStudy().add_arguments(parser)
-    assert parameters <= {action.dest for action in parser._actions}
+    assert parameters | settings <= {action.dest for action in parser._actions}
     page = dashboard.get("/dashboard/studies/new/").content.decode()
-    assert [name for name in sorted(parameters) if f'name="{name}"' not in page] == []
+    assert [name for name in sorted(parameters | settings) if f'name="{name}"' not in page] == []
 
 
 def test_launch_study_sets_what_it_could_not_before(researcher):
@@ -178,7 +181,6 @@ def test_launch_study_sets_what_it_could_not_before(researcher):
         "generic",
         "--worker-id-pattern",
         "[a-z]+",
-        "--manual-review",
         "--no-filter-fraction",
         stdout=StringIO(),
     )
@@ -187,8 +189,21 @@ def test_launch_study_sets_what_it_could_not_before(researcher):
         study.pay_currency,
         study.expected_minutes,
         study.worker_id_pattern,
-        study.manual_review,
         study.filter_fraction,
-    ) == ("GBP", 45, "[a-z]+", True, None)
+    ) == ("GBP", 45, "[a-z]+", None)
     defaults = Study(name="x", tasks=["sst2"])
     assert study.idle_cap_seconds == defaults.idle_cap_seconds and study.chain == defaults.chain
+
+
+def test_launch_study_takes_a_platforms_setting_for_that_platform_only(researcher):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    base = ["launch_study", "--name", "s", "--tasks", "sst2", "--shots", "0", "--owner", researcher.username]
+    with pytest.raises(CommandError, match="manual_review: a setting of Prolific; this study recruits on generic link"):
+        call_command(*base, "--platform", "generic", "--manual-review", stdout=StringIO(), stderr=StringIO())
+    assert not Study.objects.exists()
+    call_command(*base, "--platform", "prolific", "--manual-review", stdout=StringIO(), stderr=StringIO())
+    study = Study.objects.get()
+    assert study.provider.load_settings(study) == {"manual_review": True}

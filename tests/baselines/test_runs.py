@@ -107,7 +107,7 @@ def test_a_task_without_data_is_refused(db):
 def test_model_rows_carry_the_human_minus_model_gap(demo_data):
     from annotation import services as protocol
 
-    study = protocol.create_study(name="gap", tasks=["sst2"], shots=[10], launch=True)
+    study = protocol.create_study(name="gap", tasks=["sst2"], shots=[10], launch=True, platform="prolific")
     cohort = study.cohorts.get()
     human: dict[str, list[float]] = {}
     for n, wrong_every in enumerate((3, 4)):

@@ -40,6 +40,16 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     # The form: errors from the form and from services.create_study, each at its field (answered 400).
     pages.expect_error(r"/dashboard/studies/new/: console\.error: Failed to load resource: .* status of 400")
     page.get_by_role("link", name="New study").first.click()
+    # Without a Prolific token a new study recruits through the generic link; each platform's own fields
+    # show only while it is chosen.
+    manual_review = page.get_by_label("Prolific: review every submission by hand")
+    expect(page.get_by_label("generic link", exact=True)).to_be_checked()
+    expect(page.get_by_label("Worker-id pattern")).to_be_visible()
+    expect(manual_review).to_be_hidden()
+    page.get_by_label("Prolific", exact=True).check()
+    expect(manual_review).to_be_visible()
+    expect(page.get_by_label("Worker-id pattern")).to_be_hidden()
+    shoot(page, "21-study-new-prolific")
     page.get_by_label("Name").fill("Pilot <SST-2> & friends")
     page.get_by_label("Chain").fill("5")
     page.get_by_label("Completion code").fill("SAME")

@@ -4,6 +4,7 @@ last page."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,6 +109,40 @@ def test_no_code_or_template_outside_the_providers_compares_platform_names():
     assert found == []
 
 
+_PLATFORM_NAMES = re.compile(r"prolific|mturk|mechanical\s*turk|\bsona\b", re.IGNORECASE)
+
+
+def test_the_protocol_names_no_platform_and_branches_on_none():
+    """``annotation/`` (migrations aside: applied migrations keep their names and history) has no platform's
+    name in its code, texts or comments, no string that is a registered platform's slug, and no comparison
+    with a platform or a slug: every platform question goes to the study's provider."""
+    slugs = set(crowd.PROVIDERS)
+    found = []
+    for path in sorted((REPO / "annotation").rglob("*.py")):
+        if "migrations" in path.relative_to(REPO).parts:
+            continue
+        text = path.read_text()
+        where = path.relative_to(REPO)
+        found += [
+            f"{where}:{n}: {line.strip()}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if _PLATFORM_NAMES.search(line)
+        ]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip().lower() in slugs:
+                found.append(f"{where}:{node.lineno}: the string {node.value!r}")
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(
+                    (isinstance(o, ast.Attribute) and o.attr in ("platform", "slug"))
+                    or (isinstance(o, ast.Name) and o.id == "platform")
+                    for o in operands
+                ):
+                    found.append(f"{where}:{node.lineno}: a comparison with a platform")
+    assert found == []
+    assert len(slugs) >= 4  # the check ran against the registry
+
+
 class Email(CrowdProvider):
     """A platform that puts the worker's address in ?email= and wants the code shown: the whole of a new platform."""
 
@@ -148,3 +183,71 @@ def test_a_new_platform_is_one_registry_entry_from_the_join_link_to_the_code(res
     researcher_client.force_login(researcher)
     detail = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
     assert "e-mail list" in detail
+
+
+class Recording(Email):
+    """A platform that notes every hook the protocol calls, with the outcome it was given."""
+
+    slug, name = "record", "recording list"
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, str, str]] = []
+        self.refuse_finish = False
+
+    def _note(self, hook, enrollment, outcome):
+        self.calls.append((hook, enrollment.worker.external_id, enrollment.state, outcome.code))
+
+    def on_join(self, enrollment, outcome):
+        self._note("join", enrollment, outcome)
+
+    def on_finish(self, enrollment, outcome):
+        assert (outcome.part, outcome.parts, outcome.last_part) == (1, 1, True)
+        if self.refuse_finish:
+            raise RuntimeError("the platform is down")
+        self._note("finish", enrollment, outcome)
+
+    def on_filter(self, enrollment, outcome):
+        self._note("filter", enrollment, outcome)
+
+    def on_expire(self, enrollment, outcome):
+        self._note("expire", enrollment, outcome)
+
+    def on_withdraw(self, enrollment, outcome):
+        self._note("withdraw", enrollment, outcome)
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("clues")
+def test_the_protocol_calls_the_studys_provider_on_every_move_inside_its_transaction(researcher):
+    from annotation import services
+    from tests.annotation.factories import trim_test_set
+
+    provider = crowd.register(Recording())
+    try:
+        trim_test_set("sst2", 2)
+        study = make_study(
+            shots=[0], platform="record", created_by=researcher, completion_code="FIN", screenout_code="OUT"
+        )
+        link = cohort(study, "sst2", 0)
+        ids = {
+            who: services.join(token=link.join_token, params={"email": who}).enrollment.pk
+            for who in ("a@x", "b@x", "c@x")
+        }
+        assert provider.calls == [("join", who, "testing", "") for who in ids]
+        services.filter_enrollment(enrollment_id=ids["b@x"], actor="r", reason="by hand")
+        services.reinstate_enrollment(enrollment_id=ids["b@x"], actor="r", reason="my mistake")  # no hook
+        services.withdraw(enrollment_id=ids["c@x"], actor="r", reason="asked to leave")
+        # A hook that raises undoes the move: the last answer is not stored, the worker not completed.
+        provider.refuse_finish = True
+        with pytest.raises(RuntimeError):
+            answer_all(ids["a@x"], gold_answer)
+        assert Enrollment.objects.get(pk=ids["a@x"]).state == "testing"
+        provider.refuse_finish = False
+        answer_all(ids["a@x"], gold_answer)
+        assert provider.calls[3:] == [
+            ("filter", "b@x", "filtered", "OUT"),
+            ("withdraw", "c@x", "withdrawn", ""),
+            ("finish", "a@x", "completed", "FIN"),
+        ]
+    finally:
+        crowd.unregister(provider.slug)

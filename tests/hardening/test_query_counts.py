@@ -29,7 +29,9 @@ MAX_CURRENT = 4  # session, progress and state (one statement), item, "served at
 MAX_ANSWER = 8  # session, savepoint, lock, count, item, INSERT, "served at" UPDATE, release
 MAX_ANSWER_END_OF_STEP = 11  # lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT
 MAX_PAGE = 20  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
-MAX_JOIN = 16  # cohort, worker (get or create, savepoints), exposure, cohort lock, count, enrollment, audit, session
+# cohort, the platform's check (Prolific: the cohort's Prolific study, kept by its app), worker (get or create,
+# savepoints), exposure, cohort lock, count, enrollment, audit, session
+MAX_JOIN = 17
 
 
 def queries(fn) -> tuple[int, object]:

@@ -22,7 +22,12 @@ def forged_join(fake, c, name, n):
     fake.down = True
     try:
         return WorkerClient(
-            c, params={"PROLIFIC_PID": pid_for(name), "STUDY_ID": c.platform_study_id, "SESSION_ID": FORGED.format(n)}
+            c,
+            params={
+                "PROLIFIC_PID": pid_for(name),
+                "STUDY_ID": c.prolific.prolific_study_id,
+                "SESSION_ID": FORGED.format(n),
+            },
         )
     finally:
         fake.down = False
@@ -49,11 +54,15 @@ def age(pid, minutes):
 def test_a_prolific_error_other_than_unreachable_refuses_the_join(fake, researcher, status):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=3)
     c = cohort(study, "sst2", 0)
-    sid = fake.start_submission(c.platform_study_id, pid_for("forger"), force=True)
+    sid = fake.start_submission(c.prolific.prolific_study_id, pid_for("forger"), force=True)
     fake.fail_next, fake.fail_status = 5, status  # 401: a revoked token
     page = Client().get(
         c.join_path,
-        {"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234567"},
+        {
+            "PROLIFIC_PID": pid_for("forger"),
+            "STUDY_ID": c.prolific.prolific_study_id,
+            "SESSION_ID": "0123456789abcdef01234567",
+        },
     )
     assert page.status_code == 403
     assert "cannot check your Prolific session right now" in page.content.decode()
@@ -61,7 +70,7 @@ def test_a_prolific_error_other_than_unreachable_refuses_the_join(fake, research
     assert AuditEvent.objects.filter(action="prolific verify refused", reason__contains=str(status)).exists()
     fake.fail_next = 0
     honest = WorkerClient(
-        c, params={"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.platform_study_id, "SESSION_ID": sid}
+        c, params={"PROLIFIC_PID": pid_for("forger"), "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid}
     )
     assert honest.join_response.status_code == 302, "control: once Prolific answers, the real session joins"
 
@@ -85,9 +94,9 @@ def test_unverified_joins_owe_no_place_and_expire_after_the_grace_so_a_real_part
     squatter = forged_join(fake, c, "squatter", 1)
     forged_join(fake, c, "late-squatter", 2)
     assert Enrollment.objects.filter(verification="unverified").count() == 2
-    real = fake.start_submission(c.platform_study_id, pid_for("real"))  # Prolific has free places
+    real = fake.start_submission(c.prolific.prolific_study_id, pid_for("real"))  # Prolific has free places
     page = Client().get(
-        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id, "SESSION_ID": real}
+        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": real}
     )
     assert page.status_code == 409, "the squatters hold the cohort's places for now"
     with django_capture_on_commit_callbacks(execute=True):
@@ -100,9 +109,9 @@ def test_unverified_joins_owe_no_place_and_expire_after_the_grace_so_a_real_part
     states = dict(Enrollment.objects.values_list("worker__external_id", "state"))
     assert states[pid_for("late-squatter")] == "expired", "not matched by the sync within the grace"
     assert AuditEvent.objects.filter(action="expire unverified", reason__contains="15 minutes").count() == 1
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2, "no place given for either"
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2, "no place given for either"
     again = Client().get(
-        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.platform_study_id, "SESSION_ID": real}
+        c.join_path, {"PROLIFIC_PID": pid_for("real"), "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": real}
     )
     assert again.status_code == 302, "the genuine participant takes the freed place"
 
@@ -146,8 +155,10 @@ def test_a_verified_enrollment_is_never_taken_over_by_another_session_of_its_pid
     study = published(fake, researcher, shots=(0,), workers_per_cohort=3)
     c = cohort(study, "sst2", 0)
     _, pid, _ = arrive(fake, c, "owner")
-    other = fake.start_submission(c.platform_study_id, pid, force=True)
-    page = Client().get(c.join_path, {"PROLIFIC_PID": pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": other})
+    other = fake.start_submission(c.prolific.prolific_study_id, pid, force=True)
+    page = Client().get(
+        c.join_path, {"PROLIFIC_PID": pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": other}
+    )
     assert page.status_code == 403
     assert Enrollment.objects.get(worker__external_id=pid).state == "testing"
 

@@ -72,9 +72,9 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     assert dashboard.post(f"/dashboard/studies/{study.pk}/prolific/publish/").status_code == 200
     c = cohort(study, "sst2", 10)
     pid, secrets = pid_for("logged"), {"token": TOKEN, "password": "pw-rita-prolific-77"}
-    sid = fake.start_submission(c.platform_study_id, pid)
+    sid = fake.start_submission(c.prolific.prolific_study_id, pid)
     secrets.update(pid=pid, session=sid)
-    worker = WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": sid})
+    worker = WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid})
     assert worker.join_response.status_code == 302
     with django_capture_on_commit_callbacks(execute=True):
         while (state := worker.current().json()).get("item") is not None:
@@ -86,13 +86,21 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     secrets["forged pid"] = forged_pid
     Client().get(
         c.join_path,
-        {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234567"},
+        {
+            "PROLIFIC_PID": forged_pid,
+            "STUDY_ID": c.prolific.prolific_study_id,
+            "SESSION_ID": "0123456789abcdef01234567",
+        },
     )
-    Client().get(c.join_path, {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": sid})
+    Client().get(c.join_path, {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid})
     fake.fail_next, fake.fail_status = 3, 401
     Client().get(
         c.join_path,
-        {"PROLIFIC_PID": forged_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234568"},
+        {
+            "PROLIFIC_PID": forged_pid,
+            "STUDY_ID": c.prolific.prolific_study_id,
+            "SESSION_ID": "0123456789abcdef01234568",
+        },
     )
     fake.fail_next = 0
     fake.down = True
@@ -100,12 +108,16 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     secrets["offline pid"] = offline_pid
     Client().get(
         c.join_path,
-        {"PROLIFIC_PID": offline_pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": "0123456789abcdef01234569"},
+        {
+            "PROLIFIC_PID": offline_pid,
+            "STUDY_ID": c.prolific.prolific_study_id,
+            "SESSION_ID": "0123456789abcdef01234569",
+        },
     )
     dashboard.post(f"/dashboard/studies/{study.pk}/prolific/sync/")  # fails: Prolific down
     fake.down = False
     # The way back: the same participant from a new browser.
-    back = WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": sid})
+    back = WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid})
     assert back.join_response.status_code == 302
     fake.submit(sid, "CDONE")
     assert dashboard.post(f"/dashboard/studies/{study.pk}/prolific/sync/").status_code == 200

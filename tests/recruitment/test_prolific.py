@@ -50,9 +50,9 @@ def published(fake, researcher, *, shots=(0,), **options):
 def arrive(fake, cohort_, name):
     """A participant takes a place on Prolific and follows the study link."""
     pid = pid_for(name)
-    sid = fake.start_submission(cohort_.platform_study_id, pid)
+    sid = fake.start_submission(cohort_.prolific.prolific_study_id, pid)
     worker = WorkerClient(
-        cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.platform_study_id, "SESSION_ID": sid}
+        cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.prolific.prolific_study_id, "SESSION_ID": sid}
     )
     return worker, pid, sid
 
@@ -74,7 +74,7 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
     assert len(fake.groups) == 1, "one participant group per task"
     (group_id,) = fake.groups
     for c in study.cohorts.all():
-        body = fake.studies[c.platform_study_id]
+        body = fake.studies[c.prolific.prolific_study_id]
         url = urlsplit(body["external_study_url"])
         assert f"{url.scheme}://{url.netloc}{url.path}" == SITE + c.join_path
         assert parse_qs(url.query) == {
@@ -99,7 +99,7 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
     call_command("publish_prolific", study=study.pk, site_url=SITE, stdout=out)
     assert len(fake.studies) == 2, "re-running changes nothing for cohorts already published"
     assert sorted(out.getvalue().split("\n")[:-1]) == sorted(
-        f"sst2 {c.shots} {c.platform_study_id}" for c in study.cohorts.all()
+        f"sst2 {c.shots} {c.prolific.prolific_study_id}" for c in study.cohorts.all()
     )
 
 
@@ -110,7 +110,7 @@ def test_a_participant_of_one_cohort_cannot_even_take_another_cohort_of_the_task
     finish(worker)
     fake.submit(sid, "CDONE")  # the completion code's action adds them to the task's group
     with pytest.raises(Refused, match="blocklisted"):
-        fake.start_submission(c10.platform_study_id, pid)
+        fake.start_submission(c10.prolific.prolific_study_id, pid)
 
 
 def test_publishing_refuses_a_pay_currency_that_is_not_the_accounts(fake, researcher):
@@ -153,8 +153,8 @@ def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refuse
     assert AuditEvent.objects.filter(action="join", reason__contains="verified on Prolific").count() == 1
 
     other_study = published(fake, researcher, shots=(0,))
-    foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).platform_study_id, pid_for("foreign"))
-    finished_sid = fake.start_submission(c.platform_study_id, pid_for("finished"))
+    foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).prolific.prolific_study_id, pid_for("foreign"))
+    finished_sid = fake.start_submission(c.prolific.prolific_study_id, pid_for("finished"))
     fake.submit(finished_sid, "CDONE")
     cases = {
         "forged": (pid_for("forger"), "0123456789abcdef01234567"),
@@ -164,7 +164,7 @@ def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refuse
         "not an id": (pid_for("pathy"), "..%2F..%2Fstudies"),
     }
     for name, (p, s) in cases.items():
-        page = Client().get(c.join_path, {"PROLIFIC_PID": p, "STUDY_ID": c.platform_study_id, "SESSION_ID": s})
+        page = Client().get(c.join_path, {"PROLIFIC_PID": p, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": s})
         assert page.status_code == 403, name
         assert "return your submission" in page.content.decode(), name
         assert not Worker.objects.filter(external_id=p).exists(), f"{name}: nothing stored for a refused join"
@@ -205,8 +205,8 @@ def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, rese
         c,
         params={
             "PROLIFIC_PID": pid_for("late"),
-            "STUDY_ID": c.platform_study_id,
-            "SESSION_ID": fake.start_submission(c.platform_study_id, pid_for("late"), force=True),
+            "STUDY_ID": c.prolific.prolific_study_id,
+            "SESSION_ID": fake.start_submission(c.prolific.prolific_study_id, pid_for("late"), force=True),
         },
     )
     assert forged.join_response.status_code == 409 and "full" in forged.join_response.content.decode()
@@ -218,7 +218,7 @@ def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, rese
     assert states[p1] == "withdrawn" and states[p2] == "expired"
     assert AuditEvent.objects.filter(enrollment__worker__external_id=p1, reason__contains="RETURNED").exists()
     # Prolific gives a returned or timed-out submission's place back by itself: adding one would over-recruit.
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     assert not [call for call in fake.calls if call[0] == "PATCH"]
     newcomer, _, _ = arrive(fake, c, "newcomer")
     assert newcomer.join_response.status_code == 302
@@ -237,15 +237,15 @@ def test_a_filtered_worker_gives_the_place_back_to_prolific_at_once_and_only_onc
     assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
     assert "CSOUT" in str(state), "the filtered worker is given the screen-out code"
     # No sync ran: the give-back task was queued when the filtering committed (eager here).
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     patches = [call for call in fake.calls if call[0] == "PATCH"]
-    assert patches == [("PATCH", f"/api/v1/studies/{c.platform_study_id}/", {"total_available_places": 2})]
+    assert patches == [("PATCH", f"/api/v1/studies/{c.prolific.prolific_study_id}/", {"total_available_places": 2})]
     fake.submit(s_weak, "CSOUT")  # screened out on Prolific: paid the fixed reward, the place stays taken
     assert fake.submissions[s_weak]["status"] == "SCREENED OUT"
     for _ in range(2):
         sync(study)
         give_back_places(c.pk)
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2, "never given back twice"
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2, "never given back twice"
     assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1
     newcomer, p_new, _ = arrive(fake, c, "newcomer")  # the place given back is taken on Prolific and here
     assert newcomer.join_response.status_code == 302
@@ -260,10 +260,10 @@ def test_a_failed_give_back_is_made_by_the_sync(fake, researcher, django_capture
     with django_capture_on_commit_callbacks(execute=True):
         finish(weak, wrong_answer)
     assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 1
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 1
     fake.fail_next = 0
     sync(study)
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
 
 
 def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing_is_rejected(fake, researcher):
@@ -277,7 +277,7 @@ def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing
     fake.submit(s_wrong, "CWRONG1")
     _, p_idle, s_idle = arrive(fake, c, "unfinished")
     fake.submit(s_idle, "CDONE")  # claims completion on Prolific without doing the work
-    stranger = fake.start_submission(c.platform_study_id, pid_for("stranger"))
+    stranger = fake.start_submission(c.prolific.prolific_study_id, pid_for("stranger"))
     fake.submit(stranger, "CDONE")
     out = StringIO()
     call_command("sync_prolific", study=study.pk, stdout=out)
@@ -386,10 +386,10 @@ def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
         call_command("expire_enrollments", stdout=StringIO())
     assert Enrollment.objects.get().state == "expired"
     # Still ACTIVE on Prolific: Prolific times it out (or the worker returns it) and frees the place itself.
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 1
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 1
     fake.submit(sid, "CDONE")  # ...but the worker submits anyway: that submission keeps its Prolific place
     report = sync(study)
-    assert fake.studies[c.platform_study_id]["total_available_places"] == 2
+    assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"
     sync(study)
     assert len([call for call in fake.calls if call[0] == "PATCH"]) == 1

@@ -21,7 +21,7 @@ def answer_one(worker):
 
 
 def back(c, pid, sid):
-    return WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.platform_study_id, "SESSION_ID": sid})
+    return WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid})
 
 
 def test_a_prolific_participant_who_lost_their_browser_continues_where_they_stopped(fake, researcher):
@@ -65,7 +65,7 @@ def test_a_known_pid_and_session_are_not_enough_without_prolifics_confirmation(f
     elif case == "Prolific unreachable":
         fake.down = True
     elif case == "another session":
-        session = fake.start_submission(c.platform_study_id, pid_for("someone"), force=True)
+        session = fake.start_submission(c.prolific.prolific_study_id, pid_for("someone"), force=True)
     else:
         fake.fail_next, fake.fail_status = 3, 401
     intruder = back(c, pid, session)
@@ -87,8 +87,8 @@ def test_the_refusal_page_tells_a_prolific_participant_how_to_come_back(fake, re
         o.join_path,
         {
             "PROLIFIC_PID": pid,
-            "STUDY_ID": o.platform_study_id,
-            "SESSION_ID": fake.start_submission(o.platform_study_id, pid),
+            "STUDY_ID": o.prolific.prolific_study_id,
+            "SESSION_ID": fake.start_submission(o.prolific.prolific_study_id, pid),
         },
     )
     text = page.content.decode()

@@ -133,7 +133,7 @@ def test_an_unknown_event_type_and_an_unknown_submission_are_acknowledged(fake, 
     study = published(fake, researcher, shots=(0,))
     _, pid, sid = arrive(fake, cohort(study, "sst2", 0), "someone")
     body, headers = fake.event(sid)
-    stranger = fake.start_submission(cohort(study, "sst2", 0).platform_study_id, "f" * 24)
+    stranger = fake.start_submission(cohort(study, "sst2", 0).prolific.prolific_study_id, "f" * 24)
     fake.set_status(stranger, "RETURNED")
     assert post(fake.event(stranger)).content == b"no enrollment here for this submission"
     assert Client().get(HOOK).status_code == 405

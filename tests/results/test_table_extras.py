@@ -9,7 +9,6 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 from scipy import stats as scipy_stats
@@ -141,7 +140,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     seconds = [r["active_seconds"] for r in selectors_rows(sst) if r["shots"] == 10]
     assert len(seconds) == len(enrollments) == 3
     each = pay(seconds=sum(seconds) / 3, rate_per_hour=sst.pay_rate)
-    fee_share = settings.PLATFORM_SERVICE_FEES["prolific"]
+    fee_share = sst.provider.service_fee()
     assert sst.platform == "prolific" and fee_share > 0
     fee = (cell["planned"] * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))
     assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee

@@ -14,7 +14,14 @@ _ids = itertools.count(1)
 
 
 def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, created_by=None, **kwargs):
-    params = {"name": "UI study", "completion_code": "DONE123", "screenout_code": "OUT456", "filter_fraction": None}
+    # Prolific, as its workers' links: a new study's platform is otherwise the first configured one (crowd.default).
+    params = {
+        "name": "UI study",
+        "platform": "prolific",
+        "completion_code": "DONE123",
+        "screenout_code": "OUT456",
+        "filter_fraction": None,
+    }
     params.update(kwargs)
     return services.create_study(tasks=list(tasks), shots=list(shots), launch=launch, created_by=created_by, **params)
 

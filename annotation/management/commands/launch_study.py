@@ -1,4 +1,5 @@
-"""manage.py launch_study: one option per study parameter, derived from the Study model (``Study.parameters``)."""
+"""manage.py launch_study: one option per study parameter, derived from the Study model (``Study.parameters``),
+and one per crowd platform setting (``annotation.platform_settings``), for that platform only."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -7,9 +8,10 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import models
 
-from annotation import services
+import crowd
+from annotation import platform_settings, services
 from annotation.models import Study
-from annotation.selectors import is_researcher, local_trial_platform
+from annotation.selectors import is_researcher
 
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
@@ -52,8 +54,13 @@ def _help(field: models.Field) -> str:
     return f"{field.help_text} (default: {shown})".strip()
 
 
-def add_parameter(parser, field: models.Field) -> None:
-    """One option for a Study field; left out, the model's default applies (services.create_study)."""
+def _only(platform: str) -> str:
+    return f"{platform} only: " if platform else ""
+
+
+def add_parameter(parser, field: models.Field, *, only: str = "") -> None:
+    """One option for a Study field (or a platform's setting: ``only`` names the platform); left out, the
+    model's default applies (services.create_study)."""
     flags = (f"--{field.name.replace('_', '-')}", *ALIASES.get(field.name, ()))
     if field.name == "tasks":
         parser.add_argument(*flags, nargs="+", required=True, metavar="SLUG", help="task slugs, e.g. sst2 conll03")
@@ -66,7 +73,7 @@ def add_parameter(parser, field: models.Field) -> None:
             help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)",
         )
     elif isinstance(field, models.BooleanField):
-        parser.add_argument(*flags, action="store_true", default=_UNSET, help=field.help_text)
+        parser.add_argument(*flags, action="store_true", default=_UNSET, help=_only(only) + str(field.help_text))
     else:
         choices = [value for value, _label in field.choices] if field.choices else None
         parser.add_argument(
@@ -75,7 +82,7 @@ def add_parameter(parser, field: models.Field) -> None:
             type=_type(field),
             choices=choices,
             required=field.name == "name",
-            help=_help(field),
+            help=_only(only) + _help(field),
         )
     if field.null:
         parser.add_argument(
@@ -87,19 +94,26 @@ def add_parameter(parser, field: models.Field) -> None:
         )
 
 
+def _option_names() -> tuple[str, ...]:
+    """Every option that is a study parameter or a platform's setting."""
+    return (*Study.parameters(), *platform_settings.all_fields())
+
+
 class Command(BaseCommand):
     help = (
         "Create a study (one cohort per task x shots) and open its cohorts for joining; without --platform "
-        "and without a Prolific token (PROLIFIC_API_TOKEN) it recruits through a generic link, to try locally. "
-        "Prints "
+        "it recruits on the first configured platform (a generic link until a recruitment platform is "
+        "configured, to try locally). Prints "
         "'study <id>', then one line per cohort: '<task slug> <shots> <join path>'. Each option is the Study "
-        "field of the same name (limits: annotation.models.Study)."
+        "field of the same name (limits: annotation.models.Study), or a setting of one platform."
     )
 
     def add_arguments(self, parser):
-        parser.set_defaults(**{name: _UNSET for name in Study.parameters()})
+        parser.set_defaults(**{name: _UNSET for name in _option_names()})
         for name in Study.parameters():
             add_parameter(parser, Study._meta.get_field(name))
+        for provider, field in platform_settings.all_fields().values():
+            add_parameter(parser, field, only=provider.name)
         parser.add_argument(
             "--owner",
             "--created-by",
@@ -129,12 +143,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         owner = self._owner(options["owner"])
-        given = {name: options[name] for name in Study.parameters() if options[name] is not _UNSET}
+        given = {name: options[name] for name in _option_names() if options[name] is not _UNSET}
         name, tasks = given.pop("name"), given.pop("tasks")
-        # Without --platform and without a Prolific token: a generic link, said so (selectors.local_trial_platform).
-        trial = local_trial_platform() if "platform" not in given else None
-        if trial:
-            given["platform"] = trial
+        # Without --platform: the first configured platform (crowd.default), said so when it is not the usual one.
+        preferred = crowd.get(crowd.DEFAULT)
+        trial = "platform" not in given and not preferred.is_configured(owner=owner)
         try:
             study = services.create_study(name=name, tasks=tasks, created_by=owner, launch=True, **given)
         except ValidationError as exc:
@@ -147,8 +160,9 @@ class Command(BaseCommand):
         if trial:
             query = study.provider.join_query(study).replace("{WORKER_ID}", "me")
             self.stderr.write(
-                f"No Prolific token is configured (PROLIFIC_API_TOKEN), so the study recruits through a generic link "
-                f"(--platform {trial}); give --platform prolific to publish it on Prolific. Try it "
+                f"{preferred.configuration_help}, so the study recruits through a {study.provider.name} "
+                f"(--platform {study.platform}); give --platform {preferred.slug} to recruit on "
+                f"{preferred.name}. Try it "
                 f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
                 f"new worker)."
             )

@@ -1,0 +1,82 @@
+"""Prolific as a crowd provider with its API: the link provider of ``crowd.prolific`` plus this app's side.
+
+Registered in place of the plain one (``RecruitmentConfig.ready``): the protocol asks it, through the
+registry, to vouch for a join (``verify_join``: the submission checked on Prolific) and tells it when a
+place is freed (``on_filter``, ``on_expire``, ``on_withdraw``: the place is given back to the cohort's
+Prolific study after the commit). A finished worker submits the code on Prolific only after finishing
+here, so ``on_finish`` has nothing to tell Prolific yet: the submission is approved when Prolific reports
+it awaiting review with the completion code of an enrollment that finished (the sync or a webhook,
+``sync.reconcile_submission``). The study's Prolific settings (manual review) are kept in
+``ProlificStudy``; the service fee comes from ``PROLIFIC_SERVICE_FEE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+
+from crowd import Identity, Outcome
+from crowd.prolific import Prolific
+
+from . import sync, tasks
+from .models import ProlificCohort, ProlificStudy
+from .tokens import NO_TOKEN, owner_has_token
+
+
+class ProlificProvider(Prolific):
+    study_page = "dashboard-prolific"
+    configuration_help = "No Prolific token is configured (PROLIFIC_API_TOKEN)"
+
+    # ---------------------------------------------------------------- settings, configuration, fee
+
+    def settings_fields(self) -> Sequence[models.Field]:
+        return [ProlificStudy._meta.get_field("manual_review")]
+
+    def load_settings(self, study: Any) -> dict[str, Any]:
+        row = ProlificStudy.objects.filter(study_id=study.pk).first() if study.pk else None
+        return {f.name: getattr(row, f.attname) if row else f.get_default() for f in self.settings_fields()}
+
+    def save_settings(self, study: Any, settings: Mapping[str, Any]) -> None:
+        ProlificStudy.objects.update_or_create(study=study, defaults=dict(settings))
+
+    def is_configured(self, *, owner: Any = None) -> bool:
+        return owner_has_token(getattr(owner, "pk", None))
+
+    def launch_note(self, study: Any) -> str:
+        if not owner_has_token(study.created_by_id):
+            return (
+                f"its join links take Prolific's participants only once it is published on Prolific: {NO_TOKEN}, "
+                "then publish it from the study's Prolific page."
+            )
+        return "publish it on Prolific (the study's Prolific page): its join links take Prolific's participants only."
+
+    def service_fee(self) -> float:
+        return float(settings.PROLIFIC_SERVICE_FEE)
+
+    # ---------------------------------------------------------------- the protocol's events
+
+    def verify_join(self, cohort: Any, identity: Identity, *, returning: bool = False) -> str:
+        return sync.verify_join(cohort, identity.external_id, identity.data, returning=returning)
+
+    def on_filter(self, enrollment: Any, outcome: Outcome) -> None:
+        self._give_back_place(enrollment)
+
+    def on_expire(self, enrollment: Any, outcome: Outcome) -> None:
+        self._give_back_place(enrollment)
+
+    def on_withdraw(self, enrollment: Any, outcome: Outcome) -> None:
+        self._give_back_place(enrollment)
+
+    def _give_back_place(self, enrollment: Any) -> None:
+        """A place freed here goes back to the cohort's Prolific study, queued once the transaction commits.
+
+        Without a broker the task runs eagerly (inside the request that freed the place); the periodic
+        sync gives the same places back if the task cannot.
+        """
+        cohort_id = enrollment.cohort_id
+        if not ProlificCohort.objects.filter(cohort_id=cohort_id).exclude(prolific_study_id="").exists():
+            return
+        transaction.on_commit(lambda: tasks.give_back_places.delay(cohort_id), robust=True)
