@@ -14,56 +14,15 @@ sees the same checks at the same places.
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Exists, Max, OuterRef
 
 from tasks_data.models import Example, Task
-from tasks_data.registry import AnswerKind
 from tasks_data.s1 import as_set
 
-from .answers import validate_answer
+from .answers import InvalidAnswer, validate_answer
 from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
-
-_NAME = re.compile(r"\b[A-Z][\w'-]*")
-
-
-def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[str], list[list[int]]]:
-    """(expected answer set, candidates) from the form's text; a ValidationError names the problem."""
-    raw = raw.strip()
-    if kind is AnswerKind.LABEL:
-        if raw not in labels:
-            raise ValidationError({"expected": f"choose one of the task's labels: {', '.join(labels)}"})
-        return [raw], []
-    parts = [p.strip() for p in raw.split("|") if p.strip()] if raw else []
-    missing = [p for p in parts if p not in context]
-    if missing:
-        raise ValidationError({"expected": f"not in the text: {', '.join(repr(p) for p in missing)}"})
-    if kind is AnswerKind.SPANS:
-        # The worker pages mark whole whitespace-separated words (tasks_data.text_spans.tokenize): "river."
-        # is one word, so "river" could not be marked there.
-        unmarkable = [p for p in parts if not re.search(rf"(?<!\S){re.escape(p)}(?!\S)", context)]
-        if unmarkable:
-            raise ValidationError(
-                {
-                    "expected": "the worker marks whole words between spaces: "
-                    f"{', '.join(repr(p) for p in unmarkable)} is part of a word "
-                    "(write the text with a space around it)"
-                }
-            )
-    if kind is not AnswerKind.SPANS and len(parts) > 1:
-        raise ValidationError({"expected": "this task takes one answer (or none)"})
-    if kind is AnswerKind.ENTITY:
-        if not parts:
-            raise ValidationError({"expected": "this task needs the entity to choose"})
-        # The choices shown: the capitalised words of the text and the expected answer.
-        spans = {(m.start(), m.end()) for m in _NAME.finditer(context)}
-        start = context.index(parts[0])
-        spans.add((start, start + len(parts[0])))
-        return parts, [list(s) for s in sorted(spans)]
-    return parts, []
 
 
 def add_check(
@@ -88,7 +47,10 @@ def add_check(
                 "must see the same checks"
             }
         )
-    answer, candidates = _expected(spec.answer_kind, spec.labels, context, expected)
+    try:
+        answer, candidates = spec.answer_kind.expected_from_text(spec, context, expected)
+    except InvalidAnswer as exc:
+        raise ValidationError({"expected": str(exc)}) from None
     check = AttentionCheck(
         study=study,
         task=task_row,

@@ -17,7 +17,7 @@ from annotation import platform_settings, selectors, services
 from annotation.models import AuditEvent, Study
 from annotation.protocol import step_name
 from tasks_data.models import Example
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 # ---------------------------------------------------------------- workers
 
@@ -26,15 +26,12 @@ def item_payload(example: Example, spec: TaskSpec, handle: str) -> dict:
     """What a worker sees of an item: its handle (``annotation.handles``), never the gold answer, the CLUES id,
     the database id or answerability."""
     kind = spec.answer_kind
-    item: dict = {"id": handle, "kind": kind.value, "question": example.question}
+    item: dict = {"id": handle, "kind": kind.name, "question": example.question}
     if spec.context_is_pair:
         item["premise"], item["hypothesis"] = example.context, example.hypothesis
     else:
         item["context"] = example.context
-    if kind is AnswerKind.LABEL:
-        item["labels"] = list(spec.labels)
-    if kind is AnswerKind.ENTITY:
-        item["candidates"] = [{"start": s, "end": e, "text": example.context[s:e]} for s, e in example.candidates]
+    item.update(kind.item_fields(spec, example))  # the choices: labels, candidates
     return item
 
 
@@ -51,7 +48,7 @@ def completion_payload(enrollment) -> dict | None:
 
 
 def task_payload(spec: TaskSpec) -> dict:
-    return {"slug": spec.slug, "name": spec.name, "description": spec.description, "kind": spec.answer_kind.value}
+    return {"slug": spec.slug, "name": spec.name, "description": spec.description, "kind": spec.answer_kind.name}
 
 
 def work_state_payload(state: services.WorkState) -> dict:

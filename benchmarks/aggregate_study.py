@@ -52,7 +52,7 @@ def build_study(
     from annotation import services
     from annotation.models import Answer, Enrollment, Worker
     from tasks_data.models import Example, Task, TrainingSetItem
-    from tasks_data.registry import TASKS, AnswerKind
+    from tasks_data.registry import TASKS
     from tasks_data.s1 import item_s1
 
     tasks = list(tasks or [slug for slug in TASKS if Task.objects.filter(slug=slug).exists()])
@@ -61,15 +61,7 @@ def build_study(
     start = timezone.now()
 
     def answer_texts(example, spec, right: bool) -> list[str]:
-        kind = spec.answer_kind
-        if kind is AnswerKind.LABEL:
-            return [example.gold[0] if right else next(label for label in spec.labels if label != example.gold[0])]
-        if kind is AnswerKind.SPANS:
-            return list(example.gold) if right else ([] if example.gold else ["xyz"])
-        if kind is AnswerKind.ENTITY and not right:
-            others = [example.context[s:e] for s, e in example.candidates if example.context[s:e] not in example.gold]
-            return others[:1] or ["xyz"]
-        return list(example.gold[:1]) if right else ([] if example.gold else ["xyz"])
+        return spec.answer_kind.simulated_texts(spec, example, example.gold, right=right)
 
     for cohort in study.cohorts.select_related("task").order_by("pk"):
         spec = cohort.task.spec

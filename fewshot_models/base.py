@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasks_data.registry import AnswerKind, TaskSpec
-from tasks_data.text_spans import find_occurrences  # noqa: F401 (re-exported for the adapters)
+from tasks_data.kinds import AnswerKind, InvalidAnswer, LabelKind
+from tasks_data.kinds import candidate_texts as _candidate_texts
+from tasks_data.registry import TaskSpec
+from tasks_data.text_spans import distinct, find_occurrences, snap_to_context  # noqa: F401 (re-exported)
 
 #: ``progress(stage, done, total)``; stages are "load", "train" and "predict".
 Progress = Callable[[str, int, int], None]
@@ -244,45 +245,20 @@ def full_context(example: AdapterExample) -> str:
 
 def label_aliases_for(task: TaskSpec) -> dict[str, list[str]]:
     """label -> words the question may use for it (the label itself first, then aliases)."""
-    out: dict[str, list[str]] = {label: [label] for label in task.labels}
-    for word, label in task.label_aliases.items():
-        out.setdefault(label, [label]).append(word)
-    return out
+    return task.label_words()
 
 
 def normalize_label(task: TaskSpec, text: str) -> str | None:
     """Map a label word (any case, or an alias such as MNLI's "contraction") to its label."""
-    t = text.strip().strip(".,;:!?\"'").strip().lower()
-    for label, words in label_aliases_for(task).items():
-        if t in (w.lower() for w in words):
-            return label
-    return None
+    return task.label_of(text)
 
 
 def gold_label(task: TaskSpec, example: AdapterExample) -> str:
     """The single gold label of a classification example (aliases mapped)."""
-    answers = [a for a in example.answers if a.strip()]
-    if len(answers) != 1:
-        raise AdapterError(
-            f"{task.slug} example {example.uid!r} needs exactly one label, has {list(example.answers)!r}"
-        )
-    label = normalize_label(task, answers[0])
-    if label is None:
-        raise AdapterError(
-            f"{task.slug} example {example.uid!r}: {answers[0]!r} is not one of the labels {task.labels}"
-        )
-    return label
-
-
-def distinct(strings) -> list[str]:
-    """Distinct non-empty (after strip) strings in first-seen order."""
-    seen: set[str] = set()
-    out: list[str] = []
-    for s in strings:
-        if s.strip() and s not in seen:
-            seen.add(s)
-            out.append(s)
-    return out
+    try:
+        return LabelKind.gold_label(task, example.answers)
+    except InvalidAnswer as exc:
+        raise AdapterError(f"{task.slug} example {example.uid!r}: {exc}") from None
 
 
 def answer_span(example: AdapterExample, context: str) -> tuple[int, int] | None:
@@ -306,64 +282,22 @@ def answer_span(example: AdapterExample, context: str) -> tuple[int, int] | None
     return None
 
 
-def snap_to_context(span: str, context: str) -> str | None:
-    """The exact substring of ``context`` that ``span`` stands for, or None.
-
-    ``span`` itself if it occurs; else a case-insensitive match that allows any whitespace
-    (including none) between its tokens — this undoes detokenisation differences of generated
-    text ("Lincoln's" vs "Lincoln 's") without ever inventing text."""
-    span = span.strip()
-    if not span:
-        return None
-    if span in context:
-        return span
-    tokens = re.findall(r"\w+|[^\w\s]", span)
-    if not tokens:
-        return None
-    pattern = r"\s*".join(re.escape(t) for t in tokens)
-    m = re.search(pattern, context, flags=re.IGNORECASE)
-    return m.group(0) if m else None
-
-
-NONE_WORDS = ("none", "no answer", "")
-
-
 def parse_answer_text(text: str, kind: AnswerKind) -> list[str]:
-    """Generated answer text -> answer set. "none" (any case) or nothing = the empty set.
-    SPANS: comma-separated (", " is what training targets and demonstrations use);
-    SPAN_OR_NONE / ENTITY / LABEL: the whole text is one answer."""
-    text = text.strip()
-    if text.lower().strip(" .") in NONE_WORDS:
-        return []
-    if kind is AnswerKind.SPANS:
-        parts = [p.strip() for p in text.split(",")]
-        return distinct(p for p in parts if p.lower() not in NONE_WORDS)
-    return [text]
+    """Generated answer text -> answer set, split as the answer kind writes it ("none" = the empty set)."""
+    return kind.split_generated(text)
 
 
 def render_answer(task: TaskSpec, example: AdapterExample) -> str:
-    """Gold answer as one text (the target of s2s, the demonstration answer of ICL)."""
-    kind = task.answer_kind
-    answers = distinct(a.strip() for a in example.answers)
-    if kind is AnswerKind.LABEL:
-        return gold_label(task, example)
-    if not answers:
-        return "none"
-    if kind is AnswerKind.SPANS:
-        # Entities in order of first appearance in the context (as the CLUES reference
-        # prepro_clues_gen.py orders them), joined by ", ".
-        ctx = example.context
-
-        def pos(a: str) -> int:
-            i = ctx.find(a)
-            return i if i >= 0 else len(ctx)
-
-        return ", ".join(sorted(answers, key=pos))
-    return answers[0]  # MRC: the first alternative
+    """Gold answer as one text (the target of s2s, the demonstration answer of ICL), as the answer kind
+    writes it."""
+    try:
+        return task.answer_kind.demonstration_answer(task, example.answers, example.context)
+    except InvalidAnswer as exc:
+        raise AdapterError(f"{task.slug} example {example.uid!r}: {exc}") from None
 
 
 def candidate_texts(example: AdapterExample) -> list[str]:
-    return distinct(example.context[s:e] for s, e in example.candidates)
+    return _candidate_texts(example.context, example.candidates)
 
 
 class PredictCounter:

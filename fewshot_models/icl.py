@@ -50,7 +50,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 from .backends import ContextTooSmall, GenerationRequest, LoglikelihoodRequest, open_backend
 from .base import (
@@ -61,8 +61,6 @@ from .base import (
     AdapterResult,
     PredictCounter,
     Progress,
-    candidate_texts,
-    normalize_label,
     parse_answer_text,
     render_answer,
     snap_to_context,
@@ -111,7 +109,7 @@ def parse_generated(task: TaskSpec, ex: AdapterExample, text: str, notes: dict) 
     """A generated span answer -> the set of its spans found in the context (exact substrings); the
     others are dropped and counted in ``notes["spans_not_in_context"]``."""
     kind = task.answer_kind
-    parsed = parse_answer_text(text, AnswerKind.SPANS if kind is AnswerKind.SPANS else AnswerKind.SPAN_OR_NONE)
+    parsed = parse_answer_text(text, kind)
     out = []
     for span in parsed:
         exact = snap_to_context(span, ex.context)
@@ -119,21 +117,15 @@ def parse_generated(task: TaskSpec, ex: AdapterExample, text: str, notes: dict) 
             notes["spans_not_in_context"] += 1
         elif exact not in out:
             out.append(exact)
-    if kind is not AnswerKind.SPANS:
-        out = out[:1]
+    if kind.max_spans is not None:
+        out = out[: kind.max_spans]
     return out
 
 
 def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
     """A generated label or candidate read as a worker's choice: the label (case and aliases forgiven)
     or the candidate text (exact, else case-insensitive); None when it is neither."""
-    if task.answer_kind is AnswerKind.LABEL:
-        return normalize_label(task, text)
-    text = text.strip().strip(".\"'").strip()
-    if text in options:
-        return text
-    folded = [o for o in options if o.lower() == text.lower()]
-    return folded[0] if len(folded) == 1 else None
+    return task.answer_kind.choose(task, options, text)
 
 
 class ICLSession:
@@ -182,7 +174,7 @@ class ICLSession:
     def predict(
         self, train: Sequence[AdapterExample], test: Sequence[AdapterExample], progress: Progress | None = None
     ):
-        task, kind = self.task, self.task.answer_kind
+        task = self.task
         demos = self.demonstrations(train)
         demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
         demo_lengths = self.backend.count_tokens(demo_texts)
@@ -192,12 +184,7 @@ class ICLSession:
             "queries_truncated": 0,
             "spans_not_in_context": 0,
         }
-        options = [
-            list(task.labels)
-            if kind is AnswerKind.LABEL
-            else (candidate_texts(ex) if kind is AnswerKind.ENTITY else [])
-            for ex in test
-        ]
+        options = [task.answer_kind.options(task, ex) for ex in test]  # labels, candidates; none for spans
         requests, used = [], []
         for ex, opts in zip(test, options, strict=True):
             request, n, truncated = self.fit(self.request(ex, opts), demo_texts, demo_lengths)
@@ -267,7 +254,8 @@ class ICLAdapter(Adapter):
             start = time.perf_counter()
             predictions, notes = session.predict(train, test, progress)
             seconds = time.perf_counter() - start
-            generated = task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY) and not backend.scores_loglikelihood
+            chosen = task.answer_kind.is_choice  # a label or a candidate, not written text
+            generated = chosen and not backend.scores_loglikelihood
             notes.update(backend.notes())
             notes.update(
                 seed=config.seed,
@@ -276,7 +264,7 @@ class ICLAdapter(Adapter):
                 prompt_format=PROMPT_FORMAT,
                 scoring=(
                     "summed log-likelihood of ' <option>'"
-                    if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY) and not generated
+                    if chosen and not generated
                     else "greedy generation to newline" + (", read as a worker's choice" if generated else "")
                 ),
             )

@@ -3,7 +3,8 @@
 
 Only SST-2 and MNLI: the paper uses LM-BFF's manual templates and verbalizers for them and
 defers NER and MRC. The masked LM itself is the head (``AutoModelForMaskedLM``), nothing new is
-initialised. Templates and verbalizers, verbatim from LM-BFF ``run_experiment.sh``:
+initialised. Templates and verbalizers live on the task (``TaskSpec.prompt``), verbatim from LM-BFF
+``run_experiment.sh`` and in its notation (``read_template``):
 
 * SST-2 ``*cls**sent_0*_It_was*mask*.*sep+*`` -> ``<sentence> It was [MASK].``,
   {negative: "terrible", positive: "great"}.
@@ -28,7 +29,9 @@ LM-BFF) must be given as ``AdapterConfig.model``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tasks_data.registry import TaskSpec
 
@@ -56,9 +59,60 @@ DEFAULTS = {
     "optimizer": "adamw",
 }
 
-# The verbalizers (LM-BFF run_experiment.sh) and max lengths live on the task registry entry
+# The templates and verbalizers (LM-BFF run_experiment.sh) and max lengths live on the task registry entry
 # (``TaskSpec.prompt``): a new task declares them or says why prompt FT does not apply.
 _END_PUNCT = ".?!,;:"
+LM_BFF_MAX_LENGTH = 128  # LM-BFF's max_seq_length default, for a task that declares none
+_SENTENCE = re.compile(r"(\+)?sent([lu]?)(-?)_(\d)")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A template's sentence part: 0 the context (MNLI: the premise), 1 the hypothesis."""
+
+    index: int
+    space: bool = False  # "+": a space before it
+    case: str = ""  # "l": first letter lower-cased; "u": upper-cased
+    cut: bool = False  # "-": without its final punctuation mark (LM-BFF drops the last character, which
+    # a sentence without one would lose)
+
+    def text(self, ex: AdapterExample) -> str:
+        text = (ex.context if self.index == 0 else ex.hypothesis).strip()
+        if self.cut and text and text[-1] in _END_PUNCT:
+            text = text[:-1]
+        if self.case == "l":
+            text = text[:1].lower() + text[1:]
+        elif self.case == "u":
+            text = text[:1].upper() + text[1:]
+        return " " + text if self.space else text
+
+
+MASK = "mask"
+
+
+def read_template(template: str) -> list[Sentence | str]:
+    """An LM-BFF template -> its parts between the tokenizer's own affixes (``cls`` ... ``sep+``): sentences,
+    ``MASK``, and literal text (``_`` a space). AdapterError names what it cannot read."""
+    parts = [p for p in template.split("*") if p]
+    if len(parts) < 3 or parts[0] != "cls" or parts[-1] not in ("sep+", "sep"):
+        raise AdapterError(f"pt: the template {template!r} must start with *cls* and end with *sep+*")
+    out: list[Sentence | str] = []
+    for part in parts[1:-1]:
+        sentence = _SENTENCE.fullmatch(part)
+        if part == MASK:
+            out.append(MASK)
+        elif sentence:
+            space, case, cut, index = sentence.groups()
+            if int(index) > 1:
+                raise AdapterError(f"pt: the template {template!r} names sentence {index}; a task has two at most")
+            out.append(Sentence(int(index), space=bool(space), case=case, cut=bool(cut)))
+        elif part in ("cls", "sep", "sep+"):
+            raise AdapterError(f"pt: the template {template!r} has {part!r} inside it: one sequence only")
+        else:
+            out.append(part.replace("_", " "))
+    if out.count(MASK) != 1:
+        raise AdapterError(f"pt: the template {template!r} must hold exactly one *mask*")
+    return out
 
 
 def verbalizer_token_ids(tokenizer, words: Sequence[str]) -> list[int]:
@@ -119,7 +173,8 @@ class PromptSession:
         self.labels = list(task.labels)
         self.verbalizer = dict(task.prompt.verbalizer)
         self.label_token_ids = verbalizer_token_ids(self.tokenizer, [self.verbalizer[label] for label in self.labels])
-        self.max_length = int(self.hp["max_length"] or task.prompt.max_length)
+        self.template = read_template(task.prompt.template)
+        self.max_length = int(self.hp["max_length"] or task.prompt.max_length or LM_BFF_MAX_LENGTH)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.prefix, self.suffix = special_affixes(self.tokenizer)
         self.truncated = 0
@@ -132,19 +187,22 @@ class PromptSession:
     def encode(self, ex: AdapterExample) -> dict:
         """Template -> input ids with exactly one mask token (segments encoded separately so that
         the sentence(s) can be shortened without touching the template)."""
-        tok = self.tokenizer
-        mask = [tok.mask_token_id]
-        if self.task.slug == "sst2":
-            sents = [self._ids(ex.context.strip())]
-            pieces = lambda s: s[0] + self._ids(" It was") + mask + self._ids(".")  # noqa: E731
-        else:
-            premise = ex.context.strip()
-            if premise and premise[-1] in _END_PUNCT:
-                premise = premise[:-1]
-            hyp = ex.hypothesis.strip()
-            hyp = hyp[:1].lower() + hyp[1:]
-            sents = [self._ids(premise), self._ids(" " + hyp)]
-            pieces = lambda s: s[0] + self._ids("?") + mask + self._ids(",") + s[1]  # noqa: E731
+        parts = [self._ids(p) if isinstance(p, str) and p != MASK else p for p in self.template]
+        sents = [self._ids(p.text(ex)) for p in parts if isinstance(p, Sentence)]
+
+        def pieces(sents: list[list[int]]) -> list[int]:
+            ids: list[int] = []
+            n = 0
+            for part in parts:
+                if isinstance(part, Sentence):
+                    ids += sents[n]
+                    n += 1
+                elif part == MASK:
+                    ids.append(self.tokenizer.mask_token_id)
+                else:
+                    ids += part
+            return ids
+
         budget = self.max_length - len(self.prefix) - len(self.suffix)
         body = pieces(sents)
         if len(body) > budget:

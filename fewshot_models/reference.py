@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 from .base import (
     Adapter,
@@ -69,12 +69,9 @@ class MajorityAdapter(Adapter):
     method = "majority"
 
     def applies_to(self, task: TaskSpec) -> str | None:
-        if task.answer_kind is AnswerKind.LABEL:
+        if task.answer_kind.from_labels:
             return None
-        return (
-            f"the majority baseline needs a label set; {task.name} answers are "
-            f"{task.answer_kind.value.replace('_', ' ')}, not labels"
-        )
+        return f"the majority baseline needs a label set; {task.name} answers are {task.answer_kind.title}, not labels"
 
     def run(
         self,

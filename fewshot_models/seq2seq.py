@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 from .backends import in_process_backend
 from .base import (
@@ -40,10 +40,7 @@ from .base import (
     AdapterExample,
     AdapterResult,
     Progress,
-    normalize_label,
-    parse_answer_text,
     render_answer,
-    snap_to_context,
 )
 
 DEFAULTS = {
@@ -143,19 +140,8 @@ class S2SSession:
         return [self.parse(ex, text) for ex, text in zip(test, texts, strict=True)]
 
     def parse(self, ex: AdapterExample, text: str) -> list[str]:
-        kind = self.task.answer_kind
-        if kind is AnswerKind.LABEL:
-            text = text.strip()
-            if not text:
-                return []
-            return [normalize_label(self.task, text) or text]
-        out = []
-        for span in parse_answer_text(text, kind):
-            exact = snap_to_context(span, ex.context)
-            value = exact if exact is not None else span
-            if value not in out:
-                out.append(value)
-        return out
+        """The generated text as the answer kind reads it (a label; spans snapped to the context)."""
+        return self.task.answer_kind.read_generated(self.task, text, ex.context)
 
 
 class Seq2SeqAdapter(Adapter):

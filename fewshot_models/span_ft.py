@@ -5,7 +5,7 @@ a context longer than ``max_length`` is cut into overlapping windows (``doc_stri
 overlap), each window repeating the question, as in Hugging Face ``run_qa.py`` and the CLUES
 reference ``classic_finetuning/prepro_clues_ext.py``.
 
-* Classification (``AnswerKind.LABEL``: SST-2, MNLI) — the answer is the label *word in the
+* Classification (answers from the task's labels: SST-2, MNLI) — the answer is the label *word in the
   question* ("positive or negative?"), so the begin/end head is trained to point at it: the
   question part is NOT masked for these tasks, and decoding scores only the label-word spans of
   the question (start logit + end logit of each label word, the highest across windows wins).
@@ -56,7 +56,7 @@ reference ``classic_finetuning/prepro_clues_ext.py``.
   gives plain n-best span decoding without a null answer, which is how the reference decodes
   ReCoRD: ``clues_ext_task_def.yml`` record ``task_type: Span`` -> ``postprocess_qa_predictions``
   with ``version_2_with_negative=False``). The prediction is the candidate's exact text.
-* NER (``AnswerKind.SPANS``: CoNLL03, WikiANN) — BIO tagging over the context tokens with
+* NER (any number of spans: CoNLL03, WikiANN) — BIO tagging over the context tokens with
   ``AutoModelForTokenClassification`` (3 labels O/B/I). The question ("List all the people
   names in the context") is part of the input, so one model serves the three entity types.
   Labels go on the first sub-word of every context word (other sub-words, the question and the
@@ -79,7 +79,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 from .backends import in_process_backend
 from .base import (
@@ -192,7 +192,12 @@ class FTSession:
         self.task = task
         self.config = config
         self.hp = config.resolve(DEFAULTS, "ft")
-        self.ner = task.answer_kind is AnswerKind.SPANS
+        # How the answer kind is cast as span extraction (module docstring): a label is the label word's span in
+        # the question; any number of spans, BIO tags; one span, begin/end (with a null answer where the kind
+        # allows the empty answer; among the candidates where it has them).
+        kind = task.answer_kind
+        self.labels_in_question = kind.from_labels
+        self.ner = not kind.from_labels and kind.max_spans is None
         self.backend = in_process_backend(
             config, method="ft", what="encoder checkpoint", default_model=resolve_default_model, progress=progress
         )
@@ -231,7 +236,8 @@ class FTSession:
         if decoding not in SPAN_DECODINGS:
             raise AdapterError(f"ft: span_decoding must be one of {', '.join(SPAN_DECODINGS)}, got {decoding!r}")
         # The reference's padded windows apply to SQuAD v2 only (the task this choice decides).
-        self.reference_padding = task.answer_kind is AnswerKind.SPAN_OR_NONE and decoding == "mtdnn"
+        self.null_answer = kind.allows_empty and not self.ner and not kind.from_labels
+        self.reference_padding = self.null_answer and decoding == "mtdnn"
         if progress:
             progress("load", 1, 1)
 
@@ -270,27 +276,27 @@ class FTSession:
 
     def encode(self, examples: Sequence[AdapterExample], training: bool):
         """-> (features, windows). Features hold model inputs (+ labels when training)."""
-        task, kind = self.task, self.task.answer_kind
+        task, by_label = self.task, self.labels_in_question
         features: list[dict] = []
         windows: list[_Window] = []
         for i, ex in enumerate(examples):
             context = self.context_of(ex)
             question, enc = self._tokenize(ex.question, context)
             n_win = len(enc["input_ids"])
-            label_chars = question_label_spans(task, question) if kind is AnswerKind.LABEL else {}
-            if kind is AnswerKind.LABEL and not label_chars:
+            label_chars = question_label_spans(task, question) if by_label else {}
+            if by_label and not label_chars:
                 raise AdapterError(
                     f"ft: no label word of {task.labels} (or its aliases) occurs in "
                     f"the question {question!r}; cannot extract a label span"
                 )
             target = None
             if training:
-                if kind is AnswerKind.LABEL:
+                if by_label:
                     target = gold_label(task, ex)
                     if target not in label_chars:
                         self.notes["skipped_train_examples"].append(ex.uid)
                         continue
-                elif kind in (AnswerKind.SPAN_OR_NONE, AnswerKind.ENTITY):
+                elif not self.ner:
                     has_answer = any(a.strip() for a in ex.answers)
                     target = answer_span(ex, context) if has_answer else None
                     if has_answer and target is None:
@@ -304,7 +310,7 @@ class FTSession:
             for w in range(n_win):
                 seq_ids = enc.sequence_ids(w)
                 raw_offsets = enc["offset_mapping"][w]
-                decode_seq = 0 if kind is AnswerKind.LABEL else 1
+                decode_seq = 0 if by_label else 1
                 offsets = [tuple(o) if sid == decode_seq else None for o, sid in zip(raw_offsets, seq_ids, strict=True)]
                 feat = {name: list(enc[name][w]) for name in self.input_names if name in enc}
                 win = _Window(example=i, offsets=offsets, seq_ids=list(seq_ids))
@@ -312,7 +318,7 @@ class FTSession:
                     self._pad_like_reference(feat)
                     win.raw_offsets = [tuple(o) for o in raw_offsets]
                     win.raw_offsets += [(0, 0)] * (self.max_length - len(win.raw_offsets))
-                if kind is AnswerKind.LABEL:
+                if by_label:
                     for label, (s, e) in label_chars.items():
                         span = char_to_token_span(raw_offsets, seq_ids, 0, s, e)
                         if span is not None:
@@ -320,7 +326,7 @@ class FTSession:
                 if self.ner:
                     win.word_ids = list(enc.word_ids(w))
                 if training:
-                    if kind is AnswerKind.LABEL:
+                    if by_label:
                         ts, te = win.label_spans[target]
                         feat["start_positions"], feat["end_positions"] = ts, te
                     elif self.ner:
@@ -439,20 +445,20 @@ class FTSession:
         per_example: list[list[int]] = [[] for _ in test]
         for j, win in enumerate(windows):
             per_example[win.example].append(j)
-        kind = self.task.answer_kind
+        among_candidates = self.task.answer_kind.from_candidates and self.hp["restrict_to_candidates"]
         preds = []
         for i, ex in enumerate(test):
             wins = [(windows[j], outputs[j]) for j in per_example[i]]
-            if kind is AnswerKind.LABEL:
+            if self.labels_in_question:
                 preds.append(self._decode_label(wins))
             elif self.ner:
                 preds.append(self._decode_ner(self.context_of(ex), wins))
-            elif kind is AnswerKind.ENTITY and ex.candidates and self.hp["restrict_to_candidates"]:
+            elif among_candidates and ex.candidates:
                 preds.append(self._decode_candidates(ex, wins))
             elif self.reference_padding:
                 preds.append(self._decode_span_mtdnn(self.context_of(ex), wins))
             else:
-                preds.append(self._decode_span(self.context_of(ex), wins, allow_null=kind is AnswerKind.SPAN_OR_NONE))
+                preds.append(self._decode_span(self.context_of(ex), wins, allow_null=self.null_answer))
         return preds
 
     def _decode_label(self, wins) -> list[str]:

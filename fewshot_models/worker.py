@@ -25,11 +25,11 @@ seeds then form one row.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.kinds import InvalidAnswer
+from tasks_data.registry import TaskSpec
 from tasks_data.s1 import item_s1
 
 from .backends import ChatRequest, ContextTooSmall, open_backend
@@ -41,10 +41,7 @@ from .base import (
     AdapterResult,
     PredictCounter,
     Progress,
-    candidate_texts,
     distinct,
-    normalize_label,
-    snap_to_context,
 )
 
 DEFAULTS = {
@@ -52,27 +49,11 @@ DEFAULTS = {
     "temperature": 0.0,  # greedy; > 0 samples (with the run's seed)
 }
 
-NONE_REPLY = {AnswerKind.SPANS: "none", AnswerKind.SPAN_OR_NONE: "no answer"}
 SPAN_SEPARATOR = " | "
 
 
 def how_to_answer(task: TaskSpec) -> str:
-    kind = task.answer_kind
-    if kind is AnswerKind.LABEL:
-        return f"Reply with one of these answers and nothing else: {', '.join(task.labels)}."
-    if kind is AnswerKind.SPANS:
-        return (
-            'Reply with every name of the kind asked, copied exactly from the text, separated by " | "; '
-            'reply "none" if the text contains no name of that kind. Nothing else.'
-        )
-    if kind is AnswerKind.SPAN_OR_NONE:
-        return (
-            "Reply with the answer copied exactly from the text (only the words of the answer), or "
-            '"no answer" if the text does not contain it. Nothing else.'
-        )
-    return (
-        "Reply with the name that fills the blank (@placeholder), copied exactly from the list of names. Nothing else."
-    )
+    return task.answer_kind.reply_instruction(task)
 
 
 def description_text(task: TaskSpec, *, training_items: int, test_items: int) -> str:
@@ -95,29 +76,20 @@ def description_text(task: TaskSpec, *, training_items: int, test_items: int) ->
             f"- Each text comes {task.train_rows_per_shot} times, each time asking for another kind of "
             "name: look at the question every time."
         )
-    if task.answer_kind in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE):
-        lines.append(
-            "- Answers are matched exactly: give exactly the words of the answer, no more and no fewer "
-            '(a word or a final "." too many counts as wrong).'
-        )
+    if task.answer_kind.chat_rule:
+        lines.append(f"- {task.answer_kind.chat_rule}")
     lines += ["", how_to_answer(task)]
     return "\n".join(lines)
 
 
 def item_text(task: TaskSpec, ex: AdapterExample) -> str:
     """An item as the item page shows it: the text, the question, and for ReCoRD the names to choose from."""
-    if task.answer_kind is AnswerKind.ENTITY:
-        names = candidate_texts(ex)
-        return f"Passage: {ex.context}\nQuery: {ex.question}\nNames: {' ; '.join(names)}"
-    text = f"Text: {ex.context}\n"
-    if ex.hypothesis:
-        text += f"Hypothesis: {ex.hypothesis}\n"
-    return text + f"Question: {ex.question}"
+    return task.answer_kind.chat_item_text(task, ex)
 
 
 def _answer_words(task: TaskSpec, texts: Sequence[str]) -> str:
     if not texts:
-        return NONE_REPLY.get(task.answer_kind, "no answer")
+        return task.answer_kind.none_reply
     return SPAN_SEPARATOR.join(texts)
 
 
@@ -127,7 +99,7 @@ def feedback_text(task: TaskSpec, ex: AdapterExample, answer: list[str]) -> tupl
     gold = distinct(a.strip() for a in ex.answers)
     score = item_s1(answer, list(ex.answers), alternatives=alternatives)
     verdict = "Correct" if score >= 1 else ("Partly correct" if score > 0 else "Not correct")
-    gold_words = " | ".join(gold) if gold else NONE_REPLY.get(task.answer_kind, "no answer")
+    gold_words = " | ".join(gold) if gold else task.answer_kind.none_reply
     any_of = " (any of these)" if alternatives and len(gold) > 1 else ""
     return (
         f"{verdict}. Score for this item: {round(100 * score)}%.\nYour answer: {_answer_words(task, answer)}\n"
@@ -135,54 +107,13 @@ def feedback_text(task: TaskSpec, ex: AdapterExample, answer: list[str]) -> tupl
     ), score
 
 
-_PREFIX = re.compile(r"^\s*(?:your\s+)?answer\s*:\s*", re.IGNORECASE)
-_NONE_WORDS = {"none", "no answer", "none in this text", "no name", "nothing"}
-
-
 def read_reply(task: TaskSpec, ex: AdapterExample, reply: str) -> list[str] | None:
-    """A reply read as a worker's answer is validated; None when it reads as no valid answer."""
-    text = _PREFIX.sub("", reply.strip()).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
+    """A reply read as a worker's answer is validated (the answer kind's rules); None when it reads as no
+    valid answer."""
+    try:
+        return task.answer_kind.read_reply(task, ex, reply)
+    except InvalidAnswer:
         return None
-    if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY):
-        for candidate in (text, lines[0]):
-            choice = _choice(task, ex, candidate)
-            if choice is not None:
-                return [choice]
-        return None
-    return _spans(task, ex, text, lines)
-
-
-def _choice(task: TaskSpec, ex: AdapterExample, text: str) -> str | None:
-    """A label of the task (case and aliases forgiven), or one of the item's candidate names."""
-    if task.answer_kind is AnswerKind.LABEL:
-        return normalize_label(task, text)
-    names = candidate_texts(ex)
-    c = text.strip().strip(".\"'").strip()
-    if c in names:
-        return c
-    folded = [n for n in names if n.lower() == c.lower()]
-    return folded[0] if len(folded) == 1 else None
-
-
-def _spans(task: TaskSpec, ex: AdapterExample, text: str, lines: list[str]) -> list[str] | None:
-    """Spans of the context (a worker can mark nothing else), at most as many as the task takes."""
-    if text.lower().strip(" .") in _NONE_WORDS:
-        return []
-    parts = [p.strip() for line in lines for p in line.split("|")]
-    spans: list[str] = []
-    for part in parts:
-        if not part or part.lower().strip(" .") in _NONE_WORDS:
-            continue
-        exact = snap_to_context(part, ex.context)
-        if exact is None:
-            return None
-        if exact not in spans:
-            spans.append(exact)
-    if task.answer_kind.max_spans is not None and len(spans) > task.answer_kind.max_spans:
-        return None
-    return spans
 
 
 def demonstrations_that_fit(

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-from tasks_data.registry import AnswerKind
+from tasks_data.kinds import AnswerKind
 from tasks_data.s1 import as_set, corpus_s1, item_s1
 
 
@@ -50,8 +50,9 @@ def majority_spans(answers: Sequence[Iterable[str]]) -> list[str]:
 
 
 def majority_answer(answers: Sequence[Iterable[str]], kind: AnswerKind) -> list[str]:
-    """The majority of one item's answers (one per annotator) for a task of answer kind ``kind``."""
-    if kind is AnswerKind.SPANS:
+    """The majority of one item's answers (one per annotator) for a task of answer kind ``kind``: a set of
+    any number of spans is voted span by span, any other answer as a whole."""
+    if kind.max_spans is None:
         return majority_spans(answers)
     return most_frequent(answers)
 

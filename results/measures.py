@@ -21,10 +21,7 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
-from tasks_data.registry import AnswerKind
 from tasks_data.s1 import as_set, instance_s1
-
-ALPHA_DISTANCE = {AnswerKind.LABEL: "nominal"}  # every other answer kind: "jaccard"
 
 
 def pairwise_s1(a: dict[int, Sequence[str]], b: dict[int, Sequence[str]]) -> float | None:

@@ -31,7 +31,6 @@ from django.db.models import Count, Max, Sum
 from annotation import selectors
 from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
-from tasks_data.registry import AnswerKind
 from tasks_data.s1 import MRC_GOLD, item_s1
 
 from . import measures
@@ -200,9 +199,9 @@ def _agreement(scores: CohortScores, spec, texts_by: dict[int, dict[int, list[st
     pairs = [measures.pairwise_s1(texts_by[x], texts_by[y]) for i, x in enumerate(ids) for y in ids[i + 1 :]]
     pairs = [p for p in pairs if p is not None]
     scores.mean_pairwise_s1 = sum(pairs) / len(pairs) if pairs else None
-    if spec.answer_kind is AnswerKind.LABEL:
+    if spec.answer_kind.from_labels:  # Fleiss' kappa needs one category per answer
         scores.fleiss_kappa = measures.label_kappa(spec, texts_by)
-    scores.alpha_distance = measures.ALPHA_DISTANCE.get(spec.answer_kind, "jaccard")
+    scores.alpha_distance = spec.answer_kind.alpha_distance
     units = [[texts_by[e][x] for e in ids if x in texts_by[e]] for x in scores.example_ids]
     if scores.alpha_distance == "nominal":
         units = [[answer[0] if answer else "" for answer in unit] for unit in units]

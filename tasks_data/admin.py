@@ -18,7 +18,7 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.display(description="answer kind")
     def answer_kind(self, obj):
-        return obj.spec.answer_kind.value
+        return obj.spec.answer_kind.name
 
 
 @admin.register(Example)

@@ -1,8 +1,8 @@
 """Reading CLUES JSONL lines into normalised records (plain Python, no Django import).
 
 Every check names the file, the line and the field, so a bad release is refused with an
-error a person can act on. The quirks of the official files are normalised here and
-nowhere else:
+error a person can act on. The quirks of the official files are normalised here and, for
+the answer field, by the task's answer kind (``AnswerKind.read_gold``), nowhere else:
 
 * NER "no entity" is ``[""]``: it becomes the empty set;
 * SQuADv2 lists the same alternative several times: alternatives are made distinct;
@@ -16,7 +16,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from .registry import AnswerKind, TaskSpec
+from .kinds import GoldFormatError
+from .registry import TaskSpec
 
 
 class CluesFormatError(ValueError):
@@ -101,82 +102,19 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
     answer = row["answer"]
     if not isinstance(answer, list):
         raise fail("answer", f"must be a list, got {type(answer).__name__}")
-    kind = spec.answer_kind
-    not_found: tuple[str, ...] = ()
-    gold: tuple[str, ...]
-
-    if kind is AnswerKind.LABEL:
-        if len(answer) != 1 or not isinstance(answer[0], str):
-            raise fail("answer", f"must be a list of one label, got {answer!r}")
-        if answer[0] not in spec.labels:
-            raise fail("answer", f"{answer[0]!r} is not a label of {spec.name} ({', '.join(spec.labels)})")
-        gold = (answer[0],)
-
-    elif kind is AnswerKind.SPANS:
-        if not all(isinstance(a, str) for a in answer):
-            raise fail("answer", "must be a list of strings")
-        if answer == [""] or answer == []:
-            gold = ()  # CLUES writes the empty set as [""]
-        elif any(not a.strip() for a in answer):
-            raise fail("answer", 'an empty string is only allowed alone, as [""] (the empty set)')
-        else:
-            gold = _distinct(answer)
-        not_found = tuple(a for a in gold if a not in context)
-
-    else:  # SPAN_OR_NONE and ENTITY: MRC answers as {"text", "answer_start"}
-        impossible = row.get("is_impossible")
-        if not isinstance(impossible, bool):
-            raise fail("is_impossible", "must be true or false")
-        extras["is_impossible"] = impossible
-        texts: list[str] = []
-        starts: dict[str, int] = {}
-        for i, item in enumerate(answer):
-            if (
-                not isinstance(item, dict)
-                or not isinstance(item.get("text"), str)
-                or not item["text"].strip()
-                or isinstance(item.get("answer_start"), bool)
-                or not isinstance(item.get("answer_start"), int)
-            ):
-                raise fail("answer", f'item {i} must be {{"text": non-empty string, "answer_start": integer}}')
-            texts.append(item["text"])
-            starts.setdefault(item["text"], item["answer_start"])
-        if impossible and texts:
-            raise fail("answer", "is_impossible is true but answers are given")
-        if not impossible and not texts:
-            raise fail("answer", "is_impossible is false but no answer is given")
-        gold = _distinct(texts)
-        not_found = tuple(a for a in gold if a not in context)
-        extras["answer_starts"] = tuple(starts[t] for t in gold)
-
-        if kind is AnswerKind.ENTITY:
-            entities = row.get("entities")
-            if not isinstance(entities, list) or not entities:
-                raise fail("entities", 'must be a non-empty list of {"start", "end"}')
-            spans: list[tuple[int, int]] = []
-            for i, ent in enumerate(entities):
-                if not isinstance(ent, dict) or any(
-                    isinstance(ent.get(k), bool) or not isinstance(ent.get(k), int) for k in ("start", "end")
-                ):
-                    raise fail("entities", f'item {i} must be {{"start": int, "end": int}}')
-                start, end = ent["start"], ent["end"] + 1  # CLUES ends are inclusive
-                if not 0 <= start < end <= len(context):
-                    raise fail("entities", f"item {i} ({ent['start']}..{ent['end']}) lies outside the context")
-                spans.append((start, end))
-            candidates = tuple(dict.fromkeys(spans))
-            texts_of_candidates = {context[s:e] for s, e in candidates}
-            for text_ in gold:
-                if text_ not in texts_of_candidates:
-                    raise fail("answer", f"{text_!r} is not one of the candidate entities")
-            extras["candidates"] = candidates
+    try:
+        reading = spec.answer_kind.read_gold(spec, row, context)
+    except GoldFormatError as exc:
+        raise fail(exc.field, exc.message) from None
+    extras.update(reading.extras)
 
     return Record(
         clues_id=str(clues_id),
         context=context,
         hypothesis=hypothesis,
         question=question,
-        gold=gold,
-        gold_not_in_context=not_found,
+        gold=reading.gold,
+        gold_not_in_context=reading.not_found,
         **extras,
     )
 

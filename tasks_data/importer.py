@@ -24,8 +24,9 @@ from django.db import transaction
 from django.db.models import ProtectedError, RestrictedError
 
 from .clues_format import CluesFormatError, Record, parse_file
+from .kinds import AnswerKind
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import SHOTS, TASKS, AnswerKind, TaskSpec
+from .registry import SHOTS, TASKS, TaskSpec
 
 OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
@@ -296,20 +297,10 @@ def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -
 # ---------------------------------------------------------------- writing
 
 
-def gold_unproducible(kind: AnswerKind, gold, context: str) -> bool:
-    """Whether no answer marked in the context can score S1 1 (with MRC's default best alternative).
-
-    Spans: some gold name is not in the context; MRC: none of the alternatives is. Labels never.
-    """
-    if kind is AnswerKind.LABEL or not gold:
-        return False
-    missing = [g for g in gold if g not in context]
-    return bool(missing) if kind is AnswerKind.SPANS else len(missing) == len(gold)
-
-
 def _example_fields(record: Record, kind: AnswerKind, number_ids: frozenset[str] = frozenset()) -> dict:
     return {
-        "gold_unproducible": gold_unproducible(kind, record.gold, record.context),
+        # The data's quirk: no answer marked in the context can score S1 1 (the answer kind says when).
+        "gold_unproducible": kind.gold_unproducible(record.gold, record.context),
         "clues_id_is_number": record.clues_id in number_ids,
         "clues_id": record.clues_id,
         "context": record.context,

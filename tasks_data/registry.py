@@ -2,7 +2,8 @@
 
 A task in the CLUES format is one entry in ``TASKS``; nothing else in the codebase
 lists tasks. This module is plain Python (no Django import) so that the model
-adapters in ``fewshot_models`` can use it on a GPU box.
+adapters in ``fewshot_models`` can use it on a GPU box. What differs between answers
+of different shapes lives on the task's answer kind (``tasks_data.kinds``).
 """
 
 from __future__ import annotations
@@ -10,27 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-
-class AnswerKind(str, enum.Enum):
-    """What a worker (or a model) gives as the answer; the value is the API's ``kind``."""
-
-    LABEL = "label"  # one label from the task's label set
-    SPANS = "spans"  # a set of context spans, possibly empty
-    SPAN_OR_NONE = "span_or_none"  # at most one context span, or none
-    ENTITY = "entity"  # one of the candidate entities
-
-    @property
-    def allows_empty(self) -> bool:
-        return self in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE)
-
-    @property
-    def max_spans(self) -> int | None:
-        return None if self is AnswerKind.SPANS else 1
-
-    @property
-    def gold_is_alternatives(self) -> bool:
-        """MRC gold is a list of alternative answers, not one answer set (see tasks_data.s1)."""
-        return self in (AnswerKind.SPAN_OR_NONE, AnswerKind.ENTITY)
+from .kinds import AnswerKind, get_kind
 
 
 class Category(str, enum.Enum):
@@ -51,16 +32,23 @@ PAPER_TABLES = {
 
 @dataclass(frozen=True)
 class PromptMethod:
-    """How prompt-based fine-tuning (``pt``) reads a task: label -> verbalizer word, or
-    ``not_applicable`` with the reason (the paper leaves NER and MRC to future work)."""
+    """How prompt-based fine-tuning (``pt``) reads a task: its template and label -> verbalizer word, or
+    ``not_applicable`` with the reason (the paper leaves NER and MRC to future work).
+
+    ``template`` is in LM-BFF's notation (``run_experiment.sh``), read by ``fewshot_models.prompt_ft``:
+    ``*``-separated parts, ``cls`` / ``sep+`` the tokenizer's own affixes, ``mask`` the mask, ``sent_0`` the
+    context (MNLI: the premise) and ``sent_1`` the hypothesis (``+`` a space before it, ``l`` its first letter
+    lower-cased, ``-`` without its final punctuation mark), anything else literal text with ``_`` a space.
+    """
 
     verbalizer: dict[str, str] = field(default_factory=dict)
+    template: str = ""
     max_length: int | None = None  # LM-BFF's max_seq_length for this task
     not_applicable: str = ""
 
     @property
     def applies(self) -> bool:
-        return bool(self.verbalizer) and not self.not_applicable
+        return bool(self.verbalizer) and bool(self.template) and not self.not_applicable
 
 
 _NO_PROMPT = PromptMethod(
@@ -77,6 +65,7 @@ class TaskSpec:
     slug: str
     name: str
     category: Category
+    # What a worker or a model gives as the answer (``tasks_data.kinds``); a kind's name is resolved in KINDS.
     answer_kind: AnswerKind
     description: str  # worker-facing, plain English
     clues_folder: str  # folder inside CLUES-JSON/
@@ -90,7 +79,10 @@ class TaskSpec:
     train_rows_per_shot: int = 1
     # Extra per-line fields the CLUES files carry, kept on the example.
     extra_fields: tuple[str, ...] = ()
-    # Prompt-based fine-tuning: verbalizers, or why there is none. Required: a new task says.
+    # Words of an item's question -> the badge shown beside it, each in its own colour (NER: the kind of name
+    # asked for); the first word the question contains wins.
+    question_badges: tuple[tuple[str, str], ...] = ()
+    # Prompt-based fine-tuning: its template and verbalizers, or why there is none. Required: a new task says.
     prompt: PromptMethod | None = None
     # The paper's BERT-base classic fine-tuning row: shots -> (S1 mean, std over 5 splits), in
     # percent, from ``paper_table`` (PAPER_TABLES) of CLUES-paper.txt.
@@ -100,25 +92,36 @@ class TaskSpec:
     def paper_table(self) -> str:
         return PAPER_TABLES[self.category]
 
+    def __post_init__(self) -> None:
+        if isinstance(self.answer_kind, str):
+            object.__setattr__(self, "answer_kind", get_kind(self.answer_kind))
+
     def chance_item_s1(self, gold, candidate_texts=()) -> float:
-        """The S1 a worker who learned nothing expects on one item: the chance level the dashboard
-        flags training S1 against (issue 11.11; the study's fraction rule cannot see a cohort's
-        first workers, who have no one to be compared with).
+        """The S1 a worker who learned nothing expects on one item: the chance level the dashboard flags
+        training S1 against (the study's fraction rule cannot see a cohort's first workers, who have no one
+        to be compared with). Its answer kind's: a uniform guess among labels or candidates, else the empty
+        answer (the trivial predictor), so a new task needs nothing more."""
+        return self.answer_kind.chance_item_s1(self, gold, candidate_texts)
 
-        Derived from the answer kind, so a new task needs nothing more: a label task, a uniform
-        guess (1 / number of labels); a span task, the empty answer ("none" / "no answer", the
-        trivial predictor: its S1 is 1 on items whose gold is empty, which is half the NER items);
-        ReCoRD, a uniform pick among the item's candidate entities.
-        """
-        from .s1 import item_s1  # plain Python too
+    def label_words(self) -> dict[str, list[str]]:
+        """label -> the words that may stand for it (the label itself first, then its aliases)."""
+        out: dict[str, list[str]] = {label: [label] for label in self.labels}
+        for word, label in self.label_aliases.items():
+            out.setdefault(label, [label]).append(word)
+        return out
 
-        alternatives = self.answer_kind.gold_is_alternatives
-        if self.answer_kind is AnswerKind.LABEL:
-            return 1 / len(self.labels) if self.labels else 0.0
-        if self.answer_kind is AnswerKind.ENTITY:
-            texts = list(candidate_texts)
-            return sum(item_s1([t], gold, alternatives=alternatives) for t in texts) / len(texts) if texts else 0.0
-        return item_s1([], gold, alternatives=alternatives)
+    def label_of(self, text: str) -> str | None:
+        """The label a word stands for (any case, an alias such as MNLI's "contraction"), or None."""
+        t = text.strip().strip(".,;:!?\"'").strip().lower()
+        for label, words in self.label_words().items():
+            if t in (w.lower() for w in words):
+                return label
+        return None
+
+    def question_badge(self, question: str) -> str:
+        """The badge of an item's question ("people", ...), or ""."""
+        question = question.lower()
+        return next((badge for word, badge in self.question_badges if word in question), "")
 
     # Answer-time signal (cohort page, annotator export): a test answer given faster than this, from
     # the item being served to the answer, is too fast to have read the item. Set per task from
@@ -137,6 +140,9 @@ class TaskSpec:
         return f"{self.clues_prefix}_train_{shots}_{split}.jsonl"
 
 
+# The kind of name an NER question asks for, shown as a badge in its colour.
+_NER_BADGES = (("people", "people"), ("person", "people"), ("organization", "organizations"), ("location", "locations"))
+
 _NER_DESCRIPTION = (
     "Each item shows a short text and asks for one kind of name: people, organizations or "
     "locations. Mark every name of that kind in the text, exactly as written and without extra "
@@ -151,7 +157,7 @@ TASKS: dict[str, TaskSpec] = {
             slug="sst2",
             name="SST-2",
             category=Category.SENTENCE_CLASSIFICATION,
-            answer_kind=AnswerKind.LABEL,
+            answer_kind=get_kind("label"),
             labels=("positive", "negative"),
             description=(
                 "Each item is a short piece of a movie review, sometimes only a few words. "
@@ -159,7 +165,11 @@ TASKS: dict[str, TaskSpec] = {
             ),
             clues_folder="SST-2",
             clues_prefix="sst",
-            prompt=PromptMethod(verbalizer={"negative": "terrible", "positive": "great"}, max_length=128),
+            prompt=PromptMethod(
+                verbalizer={"negative": "terrible", "positive": "great"},
+                template="*cls**sent_0*_It_was*mask*.*sep+*",  # <sentence> It was [MASK].
+                max_length=128,
+            ),
             paper_ft_bert_base={10: (46.2, 5.6), 20: (54.0, 2.8), 30: (53.6, 5.5)},
             min_answer_seconds=1.5,  # one sentence, often a few words, and one click
             seconds_per_item=8.0,  # 12 words: 3 s to read, a choice and Enter
@@ -168,7 +178,7 @@ TASKS: dict[str, TaskSpec] = {
             slug="mnli",
             name="MNLI",
             category=Category.SENTENCE_CLASSIFICATION,
-            answer_kind=AnswerKind.LABEL,
+            answer_kind=get_kind("label"),
             labels=("entailment", "neutral", "contradiction"),
             # The CLUES question reads "entailment, contraction, or neutral?" (sic).
             label_aliases={"contraction": "contradiction"},
@@ -184,7 +194,9 @@ TASKS: dict[str, TaskSpec] = {
             context_is_pair=True,
             extra_fields=("genre",),
             prompt=PromptMethod(
-                verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"}, max_length=256
+                verbalizer={"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"},
+                template="*cls**sent-_0*?*mask*,*+sentl_1**sep+*",  # <premise>? [MASK], <hypothesis>
+                max_length=256,
             ),
             paper_ft_bert_base={10: (37.0, 5.2), 20: (35.2, 2.7), 30: (35.4, 3.2)},
         ),
@@ -192,13 +204,14 @@ TASKS: dict[str, TaskSpec] = {
             slug="conll03",
             name="CoNLL03",
             category=Category.NAMED_ENTITY_RECOGNITION,
-            answer_kind=AnswerKind.SPANS,
+            answer_kind=get_kind("spans"),
             description=_NER_DESCRIPTION + " The texts are sentences from news articles.",
             clues_folder="CoNLL2003",
             clues_prefix="conll",
             min_answer_seconds=2.0,  # one sentence, scanned for one kind of name, "none" is one click
             seconds_per_item=15.0,  # 25 words: 6 s to read, then marking each name of one kind
             train_rows_per_shot=3,
+            question_badges=_NER_BADGES,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (51.3, 0.0), 20: (51.3, 0.0), 30: (51.3, 0.0)},
         ),
@@ -206,13 +219,14 @@ TASKS: dict[str, TaskSpec] = {
             slug="wikiann",
             name="WikiANN",
             category=Category.NAMED_ENTITY_RECOGNITION,
-            answer_kind=AnswerKind.SPANS,
+            answer_kind=get_kind("spans"),
             description=_NER_DESCRIPTION + " The texts are fragments of Wikipedia articles.",
             clues_folder="WikiANN_EN",
             clues_prefix="wikiann",
             min_answer_seconds=1.5,  # short fragments
             seconds_per_item=10.0,  # 16 words: 4 s to read, then marking
             train_rows_per_shot=3,
+            question_badges=_NER_BADGES,
             prompt=_NO_PROMPT,
             paper_ft_bert_base={10: (62.8, 0.0), 20: (62.8, 0.0), 30: (62.8, 0.0)},
         ),
@@ -220,7 +234,7 @@ TASKS: dict[str, TaskSpec] = {
             slug="squad2",
             name="SQuADv2",
             category=Category.MACHINE_READING_COMPREHENSION,
-            answer_kind=AnswerKind.SPAN_OR_NONE,
+            answer_kind=get_kind("span_or_none"),
             description=(
                 "Each item shows a paragraph and a question about it. Mark the shortest part of "
                 "the paragraph that answers the question. Some questions cannot be answered from "
@@ -238,7 +252,7 @@ TASKS: dict[str, TaskSpec] = {
             slug="record",
             name="ReCoRD",
             category=Category.MACHINE_READING_COMPREHENSION,
-            answer_kind=AnswerKind.ENTITY,
+            answer_kind=get_kind("entity"),
             description=(
                 "Each item shows a news article and a sentence with a blank (@placeholder). "
                 "Choose the highlighted name from the article that best fills the blank."

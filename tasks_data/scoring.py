@@ -3,8 +3,8 @@
 The one path from predictions to S1 for humans (annotation results), models (baseline
 runs) and ``manage.py score``; the metric itself lives in ``tasks_data.s1``.
 
-``as_published`` is the one place that knows how the CLUES files spell an answer set
-(NER "no entity" is ``[""]``): exported prediction files use it, so that the official
+``as_published`` spells an answer set as the CLUES files do (the answer kind knows how:
+NER "no entity" is ``[""]``): exported prediction files use it, so that the official
 ``eval/S1.py`` with the gold read as published gives exactly the platform's number.
 Every scoring function takes ``mrc_gold`` ("best" or "set", see ``tasks_data.s1``) and
 ``strict`` (the official function exactly: no stripping, the gold as published).
@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .kinds import AnswerKind
 from .models import Example, Task
-from .registry import AnswerKind
 from .s1 import check_mrc_gold, corpus_s1, item_s1
 from .selectors import test_examples
 
@@ -32,10 +32,7 @@ def as_published(kind: AnswerKind, texts: Iterable[str]) -> list[str]:
     Labels are one-element lists; MRC answers list their texts, ``[]`` for no answer (an
     unanswerable SQuADv2 question's published answer list is empty).
     """
-    texts = list(texts)
-    if kind is AnswerKind.SPANS and not texts:
-        return [""]
-    return texts
+    return kind.as_published(texts)
 
 
 def published_gold(example: Example) -> list[str]:

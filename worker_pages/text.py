@@ -1,6 +1,7 @@
 """The texts of the worker's pages cut into pieces: markable tokens or candidates, gaps, @highlight bullets,
 and the worker's and gold marks on the feedback page. All offsets are Python string indices (code points),
-computed here and sent back unchanged by the page's script.
+computed here and sent back unchanged by the page's script. An answer kind's widget asks for the pieces it
+shows through ``PIECES`` (``tasks_data.kinds.TextCutter``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tasks_data.models import Example
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 from tasks_data.text_spans import tokenize
 
 HIGHLIGHT = "@highlight"
@@ -87,29 +88,9 @@ def candidate_pieces(example: Example) -> list[Piece]:
     return _with_bullets(_pieces(example.context, candidates, "cand"))
 
 
-def _occurrences(text: str, needle: str, boundaries: set[int] | None) -> list[tuple[int, int]]:
-    found, start = [], text.find(needle)
-    while needle and start >= 0:
-        found.append((start, start + len(needle)))
-        start = text.find(needle, start + 1)
-    if boundaries:
-        aligned = [(s, e) for s, e in found if s in boundaries and e in boundaries]
-        if aligned:
-            return aligned
-    return found
-
-
 def gold_offsets(example: Example, spec: TaskSpec) -> list[tuple[int, int]]:
     """Where the gold strings are in the context (for highlighting the feedback; gold has no offsets)."""
-    gold = [g for g in example.gold if g and g.strip()]
-    if spec.answer_kind is AnswerKind.ENTITY:
-        return sorted((int(s), int(e)) for s, e in example.candidates if example.context[s:e] in gold)
-    tokens = tokenize(example.context, fine=spec.answer_kind is AnswerKind.SPAN_OR_NONE)
-    boundaries = {s for s, _ in tokens} | {e for _, e in tokens}
-    spans = set()
-    for g in gold:
-        spans.update(_occurrences(example.context, g, boundaries))
-    return sorted(spans)
+    return spec.answer_kind.gold_offsets(example)
 
 
 def marked_pieces(text: str, mine: list[tuple[int, int]], gold: list[tuple[int, int]]) -> list[Piece]:
@@ -127,3 +108,22 @@ def marked_pieces(text: str, mine: list[tuple[int, int]], gold: list[tuple[int, 
         if s < e:
             pieces.append(Piece(text[s:e], s, e, "gap", mine=inside(mine, s, e), gold=inside(gold, s, e)))
     return _with_bullets(pieces) if HIGHLIGHT in text else pieces
+
+
+class _Pieces:
+    """The cutting a widget may ask for (``AnswerKind.widget_context`` / ``feedback_context``)."""
+
+    @staticmethod
+    def tokens(text: str, *, fine: bool) -> list[Piece]:
+        return token_pieces(text, fine=fine)
+
+    @staticmethod
+    def candidates(item: Example) -> list[Piece]:
+        return candidate_pieces(item)
+
+    @staticmethod
+    def marked(text: str, mine: list[tuple[int, int]], gold: list[tuple[int, int]]) -> list[Piece]:
+        return marked_pieces(text, mine, gold)
+
+
+PIECES = _Pieces()

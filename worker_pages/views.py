@@ -24,10 +24,10 @@ from annotation.models import Answer, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, pay, worker_page
 from annotation.session import bound_enrollment_id
 from tasks_data.models import Example
-from tasks_data.registry import AnswerKind, TaskSpec
+from tasks_data.registry import TaskSpec
 
 from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
-from .text import candidate_pieces, gold_offsets, marked_pieces, token_pieces
+from .text import PIECES
 
 PLACEHOLDER = "@placeholder"
 INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
@@ -63,17 +63,6 @@ def _labels_in_order(spec: TaskSpec, question: str) -> str:
         return question
     ordered = ", ".join(spec.labels[:-1]) + (", or " if len(spec.labels) > 2 else " or ") + spec.labels[-1]
     return question[: match.start()] + ordered + question[match.end() :]
-
-
-_NER_KINDS = (("people", "people"), ("person", "people"), ("organization", "organizations"), ("location", "locations"))
-
-
-def _ner_kind(spec: TaskSpec, example: Example) -> str:
-    """For NER items, the kind of name asked for ("people", "organizations", "locations"): shown as a badge."""
-    if spec.answer_kind is not AnswerKind.SPANS:
-        return ""
-    question = example.question.lower()
-    return next((kind for word, kind in _NER_KINDS if word in question), "")
 
 
 def _step_info(enrollment: Enrollment) -> dict:
@@ -129,7 +118,7 @@ def _shown_position(enrollment: Enrollment, answer: Answer) -> int:
 
 def _base_context(enrollment: Enrollment) -> dict:
     spec = enrollment.cohort.task.spec
-    return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind.value, "study": enrollment.cohort.study}
+    return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind, "study": enrollment.cohort.study}
 
 
 def _progress(step: str, done: int, total: int, shots: int, *, position: int | None = None) -> dict:
@@ -145,11 +134,11 @@ def _progress(step: str, done: int, total: int, shots: int, *, position: int | N
     }
 
 
-def _answer_summary(kind: AnswerKind, answer: Answer) -> str:
+def _answer_summary(spec: TaskSpec, answer: Answer) -> str:
     texts = _texts_display(answer.texts)
     if texts:
         return " · ".join(texts)
-    return "none in this text" if kind is AnswerKind.SPANS else "no answer"
+    return spec.answer_kind.none_text
 
 
 def _last_test_answer(enrollment: Enrollment) -> Answer | None:
@@ -174,7 +163,7 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
         step=state.step,
         progress=_progress(state.step, state.done, state.total, enrollment.cohort.shots),
         question=_question(spec, item),
-        ner_kind=_ner_kind(spec, item),
+        ner_kind=spec.question_badge(item.question),
         first_test_item=state.step == Answer.Step.TEST and state.done == 0 and revising is None,
         revising=revising is not None,
         form_action=reverse("work-revise" if revising is not None else "work-answer"),
@@ -183,23 +172,16 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
         previous=None,
     )
     if revising is not None:
-        ctx["initial_label"] = revising.texts[0] if kind is AnswerKind.LABEL and revising.texts else ""
         ctx["initial_spans"] = json.dumps(revising.spans or [])
-        ctx["initial_summary"] = _answer_summary(kind, revising)
+        ctx["initial_summary"] = _answer_summary(spec, revising)
     elif state.step == Answer.Step.TEST and state.done > 0:
         last = _last_test_answer(enrollment)
         if last is not None and _changeable(enrollment, last):
             ctx["previous"] = {
                 "position": _shown_position(enrollment, last) + 1,
-                "summary": _answer_summary(kind, last),
+                "summary": _answer_summary(spec, last),
             }
-    if kind is AnswerKind.LABEL:
-        ctx["labels"] = [{"key": i + 1, "value": label} for i, label in enumerate(spec.labels)]
-    elif kind is AnswerKind.ENTITY:
-        ctx["pieces"] = candidate_pieces(item)
-    else:
-        ctx["pieces"] = token_pieces(item.context, fine=kind is AnswerKind.SPAN_OR_NONE)
-        ctx["max_spans"] = 1 if kind.max_spans == 1 else 0
+    ctx.update(kind.widget_context(spec, item, PIECES, revising=revising.texts if revising is not None else None))
     return ctx
 
 
@@ -252,7 +234,7 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
             position=answer.position + 1,
         ),
         question=_question(spec, example),
-        ner_kind=_ner_kind(spec, example),
+        ner_kind=spec.question_badge(example.question),
         mine_texts=_texts_display(answer.texts),
         gold_texts=_texts_display(example.gold),
         s1_percent=round(100 * answer.s1),
@@ -261,19 +243,18 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
         next_state=enrollment.state,
         gold_unproducible=example.gold_unproducible,  # the data's quirk: not counted against the worker
     )
-    if kind is not AnswerKind.LABEL:
+    if kind.near_misses:
         ctx["near_misses"] = _near_misses(ctx["mine_texts"], ctx["gold_texts"])
-    if kind is AnswerKind.LABEL:
-        ctx["labels"] = [
-            {"key": i + 1, "value": label, "mine": label in answer.texts, "gold": label in example.gold}
-            for i, label in enumerate(spec.labels)
-        ]
-    else:
-        mine = [(int(s), int(e)) for s, e in (answer.spans or [])]
-        ctx["pieces"] = marked_pieces(example.context, mine, gold_offsets(example, spec))
-        if kind is AnswerKind.ENTITY:
-            ctx["mine_fill"] = ctx["mine_texts"][0] if ctx["mine_texts"] else ""
-            ctx["gold_fill"] = " / ".join(ctx["gold_texts"])
+    ctx.update(
+        kind.feedback_context(
+            spec,
+            example,
+            PIECES,
+            mine_texts=ctx["mine_texts"],
+            gold_texts=ctx["gold_texts"],
+            mine_spans=answer.spans,
+        )
+    )
     return ctx
 
 
@@ -385,26 +366,8 @@ def start(request: HttpRequest) -> HttpResponse:
 
 
 def _raw_answer(spec: TaskSpec, post) -> list:
-    """The services' answer list from the form: a label, span offsets (JSON), or the empty set."""
-    kind = spec.answer_kind
-    if kind is AnswerKind.LABEL:
-        label = post.get("label", "")
-        return [label] if label else []
-    if post.get("none") == "1":
-        return []
-    try:
-        spans = json.loads(post.get("spans") or "[]")
-    except json.JSONDecodeError:
-        raise InvalidAnswer("the marked spans could not be read; please mark them again") from None
-    if not isinstance(spans, list) or not all(isinstance(s, list) and len(s) == 2 for s in spans):
-        raise InvalidAnswer("the marked spans could not be read; please mark them again")
-    if not spans:
-        raise InvalidAnswer(
-            "nothing is marked: mark the answer in the text, or choose the "
-            + ("\u201cno answer\u201d" if kind.max_spans == 1 else "\u201cnone\u201d")
-            + " button"
-        )
-    return [{"start": s, "end": e} for s, e in spans]
+    """The services' answer list from the form (the answer kind reads its widget's fields)."""
+    return spec.answer_kind.form_answer(post)
 
 
 def _refused(request: HttpRequest, enrollment: Enrollment, status: int, **message) -> HttpResponse:

@@ -11,6 +11,7 @@ without the official download.
 Output: ``CLUES-JSON/<FOLDER>/<prefix>_test.jsonl`` and
 ``<prefix>_train_<K>_<SPLIT>.jsonl`` (K in 10, 20, 30; SPLIT in 1, 2) next to this script.
 
+The tasks, their folders and file names are the task registry's (``tasks_data/registry.py``, plain Python).
 Run ``python tasks_data/demo/make_demo.py`` (plain Python 3.10+, standard library only, no network, fixed seed);
 it rewrites the files and then checks them (``verify``) and fails loudly if any rule is
 broken. ``--check`` only checks the files already there.
@@ -34,16 +35,10 @@ OUT = HERE / "CLUES-JSON"
 SHOTS = (10, 20, 30)
 SPLITS = (1, 2)
 
-# (folder, prefix, nesting) - "keep": 10_s < 20_s < 30_s; "permuted": like the official
-# SQuAD-v2 / ReCoRD files, chain A is 10_1 < 20_2 < 30_1 and chain B is 10_2 < 20_1 < 30_2.
-TASKS = {
-    "sst": ("SST-2", "sst", "keep"),
-    "mnli": ("MNLI", "mnli", "keep"),
-    "conll": ("CoNLL2003", "conll", "keep"),
-    "wikiann": ("WikiANN_EN", "wikiann", "keep"),
-    "squad": ("SQuAD-v2", "squad-v2", "permuted"),
-    "record": ("ReCoRD", "record", "permuted"),
-}
+# How each task's training files nest, by registry slug (its folder and file names come from the task
+# registry): "keep": 10_s < 20_s < 30_s; "permuted": like the official SQuAD-v2 / ReCoRD files, chain A is
+# 10_1 < 20_2 < 30_1 and chain B is 10_2 < 20_1 < 30_2.
+NESTING = {"squad2": "permuted", "record": "permuted"}  # every other task: "keep"
 CHAIN_FILES = {
     "keep": ({10: 1, 20: 1, 30: 1}, {10: 2, 20: 2, 30: 2}),
     "permuted": ({10: 1, 20: 2, 30: 1}, {10: 2, 20: 1, 30: 2}),
@@ -1351,11 +1346,11 @@ def record_examples(rng):
 # =======================================================================================
 def first10_ok(task: str, chain: list) -> bool:
     first = chain[:10]
-    if task == "sst":
+    if task == "sst2":
         return {ex[0]["answer"][0] for ex in first} == {"positive", "negative"}
     if task == "mnli":
         return {ex[0]["answer"][0] for ex in first} == {"entailment", "neutral", "contradiction"}
-    if task == "squad":
+    if task == "squad2":
         return {ex[0]["is_impossible"] for ex in first} == {True, False}
     return True
 
@@ -1369,7 +1364,7 @@ def training_files(task: str, pool: list, rng) -> dict:
         if all(first10_ok(task, c) for c in chains):
             break
     files = {}
-    for chain, mapping in zip(chains, CHAIN_FILES[TASKS[task][2]], strict=True):
+    for chain, mapping in zip(chains, CHAIN_FILES[NESTING.get(task, "keep")], strict=True):
         prev: list = []
         for shots in SHOTS:
             rows_of = chain[:shots]
@@ -1395,36 +1390,52 @@ def write_jsonl(path: Path, examples: list, *, number_rows: bool = False):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+# Each registry task's examples (test, training pool), built in registry order from one random stream.
+EXAMPLES = {
+    "sst2": lambda rng: sst_examples(),
+    "mnli": mnli_examples,
+    "conll03": lambda rng: ner_examples(CONLL, rng, 14000),
+    "wikiann": lambda rng: ner_examples(WIKIANN, rng, 10000),
+    "squad2": lambda rng: squad_examples(),
+    "record": record_examples,
+}
+
+
+def registry_tasks() -> dict:
+    """The task registry (plain Python), each task with its demo examples; a task without any is an error."""
+    sys.path.insert(0, str(HERE.parents[1]))
+    from tasks_data.registry import TASKS
+
+    missing = [slug for slug in TASKS if slug not in EXAMPLES]
+    if missing:
+        raise SystemExit(f"the task registry has tasks with no demo texts here: {', '.join(missing)} (add them)")
+    return TASKS
+
+
 def generate():
+    tasks = registry_tasks()
     rng = random.Random(SEED)
-    built = {
-        "sst": sst_examples(),
-        "mnli": mnli_examples(rng),
-        "conll": ner_examples(CONLL, rng, 14000),
-        "wikiann": ner_examples(WIKIANN, rng, 10000),
-        "squad": squad_examples(),
-        "record": record_examples(rng),
-    }
+    built = {slug: EXAMPLES[slug](rng) for slug in tasks}
     if OUT.exists():
         shutil.rmtree(OUT)
     for task, (test, train) in built.items():
-        folder, prefix, _ = TASKS[task]
+        folder, prefix = tasks[task].clues_folder, tasks[task].clues_prefix
         test = test[:]
         rng.shuffle(test)
-        write_jsonl(OUT / folder / f"{prefix}_test.jsonl", test, number_rows=(task == "sst"))
+        write_jsonl(OUT / folder / f"{prefix}_test.jsonl", test, number_rows=(task == "sst2"))
         for (shots, split), examples in sorted(training_files(task, train, rng).items()):
-            write_jsonl(OUT / folder / f"{prefix}_train_{shots}_{split}.jsonl", examples, number_rows=(task == "sst"))
+            write_jsonl(OUT / folder / f"{prefix}_train_{shots}_{split}.jsonl", examples, number_rows=(task == "sst2"))
 
 
 # =======================================================================================
 # Checks: read the files back and test every rule the importer and the brief rely on
 # =======================================================================================
 KEYS = {
-    "sst": ["answer", "question", "id", "context"],
+    "sst2": ["answer", "question", "id", "context"],
     "mnli": ["genre", "answer", "question", "id", "context"],
-    "conll": ["answer", "question", "id", "context"],
+    "conll03": ["answer", "question", "id", "context"],
     "wikiann": ["answer", "question", "id", "context"],
-    "squad": ["question", "id", "answer", "is_impossible", "context"],
+    "squad2": ["question", "id", "answer", "is_impossible", "context"],
     "record": ["id", "context", "entities", "question", "answer", "is_impossible"],
 }
 
@@ -1437,7 +1448,7 @@ def _load(path: Path) -> list:
 
 def _units(task: str, rows: list) -> list:
     """Group rows into examples (3 rows per NER sentence); return content keys in order."""
-    if task in ("conll", "wikiann"):
+    if task in ("conll03", "wikiann"):
         assert len(rows) % 3 == 0
         keys = []
         for i in range(0, len(rows), 3):
@@ -1453,11 +1464,11 @@ def _units(task: str, rows: list) -> list:
 
 def _check_row(task: str, row: dict, where: str):
     keys = KEYS[task]
-    if task == "squad" and "plausible_answers" in row:
+    if task == "squad2" and "plausible_answers" in row:
         keys = ["plausible_answers"] + keys
     assert list(row) == keys, (where, list(row))
     ctx = row["context"]
-    if task == "sst":
+    if task == "sst2":
         assert isinstance(row["id"], int) and row["question"] == SST_QUESTION
         assert row["answer"] in (["positive"], ["negative"])
         assert ctx == ctx.lower() and ctx.endswith(" ") and not ctx.endswith("  "), where
@@ -1466,11 +1477,11 @@ def _check_row(task: str, row: dict, where: str):
         assert row["genre"] in ("fiction", "government", "slate", "telephone", "travel")
         assert row["answer"] in (["entailment"], ["neutral"], ["contradiction"])
         assert isinstance(ctx, list) and len(ctx) == 2 and all(isinstance(c, str) and c for c in ctx)
-    elif task in ("conll", "wikiann"):
+    elif task in ("conll03", "wikiann"):
         assert re.fullmatch(r"\d+_[123]", row["id"]), where
         ans = row["answer"]
         assert ans == [""] or (ans and len(set(ans)) == len(ans) and all(a and a in ctx for a in ans)), where
-    elif task == "squad":
+    elif task == "squad2":
         assert re.fullmatch(r"[0-9a-f]{24}", row["id"]), where
         assert isinstance(row["is_impossible"], bool)
         spans = row["answer"] + row.get("plausible_answers", [])
@@ -1503,18 +1514,19 @@ def _check_row(task: str, row: dict, where: str):
 
 def verify():
     all_text = ""
-    for task, (folder, prefix, nesting) in TASKS.items():
+    for task, spec in registry_tasks().items():
+        folder, prefix, nesting = spec.clues_folder, spec.clues_prefix, NESTING.get(task, "keep")
         names = {f"{prefix}_test.jsonl"} | {f"{prefix}_train_{k}_{s}.jsonl" for k in SHOTS for s in SPLITS}
         present = {p.name for p in (OUT / folder).iterdir()}
         assert present == names, (task, present ^ names)
-        per = 3 if task in ("conll", "wikiann") else 1
+        per = spec.train_rows_per_shot
         files = {}
         for name in sorted(names):
             rows = _load(OUT / folder / name)
             for i, row in enumerate(rows, start=1):
                 _check_row(task, row, f"{folder}/{name}:{i}")
                 all_text += json.dumps(row["context"], ensure_ascii=False)
-            if task == "sst":
+            if task == "sst2":
                 assert [r["id"] for r in rows] == list(range(1, len(rows) + 1)), name
             files[name] = (rows, _units(task, rows))
         test_rows, test_keys = files[f"{prefix}_test.jsonl"]
@@ -1524,11 +1536,11 @@ def verify():
         for (k, s), (rows, keys) in train.items():
             assert len(rows) == k * per and len(set(keys)) == k, (task, k, s)
             assert not set(keys) & set(test_keys), (task, k, s, "overlaps the test file")
-            if task == "sst":
+            if task == "sst2":
                 assert {r["answer"][0] for r in rows} == {"positive", "negative"}, (k, s)
             if task == "mnli":
                 assert {r["answer"][0] for r in rows} == {"entailment", "neutral", "contradiction"}, (k, s)
-            if task == "squad":
+            if task == "squad2":
                 assert {r["is_impossible"] for r in rows} == {True, False}, (k, s)
         for chain in CHAIN_FILES[nesting]:
             k10, k20, k30 = (train[(k, chain[k])][1] for k in SHOTS)
@@ -1536,14 +1548,14 @@ def verify():
             assert k20[:10] != k10 and k30[:20] != k20, (task, chain, "smaller file is a prefix")
         assert not set(train[(30, 1)][1]) & set(train[(30, 2)][1]), (task, "30-shot files overlap")
         # The same example carries the same id in every training file (not for SST: row numbers).
-        if task != "sst":
+        if task != "sst2":
             ids = {}
             for rows, _ in train.values():
                 for r in rows:
                     key = json.dumps([r["context"], r["question"]], ensure_ascii=False)
                     assert ids.setdefault(key, r["id"]) == r["id"], (task, r["id"])
 
-        if task in ("conll", "wikiann"):
+        if task in ("conll03", "wikiann"):
             counts = [len([a for a in r["answer"] if a]) for r in test_rows]
             assert 0 in counts and 1 in counts and max(counts) >= 2, (task, counts)
             assert any(r["context"].count(a) >= 2 for r in test_rows for a in r["answer"] if a), (
@@ -1558,12 +1570,12 @@ def verify():
                 if r["id"] in test_ids and test_ids[r["id"]] != r["context"]
             ]
             assert clash, (task, "no train/test id collision")
-        if task == "squad":
+        if task == "squad2":
             impossible = sum(r["is_impossible"] for r in test_rows)
             assert 5 <= impossible <= 7, impossible
             assert any(len(r["answer"]) >= 2 for r in test_rows)
             assert any(len(r["answer"]) != len({a["text"] for a in r["answer"]}) for r in test_rows)
-        if task in ("sst", "mnli"):
+        if task in ("sst2", "mnli"):
             labels = [r["answer"][0] for r in test_rows]
             assert max(labels.count(x) for x in set(labels)) - min(labels.count(x) for x in set(labels)) <= 1
     for needle in ('"', "'", "&", "<", "\u00e9", "AT&T", "x < y", "<b>", "Jos\u00e9 \u00c1lvarez"):
@@ -1578,7 +1590,8 @@ def main(argv=None) -> int:
     if not args.check:
         generate()
     verify()
-    for folder, prefix, _ in TASKS.values():
+    for spec in registry_tasks().values():
+        folder, prefix = spec.clues_folder, spec.clues_prefix
         counts = ", ".join(
             f"{p.name[len(prefix) + 1 : -len('.jsonl')]}={len(p.read_text(encoding='utf-8').splitlines())}"
             for p in sorted((OUT / folder).iterdir())

@@ -27,7 +27,8 @@ from fewshot_models.base import (
 )
 from fewshot_models.clues_io import example_from_row
 from fewshot_models.reference import majority_label
-from tasks_data.registry import TASKS, AnswerKind
+from tasks_data.kinds import KINDS
+from tasks_data.registry import TASKS
 from tests.adapters import adapter_synthetic as synthetic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,11 +141,11 @@ def test_majority_picks_most_frequent_training_label():
 
 
 def test_parse_answer_text():
-    assert parse_answer_text("none", AnswerKind.SPANS) == []
-    assert parse_answer_text(" None. ", AnswerKind.SPAN_OR_NONE) == []
-    assert parse_answer_text("", AnswerKind.SPANS) == []
-    assert parse_answer_text("John Smith, Mary Jones, John Smith", AnswerKind.SPANS) == ["John Smith", "Mary Jones"]
-    assert parse_answer_text("Paris, France", AnswerKind.SPAN_OR_NONE) == ["Paris, France"]
+    assert parse_answer_text("none", KINDS["spans"]) == []
+    assert parse_answer_text(" None. ", KINDS["span_or_none"]) == []
+    assert parse_answer_text("", KINDS["spans"]) == []
+    assert parse_answer_text("John Smith, Mary Jones, John Smith", KINDS["spans"]) == ["John Smith", "Mary Jones"]
+    assert parse_answer_text("Paris, France", KINDS["span_or_none"]) == ["Paris, France"]
 
 
 def test_snap_to_context():

@@ -57,3 +57,30 @@ def test_pt_needs_single_token_verbalizers(tmp_path, texts):
     data = synthetic.sst2()
     with pytest.raises(AdapterError, match="not a single token"):
         METHODS["pt"]().run(TASKS["sst2"], data, data, AdapterConfig(model=path, device="cpu"))
+
+
+def test_the_template_is_the_tasks_not_its_slugs(mlm_path):
+    """A new label task brings its own template (TaskSpec.prompt); prompt_ft knows no task by name."""
+    from dataclasses import replace
+
+    from fewshot_models.prompt_ft import read_template
+    from tasks_data.registry import PromptMethod
+
+    base = TASKS["sst2"]
+    task = replace(
+        base,
+        slug="reviews",
+        prompt=PromptMethod(
+            verbalizer=dict(base.prompt.verbalizer), template="*cls*_Review:*+sent_0*_Verdict:*mask*.*sep+*"
+        ),
+    )
+    session = PromptSession(task, AdapterConfig(model=mlm_path, device="cpu"))
+    text = session.tokenizer.decode(session.encode(synthetic.sst2()[0])["input_ids"])
+    assert text == "[CLS] Review : a wonderful and moving film Verdict : [MASK]. [SEP]"
+    for broken, reason in (
+        ("*sent_0*mask*", "must start with"),
+        ("*cls**sent_0**sep+*", "exactly one"),
+        ("*cls**sent_2*mask**sep+*", "sentence 2"),
+    ):
+        with pytest.raises(AdapterError, match=reason):
+            read_template(broken)

@@ -13,7 +13,6 @@ from annotation import attention, services
 from annotation.models import AttentionCheck, Cohort, Enrollment
 from annotation.session import SESSION_KEY
 from tasks_data.models import Example
-from tasks_data.registry import AnswerKind
 
 _WORD = re.compile(r"\w+")
 
@@ -81,12 +80,12 @@ def _first_word(context: str) -> list[dict]:
 def gold_answer(example: Example) -> list:
     """The API answer giving the gold (as far as the context allows)."""
     spec = example.task.spec
-    kind = spec.answer_kind
-    if kind is AnswerKind.LABEL:
+    kind = spec.answer_kind.name
+    if kind == "label":
         return [example.gold[0]]
-    if kind is AnswerKind.SPANS:
+    if kind == "spans":
         return _spans(example.context, example.gold)
-    if kind is AnswerKind.SPAN_OR_NONE:
+    if kind == "span_or_none":
         for alternative in example.gold:
             spans = _spans(example.context, [alternative])
             if spans:
@@ -103,10 +102,10 @@ def gold_answer(example: Example) -> list:
 def wrong_answer(example: Example) -> list:
     """A valid answer that misses the gold (S1 0 wherever the data allows one)."""
     spec = example.task.spec
-    kind = spec.answer_kind
-    if kind is AnswerKind.LABEL:
+    kind = spec.answer_kind.name
+    if kind == "label":
         return [next(label for label in spec.labels if label != example.gold[0])]
-    if kind in (AnswerKind.SPANS, AnswerKind.SPAN_OR_NONE):
+    if kind in ("spans", "span_or_none"):
         return [] if example.gold else _first_word(example.context)
     gold = set(example.gold)
     for s, e in example.candidates:
@@ -118,9 +117,7 @@ def wrong_answer(example: Example) -> list:
 
 def texts_of(example: Example, answer: list) -> list[str]:
     """The strings an API answer stands for (what S1 scores)."""
-    if example.task.spec.answer_kind is AnswerKind.LABEL:
-        return list(answer)
-    return [example.context[a["start"] : a["end"]] for a in answer]
+    return example.task.spec.answer_kind.validate(example.task.spec, example, answer).texts
 
 
 def answer_all(enrollment_id: int, choose: Callable[[Example], list]) -> services.WorkState:

@@ -84,9 +84,8 @@ def work(worker: WorkerClient, pid: str, p_training: float, p_test: float, seed:
 
 
 def _texts(example: Example, answer: list) -> list[str]:
-    if example.task.spec.answer_kind.value == "label":
-        return list(answer)
-    return [example.context[a["start"] : a["end"]] for a in answer]
+    spec = example.task.spec
+    return spec.answer_kind.validate(spec, example, answer).texts
 
 
 def independent_s1(sent: dict[int, list[str]]) -> float:

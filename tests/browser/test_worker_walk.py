@@ -155,7 +155,7 @@ class Walk:
             self.answer(example)
 
     def answer(self, example: Example):
-        page, kind = self.page, self.cohort.task.spec.answer_kind.value
+        page, kind = self.page, self.cohort.task.spec.answer_kind.name
         old = item_handle(page)
         if kind == "label":
             if self.phone:
@@ -242,7 +242,7 @@ class Walk:
 
     def _best_ranges(self, example: Example):
         spec = self.cohort.task.spec
-        if spec.answer_kind.value == "span_or_none" and len([g for g in example.gold if g.strip()]) > 1:
+        if spec.answer_kind.name == "span_or_none" and len([g for g in example.gold if g.strip()]) > 1:
             options = []
             for g in example.gold:
                 r = _gold_ranges(self.page, example.__class__(context=example.context, gold=[g]))

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from results.majority import majority_answer, majority_predictions, majority_s1, majority_spans, most_frequent
-from tasks_data.registry import AnswerKind
+from tasks_data.kinds import KINDS
 
 
 def test_label_most_frequent_and_ties_alphabetical():
@@ -34,12 +34,12 @@ def test_spans_need_a_strict_majority_of_annotators():
 
 
 def test_mrc_most_frequent_span_no_answer_counts_and_wins_ties():
-    kind = AnswerKind.SPAN_OR_NONE
+    kind = KINDS["span_or_none"]
     assert majority_answer([["1066"], ["in 1066"], ["1066"]], kind) == ["1066"]
     assert majority_answer([[], [], ["1066"]], kind) == []
     assert majority_answer([["1066"], []], kind) == []  # tie: "no answer" sorts first
     assert majority_answer([["in 1066"], ["1066"]], kind) == ["1066"]  # tie: alphabetical
-    assert majority_answer([["Lago"], ["Trump"], ["Lago"], ["Trump"], ["Mar"]], AnswerKind.ENTITY) == ["Lago"]
+    assert majority_answer([["Lago"], ["Trump"], ["Lago"], ["Trump"], ["Mar"]], KINDS["entity"]) == ["Lago"]
 
 
 def test_cohort_majority_s1_beats_or_matches_its_annotators_here():
@@ -50,8 +50,8 @@ def test_cohort_majority_s1_beats_or_matches_its_annotators_here():
         name: {i: [flip[g[0]]] if i == wrong else g for i, g in gold.items()}
         for name, wrong in (("A", 1), ("B", 2), ("C", 3))
     }
-    assert majority_predictions(answers, AnswerKind.LABEL) == gold
-    assert majority_s1(answers, gold, AnswerKind.LABEL) == 1.0
+    assert majority_predictions(answers, KINDS["label"]) == gold
+    assert majority_s1(answers, gold, KINDS["label"]) == 1.0
 
 
 def test_cohort_majority_s1_ner_and_mrc_by_hand():
@@ -62,9 +62,9 @@ def test_cohort_majority_s1_ner_and_mrc_by_hand():
         "C": {"s1": ["Rome"], "s2": [], "s3": ["Oslo", "Bergen"]},
     }
     # majority: s1 {Paris, Rome} -> 1; s2 {} -> 1; s3 {Oslo} -> 1
-    assert majority_s1(ner, ner_gold, AnswerKind.SPANS) == 1.0
+    assert majority_s1(ner, ner_gold, KINDS["spans"]) == 1.0
     ner["C"]["s1"] = ["Lyon"]  # s1 majority: {Paris} -> 2/3
-    assert majority_s1(ner, ner_gold, AnswerKind.SPANS) == pytest.approx((2 / 3 + 1 + 1) / 3)
+    assert majority_s1(ner, ner_gold, KINDS["spans"]) == pytest.approx((2 / 3 + 1 + 1) / 3)
 
     mrc_gold = {"q1": ["1066", "in 1066"], "q2": []}
     mrc = {
@@ -73,8 +73,8 @@ def test_cohort_majority_s1_ner_and_mrc_by_hand():
         "C": {"q1": ["1066"], "q2": ["Hastings"]},
     }
     # q1 majority "in 1066": best alternative 1, as one gold set 2/3; q2 majority "Hastings": 0
-    assert majority_s1(mrc, mrc_gold, AnswerKind.SPAN_OR_NONE) == pytest.approx(0.5)
-    assert majority_s1(mrc, mrc_gold, AnswerKind.SPAN_OR_NONE, mrc_gold="set") == pytest.approx((2 / 3) / 2)
+    assert majority_s1(mrc, mrc_gold, KINDS["span_or_none"]) == pytest.approx(0.5)
+    assert majority_s1(mrc, mrc_gold, KINDS["span_or_none"], mrc_gold="set") == pytest.approx((2 / 3) / 2)
 
 
 def test_refusals():
@@ -83,4 +83,4 @@ def test_refusals():
     with pytest.raises(ValueError, match="no answers"):
         majority_spans([])
     with pytest.raises(ValueError, match="1 item\\(s\\) have no answer"):
-        majority_s1({"A": {1: ["positive"]}}, {1: ["positive"], 2: ["negative"]}, AnswerKind.LABEL)
+        majority_s1({"A": {1: ["positive"]}}, {1: ["positive"], 2: ["negative"]}, KINDS["label"])

@@ -69,7 +69,7 @@ def mask(body: str) -> str:
 
 def fixed_answer(example: Example) -> tuple[list, dict]:
     """The same answer whatever the gold: (API answer, UI form fields)."""
-    kind = example.task.spec.answer_kind.value
+    kind = example.task.spec.answer_kind.name
     if kind == "label":
         label = example.task.spec.labels[0]
         return [label], {"label": label}
@@ -85,7 +85,7 @@ def fixed_answer(example: Example) -> tuple[list, dict]:
 def other_gold(example: Example) -> list[str]:
     """A different, still well-formed gold answer for the same item."""
     spec = example.task.spec
-    kind = spec.answer_kind.value
+    kind = spec.answer_kind.name
     if kind == "label":
         return [next(label for label in spec.labels if label != example.gold[0])]
     if kind == "spans":

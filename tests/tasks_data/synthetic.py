@@ -60,7 +60,7 @@ def example(spec: TaskSpec, tag: str, role: str, n: int) -> list[dict]:
                 "context": [f"Premise {uid} says the shop opens at nine.", f"Hypothesis {uid} about the shop."],
             }
         ]
-    if spec.answer_kind.value == "spans":
+    if spec.answer_kind.name == "spans":
         person, org, place = f"Ann Lee{uid}", f"Acme{uid} Corp", f"Rome{uid}"
         if n % 3 == 0:  # no person: the empty set, written [""] as CLUES does
             context, answers = f"{org} opened an office in {place} .", ([""], [org], [place])

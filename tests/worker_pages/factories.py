@@ -61,7 +61,7 @@ def answer_current(enrollment: Enrollment, *, right: bool = True):
     """Answer the worker's current item through the services (gold when right, else something wrong)."""
     state = services.current_item(enrollment_id=enrollment.pk)
     item, spec = state.item, enrollment.cohort.task.spec
-    kind = spec.answer_kind.value
+    kind = spec.answer_kind.name
     if kind == "label":
         label = item.gold[0] if right else next(x for x in spec.labels if x != item.gold[0])
         raw = [label]
