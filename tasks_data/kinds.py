@@ -27,13 +27,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, TypeVar
+from typing import Any, ClassVar, Protocol, TypeGuard, TypeVar
 
 from .s1 import item_s1
 from .text_spans import distinct, occurrences, snap_to_context, tokenize
-
-if TYPE_CHECKING:
-    from .registry import TaskSpec
 
 
 class InvalidAnswer(ValueError):
@@ -63,6 +60,19 @@ class GoldReading:
     gold: tuple[str, ...]
     not_found: tuple[str, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskSpec(Protocol):
+    """What a kind reads of its task (``tasks_data.registry.TaskSpec``; declared here so that the registry,
+    which holds kinds, and the kinds import each other in one direction only)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    def label_of(self, text: str) -> str | None: ...
 
 
 class Item(Protocol):
