@@ -204,7 +204,7 @@ class PromptSession:
 class PromptFTAdapter(Adapter):
     method = "pt"
     defaults = DEFAULTS
-    backends = ("transformers",)  # trains the model: in this process; no default model (a masked LM is named)
+    needs = ("model",)  # trains the model: in this process; no default model (a masked LM is named)
 
     def applies_to(self, task: TaskSpec) -> str | None:
         if task.prompt is not None and task.prompt.applies:

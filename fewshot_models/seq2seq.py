@@ -161,7 +161,7 @@ class S2SSession:
 class Seq2SeqAdapter(Adapter):
     method = "s2s"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers",)  # trains the model: in this process; no default model (a T5 is named)
+    needs = ("model",)  # trains the model: in this process; no default model (a T5 is named)
 
     def run(
         self,

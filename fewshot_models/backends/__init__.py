@@ -1,9 +1,11 @@
 """Model backends, one registry entry each (``BACKENDS``): where a method's model runs.
 
 ``transformers``: a local checkpoint in this process (the methods that train need it);
-``openai``: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp, Ollama,
-hosted APIs). ``open_backend(config, ...)`` opens the one ``config.backend`` names. Importing this
-package imports neither torch nor httpx: each backend imports what it needs when it is opened.
+``openai``: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp,
+``transformers serve``, Ollama, hosted APIs). A method runs on every backend that provides what it
+needs (``backends_for``); ``open_backend(config, ...)`` opens the one ``config.backend`` names.
+Importing this package imports neither torch nor httpx: each backend imports what it needs when it
+is opened.
 """
 
 from __future__ import annotations
@@ -26,13 +28,27 @@ from .transformers import TransformersBackend
 BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend, OpenAIBackend)}
 
 
+def backends_for(needs) -> tuple[str, ...]:
+    """The backends that provide everything in ``needs``, in the registry's order (the first is the default)."""
+    return tuple(name for name, cls in BACKENDS.items() if needs and set(needs) <= cls.provides)
+
+
 def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
-    """The backend ``config.backend`` names, opened for ``method``. ``options`` are the in-process
-    backend's (what to load and how); a server's backend takes what it needs from ``config``."""
-    cls = BACKENDS.get(config.backend)
+    """The backend ``config.backend`` names (none named: the method's default), opened for ``method``.
+    ``options`` are the in-process backend's (what to load and how); a server's backend takes what it
+    needs from ``config``."""
+    name = config.backend or _default_backend(method)
+    cls = BACKENDS.get(name)
     if cls is None:
-        raise AdapterError(f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS)}")
+        raise AdapterError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     return cls(config, method=method, **options)
+
+
+def _default_backend(method: str) -> str:
+    from .. import METHODS
+
+    adapter = METHODS.get(method)
+    return adapter().backends[0] if adapter is not None and adapter().backends else ""
 
 
 def in_process_backend(config: AdapterConfig, *, method: str, what: str, default_model=None, progress=None) -> Backend:
@@ -59,6 +75,7 @@ __all__ = [
     "ResponseStore",
     "Tally",
     "TransformersBackend",
+    "backends_for",
     "in_process_backend",
     "open_backend",
 ]
