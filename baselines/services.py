@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from fewshot_models import METHODS
-from fewshot_models.backends import BACKENDS
+from fewshot_models.backends import BACKENDS, backends_for
 from fewshot_models.base import AdapterConfig, AdapterExample
 from tasks_data.models import Example, Task, TrainingSet
 from tasks_data.registry import SHOTS, SPLITS, TASKS
@@ -40,7 +40,7 @@ class Skipped:
 def backend_of(method: str, backend: str | None, server: str) -> str | None:
     """The backend a method's runs use: ``backend`` where it can run there (None: it cannot); else, with a
     server given, the first of its backends that is served, else its first (its default); "" for no model."""
-    names = METHODS[method]().backends
+    names = backends_for(METHODS[method].needs)
     if not names:
         return ""
     if backend:
@@ -98,7 +98,9 @@ def plan_runs(
                 continue
             runs_on = backend_of(method, backend, server)
             if runs_on is None:
-                skipped.append(Skipped(slug, method, f"runs on {' or '.join(adapter.backends)}, not {backend}"))
+                skipped.append(
+                    Skipped(slug, method, f"runs on {' or '.join(backends_for(adapter.needs))}, not {backend}")
+                )
                 continue
             over_server = bool(runs_on) and BACKENDS[runs_on].remote
             names = list(per_method[method] or [adapter.default_model]) if adapter.needs_model else [""]

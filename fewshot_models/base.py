@@ -166,13 +166,6 @@ class Adapter(abc.ABC):
     def needs_model(self) -> bool:
         return bool(self.needs)
 
-    @property
-    def backends(self) -> tuple[str, ...]:
-        """The backends the method can run on (the registry's order: the first is its default)."""
-        from .backends import backends_for
-
-        return backends_for(self.needs)
-
     @staticmethod
     def model_path(name: str) -> str | None:
         """The checkpoint (or server model) a run's model name stands for; None = the method's default."""
@@ -258,7 +251,7 @@ def local_model_problem(name: str) -> str | None:
     where = "no such folder" if local else "not a local folder, and not in the Hugging Face cache"
     return (
         f"no model {name!r}: {where}. Nothing is downloaded at run time (HF_HUB_OFFLINE): give a local "
-        "checkpoint folder (saved with save_pretrained), e.g. --models ft=/path/to/checkpoint"
+        "checkpoint folder (saved with save_pretrained), e.g. --models ft=/path/to/checkpoint (AdapterConfig.model)"
     )
 
 

@@ -156,6 +156,7 @@ class ICLSession:
         self.backend = backend or open_backend(
             config,
             method="icl",
+            needs=ICLAdapter.needs,
             what="causal-LM checkpoint",
             progress=progress,
             causal_lm=True,

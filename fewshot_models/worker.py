@@ -270,7 +270,7 @@ class WorkerAdapter(Adapter):
         self.check_applies(task)
         hp = config.resolve(DEFAULTS, self.method)
         max_tokens, temperature = int(hp["max_new_tokens"]), float(hp["temperature"])
-        with open_backend(config, method=self.method, progress=progress) as backend:
+        with open_backend(config, method=self.method, needs=self.needs, progress=progress) as backend:
 
             def ask(messages, done=None):
                 return backend.chat(

@@ -33,22 +33,15 @@ def backends_for(needs) -> tuple[str, ...]:
     return tuple(name for name, cls in BACKENDS.items() if needs and set(needs) <= cls.provides)
 
 
-def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
-    """The backend ``config.backend`` names (none named: the method's default), opened for ``method``.
-    ``options`` are the in-process backend's (what to load and how); a server's backend takes what it
-    needs from ``config``."""
-    name = config.backend or _default_backend(method)
+def open_backend(config: AdapterConfig, *, method: str, needs=(), **options) -> Backend:
+    """The backend ``config.backend`` names (none named: the first that provides what the method ``needs``),
+    opened for ``method``. ``options`` are the in-process backend's (what to load and how); a server's
+    backend takes what it needs from ``config``."""
+    name = config.backend or next(iter(backends_for(needs)), "")
     cls = BACKENDS.get(name)
     if cls is None:
         raise AdapterError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     return cls(config, method=method, **options)
-
-
-def _default_backend(method: str) -> str:
-    from .. import METHODS
-
-    adapter = METHODS.get(method)
-    return adapter().backends[0] if adapter is not None and adapter().backends else ""
 
 
 def in_process_backend(config: AdapterConfig, *, method: str, what: str, default_model=None, progress=None) -> Backend:
@@ -59,7 +52,9 @@ def in_process_backend(config: AdapterConfig, *, method: str, what: str, default
             f"{method} trains the model, so it runs in this process: the {cls.name} backend "
             "serves a model elsewhere (use the transformers backend)"
         )
-    return open_backend(config, method=method, what=what, default_model=default_model, progress=progress)
+    return open_backend(
+        config, method=method, needs=("model",), what=what, default_model=default_model, progress=progress
+    )
 
 
 __all__ = [
