@@ -4,11 +4,11 @@ of answered requests. Plain httpx; nothing here knows a model or a method.
 * ``send``: one request, retried on 429 / 5xx / a connection that failed or timed out, after a back-off
   (exponential, at least the server's ``Retry-After``), at most ``max_retries`` times; a refused key, an unknown
   model and a request too long for the model's window are not retried (``BackendError``, ``ContextTooSmall``).
-* ``ask``: a batch. Requests answered before (the store) are not sent; the others go through at most
-  ``concurrency`` threads, each taking the next request when its last is answered, so that the cost of a request
-  does not grow with the batch. Answers are stored by the calling thread as they arrive (a store backed by a
-  database is only ever used from one thread). On a failure the requests in flight are finished and stored, the
-  others are dropped, and the failure is raised.
+* ``ask``: a batch. Requests answered before (the store) are not sent; the others go through ``concurrency``
+  threads kept for the client's life, each taking the next request when its last is answered, so that the cost
+  of a request does not grow with the batch (nor a small batch pay for starting threads). Answers are stored by
+  the calling thread as they arrive (a store backed by a database is only ever used from one thread). On a
+  failure the requests in flight are finished and stored, the others are dropped, and the failure is raised.
 * What is stored: the request's key (a hash of its URL and body) and what reading the answer kept (``read``),
   with its token counts: never the request's text, never the full answer.
 """
@@ -178,11 +178,15 @@ class Exchange:
             timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
         )
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
         self.unanswered_sends = 0  # sends whose connection dropped after the request went out (outcome unknown)
         #: raise for an error answer another try would not change: (status, message, path, body) -> None
         self.refuse: Callable[[int, str, str, dict | None], None] = lambda *a: None
 
     def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads = []
         self._http.close()
 
     # ------------------------------------------------------------------ one request
@@ -253,51 +257,35 @@ class Exchange:
         """What ``reads[i]`` keeps of the answer to ``bodies[i]``, for every body: from the store, else sent."""
         results: list = [None] * len(bodies)
         keys = [request_key(f"{self.server}/{path}", b) for b in bodies]
-        jobs: queue.SimpleQueue[int] = queue.SimpleQueue()
+        todo = []
         for i, key in enumerate(keys):
             hit = self.store.get(key)
             if hit is None:
-                jobs.put(i)
+                todo.append(i)
                 continue
             # a response kept before answers were kept compactly is read again
             results[i] = hit["answer"] if "answer" in hit else reads[i](hit["raw"])
             self.tally.add(resumed=1)
             if done:
                 done()
-        if jobs.qsize():
+        if todo:
             with Stopwatch(self.tally):
-                self._window(path, bodies, reads, keys, jobs, results, done)
+                self._window(path, bodies, reads, keys, todo, results, done)
         return results
 
-    def _window(self, path, bodies, reads, keys, jobs: queue.SimpleQueue, results: list, done: Done) -> None:
-        """The requests in ``jobs`` sent through at most ``concurrency`` threads; answers kept as they arrive."""
+    def _window(self, path, bodies, reads, keys, todo: list[int], results: list, done: Done) -> None:
+        """``bodies[todo]`` sent through the window's threads; answers kept here as they arrive."""
         answers: queue.SimpleQueue = queue.SimpleQueue()
         stop = threading.Event()
-
-        def work():  # one of the window's threads: the next request as soon as the last is answered
-            while not stop.is_set():
-                try:
-                    i = jobs.get_nowait()
-                except queue.Empty:
-                    break
-                try:
-                    answers.put((i, self.send("POST", path, bodies[i]), None))
-                except BaseException as exc:  # handed to the calling thread, which raises it
-                    stop.set()
-                    answers.put((i, None, exc))
-            answers.put(None)
-
+        self._start_threads()
+        for i in todo:
+            self._jobs.put((path, bodies[i], i, answers, stop))
         failure: BaseException | None = None
-        running = min(self.concurrency, jobs.qsize())
-        for _ in range(running):
-            threading.Thread(target=work, daemon=True, name="llm-request").start()
         try:
-            while running:
-                item = answers.get()
-                if item is None:
-                    running -= 1
+            for _ in todo:
+                i, data, exc = answers.get()
+                if data is None and exc is None:  # not sent: the batch had already failed
                     continue
-                i, data, exc = item
                 problem = exc if exc is not None else self._keep(data, reads[i], keys[i], path, results, i)
                 if problem is None:
                     if done:
@@ -308,9 +296,35 @@ class Exchange:
                 failure = failure or problem
                 stop.set()
         finally:
-            stop.set()  # whatever went wrong here, no thread takes another request
+            stop.set()  # whatever went wrong here, no thread sends another request of this batch
         if failure is not None:
             raise failure
+
+    def _start_threads(self) -> None:
+        """The window: ``concurrency`` threads for the client's life, each sending the next request as soon as its
+        last is answered (no thread is started per batch)."""
+        if self._threads:
+            return
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(self.concurrency):
+            thread = threading.Thread(target=self._work, daemon=True, name="llm-request")
+            thread.start()
+            self._threads.append(thread)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            path, body, i, answers, stop = job
+            if stop.is_set():
+                answers.put((i, None, None))
+                continue
+            try:
+                answers.put((i, self.send("POST", path, body), None))
+            except BaseException as exc:  # handed to the calling thread, which raises it
+                stop.set()
+                answers.put((i, None, exc))
 
     def _keep(self, data: dict, read, key: str, path: str, results: list, i: int) -> BaseException | None:
         """An answer read into ``results[i]``, tallied and stored; or what went wrong."""
