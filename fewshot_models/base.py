@@ -93,19 +93,10 @@ class AdapterConfig:
     max_retries: int = 5  # per request, on 429 / 5xx / a connection that could not be opened
     store: Any = None  # a backends.ResponseStore; None = in memory
 
-    _HYPER = (
-        "lr",
-        "epochs",
-        "max_steps",
-        "batch_size",
-        "eval_batch_size",
-        "warmup_ratio",
-        "weight_decay",
-        "max_grad_norm",
-        "max_length",
-        "doc_stride",
-        "max_target_length",
-        "max_new_tokens",
+    # the fields above that are a method's hyperparameters (``resolve``)
+    _HYPER = tuple(
+        "lr epochs max_steps batch_size eval_batch_size warmup_ratio weight_decay max_grad_norm max_length "
+        "doc_stride max_target_length max_new_tokens".split()
     )
 
     def resolve(self, defaults: Mapping[str, Any], method: str = "") -> dict[str, Any]:
@@ -235,24 +226,22 @@ def local_model_problem(name: str) -> str | None:
 
     path = os.path.expanduser(name)
     if os.path.isdir(path):
-        if not os.path.isfile(os.path.join(path, "config.json")):
-            return f"{name!r} is a folder without config.json: not a saved checkpoint"
-        return None
+        has_config = os.path.isfile(os.path.join(path, "config.json"))
+        return None if has_config else f"{name!r} is a folder without config.json: not a saved checkpoint"
     local = name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(path)
-    if not local and not hub_offline():
+    if not local and (not hub_offline() or _in_hub_cache(name)):
         return None
-    if not local:
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:
-            try_to_load_from_cache = None
-        if try_to_load_from_cache and isinstance(try_to_load_from_cache(name, "config.json"), str):
-            return None
     where = "no such folder" if local else "not a local folder, and not in the Hugging Face cache"
     return (
         f"no model {name!r}: {where}. Nothing is downloaded at run time (HF_HUB_OFFLINE): give a local "
         "checkpoint folder (saved with save_pretrained), e.g. --models ft=/path/to/checkpoint (AdapterConfig.model)"
     )
+
+
+def _in_hub_cache(name: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache  # installed with transformers; asks nothing of the hub
+
+    return isinstance(try_to_load_from_cache(name, "config.json"), str)
 
 
 def model_not_found(method: str, path: str | None, what: str, cause: BaseException | None = None) -> ModelNotFound:
@@ -391,6 +380,18 @@ def render_answer(task: TaskSpec, example: AdapterExample) -> str:
 
         return ", ".join(sorted(answers, key=pos))
     return answers[0]  # MRC: the first alternative
+
+
+def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
+    """A label or candidate, typed, read as a worker's choice: the label (case and aliases forgiven)
+    or the candidate text (exact, else case-insensitive); None when it is neither."""
+    if task.answer_kind is AnswerKind.LABEL:
+        return normalize_label(task, text)
+    text = text.strip().strip(".\"'").strip()
+    if text in options:
+        return text
+    folded = [o for o in options if o.lower() == text.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def candidate_texts(example: AdapterExample) -> list[str]:

@@ -36,13 +36,11 @@ ones nearest the query are kept); ``notes["demonstrations_used"]`` gives, per te
 were used (the last that many of ``notes["demonstration_order"]``). If the query alone does not
 fit, its oldest tokens are cut (``notes["queries_truncated"]``).
 
-A server counts tokens only by answering, so the fit is computed once per (server, model, task):
-the window from ``/v1/models`` where the server gives it, else from its refusal of one request;
-the tokens per character from one request of one token (``Backend.prompt_tokens``) over the
-longest prompt (trimmed to the window's characters where the window is known, so that it fits).
-Each prompt then keeps the demonstrations that fit by that estimate (with a 10% margin): at most
-one request per (server, model, task) is ever refused as too long (``notes["context_fit"]``), and a
-prompt that still does not fit fails the run with the reason, rather than being cut again and again.
+A server counts tokens only by answering, so the fit is computed once per (server, model, task): the
+window from ``/v1/models`` where given, else from the refusal of one request; tokens per character from
+one request of one token over the longest prompt (``Backend.prompt_tokens``). Each prompt keeps the
+demonstrations that fit by that estimate (+10%): at most one request per (server, model, task) is refused
+as too long (``notes["context_fit"]``); a prompt that still does not fit fails the run with the reason.
 
 Over a server that cannot score continuations (no ``logprobs``/``echo`` on ``/v1/completions``), a
 label or candidate answer is generated instead and read as a worker's would be: a label of the
@@ -69,8 +67,8 @@ from .base import (
     PredictCounter,
     Progress,
     candidate_texts,
-    normalize_label,
     parse_answer_text,
+    pick_option,
     render_answer,
     snap_to_context,
 )
@@ -133,18 +131,6 @@ def parse_generated(task: TaskSpec, ex: AdapterExample, text: str, notes: dict) 
     if kind is not AnswerKind.SPANS:
         out = out[:1]
     return out
-
-
-def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
-    """A generated label or candidate read as a worker's choice: the label (case and aliases forgiven)
-    or the candidate text (exact, else case-insensitive); None when it is neither."""
-    if task.answer_kind is AnswerKind.LABEL:
-        return normalize_label(task, text)
-    text = text.strip().strip(".\"'").strip()
-    if text in options:
-        return text
-    folded = [o for o in options if o.lower() == text.lower()]
-    return folded[0] if len(folded) == 1 else None
 
 
 class ICLSession:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from tasks_data.registry import TaskSpec
 
-from .backends import in_process_backend
+from .backends import open_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -104,7 +104,9 @@ class PromptSession:
 
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "pt")
-        self.backend = in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
+        self.backend = open_backend(
+            config, needs=("model",), method="pt", what="masked-LM checkpoint", progress=progress
+        )
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
             self.backend.model_path,

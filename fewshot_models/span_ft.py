@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 
 from tasks_data.registry import AnswerKind, TaskSpec
 
-from .backends import in_process_backend
+from .backends import open_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -193,8 +193,13 @@ class FTSession:
         self.config = config
         self.hp = config.resolve(DEFAULTS, "ft")
         self.ner = task.answer_kind is AnswerKind.SPANS
-        self.backend = in_process_backend(
-            config, method="ft", what="encoder checkpoint", default_model=resolve_default_model, progress=progress
+        self.backend = open_backend(
+            config,
+            needs=("model",),
+            method="ft",
+            what="encoder checkpoint",
+            default_model=resolve_default_model,
+            progress=progress,
         )
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,

@@ -48,7 +48,7 @@ from .base import (
     Progress,
     candidate_texts,
     distinct,
-    normalize_label,
+    pick_option,
     snap_to_context,
 )
 
@@ -160,23 +160,11 @@ def read_reply(task: TaskSpec, ex: AdapterExample, reply: str) -> list[str] | No
         return None
     if task.answer_kind in (AnswerKind.LABEL, AnswerKind.ENTITY):
         for candidate in (text, lines[0]):
-            choice = _choice(task, ex, candidate)
+            choice = pick_option(task, candidate_texts(ex), candidate)
             if choice is not None:
                 return [choice]
         return None
     return _spans(task, ex, text, lines)
-
-
-def _choice(task: TaskSpec, ex: AdapterExample, text: str) -> str | None:
-    """A label of the task (case and aliases forgiven), or one of the item's candidate names."""
-    if task.answer_kind is AnswerKind.LABEL:
-        return normalize_label(task, text)
-    names = candidate_texts(ex)
-    c = text.strip().strip(".\"'").strip()
-    if c in names:
-        return c
-    folded = [n for n in names if n.lower() == c.lower()]
-    return folded[0] if len(folded) == 1 else None
 
 
 def _spans(task: TaskSpec, ex: AdapterExample, text: str, lines: list[str]) -> list[str] | None:

@@ -41,20 +41,12 @@ def open_backend(config: AdapterConfig, *, method: str, needs=(), **options) -> 
     cls = BACKENDS.get(name)
     if cls is None:
         raise AdapterError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
-    return cls(config, method=method, **options)
-
-
-def in_process_backend(config: AdapterConfig, *, method: str, what: str, default_model=None, progress=None) -> Backend:
-    """The backend a method that trains its model opens: ``config.backend`` must run the model in this process."""
-    cls = BACKENDS.get(config.backend)
-    if cls is not None and not cls.in_process:
+    if not set(needs) <= cls.provides:
         raise AdapterError(
-            f"{method} trains the model, so it runs in this process: the {cls.name} backend "
-            "serves a model elsewhere (use the transformers backend)"
+            f"{method} needs {' and '.join(sorted(set(needs) - cls.provides))} of its backend, which the {name} "
+            f"backend does not provide (use {' or '.join(backends_for(needs)) or 'another'})"
         )
-    return open_backend(
-        config, method=method, needs=("model",), what=what, default_model=default_model, progress=progress
-    )
+    return cls(config, method=method, **options)
 
 
 __all__ = [
@@ -71,6 +63,5 @@ __all__ = [
     "Tally",
     "TransformersBackend",
     "backends_for",
-    "in_process_backend",
     "open_backend",
 ]

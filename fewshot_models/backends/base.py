@@ -140,7 +140,12 @@ class Backend:
     def check(cls, models: Sequence[str], server: str = "") -> str:
         """Before a sweep is planned: ``models`` can be opened here (and, for a remote backend, ``server`` is
         reachable and serves them). -> the server's URL as runs record it ("" in process). Raises
-        ``BackendError`` saying what is wrong."""
+        ``BackendError`` saying what is wrong. In process: each model a local folder, or already cached."""
+        from ..base import local_model_problem
+
+        for name in models if cls.in_process else ():
+            if name and local_model_problem(name):
+                raise BackendError(local_model_problem(name))
         return ""
 
     model_name: str = ""  # what the run names the model

@@ -35,20 +35,18 @@ _TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
 ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings", "/responses")
 
 
-class _RequestLinesAtDebug(logging.Filter):
+def _request_line_at_debug(record: logging.LogRecord) -> bool:
     """httpx logs one INFO line per request; a sweep sends thousands. They are kept, at DEBUG."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.INFO and str(record.msg).startswith("HTTP Request:"):
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
-        return True
+    if record.levelno == logging.INFO and str(record.msg).startswith("HTTP Request:"):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+    return True
 
 
 def quiet_request_lines() -> None:
     logger = logging.getLogger("httpx")
-    if not any(isinstance(f, _RequestLinesAtDebug) for f in logger.filters):
-        logger.addFilter(_RequestLinesAtDebug())
+    if _request_line_at_debug not in logger.filters:
+        logger.addFilter(_request_line_at_debug)
 
 
 def normalise_base_url(url: str) -> str:

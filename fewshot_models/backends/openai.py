@@ -40,7 +40,7 @@ from .base import (
     MemoryStore,
     Tally,
 )
-from .http import Exchange, context_too_small, normalise_base_url, request_key, retry_after_seconds
+from .http import Exchange, context_too_small, normalise_base_url
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
@@ -230,9 +230,10 @@ class OpenAIBackend(Backend):
             close = abs(sum(echoed) - sum(expected)) <= CHECK_TOLERANCE * max(len(echoed), len(expected))
         if close:
             return ""
+        shown = [", ".join(f"{v:.3f}" for v in values) for values in (echoed, expected)]
         return (
-            f"the echoed log-probabilities of the model's own continuation {text!r} ({_fmt(echoed)}) disagree with "
-            f"those it gave generating it ({_fmt(expected)}): the echo is misaligned (shifted by a token?)"
+            f"the echoed log-probabilities of the model's own continuation {text!r} ({shown[0]}) disagree with "
+            f"those it gave generating it ({shown[1]}): the echo is misaligned (shifted by a token?)"
         )
 
     @property
@@ -365,16 +366,3 @@ def _span_logprobs(data: dict, start: int, end: int) -> list | None:
     if not tokens or not offsets or len(tokens) != len(offsets):
         return None
     return [p for p, off in zip(tokens, offsets, strict=True) if start <= off < end]
-
-
-def _fmt(values) -> str:
-    return ", ".join(f"{v:.3f}" for v in values)
-
-
-__all__ = [
-    "OpenAIBackend",
-    "context_too_small",
-    "normalise_base_url",
-    "request_key",
-    "retry_after_seconds",
-]

@@ -18,23 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import AdapterConfig, Progress
-from .base import Backend, BackendError, Done, GenerationRequest, LoglikelihoodRequest
+from .base import Backend, Done, GenerationRequest, LoglikelihoodRequest
 
 
 class TransformersBackend(Backend):
     name = "transformers"
     requires = ("torch", "transformers")
     provides = frozenset({"model", "loglikelihood", "generate"})
-
-    @classmethod
-    def check(cls, models, server: str = "") -> str:
-        from ..base import local_model_problem
-
-        for name in models:
-            problem = local_model_problem(name) if name else None
-            if problem:
-                raise BackendError(problem)
-        return ""
 
     def __init__(
         self,

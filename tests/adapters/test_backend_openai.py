@@ -20,7 +20,8 @@ from fewshot_models.backends import (
     MemoryStore,
     open_backend,
 )
-from fewshot_models.backends.openai import OpenAIBackend, context_too_small, retry_after_seconds
+from fewshot_models.backends.http import context_too_small, retry_after_seconds
+from fewshot_models.backends.openai import OpenAIBackend
 from fewshot_models.worker import read_reply
 from tests.adapters.adapter_helpers import task_and_data
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
