@@ -175,3 +175,17 @@ def test_answers_are_kept_compactly(fake):
     assert scored and all(all(isinstance(p, float) for p in r["answer"]) for r in scored)  # the continuation's only
     assert max(len(bytes(r.data)) for r in rows) < 200  # a hash and a few numbers: no prompt, no echoed tokens
     assert "Context:" not in json.dumps([r.record for r in rows])
+
+
+def test_the_workers_notes_name_items_by_clues_id_and_count_the_second_try(fake):
+    fake.reply = lambda body: "Banana Republic"  # no text of any CoNLL03 sentence, twice
+    sweep(fake, tasks=("conll03",))
+    run_ = BaselineRun.objects.get()
+    tests = list(Example.objects.filter(task=run_.task, role="test").order_by("position"))
+    training = run_.task.training_sets.get(shots=10, split=1).items.count()
+    assert all("_" in e.clues_id for e in tests)  # CoNLL03's ids ("5426_1"): never a row id
+    assert sorted(run_.notes["unparseable_items"]) == sorted(e.clues_id for e in tests)
+    assert set(run_.notes["re_asked_items"]) >= {e.clues_id for e in tests}
+    # each item asked twice (the reply, then the validation message and one more try), all counted
+    assert run_.usage["requests"] == 2 * (training + len(tests)) == len(fake.answered)
+    assert "'Banana Republic' is not text of the passage" in fake.answered[1]["messages"][-1]["content"]
