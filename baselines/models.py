@@ -1,5 +1,9 @@
-"""One row per baseline run: (task, method, model, server, shots, split, seed), stored once; and the responses of
-the inference servers it asked, kept so that a run started again asks nothing twice (its transcript)."""
+"""One row per baseline run: (task, method, model, backend, server, shots, split, seed), stored once; and the
+answers of the inference servers it asked, kept so that a run started again asks nothing twice (its transcript).
+"""
+
+import json
+import zlib
 
 from django.db import models
 
@@ -16,6 +20,9 @@ class BaselineRun(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="baseline_runs")
     method = models.CharField(max_length=20)
     model = models.CharField(max_length=300, help_text="transformers name or local path; '' for reference predictors")
+    backend = models.CharField(
+        max_length=40, blank=True, default="", help_text="where the model ran (fewshot_models.backends.BACKENDS)"
+    )
     # Part of the run's identity: the same model name on two servers is two models.
     server = models.CharField(
         max_length=300,
@@ -42,8 +49,9 @@ class BaselineRun(models.Model):
     predictions = models.JSONField(null=True, blank=True)
     item_scores = models.JSONField(null=True, blank=True, help_text="Per test item S1, in test-file order.")
     notes = models.JSONField(default=dict, blank=True)
-    # What the servers were asked: requests (retries included), resumed (answered from the kept responses),
-    # retries, prompt_tokens, completion_tokens, seconds. None for a model run in process.
+    # What the servers were asked: requests (retries included), refused (as too long for the window), resumed
+    # (answered from the kept responses), retries, prompt_tokens, completion_tokens, seconds, and
+    # killed_attempt_requests (sent by earlier attempts that did not complete). None for a model run in process.
     usage = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
 
@@ -51,14 +59,14 @@ class BaselineRun(models.Model):
         ordering = ["task", "method", "model", "shots", "split", "seed"]
         constraints = [
             models.UniqueConstraint(
-                fields=["task", "method", "model", "server", "shots", "split", "seed"],
-                name="baselinerun_unique_run_per_server",
+                fields=["task", "method", "model", "backend", "server", "shots", "split", "seed"],
+                name="baselinerun_unique_run_per_backend",
             ),
         ]
 
     def __str__(self):
         model = self.model or "-"
-        where = f" at {self.server}" if self.server else ""
+        where = f" at {self.server}" if self.server else (f" ({self.backend})" if self.backend else "")
         return f"{self.task.slug} {self.method} {model}{where} {self.shots}-shot split {self.split} seed {self.seed}"
 
     @property
@@ -69,13 +77,13 @@ class BaselineRun(models.Model):
 
 
 class BaselineResponse(models.Model):
-    """One answered request of a run to an inference server: the request (URL and body: never a key, which
-    travels in a header) and the server's answer. Keyed by the full request, once per run."""
+    """One answered request of a run to an inference server: the request's hash, and what scoring needs of the
+    answer with its token counts (``{"answer": ..., "usage": {...}}``), compressed. Never the request's text, nor a
+    key, which travels in a header. Once per run and request."""
 
     run = models.ForeignKey(BaselineRun, on_delete=models.CASCADE, related_name="responses")
     key = models.CharField(max_length=64, help_text="sha256 of the request's URL and body")
-    request = models.JSONField()
-    response = models.JSONField()
+    data = models.BinaryField(help_text="zlib-compressed JSON: what scoring needs of the answer, and its usage")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -84,3 +92,11 @@ class BaselineResponse(models.Model):
 
     def __str__(self):
         return f"response {self.key[:12]} of run {self.run_id}"
+
+    @staticmethod
+    def pack(record: dict) -> bytes:
+        return zlib.compress(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(), 9)
+
+    @property
+    def record(self) -> dict:
+        return json.loads(zlib.decompress(bytes(self.data)))

@@ -122,6 +122,7 @@ def run_list(runs=None) -> list[dict]:
                 "task": run.task.slug,
                 "method": run.method,
                 "model": run.model,
+                "backend": run.backend,
                 "server": run.server,
                 "shots": run.shots,
                 "split": run.split,
@@ -143,6 +144,7 @@ RUN_FIELDS = (
     "task",
     "method",
     "model",
+    "backend",
     "server",
     "shots",
     "split",
@@ -158,10 +160,28 @@ RUN_FIELDS = (
 
 
 def transcript(run: BaselineRun) -> list[dict]:
-    """A run's requests to its server and the answers, in the order they were answered (for audit)."""
-    return [
-        {"key": key, "request": request, "response": response, "at": at.isoformat()}
-        for key, request, response, at in BaselineResponse.objects.filter(run=run)
-        .order_by("pk")
-        .values_list("key", "request", "response", "created_at")
-    ]
+    """A run's answered requests in the order they were answered (for audit): each request's key (the hash of its
+    URL and body), what scoring read of the answer, and its tokens."""
+    out = []
+    for row in BaselineResponse.objects.filter(run=run).order_by("pk").only("key", "data", "created_at"):
+        record = row.record
+        answer = record["answer"] if "answer" in record else record.get("raw")
+        out.append(
+            {"key": row.key, "answer": answer, "usage": record.get("usage", {}), "at": row.created_at.isoformat()}
+        )
+    return out
+
+
+def prediction_lines(run: BaselineRun) -> str:
+    """A completed run's predictions as a CLUES prediction file (``{"id", "prediction"}`` per line, test-file
+    order), each answer spelled as the official files spell it (NER "no entity" as ``[""]``), so that the
+    official ``eval/S1.py`` gives the run's S1."""
+    import json
+
+    from tasks_data.scoring import as_published
+
+    kind = run.task.spec.answer_kind
+    return "".join(
+        json.dumps({"id": p["id"], "prediction": as_published(kind, p["prediction"])}, ensure_ascii=False) + "\n"
+        for p in run.predictions or []
+    )

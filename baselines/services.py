@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from fewshot_models import METHODS
+from fewshot_models.backends import BACKENDS, backends_for
 from fewshot_models.base import AdapterConfig, AdapterExample
 from tasks_data.models import Example, Task, TrainingSet
 from tasks_data.registry import SHOTS, SPLITS, TASKS
@@ -36,7 +37,16 @@ class Skipped:
     reason: str
 
 
-SERVER_BACKEND = "openai"
+def backend_of(method: str, backend: str | None, server: str) -> str | None:
+    """The backend a method's runs use: ``backend`` where it can run there (None: it cannot); else, with a
+    server given, the first of its backends that is served, else its first (its default); "" for no model."""
+    names = backends_for(METHODS[method].needs)
+    if not names:
+        return ""
+    if backend:
+        return backend if backend in names else None
+    remote = [b for b in names if BACKENDS[b].remote]
+    return remote[0] if server and remote else names[0]
 
 
 def models_by_method(
@@ -63,13 +73,15 @@ def plan_runs(
     config: dict | None = None,
     server: str = "",
     seeds: Sequence[int] | None = None,
+    backend: str | None = None,
 ) -> tuple[list[BaselineRun], list[Skipped]]:
     """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped.
 
-    ``server``: the base URL of an OpenAI-compatible server; the methods that can run over one
-    (``"openai" in backends``) do, the others run in process. ``seeds``: several seeds (sampling)."""
+    ``backend``: where the methods' models run (a name of ``BACKENDS``; a method that cannot run there is
+    skipped); None: each method's default, or, with a ``server`` given, a backend that reaches it.
+    ``server``: the base URL of the server of the remote backends. ``seeds``: several seeds (sampling)."""
     tasks = list(tasks or TASKS)
-    per_method, server = _checked_sweep(tasks, methods, models, server)
+    per_method, server = _checked_sweep(tasks, methods, models, server, backend)
     seeds = list(seeds or [seed])
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
     missing = [t for t in tasks if t not in task_rows]
@@ -84,14 +96,20 @@ def plan_runs(
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
-            over_server = bool(server) and SERVER_BACKEND in adapter.backends
+            runs_on = backend_of(method, backend, server)
+            if runs_on is None:
+                skipped.append(
+                    Skipped(slug, method, f"runs on {' or '.join(backends_for(adapter.needs))}, not {backend}")
+                )
+                continue
+            over_server = bool(runs_on) and BACKENDS[runs_on].remote
             names = list(per_method[method] or [adapter.default_model]) if adapter.needs_model else [""]
             if adapter.needs_model and not all(names):
                 raise ValueError(
                     f"method {method!r} has no default model here: name one with --models "
                     + ("(the model's name as the server lists it)" if over_server else "(a local checkpoint folder)")
                 )
-            run_config = {**(config or {}), **({"backend": SERVER_BACKEND} if over_server else {})}
+            run_config = dict(config or {})
             for name in names:
                 for k in shots:
                     if k == 0 and not adapter.zero_shot:
@@ -101,16 +119,15 @@ def plan_runs(
                         if k and (slug, k, s) not in files:
                             skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
                             continue
+                        where = (runs_on, server if over_server else "")
                         runs += [
-                            _run_row(
-                                task_rows[slug], method, name, server if over_server else "", k, s, one_seed, run_config
-                            )
+                            _run_row(task_rows[slug], method, name, where, k, s, one_seed, run_config)
                             for one_seed in seeds
                         ]
     return runs, skipped
 
 
-def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[str] | None], str]:
+def _checked_sweep(tasks, methods, models, server: str, backend: str | None) -> tuple[dict, str]:
     """The sweep's names checked: -> (models per method, the server's normalised base URL or "")."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -118,11 +135,14 @@ def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[
     bad_tasks = [t for t in tasks if t not in TASKS]
     if bad_tasks:
         raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+    if backend and backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if server:
-        from fewshot_models.backends.openai import normalise_base_url
+        from fewshot_models.backends.http import normalise_base_url
 
         server = normalise_base_url(server)
-    needs_server = [m for m in methods if METHODS[m].backends and METHODS[m].backends[0] == SERVER_BACKEND]
+    remote = {m: backend_of(m, backend, server) for m in methods}
+    needs_server = [m for m, b in remote.items() if b and BACKENDS[b].remote]
     if needs_server and not server:
         raise ValueError(
             f"--methods {' '.join(needs_server)} run on an OpenAI-compatible server: give its base URL "
@@ -132,13 +152,14 @@ def _checked_sweep(tasks, methods, models, server: str) -> tuple[dict[str, list[
 
 
 def _run_row(
-    task: Task, method: str, model: str, server: str, shots: int, split: int, seed: int, config: dict
+    task: Task, method: str, model: str, where: tuple[str, str], shots: int, split: int, seed: int, config: dict
 ) -> BaselineRun:
     run, created = BaselineRun.objects.get_or_create(
         task=task,
         method=method,
         model=model,
-        server=server,
+        backend=where[0],
+        server=where[1],
         shots=shots,
         split=split,
         seed=seed,
@@ -153,13 +174,14 @@ def _run_row(
 
 def to_adapter_example(example: Example) -> AdapterExample:
     return AdapterExample(
-        uid=str(example.pk),
+        uid=example.clues_id,  # what a run's notes name it by
         context=example.context,
         question=example.question,
         answers=tuple(example.gold),
         hypothesis=example.hypothesis,
         candidates=tuple(tuple(c) for c in example.candidates),
         answer_starts=tuple(example.answer_starts or ()),
+        gold_unproducible=example.gold_unproducible,
     )
 
 
@@ -178,8 +200,18 @@ def _claim(run_id: int) -> BaselineRun | None:
             return None
         run.status, run.attempts, run.started_at = BaselineRun.Status.RUNNING, run.attempts + 1, timezone.now()
         run.error = ""
-        run.save(update_fields=["status", "attempts", "started_at", "error"])
+        run.usage = _killed_attempts(run.usage)
+        run.save(update_fields=["status", "attempts", "started_at", "error", "usage"])
         return run
+
+
+def _killed_attempts(usage: dict | None) -> dict | None:
+    """A new attempt's usage: the requests of the attempts before it that did not complete (their tallies, as
+    they last recorded them), counted apart from its own."""
+    if not usage:
+        return None
+    killed = int(usage.get("killed_attempt_requests") or 0) + int(usage.get("requests") or 0)
+    return {"killed_attempt_requests": killed}
 
 
 def execute_run(
@@ -200,13 +232,14 @@ def execute_run(
             ]
         tests = list(test_examples(run.task))
         adapter = METHODS[run.method]()
-        settings = {k: v for k, v in run.config.items() if k not in ("extra", "server", "store")}
+        settings = {k: v for k, v in run.config.items() if k not in ("extra", "server", "store", "backend")}
         config = AdapterConfig(
             model=adapter.model_path(run.model),
             seed=run.seed,
             device=device,
             **settings,
             extra=dict(run.config.get("extra", {})),
+            backend=run.backend,
             server=run.server,
             store=RunStore(run) if run.server else None,
         )
@@ -234,7 +267,7 @@ def execute_run(
         predictions=[{"id": e.clues_id, "prediction": list(p)} for e, p in zip(tests, result.predictions, strict=True)],
         item_scores=scores,
         notes=result.notes,
-        usage=result.usage,
+        usage=None if result.usage is None else {**result.usage, **(run.usage or {})},
     )
     return BaselineRun.objects.get(pk=run.pk)
 
@@ -298,6 +331,11 @@ def _imported_run(raw, where: str) -> dict:
     }
 
 
+def _default_backend(method: str, raw: dict) -> str:
+    """The backend of an exported run that does not name one: the one its config names, else the method's."""
+    return str((raw.get("config") or {}).get("backend") or backend_of(method, None, str(raw.get("server") or "")))
+
+
 def import_runs(payload: dict) -> tuple[int, int]:
     """Store runs exported by ``benchmarks/gpu_sweep.py``: every run checked, its predictions
     re-scored against this database's gold, all stored in one transaction. -> (created, kept)."""
@@ -316,6 +354,7 @@ def import_runs(payload: dict) -> tuple[int, int]:
                 task=task,
                 method=r["method"],
                 model=r["model"],
+                backend=str(raw.get("backend") or _default_backend(r["method"], raw)),
                 server=str(raw.get("server") or ""),
                 shots=r["shots"],
                 split=r["split"],

@@ -45,7 +45,7 @@ METHODS: dict[str, type[Adapter]] = {
     )
 }
 
-__all__ = [
+__all__ = [  # the adapter classes are importable too; METHODS is how they are found
     "METHODS",
     "Adapter",
     "AdapterConfig",
@@ -56,11 +56,4 @@ __all__ = [
     "NotApplicable",
     "Progress",
     "default_encoder_path",
-    "SpanFTAdapter",
-    "PromptFTAdapter",
-    "ICLAdapter",
-    "WorkerAdapter",
-    "Seq2SeqAdapter",
-    "EmptyAdapter",
-    "MajorityAdapter",
 ]

@@ -57,6 +57,8 @@ class AdapterExample:
     # parallel to ``answers``; -1 or a missing entry = unknown. When absent, the fine-tuning
     # adapters locate an answer by string search (first occurrence).
     answer_starts: tuple[int, ...] = ()
+    # The data's quirk: no answer marked in the context can reach S1 1 (the human page says so in its feedback).
+    gold_unproducible: bool = False
 
 
 @dataclass
@@ -83,28 +85,19 @@ class AdapterConfig:
     max_new_tokens: int | None = None  # icl generation
     bf16: bool = True  # bf16 autocast on CUDA (never on CPU)
     extra: dict = field(default_factory=dict)
-    # Where the model runs: a backend of ``backends.BACKENDS`` ("transformers" in this process, "openai" on
-    # an OpenAI-compatible server at ``server``), its HTTP settings, and where completed responses are kept.
-    backend: str = "transformers"
+    # Where the model runs: a backend of ``backends.BACKENDS`` (one in this process, or one on a server at
+    # ``server``), its HTTP settings, and where completed responses are kept. "" = the method's default.
+    backend: str = ""
     server: str = ""
     concurrency: int = 8  # requests in flight at once
     timeout: float = 120.0  # seconds to wait for one answer
     max_retries: int = 5  # per request, on 429 / 5xx / a connection that could not be opened
     store: Any = None  # a backends.ResponseStore; None = in memory
 
-    _HYPER = (
-        "lr",
-        "epochs",
-        "max_steps",
-        "batch_size",
-        "eval_batch_size",
-        "warmup_ratio",
-        "weight_decay",
-        "max_grad_norm",
-        "max_length",
-        "doc_stride",
-        "max_target_length",
-        "max_new_tokens",
+    # the fields above that are a method's hyperparameters (``resolve``)
+    _HYPER = tuple(
+        "lr epochs max_steps batch_size eval_batch_size warmup_ratio weight_decay max_grad_norm max_length "
+        "doc_stride max_target_length max_new_tokens".split()
     )
 
     def resolve(self, defaults: Mapping[str, Any], method: str = "") -> dict[str, Any]:
@@ -144,14 +137,16 @@ class Adapter(abc.ABC):
     """An adaptation method. Subclasses set ``method`` and implement ``applies_to`` and ``run``.
 
     A method decides prompts, training and decoding; where its model runs is a backend
-    (``backends.BACKENDS``), chosen by ``AdapterConfig.backend`` among the method's ``backends``."""
+    (``backends.BACKENDS``), chosen by ``AdapterConfig.backend`` among those that provide what the
+    method ``needs``."""
 
     method: str = ""
     #: The method's default hyperparameters (``None`` fields of AdapterConfig fall back to
     #: these; each module documents where every value comes from).
     defaults: Mapping[str, Any] = {}
-    #: The backends the method can run on (the first is its default); () = it runs no model.
-    backends: tuple[str, ...] = ()
+    #: What the method asks of a backend (``Backend.provides``): "model" to train it, "generate",
+    #: "loglikelihood", "chat"; () = it runs no model.
+    needs: tuple[str, ...] = ()
     #: The model a run uses when none is named ("" = none: the researcher must name one).
     default_model: str = ""
     #: Packages the method imports beyond its backend's (checked before a sweep is planned).
@@ -161,7 +156,7 @@ class Adapter(abc.ABC):
 
     @property
     def needs_model(self) -> bool:
-        return bool(self.backends)
+        return bool(self.needs)
 
     @staticmethod
     def model_path(name: str) -> str | None:
@@ -218,6 +213,38 @@ def default_encoder_path() -> str:
     return str(path)
 
 
+def hub_offline() -> bool:
+    """Nothing is downloaded at run time unless the environment asks for it (HF_HUB_OFFLINE=0)."""
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def local_model_problem(name: str) -> str | None:
+    """None when ``name`` is a local checkpoint folder, or a hub name already in the local cache (or downloads
+    are allowed); else one line saying what is wrong and how to give a local model."""
+    import os
+
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        has_config = os.path.isfile(os.path.join(path, "config.json"))
+        return None if has_config else f"{name!r} is a folder without config.json: not a saved checkpoint"
+    local = name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.exists(path)
+    if not local and (not hub_offline() or _in_hub_cache(name)):
+        return None
+    where = "no such folder" if local else "not a local folder, and not in the Hugging Face cache"
+    return (
+        f"no model {name!r}: {where}. Nothing is downloaded at run time (HF_HUB_OFFLINE): give a local "
+        "checkpoint folder (saved with save_pretrained), e.g. --models ft=/path/to/checkpoint (AdapterConfig.model)"
+    )
+
+
+def _in_hub_cache(name: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache  # installed with transformers; asks nothing of the hub
+
+    return isinstance(try_to_load_from_cache(name, "config.json"), str)
+
+
 def model_not_found(method: str, path: str | None, what: str, cause: BaseException | None = None) -> ModelNotFound:
     if path is None:
         head = f"{method} needs a {what} and has no default in this environment"
@@ -234,13 +261,6 @@ def model_not_found(method: str, path: str | None, what: str, cause: BaseExcepti
 
 
 # --------------------------------------------------------------------------- text helpers
-
-
-def full_context(example: AdapterExample) -> str:
-    """The text a model reads as context (MNLI: the premise, then the hypothesis)."""
-    if example.hypothesis:
-        return f"{example.context} {example.hypothesis}"
-    return example.context
 
 
 def label_aliases_for(task: TaskSpec) -> dict[str, list[str]]:
@@ -294,6 +314,12 @@ def render_answer(task: TaskSpec, example: AdapterExample) -> str:
         return task.answer_kind.demonstration_answer(task, example.answers, example.context)
     except InvalidAnswer as exc:
         raise AdapterError(f"{task.slug} example {example.uid!r}: {exc}") from None
+
+
+def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
+    """A label or candidate, typed, read as a worker's choice: the label (case and aliases forgiven)
+    or the candidate text (exact, else case-insensitive); None when it is neither."""
+    return task.answer_kind.choose(task, options, text)
 
 
 def candidate_texts(example: AdapterExample) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterable
 
 from tasks_data.clues_format import Record, parse_file, parse_line
 from tasks_data.registry import TaskSpec
@@ -52,7 +51,3 @@ def load_split(zip_path: str, task: TaskSpec, filename: str) -> list[AdapterExam
     with zipfile.ZipFile(zip_path) as zf:
         text = zf.read(member).decode("utf-8")
     return [example_from_record(r, uid=f"{filename}:{i}") for i, r in enumerate(parse_file(task, text, file=member))]
-
-
-def gold_answers(examples: Iterable[AdapterExample]) -> list[tuple[str, ...]]:
-    return [ex.answers for ex in examples]

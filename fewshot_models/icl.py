@@ -34,9 +34,13 @@ given), minus room for the answer (the longest candidate continuation, or ``max_
 generating). Demonstrations that do not fit are dropped from the FRONT of the shuffled order (the
 ones nearest the query are kept); ``notes["demonstrations_used"]`` gives, per test item, how many
 were used (the last that many of ``notes["demonstration_order"]``). If the query alone does not
-fit, its oldest tokens are cut (``notes["queries_truncated"]``). A backend that cannot count tokens
-(a server) gets every demonstration, and half as many each time the server answers that the
-prompt is too long (``notes["context_retries"]``).
+fit, its oldest tokens are cut (``notes["queries_truncated"]``).
+
+A server counts tokens only by answering, so the fit is computed once per (server, model, task): the
+window from ``/v1/models`` where given, else from the refusal of one request; tokens per character from
+one request of one token over the longest prompt (``Backend.prompt_tokens``). Each prompt keeps the
+demonstrations that fit by that estimate (+10%): at most one request per (server, model, task) is refused
+as too long (``notes["context_fit"]``); a prompt that still does not fit fails the run with the reason.
 
 Over a server that cannot score continuations (no ``logprobs``/``echo`` on ``/v1/completions``), a
 label or candidate answer is generated instead and read as a worker's would be: a label of the
@@ -46,6 +50,7 @@ scored as the empty answer (``notes["unparseable_replies"]``). ``notes["scoring"
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -62,6 +67,7 @@ from .base import (
     PredictCounter,
     Progress,
     parse_answer_text,
+    pick_option,
     render_answer,
     snap_to_context,
 )
@@ -72,6 +78,10 @@ DEFAULTS = {
     "eval_batch_size": 8,  # sequences per forward pass (in process)
     "max_demonstrations": None,  # None = all training examples (CLUES: K = 10, 20 or 30)
 }
+
+#: (server, model, task) -> tokens per character of the task's prompts, learned once (see the docstring).
+SERVER_FITS: dict[tuple[str, str, str], float] = {}
+MARGIN = 1.1  # the estimate of a prompt's tokens, from its characters, is taken 10% longer
 
 PROMPT_FORMAT = "Context: {context}\n[Hypothesis: {hypothesis}\n]Question: {question}\nAnswer: {answer}\n\n"
 
@@ -122,12 +132,6 @@ def parse_generated(task: TaskSpec, ex: AdapterExample, text: str, notes: dict) 
     return out
 
 
-def pick_option(task: TaskSpec, options: Sequence[str], text: str) -> str | None:
-    """A generated label or candidate read as a worker's choice: the label (case and aliases forgiven)
-    or the candidate text (exact, else case-insensitive); None when it is neither."""
-    return task.answer_kind.choose(task, options, text)
-
-
 class ICLSession:
     """The method over one backend: demonstrations, prompts within the backend's budget, decoding."""
 
@@ -137,6 +141,7 @@ class ICLSession:
         self.backend = backend or open_backend(
             config,
             method="icl",
+            needs=ICLAdapter.needs,
             what="causal-LM checkpoint",
             progress=progress,
             causal_lm=True,
@@ -191,11 +196,13 @@ class ICLSession:
             requests.append(request)
             used.append(n)
             notes["queries_truncated"] += int(truncated)
+        if demo_lengths is None and requests:  # a server: the fit estimated once from its own counts
+            requests, used = self.fit_on_server(requests, len(demo_texts), notes)
         done = PredictCounter(progress, len(test))
         scored = [j for j, r in enumerate(requests) if isinstance(r, LoglikelihoodRequest)]
         generated = [j for j, r in enumerate(requests) if isinstance(r, GenerationRequest)]
-        scores = self._answer(self.backend.loglikelihood, requests, scored, used, notes, done)
-        texts = self._answer(self.backend.generate_until, requests, generated, used, notes, done)
+        scores = self._answer(self.backend.loglikelihood, requests, scored, notes, done)
+        texts = self._answer(self.backend.generate_until, requests, generated, notes, done)
         preds: list = [None] * len(test)
         for j in scored:
             opts = options[j]
@@ -210,32 +217,90 @@ class ICLSession:
         notes["demonstrations_used"] = used
         return preds, notes
 
-    def _answer(self, ask, requests: list, indices: list[int], used: list[int], notes: dict, done) -> dict:
-        """``ask`` the backend for ``requests[indices]``; a request the server finds too long for the
-        model's window is asked again with half its demonstrations (completed ones are not sent again)."""
-        todo = [requests[j] for j in indices]
-        while todo:
-            try:
-                answers = ask(todo, done)
-            except ContextTooSmall as exc:
-                j = indices[exc.index]
-                if used[j] == 0:
-                    raise AdapterError(
-                        f"icl: test item {j + 1} alone does not fit the model's context window ({exc})"
-                    ) from None
-                used[j] //= 2
-                demos, query = todo[exc.index].context[:-1], todo[exc.index].context[-1]
-                todo[exc.index] = replace(todo[exc.index], context=(*demos[len(demos) - used[j] :], query))
-                notes["context_retries"] = notes.get("context_retries", 0) + 1
-                continue
-            return dict(zip(indices, answers, strict=True))
-        return {}
+    @staticmethod
+    def _room(request) -> int:
+        """Tokens kept for the answer (a continuation has at most one token per character)."""
+        if isinstance(request, GenerationRequest):
+            return int(request.max_tokens)
+        return max(len(c) for c in request.continuations)
+
+    def fit_on_server(self, requests: list, n_demos: int, notes: dict) -> tuple[list, list[int]]:
+        """Each request with the demonstrations that fit the server's window, by an estimate made once per
+        (server, model, task) from the server's own counts (see the module's docstring)."""
+        backend = self.backend
+        key = (backend.server, backend.model_name, self.task.slug)
+        ratio, fit = SERVER_FITS.get(key), {"measured": False, "refused": 0}
+        if ratio is None or not backend.window:
+            ratio = self._measure(requests, fit)
+            if ratio:
+                SERVER_FITS[key] = ratio
+        window = backend.window
+        notes["context_fit"] = {**fit, "window": window, "tokens_per_char": ratio and round(ratio, 4)}
+        if not window or not ratio:
+            return requests, [n_demos] * len(requests)
+        out, used = [], []
+        for j, request in enumerate(requests):
+            *demos, query = request.context
+            estimate = [math.ceil(len(text) * ratio * MARGIN) for text in (*demos, query)]
+            budget = window - self._room(request)
+            if estimate[-1] > budget:
+                raise AdapterError(
+                    f"icl: test item {j + 1} alone (about {estimate[-1]} tokens) does not fit the model's "
+                    f"context window ({window} tokens) with room for its answer"
+                )
+            n = fit_demonstrations(estimate[:-1], estimate[-1], budget)
+            out.append(replace(request, context=(*demos[len(demos) - n :], query)))
+            used.append(n)
+        return out, used
+
+    def _measure(self, requests: list, fit: dict) -> float | None:
+        """Tokens per character, from one request of one token over the longest prompt (cut to the window's
+        characters where the window is known); a refusal gives the window. None when the server says neither."""
+        longest = max(requests, key=lambda r: sum(map(len, r.context)))
+        *demos, query = longest.context
+        window = self.backend.window
+        if window:  # a token is at least a character: this many characters fit
+            fits = int(0.9 * (window - self._room(longest)))
+            while demos and sum(map(len, (*demos, query))) > fits:
+                demos.pop(0)
+            query = query[:fits] if not demos else query
+        context = (*demos, query)
+        chars = sum(map(len, context))
+        fit["measured"] = True
+        try:
+            tokens = self.backend.prompt_tokens(context)
+        except ContextTooSmall as exc:
+            fit["refused"] = 1
+            if not exc.window or not exc.requested:
+                raise AdapterError(
+                    f"icl: the server refused the longest prompt ({chars} characters) as too long for the model's "
+                    f"context window without saying the window or the prompt's tokens ({exc}); run fewer "
+                    "demonstrations (--set max_demonstrations=N) or serve the model with a longer context"
+                ) from None
+            tokens = exc.requested - 1  # the request asked for one token after the prompt
+        return tokens / chars if tokens and chars else None
+
+    def _answer(self, ask, requests: list, indices: list[int], notes: dict, done) -> dict:
+        """``ask`` the backend for ``requests[indices]``; a prompt the model's window refuses fails the run."""
+        if not indices:
+            return {}
+        try:
+            answers = ask([requests[j] for j in indices], done)
+        except ContextTooSmall as exc:
+            j = indices[exc.index]
+            fit = notes.get("context_fit") or {}
+            raise AdapterError(
+                f"icl: test item {j + 1} with {len(requests[j].context) - 1} demonstration(s) does not fit the "
+                f"model's context window ({exc.window or fit.get('window') or '?'} tokens) although the fit "
+                f"estimated it would ({exc}); run fewer demonstrations (--set max_demonstrations=N)"
+            ) from None
+        return dict(zip(indices, answers, strict=True))
 
 
 class ICLAdapter(Adapter):
     method = "icl"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers", "openai")
+    needs = ("generate",)
     zero_shot = True
 
     def run(

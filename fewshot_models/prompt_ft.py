@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from tasks_data.registry import TaskSpec
 
-from .backends import in_process_backend
+from .backends import open_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -158,7 +158,9 @@ class PromptSession:
 
         self.task, self.config = task, config
         self.hp = config.resolve(DEFAULTS, "pt")
-        self.backend = in_process_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
+        self.backend = open_backend(
+            config, needs=("model",), method="pt", what="masked-LM checkpoint", progress=progress
+        )
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
             self.backend.model_path,
@@ -262,7 +264,7 @@ class PromptSession:
 class PromptFTAdapter(Adapter):
     method = "pt"
     defaults = DEFAULTS
-    backends = ("transformers",)  # trains the model: in this process; no default model (a masked LM is named)
+    needs = ("model",)  # trains the model: in this process; no default model (a masked LM is named)
 
     def applies_to(self, task: TaskSpec) -> str | None:
         if task.prompt is not None and task.prompt.applies:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .base import AdapterError, Progress, model_not_found
+from .base import AdapterError, ModelNotFound, Progress, hub_offline, local_model_problem, model_not_found
 
 
 def resolve_device(name: str) -> torch.device:
@@ -52,7 +51,7 @@ _LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError)
 
 def load_pretrained(auto_cls, path: str, method: str, what: str, **kwargs):
     try:
-        return auto_cls.from_pretrained(path, **kwargs)
+        return auto_cls.from_pretrained(path, local_files_only=hub_offline(), **kwargs)
     except _LOAD_ERRORS as exc:
         raise model_not_found(method, path, what, exc) from exc
 
@@ -61,22 +60,17 @@ def load_tokenizer(path: str, method: str, what: str):
     from transformers import AutoTokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(path, use_fast=True)
+        tok = AutoTokenizer.from_pretrained(path, use_fast=True, local_files_only=hub_offline())
     except _LOAD_ERRORS as exc:
         raise model_not_found(method, path, what, exc) from exc
     return tok
 
 
 def check_local_or_cached(path: str, method: str, what: str) -> None:
-    """Fail early, with instructions, for a path that looks local but is not there."""
-    expanded = os.path.expanduser(path)
-    if os.path.isdir(expanded):
-        if not os.path.isfile(os.path.join(expanded, "config.json")):
-            raise model_not_found(method, path, what, FileNotFoundError("the folder has no config.json"))
-        return
-    # A hub name is "name" or "org/name"; anything else is meant as a local folder.
-    if path.startswith(("/", ".", "~")) or path.count("/") > 1 or os.path.exists(expanded):
-        raise model_not_found(method, path, what, FileNotFoundError("no such directory"))
+    """Fail at once, in one line, for a model that is not here: nothing is fetched from the model hub."""
+    problem = local_model_problem(path)
+    if problem:
+        raise ModelNotFound(f"{method}: {problem}")
 
 
 def resolve_model(config_model: str | None, default: Callable[[], str] | None, method: str, what: str) -> str:
@@ -292,11 +286,6 @@ def require_fast(tokenizer, method: str) -> None:
         raise AdapterError(
             f"{method} needs a fast (Rust) tokenizer for offset mappings; {type(tokenizer).__name__} is not one"
         )
-
-
-def prepare_model(model, device: torch.device):
-    model.to(device)
-    return model
 
 
 def fit_and_predict(session, train, test, config, progress, notes: dict):

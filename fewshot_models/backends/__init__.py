@@ -1,9 +1,11 @@
 """Model backends, one registry entry each (``BACKENDS``): where a method's model runs.
 
 ``transformers``: a local checkpoint in this process (the methods that train need it);
-``openai``: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp, Ollama,
-hosted APIs). ``open_backend(config, ...)`` opens the one ``config.backend`` names. Importing this
-package imports neither torch nor httpx: each backend imports what it needs when it is opened.
+``openai``: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp,
+``transformers serve``, Ollama, hosted APIs). A method runs on every backend that provides what it
+needs (``backends_for``); ``open_backend(config, ...)`` opens the one ``config.backend`` names.
+Importing this package imports neither torch nor httpx: each backend imports what it needs when it
+is opened.
 """
 
 from __future__ import annotations
@@ -26,24 +28,25 @@ from .transformers import TransformersBackend
 BACKENDS: dict[str, type[Backend]] = {cls.name: cls for cls in (TransformersBackend, OpenAIBackend)}
 
 
-def open_backend(config: AdapterConfig, *, method: str, **options) -> Backend:
-    """The backend ``config.backend`` names, opened for ``method``. ``options`` are the in-process
-    backend's (what to load and how); a server's backend takes what it needs from ``config``."""
-    cls = BACKENDS.get(config.backend)
+def backends_for(needs) -> tuple[str, ...]:
+    """The backends that provide everything in ``needs``, in the registry's order (the first is the default)."""
+    return tuple(name for name, cls in BACKENDS.items() if needs and set(needs) <= cls.provides)
+
+
+def open_backend(config: AdapterConfig, *, method: str, needs=(), **options) -> Backend:
+    """The backend ``config.backend`` names (none named: the first that provides what the method ``needs``),
+    opened for ``method``. ``options`` are the in-process backend's (what to load and how); a server's
+    backend takes what it needs from ``config``."""
+    name = config.backend or next(iter(backends_for(needs)), "")
+    cls = BACKENDS.get(name)
     if cls is None:
-        raise AdapterError(f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS)}")
-    return cls(config, method=method, **options)
-
-
-def in_process_backend(config: AdapterConfig, *, method: str, what: str, default_model=None, progress=None) -> Backend:
-    """The backend a method that trains its model opens: ``config.backend`` must run the model in this process."""
-    cls = BACKENDS.get(config.backend)
-    if cls is not None and not cls.in_process:
+        raise AdapterError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    if not set(needs) <= cls.provides:
         raise AdapterError(
-            f"{method} trains the model, so it runs in this process: the {cls.name} backend "
-            "serves a model elsewhere (use the transformers backend)"
+            f"{method} needs {' and '.join(sorted(set(needs) - cls.provides))} of its backend, which the {name} "
+            f"backend does not provide (use {' or '.join(backends_for(needs)) or 'another'})"
         )
-    return open_backend(config, method=method, what=what, default_model=default_model, progress=progress)
+    return cls(config, method=method, **options)
 
 
 __all__ = [
@@ -59,6 +62,6 @@ __all__ = [
     "ResponseStore",
     "Tally",
     "TransformersBackend",
-    "in_process_backend",
+    "backends_for",
     "open_backend",
 ]

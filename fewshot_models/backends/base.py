@@ -7,7 +7,7 @@ answers a small set of requests about one model, wherever that model runs:
 * ``generate_until``: greedy text after a context, up to a stop string;
 * ``chat``: the assistant's reply to a conversation;
 * ``count_tokens`` / ``context_budget``: how much of the model's window a prompt takes, where the
-  backend can tell (an HTTP server may not: then ``None``, and the server's refusal says it);
+  backend can tell exactly (in process); a server says it per request (``prompt_tokens``), or in its refusal;
 * for the methods that train, the in-process model itself (``InProcess``).
 
 A context is a tuple of pieces (demonstrations, then the query) that the backend reads one after
@@ -63,36 +63,38 @@ class ChatRequest:
 
 
 class ResponseStore(Protocol):
-    """Where completed responses are kept, keyed by the full request: a request found here is not sent
-    again (a run killed half-way and started again pays for nothing twice)."""
+    """Where answered requests are kept, keyed by a hash of the full request: a request found here is not sent
+    again (a run killed half-way and started again pays for nothing twice). A record is what scoring needs of
+    the answer (``{"answer": ..., "usage": {...}}``), never the request's text."""
 
     def get(self, key: str) -> dict | None: ...
 
-    def put(self, key: str, request: dict, response: dict) -> None: ...
+    def put(self, key: str, record: dict) -> None: ...
 
 
 class MemoryStore:
     """A ``ResponseStore`` in memory (one process, one run)."""
 
     def __init__(self):
-        self.items: dict[str, tuple[dict, dict]] = {}
+        self.items: dict[str, dict] = {}
 
     def get(self, key: str) -> dict | None:
-        hit = self.items.get(key)
-        return hit[1] if hit else None
+        return self.items.get(key)
 
-    def put(self, key: str, request: dict, response: dict) -> None:
-        self.items[key] = (request, response)
+    def put(self, key: str, record: dict) -> None:
+        self.items[key] = record
 
 
 @dataclass
 class Tally:
-    """What a run's requests cost: requests sent (retries included), answered from the store, tokens
-    from the servers' ``usage`` fields, and seconds spent waiting for answers (wall clock)."""
+    """What a run's requests cost: requests sent (retries included), of which refused as too long for the
+    model's window, answered from the store, tokens from the servers' ``usage`` fields, and seconds spent
+    waiting for answers (wall clock)."""
 
     requests: int = 0
     resumed: int = 0
     retries: int = 0
+    refused: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -108,6 +110,7 @@ class Tally:
             "requests": self.requests,
             "resumed": self.resumed,
             "retries": self.retries,
+            "refused": self.refused,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
@@ -115,13 +118,35 @@ class Tally:
 
 
 class Backend:
-    """One model, wherever it runs. Subclasses set ``name`` (the registry key, ``BACKENDS``)."""
+    """One model, wherever it runs. Subclasses set ``name`` (the registry key, ``BACKENDS``) and what they
+    ``provide``; a method runs on every backend that provides what it ``needs`` (``Adapter.needs``)."""
 
     name: ClassVar[str] = ""
     #: Packages the backend imports when it runs (``run_baselines`` checks them before planning).
     requires: ClassVar[tuple[str, ...]] = ()
-    #: The backend can hand the model itself to a method that trains it (``InProcess``).
+    #: "model" (the model itself, for a method that trains it), "loglikelihood", "generate", "chat".
+    provides: ClassVar[frozenset[str]] = frozenset()
+    #: The model is served elsewhere: a run needs the server's URL (``--api-base``), part of its identity.
+    remote: ClassVar[bool] = False
+
+    #: The model runs in this process (it provides the model itself): set from ``provides``.
     in_process: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.in_process = "model" in cls.provides
+
+    @classmethod
+    def check(cls, models: Sequence[str], server: str = "") -> str:
+        """Before a sweep is planned: ``models`` can be opened here (and, for a remote backend, ``server`` is
+        reachable and serves them). -> the server's URL as runs record it ("" in process). Raises
+        ``BackendError`` saying what is wrong. In process: each model a local folder, or already cached."""
+        from ..base import local_model_problem
+
+        for name in models if cls.in_process else ():
+            if name and local_model_problem(name):
+                raise BackendError(local_model_problem(name))
+        return ""
 
     model_name: str = ""  # what the run names the model
     server: str = ""  # where it runs: "" in this process, else the server's base URL
@@ -141,6 +166,12 @@ class Backend:
         """Tokens the request's context may take: the window less the room for its answer and any
         special tokens; None when unknown."""
         return None
+
+    def prompt_tokens(self, context: Sequence[str]) -> int | None:
+        """Tokens of a context as the model reads it, asked of the model (a server: one request of one token);
+        None when it does not say. Raises ``ContextTooSmall`` (with the window) when it does not fit."""
+        counts = self.count_tokens(["".join(context)])
+        return counts[0] if counts else None
 
     # ------------------------------------------------------------------ requests
 

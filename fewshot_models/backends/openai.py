@@ -1,25 +1,21 @@
-"""The HTTP backend: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp server,
-Ollama, hosted APIs), through httpx.
+"""The server backend: any server speaking the OpenAI-compatible API (vLLM, SGLang, TGI, llama.cpp server,
+``transformers serve``, Ollama, hosted APIs), through httpx (``http.Exchange``: retries, a bounded window of
+requests in flight, the store of answered requests).
 
 Endpoints (the OpenAI API reference, as the servers above implement it):
 
-* ``GET  /v1/models``: checked when the backend opens; a model the server does not offer is a clear error
-  naming the server and the models it offers;
-* ``POST /v1/chat/completions``: ``chat``;
-* ``POST /v1/completions``: ``generate_until``, and ``loglikelihood`` with ``echo`` and ``logprobs`` where
-  the server supports them (probed once: one request of one token). Where it does not, ``scores_loglikelihood``
-  is False and a method generates and parses instead; where the server has no ``/v1/completions`` at all
-  (hosted chat models), generation goes through the chat endpoint.
-
-Requests: at most ``config.concurrency`` in flight (threads sharing one connection pool); a request answered
-429 or 5xx, or whose connection failed or timed out, is sent again after a back-off (exponential, at least
-the server's ``Retry-After``), at most ``config.max_retries`` times. 401/403, an unknown model and a request
-too long for the model's window are not retried (``BackendError``, ``ContextTooSmall``).
-
-Resumability: every answered request is put in ``config.store`` (a ``ResponseStore``) keyed by its full body
-and URL, and a request found there is answered from it: a run killed half-way and started again sends no
-answered request again. Responses are stored by the calling thread, as they complete, so a store backed by a
-database is only ever used from one thread.
+* ``GET  /v1/models``: checked when the backend opens; a model the server does not list is asked for one token
+  (``transformers serve`` lists a fixed catalogue and loads any checkpoint a request names); a model the server
+  does not serve is a clear error naming the server and the models it lists. The context window is read from
+  the model's entry where the server gives it (vLLM, SGLang: ``max_model_len``);
+* ``POST /v1/chat/completions``: ``chat`` (an answer streamed as server-sent events is read as one answer);
+* ``POST /v1/completions``: ``generate_until``, and ``loglikelihood`` with ``echo`` and ``logprobs`` once the
+  server has shown that its echoed log-probabilities are right: on first use, the model's own continuation of a
+  known prompt is scored both ways (the log-probabilities it gave while generating, and those it echoes for the
+  same text in the prompt). Where they disagree (llama-cpp-python's echo is shifted by one token), or the
+  prompt's log-probabilities are absent, ``scores_loglikelihood`` is False, the reason is in the notes
+  (``echo_refused``) and a method generates instead. A server without ``/v1/completions`` (hosted chat models,
+  ``transformers serve``) generates through the chat endpoint.
 
 The key: ``OPENAI_API_KEY`` from the environment, sent as ``Authorization: Bearer``; it is never part of a
 stored request, a note, a log line or an error message.
@@ -27,16 +23,10 @@ stored request, a note, a log line or an error message.
 
 from __future__ import annotations
 
-import email.utils
-import hashlib
-import json
 import os
 import re
-import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from ..base import AdapterConfig
 from .base import (
@@ -48,118 +38,49 @@ from .base import (
     GenerationRequest,
     LoglikelihoodRequest,
     MemoryStore,
-    Stopwatch,
     Tally,
 )
+from .http import Exchange, context_too_small, normalise_base_url
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is a server to come back to later, not to wait for
-_TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
+#: Where servers give a model's context window in its ``/v1/models`` entry.
+WINDOW_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
+#: The prompt whose continuation checks the echoed log-probabilities; its tolerance in nats per token (prefill
+#: and decoding round differently; a shifted token is off by far more).
+CHECK_PROMPT = "Question: What is the capital of France?\nAnswer:"
+CHECK_TOLERANCE = 0.1
 
 
-def normalise_base_url(url: str) -> str:
-    """``http://host:8000/v1`` (no trailing slash): what a run records, lists and shows as its server. A URL
-    carrying credentials (``user:pass@``, a query string) is refused: the key goes in OPENAI_API_KEY, never
-    into something stored or shown."""
-    from urllib.parse import urlsplit
-
-    url = (url or "").strip().rstrip("/")
-    if not re.match(r"https?://[^/\s]+", url):
-        raise BackendError("not a server base URL (expected e.g. http://127.0.0.1:8000/v1)")
-    parts = urlsplit(url)
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise BackendError(
-            "the server's base URL may not carry credentials or a query string (user:password@, "
-            "?key=...): give the key in OPENAI_API_KEY"
-        )
-    return url
+def _headers() -> dict:
+    key = os.environ.get(KEY_VARIABLE, "")
+    return {"Accept": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
 
-def request_key(url: str, body: dict) -> str:
-    """The store's key of a request: its URL and full body (model, messages or prompt, sampling settings)."""
-    blob = json.dumps({"url": url, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+def _offered(data: dict) -> dict[str, dict]:
+    return {str(m.get("id")): m for m in (data.get("data") or []) if isinstance(m, dict)}
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """``Retry-After`` in seconds (a number of seconds or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _error_text(response) -> str:
-    """The server's error message (OpenAI: {"error": {"message"}}; vLLM: {"message"}), one line, short."""
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text.strip().splitlines()[0][:300] if response.text.strip() else ""
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            return str(err.get("message") or err.get("detail") or err)[:300]
-        return str(err)[:300]
-    return str(data)[:300]
-
-
-_WINDOW = (r"maximum context length is (\d+)", r"context (?:size|window|length)[^\d]{0,20}(\d+)", r"n_ctx\D{0,5}(\d+)")
-_REQUESTED = (
-    r"requested (\d+) tokens",
-    r"resulted in (\d+) tokens",
-    r"has (\d+) input tokens",
-    r"n_prompt_tokens\D{0,5}(\d+)",
-    r"(\d+) tokens? in the (?:messages|prompt)",
-)
-
-
-def _first_int(patterns, text: str) -> int | None:
-    for pattern in patterns:
-        m = re.search(pattern, text, flags=re.IGNORECASE)
-        if m:
-            return int(m.group(1))
+def _window(entry: dict | None) -> int | None:
+    for name in WINDOW_FIELDS:
+        value = (entry or {}).get(name)
+        if isinstance(value, int) and value > 0:
+            return value
     return None
-
-
-def context_too_small(status: int, text: str) -> tuple[int | None, int | None] | None:
-    """(window, requested) when a 400 says the request exceeds the model's context window, else None."""
-    if status not in (400, 413, 422):
-        return None
-    lowered = text.lower()
-    if not any(
-        s in lowered
-        for s in (
-            "context length",
-            "context_length",
-            "context size",
-            "context window",
-            "n_ctx",
-            "too many tokens",
-            "prompt is too long",
-        )
-    ):
-        return None
-    return _first_int(_WINDOW, text), _first_int(_REQUESTED, text)
 
 
 class OpenAIBackend(Backend):
     name = "openai"
     requires = ("httpx",)
-    #: first back-off in seconds, doubled at each retry (at least the server's Retry-After)
-    backoff = 0.5
-    max_backoff = 30.0
+    provides = frozenset({"loglikelihood", "generate", "chat"})
+    remote = True
+    backoff = 0.5  # first back-off in seconds (http.Exchange), doubled at each retry
+    #: (server, model) -> context window learned from a refusal, and models a server answered for though it
+    #: did not list them: known for the rest of the process, so that a sweep asks once.
+    learned_windows: ClassVar[dict[tuple[str, str], int]] = {}
+    answered_for: ClassVar[set[tuple[str, str]]] = set()
 
     def __init__(self, config: AdapterConfig, *, method: str, progress=None, **_in_process_options):
-        import httpx
-
         super().__init__()
         if not config.model:
             raise BackendError(
@@ -170,90 +91,87 @@ class OpenAIBackend(Backend):
         self.model_name = config.model
         self.server = normalise_base_url(config.server or os.environ.get(BASE_URL_VARIABLE, ""))
         self.device = "server"
-        self.store = config.store if config.store is not None else MemoryStore()
-        self.concurrency = max(1, int(config.concurrency))
-        self.max_retries = max(0, int(config.max_retries))
-        headers = {"Accept": "application/json"}
-        key = os.environ.get(KEY_VARIABLE, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self._http = httpx.Client(
-            base_url=self.server + "/",
-            headers=headers,
-            limits=limits,
-            follow_redirects=False,
-            timeout=httpx.Timeout(float(config.timeout), connect=min(10.0, config.timeout)),
+        self.client = Exchange(
+            self.server,
+            headers=_headers(),
+            concurrency=config.concurrency,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            store=config.store if config.store is not None else MemoryStore(),
+            tally=self.tally,
         )
-        self._httpx = httpx
-        self._lock = threading.Lock()
-        self.unanswered_sends = 0  # sends whose connection dropped after the request went out (outcome unknown)
+        self.client.backoff = self.backoff
+        self.client.refuse = self._refuse
+        self.concurrency = self.client.concurrency
         self._completions: bool | None = None  # /v1/completions exists
-        self._logprobs: bool | None = None  # ... and answers echo + logprobs
+        self._logprobs: bool | None = None  # ... and its echoed log-probabilities passed the check
+        self.echo_refused = ""
         try:
-            self.offered = self.check_model()
-            self.tally = Tally()  # the tally counts the run's inference requests, not this free check
+            entry, offered = self.served(self.client, self.model_name)
         except BaseException:
-            self._http.close()
+            self.client.close()
             raise
+        if entry is None:
+            self.client.close()
+            raise BackendError(
+                f"{self.server} does not serve {self.model_name!r}; it offers: {', '.join(offered) or 'no model'}"
+            )
+        self.tally = self.client.tally = Tally()  # the tally counts the run's requests, not these free checks
+        self.window = _window(entry) or self.learned_windows.get((self.server, self.model_name))
 
-    # ------------------------------------------------------------------ HTTP
+    # ------------------------------------------------------------------ the model on the server
 
-    def _send(self, method: str, path: str, body: dict | None = None) -> dict:
-        """One request, retried on 429 / 5xx / a failed connection; -> the JSON answer. Tallied."""
-        attempt = 0
-        while True:
-            data, problem, wait_s = self._attempt(method, path, body)
-            if data is not None:
-                return data
-            if attempt >= self.max_retries:
-                raise BackendError(f"{self.server}/{path}: {problem}, after {attempt + 1} attempt(s)")
-            pause = min(self.max_backoff, self.backoff * 2**attempt)
-            if wait_s is not None:
-                if wait_s > MAX_RETRY_AFTER:
-                    raise BackendError(
-                        f"{self.server}/{path}: {problem}; the server asks to come back in "
-                        f"{wait_s:.0f} s (re-run the command later: answered requests are kept)"
-                    )
-                pause = max(pause, wait_s)
-            attempt += 1
-            self.tally.add(retries=1)
-            time.sleep(pause)
-
-    def _attempt(self, method: str, path: str, body: dict | None) -> tuple[dict | None, str, float | None]:
-        """One try: (the JSON answer, "", None), or (None, what went wrong, the server's Retry-After) when it may
-        be tried again; raises when it may not (a refused key, an unknown model, a request too long...)."""
-        httpx = self._httpx
+    @classmethod
+    def check(cls, models: Sequence[str], server: str = "") -> str:
+        server = normalise_base_url(server or os.environ.get(BASE_URL_VARIABLE, ""))
+        client = Exchange(
+            server, headers=_headers(), concurrency=1, timeout=10.0, max_retries=0, store=None, tally=Tally()
+        )
+        client.refuse = lambda status, text, *_: _refuse_key(server, status, text)
         try:
-            response = self._http.request(method, path, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return None, f"cannot connect ({type(exc).__name__})", None
-        except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
-            self._unknown_outcome()
-            return None, f"no answer within {self.config.timeout:g} s ({type(exc).__name__})", None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            self._unknown_outcome()
-            return None, f"the connection dropped before an answer ({type(exc).__name__})", None
-        self.tally.add(requests=1)
-        status = response.status_code
-        if status < 300:
+            found = {model: cls.served(client, model) for model in dict.fromkeys(models)}
+        finally:
+            client.close()
+        unknown = [m for m, (entry, _) in found.items() if entry is None]
+        if unknown:
+            offered = next(iter(found.values()))[1]
+            offered_text = ", ".join(offered) or "none"
+            raise BackendError(f"{server} does not serve {', '.join(unknown)}; it offers: {offered_text}")
+        return server
+
+    @classmethod
+    def served(cls, client: Exchange, model: str) -> tuple[dict | None, list[str]]:
+        """(the model's ``/v1/models`` entry, ``{}`` for a model the server answered for without listing it, None
+        when it does not serve it; the models it lists)."""
+        server = client.server
+        try:
+            data = client.send("GET", "models", retries=min(1, client.max_retries))
+        except BackendError as exc:
+            if "refused the key" in str(exc):
+                raise
+            hint = "" if re.search(r"/v\d+$", server) else f"; the base URL usually ends in /v1: {server}/v1?"
+            raise BackendError(f"cannot reach {server} or list its models (GET /models: {exc}){hint}") from None
+        offered = _offered(data)
+        if model in offered:
+            return offered[model], list(offered)
+        if (server, model) not in cls.answered_for:
+            body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
             try:
-                return response.json(), "", None
-            except ValueError:
-                raise BackendError(f"{self.server}/{path}: the answer is not JSON ({response.text[:120]!r})") from None
-        text = _error_text(response)
-        self._refuse(status, text, path, body)
-        return None, f"{status} {text[:120]}", retry_after_seconds(response.headers.get("retry-after"))
+                answered = client.send("POST", "chat/completions", body, retries=0)
+            except BackendError:
+                answered = None
+            if not answered or not answered.get("choices"):
+                return None, list(offered)
+            cls.answered_for.add((server, model))
+        return {}, list(offered)
 
     def _refuse(self, status: int, text: str, path: str, body: dict | None) -> None:
         """Raise for an error answer that another try would not change."""
-        if status in (401, 403):
-            raise BackendError(
-                f"{self.server} refused the key ({status}: {text[:160]}): set "
-                f"{KEY_VARIABLE} to a key this server accepts"
-            )
+        _refuse_key(self.server, status, text)
         window = context_too_small(status, text)
         if window is not None:
+            if window[0]:
+                self.window = self.learned_windows[(self.server, self.model_name)] = window[0]
             raise ContextTooSmall(
                 f"{self.server}: the request does not fit the model's context window ({text[:200]})",
                 window=window[0],
@@ -261,164 +179,94 @@ class OpenAIBackend(Backend):
             )
         if status == 404 and body and "model" in text.lower():
             raise BackendError(f"{self.server} does not serve the model {self.model_name!r} ({text[:160]})")
-        if status not in _TRANSIENT:
-            raise BackendError(f"{self.server}/{path}: {status} {text}")
-
-    def _unknown_outcome(self) -> None:
-        # The request went out and no answer came back: a server may have done (and billed) the work.
-        self.tally.add(requests=1)
-        with self._lock:
-            self.unanswered_sends += 1
-
-    def check_model(self) -> list[str]:
-        """GET /v1/models: the model must be one the server offers. -> the models offered."""
-        try:
-            data = self._send("GET", "models")
-        except BackendError as exc:
-            raise BackendError(f"cannot list the models of {self.server} (GET /models): {exc}") from None
-        offered = [str(m.get("id")) for m in (data.get("data") or []) if isinstance(m, dict)]
-        if self.model_name not in offered:
-            raise BackendError(
-                f"{self.server} does not serve {self.model_name!r}; it offers: {', '.join(offered) or 'no model'}"
-            )
-        return offered
-
-    # ------------------------------------------------------------------ the store and concurrency
-
-    def _ask(self, path: str, bodies: Sequence[dict], read: Callable[[dict], Any], done: Done) -> list:
-        """Answers to ``bodies`` posted to ``path``: from the store, else sent (at most ``concurrency`` at
-        once) and stored as they complete. On a failure, the requests in flight are finished and stored,
-        those not started are dropped, and the failure is raised (ContextTooSmall with its index)."""
-        results: list = [None] * len(bodies)
-        keys = [request_key(f"{self.server}/{path}", b) for b in bodies]
-        todo = []
-        for i, key in enumerate(keys):
-            hit = self.store.get(key)
-            if hit is None:
-                todo.append(i)
-                continue
-            results[i] = read(hit)
-            self.tally.add(resumed=1)
-            if done:
-                done()
-        if not todo:
-            return results
-        failure: BaseException | None = None
-        with (
-            Stopwatch(self.tally),
-            ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo)), thread_name_prefix="openai") as pool,
-        ):
-            futures: dict[Future, int] = {pool.submit(self._send, "POST", path, bodies[i]): i for i in todo}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)  # each kept as it arrives
-                for future in finished:
-                    i = futures[future]
-                    problem = self._keep(future, i, path, bodies[i], keys[i], read, results)
-                    if problem is None:
-                        if done:
-                            done()
-                    elif failure is None:
-                        failure = problem
-                        for other in pending:
-                            other.cancel()
-                pending = {f for f in pending if not f.cancelled()}
-        if failure is not None:
-            raise failure
-        return results
-
-    def _keep(
-        self, future: Future, i: int, path: str, body: dict, key: str, read, results: list
-    ) -> BaseException | None:
-        """A finished request: its answer read into ``results[i]``, tallied and stored; or what went wrong."""
-        exc = future.exception()
-        if exc is not None:
-            if isinstance(exc, ContextTooSmall):
-                exc.index = i
-            return exc
-        data = future.result()
-        usage = data.get("usage") or {}
-        self.tally.add(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
-        try:
-            results[i] = read(data)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            return BackendError(f"{self.server}/{path}: an answer in no known form ({type(exc).__name__}: {exc})")
-        self.store.put(key, {"url": f"{self.server}/{path}", "body": body}, data)
-        return None
 
     # ------------------------------------------------------------------ what the server supports
 
+    def _body(self, prompt: str, max_tokens: int, **extra) -> dict:
+        return {"model": self.model_name, "prompt": prompt, "max_tokens": int(max_tokens), "temperature": 0, **extra}
+
     def _probe(self) -> None:
-        """Does the server have /v1/completions, and does it echo the prompt's log-probabilities? One request
-        of one token, kept in the store like any other (a resumed run does not send it again)."""
+        """Does the server have /v1/completions, and are its echoed log-probabilities right? Two requests, kept in
+        the store like any other (a resumed run does not send them again)."""
         if self._completions is not None:
             return
-        body = {
-            "model": self.model_name,
-            "prompt": "Answer: yes",
-            "max_tokens": 1,
-            "temperature": 0,
-            "echo": True,
-            "logprobs": 1,
-        }
         try:
-            (ok,) = self._ask("completions", [body], self._echo_logprobs, None)
+            (own,) = self.client.ask("completions", [self._body(CHECK_PROMPT, 3, logprobs=1)], [_generated])
         except ContextTooSmall:
             raise
         except BackendError as exc:
-            text = str(exc)
-            if re.search(r"/completions: (404|405|501)\b", text):
-                self._completions, self._logprobs = False, False
-                return
-            if re.search(r"/completions: (400|422)\b", text):
-                self._completions, self._logprobs = True, False
-                return
-            raise
-        self._completions, self._logprobs = True, bool(ok)
+            if not re.search(r"/completions: (400|404|405|422|501)\b", str(exc)):
+                raise
+            self._completions = not re.search(r"/completions: (404|405|501)\b", str(exc))
+            self._logprobs = False
+            self.echo_refused = f"/completions refused a request with logprobs ({str(exc)[-160:]})"
+            return
+        self._completions = True
+        self.echo_refused = self._check_echo(own)
+        self._logprobs = not self.echo_refused
 
-    @staticmethod
-    def _echo_logprobs(data: dict):
-        choice = data["choices"][0]
-        lp = choice.get("logprobs") or {}
-        tokens, offsets = lp.get("token_logprobs"), lp.get("text_offset")
-        if not tokens or not offsets or len(tokens) != len(offsets):
-            return None
-        return {"token_logprobs": tokens, "text_offset": offsets}
+    def _check_echo(self, own: dict) -> str:
+        """ "" when the log-probabilities echoed for the model's own continuation equal those it gave while
+        generating it; else why the echo path cannot be trusted."""
+        text, expected = own["text"], own["logprobs"]
+        if not text or not expected or any(p is None for p in expected):
+            return "the server gives no log-probabilities for generated tokens, so its echo cannot be checked"
+        span = (len(CHECK_PROMPT), len(CHECK_PROMPT) + len(text))
+        try:
+            (echoed,) = self.client.ask(
+                "completions",
+                [self._body(CHECK_PROMPT + text, 1, echo=True, logprobs=1)],
+                [lambda data: _span_logprobs(data, *span)],
+            )
+        except BackendError as exc:
+            if not re.search(r"/completions: (400|422)\b", str(exc)):
+                raise
+            return f"the server refuses echo with logprobs ({str(exc)[-160:]})"
+        if echoed is None or not echoed or any(p is None for p in echoed):
+            return "the server returns no log-probabilities for the prompt's tokens (echo)"
+        if len(echoed) == len(expected):  # the same tokens: each must match
+            close = all(abs(a - b) <= CHECK_TOLERANCE for a, b in zip(echoed, expected, strict=True))
+        else:  # the text tokenised otherwise in the prompt: the totals must match
+            close = abs(sum(echoed) - sum(expected)) <= CHECK_TOLERANCE * max(len(echoed), len(expected))
+        if close:
+            return ""
+        shown = [", ".join(f"{v:.3f}" for v in values) for values in (echoed, expected)]
+        return (
+            f"the echoed log-probabilities of the model's own continuation {text!r} ({shown[0]}) disagree with "
+            f"those it gave generating it ({shown[1]}): the echo is misaligned (shifted by a token?)"
+        )
 
     @property
     def scores_loglikelihood(self) -> bool:
         self._probe()
         return bool(self._logprobs)
 
+    def prompt_tokens(self, context: Sequence[str]) -> int | None:
+        self._probe()
+        prompt = "".join(context)
+        if self._completions:
+            path, body = "completions", self._body(prompt, 1)
+        else:
+            path = "chat/completions"
+            body = {"model": self.model_name, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1}
+        (count,) = self.client.ask(path, [body], [lambda data: (data.get("usage") or {}).get("prompt_tokens")])
+        return int(count) if count else None
+
     # ------------------------------------------------------------------ requests
 
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], done: Done = None) -> list[list[float]]:
         if not self.scores_loglikelihood:
-            raise BackendError(
-                f"{self.server} does not answer echo + logprobs on /completions: it cannot score "
-                "continuations (the method generates instead)"
-            )
-        bodies, spans, owner = [], [], []
+            raise BackendError(f"{self.server}: log-likelihood over its echo is refused ({self.echo_refused})")
+        bodies, reads, owner = [], [], []
         for r, request in enumerate(requests):
             prompt = "".join(request.context)
             for continuation in request.continuations:
-                bodies.append(
-                    {
-                        "model": self.model_name,
-                        "prompt": prompt + continuation,
-                        "max_tokens": 1,
-                        "temperature": 0,
-                        "echo": True,
-                        "logprobs": 1,
-                    }
-                )
-                spans.append(len(prompt))
+                bodies.append(self._body(prompt + continuation, 1, echo=True, logprobs=1))
+                span = (len(prompt), len(prompt) + len(continuation))
+                reads.append(lambda data, span=span: _span_logprobs(data, *span))
                 owner.append(r)
         try:
-            per_body = self._ask("completions", bodies, self._echo_logprobs, None)
+            per_body = self.client.ask("completions", bodies, reads)
         except ContextTooSmall as exc:
             exc.index = owner[exc.index]  # the request whose continuation did not fit, not the body
             raise
@@ -426,19 +274,9 @@ class OpenAIBackend(Backend):
         for request in requests:
             scores = []
             for _ in request.continuations:
-                lp, start = per_body[k], spans[k]
-                if lp is None:
+                if not per_body[k] or any(p is None for p in per_body[k]):
                     raise BackendError(f"{self.server}/completions: an echo answer without log-probabilities")
-                # the echoed prompt's tokens from the continuation's first character on (the generated token,
-                # after the prompt, is left out)
-                n = len(bodies[k]["prompt"])
-                scores.append(
-                    sum(
-                        float(p)
-                        for p, off in zip(lp["token_logprobs"], lp["text_offset"], strict=True)
-                        if start <= off < n and p is not None
-                    )
-                )
+                scores.append(sum(per_body[k]))
                 k += 1
             out.append(scores)
             if done:
@@ -458,17 +296,8 @@ class OpenAIBackend(Backend):
                 done,
             )
             return [t.split(r.stop)[0] if r.stop else t for t, r in zip(texts, requests, strict=True)]
-        bodies = [
-            {
-                "model": self.model_name,
-                "prompt": "".join(r.context),
-                "max_tokens": int(r.max_tokens),
-                "temperature": 0,
-                "stop": [r.stop] if r.stop else None,
-            }
-            for r in requests
-        ]
-        texts = self._ask("completions", bodies, lambda d: str(d["choices"][0]["text"] or ""), done)
+        bodies = [self._body("".join(r.context), r.max_tokens, stop=[r.stop] if r.stop else None) for r in requests]
+        texts = self.client.ask("completions", bodies, [_text] * len(bodies), done)
         return [t.split(r.stop)[0] if r.stop else t for t, r in zip(texts, requests, strict=True)]
 
     def chat(self, requests: Sequence[ChatRequest], done: Done = None) -> list[str]:
@@ -483,42 +312,57 @@ class OpenAIBackend(Backend):
             if r.seed is not None:
                 body["seed"] = int(r.seed)
             bodies.append(body)
-        return self._ask("chat/completions", bodies, lambda d: str(d["choices"][0]["message"]["content"] or ""), done)
+        return self.client.ask("chat/completions", bodies, [_message] * len(bodies), done)
 
     # ------------------------------------------------------------------ bookkeeping
 
     def notes(self) -> dict[str, Any]:
         notes: dict[str, Any] = {"backend": self.name, "server": self.server, "concurrency": self.concurrency}
+        if self.window:
+            notes["window"] = self.window
         if self._completions is not None:
             notes["completions_endpoint"] = self._completions
             notes["echo_logprobs"] = self._logprobs
-        if self.unanswered_sends:
-            notes["unanswered_sends"] = self.unanswered_sends
+            if self.echo_refused:
+                notes["echo_refused"] = self.echo_refused
+        if self.client.unanswered_sends:
+            notes["unanswered_sends"] = self.client.unanswered_sends
         return notes
 
     def close(self) -> None:
-        self._http.close()
+        self.client.close()
+        flush = getattr(self.client.store, "progress", None)
+        if flush:
+            flush(self.tally.as_dict(), final=True)
 
 
-def list_models(base_url: str, *, timeout: float = 10.0) -> list[str]:
-    """The models a server offers (GET /v1/models), for a check before a sweep is planned."""
-    import httpx
-
-    url = normalise_base_url(base_url)
-    key = os.environ.get(KEY_VARIABLE, "")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        response = httpx.get(url + "/models", headers=headers, timeout=timeout, follow_redirects=False)
-    except httpx.HTTPError as exc:
-        raise BackendError(f"cannot reach {url} ({type(exc).__name__}): is the server running?") from None
-    if response.status_code in (401, 403):
-        raise BackendError(f"{url} refused the key ({response.status_code}): set {KEY_VARIABLE} to a key it accepts")
-    if response.status_code != 200:
-        raise BackendError(f"{url}/models answered {response.status_code} {_error_text(response)}")
-    try:
-        return [str(m["id"]) for m in response.json()["data"]]
-    except (ValueError, KeyError, TypeError):
-        raise BackendError(f"{url}/models: not an OpenAI-compatible model list") from None
+def _refuse_key(server: str, status: int, text: str) -> None:
+    if status in (401, 403):
+        raise BackendError(
+            f"{server} refused the key ({status}: {text[:160]}): set {KEY_VARIABLE} to a key this server accepts"
+        )
 
 
-__all__ = ["OpenAIBackend", "Tally", "list_models", "normalise_base_url", "request_key", "retry_after_seconds"]
+# What each kind of answer keeps (the store keeps only that): read from the full answer once.
+def _message(data: dict) -> str:
+    return str(data["choices"][0]["message"]["content"] or "")
+
+
+def _text(data: dict) -> str:
+    return str(data["choices"][0]["text"] or "")
+
+
+def _generated(data: dict) -> dict:
+    choice = data["choices"][0]
+    lp = choice.get("logprobs") or {}
+    return {"text": str(choice.get("text") or ""), "logprobs": list(lp.get("token_logprobs") or [])}
+
+
+def _span_logprobs(data: dict, start: int, end: int) -> list | None:
+    """The echoed log-probabilities of the prompt's tokens from character ``start`` to ``end`` (the generated
+    token after the prompt is left out); None when the answer has none."""
+    lp = data["choices"][0].get("logprobs") or {}
+    tokens, offsets = lp.get("token_logprobs"), lp.get("text_offset")
+    if not tokens or not offsets or len(tokens) != len(offsets):
+        return None
+    return [p for p, off in zip(tokens, offsets, strict=True) if start <= off < end]

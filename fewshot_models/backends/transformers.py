@@ -24,7 +24,7 @@ from .base import Backend, Done, GenerationRequest, LoglikelihoodRequest
 class TransformersBackend(Backend):
     name = "transformers"
     requires = ("torch", "transformers")
-    in_process = True
+    provides = frozenset({"model", "loglikelihood", "generate"})
 
     def __init__(
         self,

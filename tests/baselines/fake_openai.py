@@ -16,6 +16,12 @@ connection is closed without an answer, after the request was read and counted a
 no choice in it), ``no_completions``
 (404 on /v1/completions), ``no_echo`` (400 on echo + logprobs), ``fail_after`` (after that many answered POSTs,
 every POST gets 503: a server that went away).
+
+Log-probabilities as servers get them wrong: ``echo_shift`` (the echoed prompt's log-probabilities shifted by one
+token, as llama-cpp-python's are), ``no_prompt_logprobs`` (an echo answered with ``null`` for every prompt token).
+A generated answer asked with ``logprobs`` carries its own tokens' log-probabilities. ``advertise_window`` puts the
+window in ``/v1/models`` as vLLM does (``max_model_len``); ``stream`` answers every chat as server-sent events
+whatever the request asks (as ``transformers serve`` 4.x does); ``unlisted`` models are served but not listed.
 """
 
 from __future__ import annotations
@@ -45,6 +51,11 @@ class FakeOpenAI:
         self.no_completions = False
         self.no_echo = False
         self.fail_after: int | None = None
+        self.echo_shift = False
+        self.no_prompt_logprobs = False
+        self.advertise_window = False
+        self.stream = False
+        self.unlisted: list[str] = []
         self.reply = lambda body: "positive"
         self.complete = lambda prompt: " none"
         self.logprob = None
@@ -135,7 +146,16 @@ class FakeOpenAI:
             200,
             {
                 "object": "list",
-                "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models],
+                "data": [
+                    {
+                        "id": m,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "fake",
+                        **({"max_model_len": self.window} if self.advertise_window and self.window else {}),
+                    }
+                    for m in self.models
+                ],
             },
         )
 
@@ -178,7 +198,7 @@ class FakeOpenAI:
         if self.fail_after is not None and len(self.answered) >= self.fail_after:
             self._record(handler, body, 503)
             return self._error(handler, 503, "Service Unavailable")
-        if body.get("model") not in self.models:
+        if body.get("model") not in self.models + self.unlisted:
             self._record(handler, body, 404)
             return self._error(handler, 404, f"The model `{body.get('model')}` does not exist.", code=404)
         max_tokens = int(body.get("max_tokens") or 16)
@@ -217,22 +237,15 @@ class FakeOpenAI:
             choice = {"index": 0, "text": text, "finish_reason": "stop"}
             if body.get("echo"):
                 choice["text"] = prompt + text
-                toks = words(prompt) + words(text)[:1]
-                offsets, at = [], 0
-                for t in toks:
-                    offsets.append(at)
-                    at += len(t)
-                lp = [None] + [self.logprob(t) if self.logprob else -len(t.strip()) / 4 for t in toks[1:]]
-                choice["logprobs"] = {
-                    "tokens": toks,
-                    "token_logprobs": lp,
-                    "text_offset": offsets,
-                    "top_logprobs": None,
-                }
+                choice["logprobs"] = self._logprobs(words(prompt) + words(text)[:1], echo=True)
+            elif body.get("logprobs"):
+                choice["logprobs"] = self._logprobs(words(text), echo=False)
         n_completion = len(words(text))
         with self._lock:
             self.answered.append(body)
         self._record(handler, body, 200)
+        if self.stream and path == "/v1/chat/completions":
+            return self._stream(handler, body, text)
         self._send(
             handler,
             200,
@@ -248,6 +261,48 @@ class FakeOpenAI:
                 },
             },
         )
+
+    def _lp(self, token: str) -> float:
+        return self.logprob(token) if self.logprob else -len(token.strip()) / 4
+
+    def _logprobs(self, toks: list[str], *, echo: bool) -> dict:
+        """OpenAI's completions ``logprobs``: tokens, their log-probabilities and character offsets; echoed, the
+        prompt's first token has none."""
+        offsets, at = [], 0
+        for t in toks:
+            offsets.append(at)
+            at += len(t)
+        lp = [self._lp(t) for t in toks]
+        if echo:
+            lp[0] = None
+            if self.echo_shift:  # each prompt token reported with the log-probability of the one after it
+                lp = [None, *[self._lp(t) for t in toks[2:]], -0.01]
+            if self.no_prompt_logprobs:
+                lp = [None] * len(toks)
+        return {"tokens": toks, "token_logprobs": lp, "text_offset": offsets, "top_logprobs": None}
+
+    def _stream(self, handler, body: dict, text: str):
+        """The answer as server-sent events, the way ``transformers serve`` 4.x sends every chat answer."""
+        chunks = [{"delta": {"role": "assistant"}}, *({"delta": {"content": w}} for w in words(text) or [""])]
+        chunks.append({"delta": {}, "finish_reason": "stop"})
+        blob = "".join(
+            "data: "
+            + json.dumps(
+                {
+                    "id": "req_0",
+                    "object": "chat.completion.chunk",
+                    "model": body["model"],
+                    "choices": [{"index": 0, **c}],
+                }
+            )
+            + "\n\n"
+            for c in chunks
+        ).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(len(blob)))
+        handler.end_headers()
+        handler.wfile.write(blob)
 
 
 if __name__ == "__main__":  # a fake on its own process (the benchmark): prints its base URL, serves until killed

@@ -74,6 +74,8 @@ def test_a_killed_run_restarted_sends_no_answered_request_again(demo_path, monke
     n = 10 + Example.objects.filter(task__slug="sst2", role="test").count()
     assert run.status == "completed" and run.attempts == 2 and len(run.predictions) == n - 10
     assert run.usage["resumed"] == kept and run.usage["requests"] == n - kept
+    # what the killed attempt sent, as it last recorded it (at most a second before the kill), counted apart
+    assert kept - 4 <= run.usage["killed_attempt_requests"] <= answered_before + 1
     bodies = [json.dumps(b, sort_keys=True) for b in fake.answered]
     # only the request in flight at the kill (answered, never stored) may have been sent twice
     assert len(bodies) - len(set(bodies)) == answered_before - kept

@@ -75,17 +75,18 @@ def test_worker_and_icl_through_run_baselines(fake, caplog):
     worker, icl = BaselineRun.objects.get(method="worker"), BaselineRun.objects.get(method="icl")
     for run in (worker, icl):
         assert run.status == "completed" and run.server == fake.base_url and run.model == "tiny-model"
-        assert run.config["backend"] == "openai" and run.config["concurrency"] == 8
+        assert run.backend == "openai" and run.config["concurrency"] == 8
     assert worker.usage["requests"] == 10 + n_test and worker.usage["resumed"] == 0
     assert worker.usage["prompt_tokens"] > 0 and worker.usage["completion_tokens"] == 10 + n_test
-    assert icl.usage["requests"] == 1 + 2 * n_test  # the echo probe, then both labels of every item
+    # the echo's check (the model's own continuation, its echo), the fit's measure, then both labels of every item
+    assert icl.usage["requests"] == 2 + 1 + 2 * n_test and icl.notes["echo_logprobs"] is True
     assert worker.predictions == [{"id": p["id"], "prediction": ["positive"]} for p in worker.predictions]
     assert BaselineResponse.objects.filter(run=worker).count() == 10 + n_test
     assert "tiny-model" in out and "worker" in out and "icl" in out
     assert "paper (BERT-base" not in out  # the paper's fine-tuning row only beside ft
     # the key went out as a header, and nowhere else: not in output, logs, stored requests or runs
     assert all(c["authorization"] == f"Bearer {TOKEN}" for c in fake.calls)
-    stored = json.dumps([list(r.request.values()) + [r.response] for r in BaselineResponse.objects.all()])
+    stored = json.dumps([r.record for r in BaselineResponse.objects.all()])
     runs = json.dumps([[r.config, r.notes, r.usage, r.error, r.server] for r in BaselineRun.objects.all()])
     for text in (out, err, caplog.text, stored, runs):
         assert TOKEN not in text and "SECRET" not in text
@@ -260,13 +261,15 @@ def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     out = io.StringIO()
     call_command("export_baselines", "--format", "csv", stdout=out)
     header, line = out.getvalue().splitlines()
-    assert header.startswith("id,task,method,model,server,shots,split,seed,status,s1,requests,tokens,seconds")
-    assert f",{fake.base_url},10,1,42,completed," in line
+    assert header.startswith("id,task,method,model,backend,server,shots,split,seed,status,s1,requests,tokens,seconds")
+    assert f",openai,{fake.base_url},10,1,42,completed," in line
     out = io.StringIO()
     call_command("export_baselines", "--transcript", str(run.pk), stdout=out)
     entries = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(entries) == run.usage["requests"]
-    assert entries[0]["request"]["body"]["messages"][0]["role"] == "user"
+    # each answered request by its hash, with what scoring read of the answer: never the request's text
+    assert {e["answer"] for e in entries} == {"positive"} and all(len(e["key"]) == 64 for e in entries)
+    assert "messages" not in out.getvalue() and "Training item" not in out.getvalue()
     assert TOKEN not in out.getvalue()
     with pytest.raises(CommandError, match="no baseline run 999"):
         call_command("export_baselines", "--transcript", "999", stdout=io.StringIO())

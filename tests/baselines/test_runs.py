@@ -47,17 +47,28 @@ def test_rerun_skips_completed_runs(demo_data):
 
 
 def test_a_failing_run_is_recorded_and_the_others_go_on(demo_data, tmp_path):
-    missing = tmp_path / "no-such-model"
+    broken = tmp_path / "broken-model"  # a checkpoint folder whose weights cannot be loaded
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
     with pytest.raises(CommandError, match=r"^2 of 4 run\(s\) failed"):  # exit status 1, with how many
-        run_command("--tasks", "sst2", "--methods", "pt", "majority", "--models", f"pt={missing}", "--shots", "10")
+        run_command("--tasks", "sst2", "--methods", "pt", "majority", "--models", f"pt={broken}", "--shots", "10")
     failed = BaselineRun.objects.filter(method="pt")
     assert failed.count() == 2 and {r.status for r in failed} == {"failed"}
-    assert all("ModelNotFound" in r.error and str(missing) in r.error for r in failed)
+    assert all("ModelNotFound" in r.error and str(broken) in r.error for r in failed)
     assert {r.status for r in BaselineRun.objects.filter(method="majority")} == {"completed"}
     # A re-run retries the failed runs (and fails again, with one more attempt each).
     with pytest.raises(CommandError, match="2 of 2 run"):
-        run_command("--tasks", "sst2", "--methods", "pt", "--models", str(missing), "--shots", "10")
+        run_command("--tasks", "sst2", "--methods", "pt", "--models", str(broken), "--shots", "10")
     assert {r.attempts for r in BaselineRun.objects.filter(method="pt")} == {2}
+
+
+def test_a_model_that_is_not_here_is_refused_before_anything_is_planned(demo_data, tmp_path):
+    for name, why in [(str(tmp_path / "no-such-model"), "no such folder"), ("no-org/no-model", "Hugging Face cache")]:
+        with pytest.raises(CommandError) as err:
+            run_command("--tasks", "sst2", "--methods", "pt", "majority", "--models", f"pt={name}", "--shots", "10")
+        assert why in str(err.value) and "--models ft=/path/to/checkpoint" in str(err.value)
+        assert "\n" not in str(err.value)
+    assert not BaselineRun.objects.exists()  # not even the majority runs: nothing is planned
 
 
 def test_method_that_does_not_apply_is_skipped_with_a_note(demo_data):

@@ -87,9 +87,9 @@ def test_a_models_reply_is_read_by_its_kinds_rules_with_a_reason():
     item = Item("Ann met Bo in Oslo .")
     assert ner.answer_kind.read_reply(ner, item, "Answer: ann | Bo") == ["Ann", "Bo"]
     assert ner.answer_kind.read_reply(ner, item, "none in this text") == []
-    with pytest.raises(InvalidAnswer, match="'Paris' is not in the text"):
+    with pytest.raises(InvalidAnswer, match="'Paris' is not text of the passage"):
         ner.answer_kind.read_reply(ner, item, "Ann | Paris")
-    with pytest.raises(InvalidAnswer, match="at most 1 answer, got 2"):
+    with pytest.raises(InvalidAnswer, match="takes at most 1 span, got 2"):
         squad.answer_kind.read_reply(squad, item, "Ann | Bo")
     with pytest.raises(InvalidAnswer, match="positive, negative"):
         sst.answer_kind.read_reply(sst, item, "great")
@@ -97,7 +97,7 @@ def test_a_models_reply_is_read_by_its_kinds_rules_with_a_reason():
     article = Item("Obama met Putin.", candidates=((0, 5), (10, 15)))
     assert record.answer_kind.options(record, article) == ["Obama", "Putin"]
     assert record.answer_kind.read_reply(record, article, "putin") == ["Putin"]
-    with pytest.raises(InvalidAnswer, match="one of the names listed"):
+    with pytest.raises(InvalidAnswer, match="is not one of the names in the list"):
         record.answer_kind.read_reply(record, article, "Merkel")
 
 

@@ -1,4 +1,5 @@
-"""List every baseline run (json or csv), or write one run's transcript (its requests and the answers)."""
+"""List every baseline run (json or csv), or write one run's transcript (its answered requests) or its
+predictions as a CLUES prediction file (the official format)."""
 
 import csv
 import json
@@ -7,13 +8,14 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from baselines.models import BaselineRun
-from baselines.selectors import RUN_FIELDS, run_list, transcript
+from baselines.selectors import RUN_FIELDS, prediction_lines, run_list, transcript
 
 
 class Command(BaseCommand):
     help = (
         "List every baseline run: task, method, model, server, shots, split, seed, status, S1 (percent), "
-        "requests, tokens and seconds. --transcript RUN_ID writes one run's requests and answers (JSON lines)."
+        "requests, tokens and seconds. --transcript RUN_ID writes one run's answered requests (JSON lines); "
+        "--predictions RUN_ID its predictions as a CLUES prediction file (the official eval/S1.py scores it)."
     )
 
     def add_arguments(self, parser):
@@ -22,9 +24,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--transcript", type=int, metavar="RUN_ID", help="write this run's transcript instead of the list"
         )
+        parser.add_argument(
+            "--predictions",
+            type=int,
+            metavar="RUN_ID",
+            help="write this completed run's predictions as a CLUES prediction file (JSONL, the official format)",
+        )
 
-    def handle(self, *args, format, output, transcript: int | None, **options):
-        if transcript is not None:
+    def handle(self, *args, format, output, transcript: int | None, predictions: int | None, **options):
+        if predictions is not None:
+            run = BaselineRun.objects.select_related("task").filter(pk=predictions).first()
+            if run is None or run.status != BaselineRun.Status.COMPLETED:
+                raise CommandError(f"no completed baseline run {predictions} (export_baselines lists them)")
+            text = prediction_lines(run)
+        elif transcript is not None:
             run = BaselineRun.objects.filter(pk=transcript).first()
             if run is None:
                 raise CommandError(f"no baseline run {transcript} (export_baselines lists them)")

@@ -4,6 +4,7 @@ import os
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from tqdm import tqdm
 
 from baselines import services
@@ -75,22 +76,16 @@ def parse_models(values: list[str] | None, methods: list[str]) -> list[str] | di
     return out
 
 
-def backend_of(method: str, server: str) -> str:
-    """The backend a method's runs use: the server's where one is given and the method can use it."""
-    backends = METHODS[method].backends
-    return "openai" if server and "openai" in backends else backends[0]
-
-
-def missing_model_packages(methods, server: str = "") -> list[str]:
+def missing_model_packages(methods, backend: str | None = None, server: str = "") -> list[str]:
     """Packages the methods' backends and the methods themselves import, not installed here (a lean install:
     `make run` does not install the model set, requirements/baselines.txt). Checked before planning, so that it
     gets one clear error instead of a failed run per task, shots and split."""
     needed: list[str] = []
     for name in methods:
-        adapter = METHODS[name]()
-        if adapter.needs_model:
-            backend = backend_of(name, server)
-            needed += [*BACKENDS[backend].requires, *(adapter.requires if backend != "openai" else ())]
+        adapter, runs_on = METHODS[name](), services.backend_of(name, backend, server)
+        if runs_on:
+            cls = BACKENDS[runs_on]
+            needed += [*cls.requires, *(adapter.requires if cls.in_process else ())]
     return [name for name in dict.fromkeys(needed) if importlib.util.find_spec(name) is None]
 
 
@@ -136,13 +131,24 @@ class Command(BaseCommand):
             "http://127.0.0.1:8000/v1; default: $OPENAI_BASE_URL. The key is read from "
             "$OPENAI_API_KEY. icl runs over it; worker needs it",
         )
+        parser.add_argument(
+            "--backend",
+            choices=list(BACKENDS),
+            help="where the models run (as lm-evaluation-harness's --model): "
+            + "; ".join(
+                f"{name}: {'a server (--api-base)' if cls.remote else 'in this process'}"
+                for name, cls in BACKENDS.items()
+            )
+            + ". Default: each method's first, or the server's where --api-base is given. A method that cannot run "
+            "there is skipped",
+        )
         parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
         parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
         parser.add_argument("--max-retries", type=int, default=5, help="per request, on 429 / 5xx / a lost connection")
         parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
         parser.add_argument(
             "--set",
-            dest="settings",
+            dest="overrides",  # not "settings": Django's own --settings option is read from that name
             action="append",
             default=[],
             type=_setting,
@@ -165,8 +171,9 @@ class Command(BaseCommand):
         splits,
         seed,
         device,
-        settings: list,
+        overrides: list,
         queue,
+        backend,
         api_base,
         concurrency,
         timeout,
@@ -176,33 +183,38 @@ class Command(BaseCommand):
         models = parse_models(models, methods)
         if concurrency < 1 or timeout <= 0 or max_retries < 0:
             raise CommandError("--concurrency must be at least 1, --timeout positive, --max-retries at least 0")
-        server = self._server(api_base, methods, models)
-        missing = [] if queue and not self._eager() else missing_model_packages(methods, server)
+        here = not queue or self._eager()
+        missing = missing_model_packages(methods, backend, api_base) if here else []
         if missing:
             raise CommandError(
                 f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
                 "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
                 "-r requirements/baselines.txt`), or run only --methods empty majority."
             )
-        config = {"extra": dict(settings or [])} if settings else {}
+        server = self._check_server(api_base, backend, methods, models)
+        config = {"extra": dict(overrides or [])} if overrides else {}
         if server:
             config.update(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
         try:
-            runs, skipped = services.plan_runs(
-                tasks=tasks,
-                methods=methods,
-                models=models,
-                shots=shots,
-                splits=splits,
-                seeds=seed,
-                config=config,
-                server=server,
-            )
+            with transaction.atomic():  # a model that is not here plans nothing
+                runs, skipped = services.plan_runs(
+                    tasks=tasks,
+                    methods=methods,
+                    models=models,
+                    shots=shots,
+                    splits=splits,
+                    seeds=seed,
+                    config=config,
+                    server=server,
+                    backend=backend,
+                )
+                todo = services.pending(runs)
+                if here:
+                    self._check_local_models(todo)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         for note in {(s.task, s.method, s.reason) for s in skipped}:
             self.stderr.write(f"skipped: {note[1]} on {note[0]}: {note[2]}")
-        todo = services.pending(runs)
         self.stdout.write(f"{len(runs)} run(s): {len(runs) - len(todo)} already completed, {len(todo)} to run")
 
         if queue and not self._eager():
@@ -245,28 +257,40 @@ class Command(BaseCommand):
                 "runs on a server, are not run again"
             )
 
-    def _server(self, api_base: str, methods, models) -> str:
-        """The server's base URL, checked before anything is planned: reachable, the key accepted, and every
-        model named for a method that runs on it offered there."""
+    def _check_server(self, api_base: str, backend: str | None, methods, models) -> str:
+        """Before anything is planned, the server of the methods that run on one: reachable, the key accepted,
+        every model named for them served. -> its URL as runs record it ("" when no method runs on one)."""
         from fewshot_models.backends import BackendError
-        from fewshot_models.backends.openai import list_models, normalise_base_url
 
-        on_server = [m for m in methods if api_base and "openai" in METHODS[m].backends]
-        if not on_server:
-            return ""
+        named = models.get if isinstance(models, dict) else (lambda m: models)
+        wanted: dict[str, list[str]] = {}
+        for method in methods:
+            runs_on = services.backend_of(method, backend, api_base)
+            if runs_on and BACKENDS[runs_on].remote and api_base:  # without one, planning says who needs it
+                wanted.setdefault(runs_on, []).extend(named(method) or [])
+        server = ""
         try:
-            server = normalise_base_url(api_base)
-            offered = list_models(server)
+            for name, names in wanted.items():
+                server = BACKENDS[name].check(names, api_base)
         except BackendError as exc:
             raise CommandError(str(exc)) from None
-        named = models.get if isinstance(models, dict) else (lambda m: models)
-        wanted = {name for m in on_server for name in (named(m) or [])}
-        unknown = sorted(wanted - set(offered))
-        if unknown:
-            raise CommandError(
-                f"{server} does not serve {', '.join(unknown)}; it offers: {', '.join(offered) or 'none'}"
-            )
         return server
+
+    @staticmethod
+    def _check_local_models(todo) -> None:
+        """The models of the runs to run here, each where its backend can open it (in process: a local folder or
+        already cached; nothing is downloaded)."""
+        from fewshot_models.backends import BackendError
+
+        wanted: dict[str, set[str]] = {}
+        for run in todo:
+            if run.backend and not BACKENDS[run.backend].remote and run.model:
+                wanted.setdefault(run.backend, set()).add(run.model)
+        try:
+            for name, names in wanted.items():
+                BACKENDS[name].check(sorted(names))
+        except BackendError as exc:
+            raise CommandError(str(exc)) from None
 
     @staticmethod
     def _eager() -> bool:

@@ -1,0 +1,340 @@
+"""The HTTP exchange of a server backend: sends, retries, a bounded window of requests in flight, and the store
+of answered requests. Plain httpx; nothing here knows a model or a method.
+
+* ``send``: one request, retried on 429 / 5xx / a connection that failed or timed out, after a back-off
+  (exponential, at least the server's ``Retry-After``), at most ``max_retries`` times; a refused key, an unknown
+  model and a request too long for the model's window are not retried (``BackendError``, ``ContextTooSmall``).
+* ``ask``: a batch. Requests answered before (the store) are not sent; the others go through ``concurrency``
+  threads kept for the client's life, each taking the next request when its last is answered, so that the cost
+  of a request does not grow with the batch (nor a small batch pay for starting threads). Answers are stored by
+  the calling thread as they arrive (a store backed by a database is only ever used from one thread). On a
+  failure the requests in flight are finished and stored, the others are dropped, and the failure is raised.
+* What is stored: the request's key (a hash of its URL and body) and what reading the answer kept (``read``),
+  with its token counts: never the request's text, never the full answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from .base import BackendError, ContextTooSmall, Done, Stopwatch
+
+MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is a server to come back to later, not to wait for
+_TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
+#: What users paste from a client's configuration: the endpoint, where the base URL is meant.
+ENDPOINTS = ("/chat/completions", "/completions", "/models", "/embeddings", "/responses")
+
+
+def _request_line_at_debug(record: logging.LogRecord) -> bool:
+    """httpx logs one INFO line per request; a sweep sends thousands. They are kept, at DEBUG."""
+    if record.levelno == logging.INFO and str(record.msg).startswith("HTTP Request:"):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+    return True
+
+
+def quiet_request_lines() -> None:
+    logger = logging.getLogger("httpx")
+    if _request_line_at_debug not in logger.filters:
+        logger.addFilter(_request_line_at_debug)
+
+
+def normalise_base_url(url: str) -> str:
+    """``http://host:8000/v1`` (no trailing slash): what a run records, lists and shows as its server. A full
+    endpoint URL (``.../v1/chat/completions``) is read as its base. A URL carrying credentials (``user:pass@``,
+    a query string) is refused: the key goes in OPENAI_API_KEY, never into something stored or shown."""
+    url = (url or "").strip().rstrip("/")
+    if not re.match(r"https?://[^/\s]+", url):
+        raise BackendError("not a server base URL (expected e.g. http://127.0.0.1:8000/v1)")
+    parts = urlsplit(url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise BackendError(
+            "the server's base URL may not carry credentials or a query string (user:password@, "
+            "?key=...): give the key in OPENAI_API_KEY"
+        )
+    for endpoint in ENDPOINTS:
+        if url.endswith(endpoint):
+            return url[: -len(endpoint)].rstrip("/")
+    return url
+
+
+def request_key(url: str, body: dict) -> str:
+    """The store's key of a request: its URL and full body (model, messages or prompt, sampling settings)."""
+    blob = json.dumps({"url": url, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (a number of seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_text(response) -> str:
+    """The server's error message (OpenAI: {"error": {"message"}}; vLLM: {"message"}), one line, short."""
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text.strip().splitlines()[0][:300] if response.text.strip() else ""
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or err)[:300]
+        return str(err)[:300]
+    return str(data)[:300]
+
+
+_WINDOW = (r"maximum context length is (\d+)", r"context (?:size|window|length)[^\d]{0,20}(\d+)", r"n_ctx\D{0,5}(\d+)")
+_REQUESTED = (
+    r"requested (\d+) tokens",
+    r"resulted in (\d+) tokens",
+    r"has (\d+) input tokens",
+    r"n_prompt_tokens\D{0,5}(\d+)",
+    r"(\d+) tokens? in the (?:messages|prompt)",
+)
+_TOO_LONG = ("context length", "context_length", "context size", "context window", "n_ctx", "too many tokens")
+
+
+def _first_int(patterns, text: str) -> int | None:
+    for pattern in patterns:
+        m = re.search(pattern, text, flags=re.IGNORECASE)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def context_too_small(status: int, text: str) -> tuple[int | None, int | None] | None:
+    """(window, requested) when a 400 says the request exceeds the model's context window, else None."""
+    if status not in (400, 413, 422):
+        return None
+    lowered = text.lower()
+    if not any(s in lowered for s in (*_TOO_LONG, "prompt is too long")):
+        return None
+    return _first_int(_WINDOW, text), _first_int(_REQUESTED, text)
+
+
+def read_event_stream(text: str) -> dict:
+    """A streamed answer (``text/event-stream``: ``data: {chunk}`` lines) as the one answer it stands for.
+    Some servers stream whatever the request asks (``transformers serve`` 4.x always does)."""
+    chat, parts, finish, usage = False, [], None, None
+    for line in text.splitlines():
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            continue
+        chunk = json.loads(line[5:])
+        if "error" in chunk:
+            raise BackendError(f"the server's stream ended in an error: {str(chunk['error'])[:200]}")
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta")
+            chat = chat or delta is not None
+            parts.append((delta or {}).get("content") or choice.get("text") or "")
+            finish = choice.get("finish_reason") or finish
+    text = "".join(parts)
+    choice = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
+    return {"choices": [{"index": 0, **choice, "finish_reason": finish}], "usage": usage or {}}
+
+
+class Exchange:
+    """Requests to one server: ``send`` one, ``ask`` a batch (see the module's docstring)."""
+
+    backoff = 0.5  # first back-off in seconds, doubled at each retry (at least the server's Retry-After)
+    max_backoff = 30.0
+
+    def __init__(self, server: str, *, headers: dict, concurrency: int, timeout: float, max_retries: int, store, tally):
+        import httpx
+
+        quiet_request_lines()
+        self.server, self.store, self.tally = server, store, tally
+        self.concurrency = max(1, int(concurrency))
+        self.max_retries = max(0, int(max_retries))
+        self.timeout = float(timeout)
+        self._httpx = httpx
+        self._http = httpx.Client(
+            base_url=server + "/",
+            headers=headers,
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+        )
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.unanswered_sends = 0  # sends whose connection dropped after the request went out (outcome unknown)
+        #: raise for an error answer another try would not change: (status, message, path, body) -> None
+        self.refuse: Callable[[int, str, str, dict | None], None] = lambda *a: None
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads = []
+        self._http.close()
+
+    # ------------------------------------------------------------------ one request
+
+    def send(self, method: str, path: str, body: dict | None = None, *, retries: int | None = None) -> dict:
+        """One request, retried on 429 / 5xx / a failed connection; -> the JSON answer. Tallied."""
+        attempt, limit = 0, self.max_retries if retries is None else retries
+        while True:
+            data, problem, wait_s = self.attempt(method, path, body)
+            if data is not None:
+                return data
+            if attempt >= limit:
+                raise BackendError(f"{self.server}/{path}: {problem}, after {attempt + 1} attempt(s)")
+            pause = min(self.max_backoff, self.backoff * 2**attempt)
+            if wait_s is not None:
+                if wait_s > MAX_RETRY_AFTER:
+                    raise BackendError(
+                        f"{self.server}/{path}: {problem}; the server asks to come back in "
+                        f"{wait_s:.0f} s (re-run the command later: answered requests are kept)"
+                    )
+                pause = max(pause, wait_s)
+            attempt += 1
+            self.tally.add(retries=1)
+            time.sleep(pause)
+
+    def attempt(self, method: str, path: str, body: dict | None) -> tuple[dict | None, str, float | None]:
+        """One try: (the JSON answer, "", None), or (None, what went wrong, the server's Retry-After) when it may
+        be tried again; raises when it may not (a refused key, an unknown model, a request too long...)."""
+        httpx = self._httpx
+        try:
+            response = self._http.request(method, path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return None, f"cannot connect ({type(exc).__name__})", None
+        except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
+            self._unknown_outcome()
+            return None, f"no answer within {self.timeout:g} s ({type(exc).__name__})", None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            self._unknown_outcome()
+            return None, f"the connection dropped before an answer ({type(exc).__name__})", None
+        self.tally.add(requests=1)
+        status = response.status_code
+        if status < 300:
+            try:
+                if response.headers.get("content-type", "").startswith("text/event-stream"):
+                    return read_event_stream(response.text), "", None
+                return response.json(), "", None
+            except ValueError:
+                raise BackendError(f"{self.server}/{path}: the answer is not JSON ({response.text[:120]!r})") from None
+        text = error_text(response)
+        try:
+            self.refuse(status, text, path, body)
+        except ContextTooSmall:
+            self.tally.add(refused=1)
+            raise
+        if status not in _TRANSIENT:
+            raise BackendError(f"{self.server}/{path}: {status} {text}")
+        return None, f"{status} {text[:120]}", retry_after_seconds(response.headers.get("retry-after"))
+
+    def _unknown_outcome(self) -> None:
+        # The request went out and no answer came back: a server may have done (and billed) the work.
+        self.tally.add(requests=1)
+        with self._lock:
+            self.unanswered_sends += 1
+
+    # ------------------------------------------------------------------ a batch
+
+    def ask(self, path: str, bodies: Sequence[dict], reads: Sequence[Callable[[dict], Any]], done: Done = None) -> list:
+        """What ``reads[i]`` keeps of the answer to ``bodies[i]``, for every body: from the store, else sent."""
+        results: list = [None] * len(bodies)
+        keys = [request_key(f"{self.server}/{path}", b) for b in bodies]
+        todo = []
+        for i, key in enumerate(keys):
+            hit = self.store.get(key)
+            if hit is None:
+                todo.append(i)
+                continue
+            # a response kept before answers were kept compactly is read again
+            results[i] = hit["answer"] if "answer" in hit else reads[i](hit["raw"])
+            self.tally.add(resumed=1)
+            if done:
+                done()
+        if todo:
+            with Stopwatch(self.tally):
+                self._window(path, bodies, reads, keys, todo, results, done)
+        return results
+
+    def _window(self, path, bodies, reads, keys, todo: list[int], results: list, done: Done) -> None:
+        """``bodies[todo]`` sent through the window's threads; answers kept here as they arrive."""
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+        stop = threading.Event()
+        self._start_threads()
+        for i in todo:
+            self._jobs.put((path, bodies[i], i, answers, stop))
+        failure: BaseException | None = None
+        try:
+            for _ in todo:
+                i, data, exc = answers.get()
+                if data is None and exc is None:  # not sent: the batch had already failed
+                    continue
+                problem = exc if exc is not None else self._keep(data, reads[i], keys[i], path, results, i)
+                if problem is None:
+                    if done:
+                        done()
+                    continue
+                if isinstance(problem, ContextTooSmall):
+                    problem.index = i
+                failure = failure or problem
+                stop.set()
+        finally:
+            stop.set()  # whatever went wrong here, no thread sends another request of this batch
+        if failure is not None:
+            raise failure
+
+    def _start_threads(self) -> None:
+        """The window: ``concurrency`` threads for the client's life, each sending the next request as soon as its
+        last is answered (no thread is started per batch)."""
+        if self._threads:
+            return
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(self.concurrency):
+            thread = threading.Thread(target=self._work, daemon=True, name="llm-request")
+            thread.start()
+            self._threads.append(thread)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            path, body, i, answers, stop = job
+            if stop.is_set():
+                answers.put((i, None, None))
+                continue
+            try:
+                answers.put((i, self.send("POST", path, body), None))
+            except BaseException as exc:  # handed to the calling thread, which raises it
+                stop.set()
+                answers.put((i, None, exc))
+
+    def _keep(self, data: dict, read, key: str, path: str, results: list, i: int) -> BaseException | None:
+        """An answer read into ``results[i]``, tallied and stored; or what went wrong."""
+        usage = data.get("usage") or {}
+        tokens = {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+        self.tally.add(**tokens)
+        try:
+            results[i] = read(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            return BackendError(f"{self.server}/{path}: an answer in no known form ({type(exc).__name__}: {exc})")
+        self.store.put(key, {"answer": results[i], "usage": {k: v for k, v in tokens.items() if v}})
+        progress = getattr(self.store, "progress", None)  # a run's store records its tally as it goes
+        if progress:
+            progress(self.tally.as_dict())
+        return None
