@@ -112,15 +112,12 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
 
 
 def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8) -> int:
-    """The planner re-derived: a median-unbiased spread from the pilot, then the fewest n whose t half-width
-    t s / sqrt(n), s^2 ~ sigma^2 chi2(n-1) / (n-1), is at most the target with probability ``assurance``."""
+    """The planner re-derived: the fewest n whose t half-width t s / sqrt(n) is at most the target with
+    probability ``assurance`` over the pilot and the study, s^2 / s_pilot^2 ~ F(n - 1, pilot - 1)."""
     df = len(s1) - 1
-    sigma2 = np.var(s1, ddof=1) * df / scipy_stats.chi2.median(df)
+    pilot = np.var(s1, ddof=1)
     n = 2
-    while (
-        scipy_stats.chi2.cdf((n - 1) * n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2), n - 1)
-        < assurance
-    ):
+    while scipy_stats.f.cdf(n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * pilot), n - 1, df) < assurance:
         n += 1
     return n
 
