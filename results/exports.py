@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import tempfile
@@ -25,6 +26,8 @@ from .cache import remember
 from .formats import ExportError
 from .scores import prediction_files, study_key, study_scores
 from .table import Table, build_table
+
+log = logging.getLogger(__name__)
 
 EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "abilities", "predictions")
 ANNOTATOR_COLUMNS = (
@@ -92,12 +95,25 @@ def study_table(
     by ``fit_results``, and (optionally) the model rows with their gaps; MRC cells read with ``mrc_gold``,
     the human and the model rows alike (model rows rescored from their stored predictions)."""
     planner = {} if target_points is None else {"target_points": target_points}
-    return build_table(
+    rows, note = model_rows(study, mrc_gold=mrc_gold) if with_baselines else ([], "")
+    table = build_table(
         cells.table_cells(study, mrc_gold=mrc_gold, **planner),
-        cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (),
+        rows,
         fits.aggregate_cells(study, mrc_gold=mrc_gold),
         mrc_gold=mrc_gold,
     )
+    table.model_note = note
+    return table
+
+
+def model_rows(study: Study, *, mrc_gold: str = "best") -> tuple[list[dict], str]:
+    """(rows, note): the model rows beside a study (``results.cells.model_rows``); none, with a note, when they
+    cannot be computed (broken baseline data must not take the human results down with it)."""
+    try:
+        return cells.model_rows(study, mrc_gold=mrc_gold), ""
+    except Exception as exc:
+        log.exception("model rows of study %s failed", study.pk)
+        return [], f"Model rows could not be loaded ({type(exc).__name__})."
 
 
 def ability_rows(study: Study) -> list[dict]:

@@ -23,6 +23,7 @@ its task and shots); a fit of older results is shown as out of date, never as cu
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections import defaultdict
 from importlib import metadata
 
@@ -113,7 +114,7 @@ def fit_ability(responses: np.ndarray) -> dict:
 
     fit = mirt.fit_mirt(responses, model=ABILITY_MODEL, verbose=False)
     scored = mirt.fscores(fit, responses, method="EAP")
-    coef = fit.coef_with_se
+    coef = fit.coef_with_se()
     return {
         "theta": np.asarray(scored.theta, dtype=float).ravel().tolist(),
         "theta_se": np.asarray(scored.standard_error, dtype=float).ravel().tolist(),
@@ -186,7 +187,10 @@ def dawid_skene(answers: dict, representation: str) -> dict[str, list[str]]:
     if not records:
         return {}
     frame = pd.DataFrame(records, columns=["worker", "task", "label"])
-    predicted = DawidSkene(n_iter=100).fit_predict(frame)
+    with warnings.catch_warnings():  # the library's own pandas deprecation notices, dozens per fit
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        predicted = DawidSkene(n_iter=100).fit_predict(frame)
     if representation == "labels":
         return {item: [str(predicted[item])] if predicted[item] != "" else [] for item in items}
     out: dict[str, list[str]] = {item: [] for item in items}

@@ -116,6 +116,7 @@ class Table:
     aggregates: list[dict] = field(default_factory=list)  # results.fits.aggregate_cells
     note: str = NOTE
     mrc_gold: str = MRC_GOLD[0]
+    model_note: str = ""  # why the model rows are missing, when they could not be computed
     targets = TARGETS
     gap_intervals = GAP_INTERVALS
 

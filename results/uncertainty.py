@@ -20,9 +20,9 @@ interval; both are given, each named by its target (``TARGETS``):
 graded item scores, 3/5/10 annotators) and prints each interval's coverage and the planner's error.
 
 Both intervals assume that the annotators' S1 spread roughly normally around their mean. When an
-annotator of the cohort is at chance (a population with guessers: bimodal), or nearly every item is
-answered right by everyone (a few near-certain items: the items' spread is measured from almost no
-variation), they can cover much less than 95%: ``interval_flags`` names what fails, and the page and
+annotator of the cohort is at chance (a population with guessers: bimodal), or the annotators differ on
+fewer than 10 items (a few near-certain items: the items' spread is measured from almost no
+variation), they can cover less than 95%: ``interval_flags`` names what fails, and the page and
 the files say it beside the cell (``FLAGS``; coverage with and without guessers:
 ``benchmarks/interval_coverage.py``).
 
@@ -62,10 +62,10 @@ NEAR_CEILING = "near_ceiling"
 FLAGS = {
     AT_CHANCE: "an annotator's S1 is at chance (within binomial noise of the task's chance level, or below): "
     "the annotators' S1 is not one normal spread (guessers), and the 95% intervals may cover much less",
-    NEAR_CEILING: "most items are answered right by every annotator: the items' spread is measured from "
-    "almost no variation, and the task's-items interval may cover less than 95%",
+    NEAR_CEILING: "the annotators differ on fewer than 10 items (near-certain items): the items' spread is "
+    "measured from almost no variation, and the task's-items interval may cover less than 95%",
 }
-CEILING_SHARE = 0.5  # near ceiling: at least this share of the items answered right (S1 = 1) by every annotator
+MIN_VARYING_ITEMS = 10  # below this many items on which the annotators' S1 differ: NEAR_CEILING
 
 
 def _matrix(matrix) -> np.ndarray:
@@ -128,7 +128,7 @@ def interval_flags(s1: Sequence[float], *, chance: float | None, items: int, mat
     if matrix is not None:
         m = np.asarray(matrix, dtype=float)
         if m.ndim == 2 and m.shape[0] >= 2 and m.shape[1] >= 2 and np.isfinite(m).all():
-            if float((m == 1.0).all(axis=0).mean()) >= CEILING_SHARE:
+            if int((np.ptp(m, axis=0) > 0).sum()) < MIN_VARYING_ITEMS:
                 flags.append(NEAR_CEILING)
     return flags
 

@@ -6,8 +6,6 @@ and written by ``results.formats``; access rules are the dashboard's and the API
 
 from __future__ import annotations
 
-import logging
-
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -31,19 +29,8 @@ from .cache import remember
 from .presentation import ability_chart, chart
 from .scores import study_key, study_scores
 from .serializers import ResultsSerializer
-from .table import NO_HUMAN_COHORT, NOTE, build_table
+from .table import NO_HUMAN_COHORT, NOTE
 from .uncertainty import TARGETS
-
-log = logging.getLogger(__name__)
-
-
-def _model_rows(study, mrc_gold: str = "best") -> tuple[list[dict], str]:
-    """(rows, note): the model rows beside a study; none, with a note, when they cannot be computed."""
-    try:
-        return cells.model_rows(study, mrc_gold=mrc_gold), ""
-    except Exception as exc:  # broken baseline data must not take the human results down with it
-        log.exception("model rows of study %s failed", study.pk)
-        return [], f"Model rows could not be loaded ({type(exc).__name__})."
 
 
 class BadParameter(ValueError):
@@ -110,16 +97,12 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 def _results_context(study, mrc_gold: str, target: float) -> dict:
-    human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
-    rows, note = _model_rows(study, mrc_gold)
+    # Model rows beside the human cells of their task and shots, their gaps and agreement below the humans; the
+    # others in table.unpaired_models ("no human cohort").
+    table = exports.study_table(study, with_baselines=True, mrc_gold=mrc_gold, target_points=target)
     agree = agreement.cohort_agreement(study)
     for a in agree:
         a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
-    for c in human:
-        c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
-    # Model rows beside the human cells of their task and shots, their gaps and agreement below the humans; the
-    # others in table.unpaired_models ("no human cohort").
-    table = build_table(human, rows, fits.aggregate_cells(study, mrc_gold=mrc_gold), mrc_gold=mrc_gold)
     share = cells.fee_share(study)
     abilities = fits.stored_fits(study, fits.CohortFit.Kind.ABILITY)
     cohorts = {c.pk: c for c in selectors.study_cohorts(study)}
@@ -137,7 +120,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "model_rows": table.model_rows,
         "unpaired_models": table.unpaired_models,
         "no_human_cohort": NO_HUMAN_COHORT,
-        "model_note": note,
+        "model_note": table.model_note,
         "aggregate_note": fits.not_fitted_note(study.tasks),
         "note": NOTE,
         "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
@@ -166,7 +149,7 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    with_models = request.GET.get("models") == "1" and bool(_model_rows(study, mrc_gold)[0])
+    with_models = request.GET.get("models") == "1" and bool(exports.model_rows(study, mrc_gold=mrc_gold)[0])
     text = exports.render_table(study, fmt, with_baselines=with_models, mrc_gold=mrc_gold)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
     suffix = "_with_models" if with_models else ""
@@ -307,12 +290,7 @@ class StudyResultsView(ResearcherView):
 
 
 def _results_payload(study, mrc_gold: str, target: float) -> dict:
-    table = build_table(
-        cells.table_cells(study, mrc_gold=mrc_gold, target_points=target),
-        _model_rows(study, mrc_gold)[0],
-        fits.aggregate_cells(study, mrc_gold=mrc_gold),
-        mrc_gold=mrc_gold,
-    )
+    table = exports.study_table(study, with_baselines=True, mrc_gold=mrc_gold, target_points=target)
     payload = {
         "std_ddof": STD_DDOF,
         "mrc_gold": mrc_gold,

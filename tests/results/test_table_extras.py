@@ -317,3 +317,25 @@ def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, resea
     assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache
     with django_assert_max_num_queries(2):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
+
+
+def test_a_cell_with_an_annotator_at_chance_is_flagged_on_the_page_and_in_the_files(researcher):
+    trim_test_set("sst2", 40)
+    study = make_study(tasks=["sst2"], shots=[10, 20], created_by=researcher, filter_floor=None, filter_fraction=None)
+    guessed = cohort(study, "sst2", 10)
+    complete(guessed, "A", wrong_test=set(range(0, 40, 8)))
+    complete(guessed, "B", wrong_test=set(range(1, 40, 4)))
+    complete(guessed, "C", wrong_test=set(range(20)))  # S1 50%: chance for two labels
+    learned = cohort(study, "sst2", 20)
+    for name, start in (("D", 0), ("E", 2), ("F", 3)):
+        complete(learned, name, wrong_test=set(range(start, 40, 5)))
+    client = _client(researcher)
+    payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
+    assert payload["interval_flags"] == [
+        {"task": "sst2", "shots": 10, "flags": ["at_chance"], "texts": [payload["interval_flag_meanings"]["at_chance"]]}
+    ]
+    html = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert html.count('<abbr class="flag"') == 2  # the table's cell and the planner's row, 10 shots only
+    assert "Intervals in doubt: SST-2 10 shots: an annotator" in html
+    md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
+    assert "† Intervals in doubt: SST-2 10 shots" in md and "SST-2 20 shots" not in md
