@@ -155,3 +155,33 @@ def test_the_command_says_how_to_install_the_model_set_when_a_library_is_missing
     with pytest.raises(CommandError, match="requirements/baselines.txt"):
         call_command("fit_results", "--study", str(study.pk))
     assert not CohortFit.objects.exists()
+
+
+def test_ner_spans_enter_dawid_skene_as_one_decision_per_marked_span():
+    """Each span an annotator marked is a yes/no question to every annotator of the item; the aggregated answer
+    is crowd-kit's yes spans (here as a strict majority would have it: unanimous and 2-of-3 spans in, 1-of-3 out)."""
+    import pandas as pd
+
+    answers = {
+        1: {"a": ["Paris", "Obama"], "b": [], "c": ["Kenya"]},
+        2: {"a": ["Paris"], "b": [], "c": ["Kenya"]},
+        3: {"a": ["Paris", "Obama", "Rome"], "b": [], "c": []},
+    }
+    got = fits.dawid_skene(answers, "span decisions")
+    frame = pd.DataFrame(
+        [
+            (str(w), f"{i}\x1f{span}", int(span in a))
+            for w, per in answers.items()
+            for i, a in per.items()
+            for span in sorted({x for p in answers.values() for x in p[i]})
+        ],
+        columns=["worker", "task", "label"],
+    )
+    decided = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(frame)
+    expected = {
+        i: sorted(t.split("\x1f")[1] for t, v in decided.items() if t.startswith(f"{i}\x1f") and v == 1)
+        for i in ("a", "b", "c")
+    }
+    assert got == expected
+    assert got["b"] == [] and "Paris" in got["a"] and "Rome" not in got["a"]
+    assert fits.crowd_representation(fits.AnswerKind.ENTITY) is None  # MRC: not fitted, and the page says why
