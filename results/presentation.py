@@ -105,8 +105,8 @@ def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     }
 
 
-ABILITY_W, ABILITY_ROW = 520, 16
-ABILITY_PAD = {"left": 230, "right": 16, "top": 30, "bottom": 34}
+ABILITY_W, ABILITY_ROW = 640, 18
+ABILITY_PAD = {"left": 300, "right": 16, "top": 30, "bottom": 34}
 HUMAN_COLOR, MODEL_COLOR = SERIES_COLORS[0], SERIES_COLORS[1]
 
 
