@@ -265,14 +265,18 @@ def fit_study(study: Study, *, kinds=tuple(CohortFit.Kind)) -> list[CohortFit]:
 # ---------------------------------------------------------------- reading the stored fits
 
 
-def stored_fits(study: Study, kind: str) -> dict[int, list[dict]]:
+def stored_fits(study: Study, kind: str, *, cohorts=None) -> dict[int, list[dict]]:
     """{cohort id: [{"method", "library", "fitted_at", "current", "result"}]} of the study's stored fits of
-    ``kind``; ``current`` is False when the cohort's results (or, for abilities, its runs) changed since."""
+    ``kind`` (of ``cohorts``, ids, when given); ``current`` is False when the cohort's results (or, for
+    abilities, its runs) changed since."""
     scores = study_scores(study)
+    found = CohortFit.objects.filter(cohort__study=study, kind=kind)
+    if cohorts is not None:
+        found = found.filter(cohort_id__in=list(cohorts))
     rows = list(
-        CohortFit.objects.filter(cohort__study=study, kind=kind)
-        .order_by("cohort_id", "method")
-        .values_list("cohort_id", "method", "library", "basis", "fitted_at", "result")
+        found.order_by("cohort_id", "method").values_list(
+            "cohort_id", "method", "library", "basis", "fitted_at", "result"
+        )
     )
     runs = runs_basis() if rows and kind == CohortFit.Kind.ABILITY else {}
     out: dict[int, list[dict]] = defaultdict(list)

@@ -148,7 +148,7 @@ def item_rows(
                 }
                 found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
                 keep_many({keys[cell.cohort_id]: found[keys[cell.cohort_id]]})
-    difficulty = _difficulties(study)
+    difficulty = _difficulties(study, [cell.cohort_id for cell in cells])
     rows, correlations, labels = [], [], []
     for cell in cells:
         cell_rows, cell_correlations = found[keys[cell.cohort_id]]
@@ -160,11 +160,11 @@ def item_rows(
     return rows, columns, correlations
 
 
-def _difficulties(study: Study) -> dict[int, dict[str, float]]:
-    """{cohort id: {CLUES id: difficulty}} from the current stored ability fits (1 query)."""
+def _difficulties(study: Study, cohorts: list[int]) -> dict[int, dict[str, float]]:
+    """{cohort id: {CLUES id: difficulty}} of ``cohorts`` from their current stored ability fits (1-2 queries)."""
     return {
         cohort_id: {i["clues_id"]: i["difficulty"] for i in fit["result"]["items"]}
-        for cohort_id, found in stored_fits(study, CohortFit.Kind.ABILITY).items()
+        for cohort_id, found in stored_fits(study, CohortFit.Kind.ABILITY, cohorts=cohorts).items()
         for fit in found
         if fit["current"]
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from .uncertainty import TARGETS, TASK_ITEMS, TEST_SET
+
 
 class TableCellSerializer(serializers.Serializer):
     task = serializers.CharField()
@@ -14,13 +16,13 @@ class TableCellSerializer(serializers.Serializer):
     ci_low = serializers.FloatField(
         allow_null=True,
         required=False,
-        help_text="Percent: 95% interval for this test set (t interval over the annotators' S1).",
+        help_text=f"Percent: 95% interval for {TEST_SET}, {TARGETS[TEST_SET]}.",
     )
     ci_high = serializers.FloatField(allow_null=True, required=False)
     ci_task_low = serializers.FloatField(
         allow_null=True,
         required=False,
-        help_text="Percent: 95% interval for the task's items (two-level: annotators and items).",
+        help_text=f"Percent: 95% interval for {TASK_ITEMS}, {TARGETS[TASK_ITEMS]}.",
     )
     ci_task_high = serializers.FloatField(allow_null=True, required=False)
     majority = serializers.FloatField(

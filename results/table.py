@@ -27,20 +27,23 @@ from .uncertainty import FLAGS, TARGETS, TASK_ITEMS, TEST_SET
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"
-INTERVAL_NOTE = (
-    "[low, high]: 95% interval of the cell's mean for this test set (the mean annotator on these items: "
-    "t interval over the annotators' S1); the interval for the task's items (annotators and items "
-    "random, two-level) is in the CSV and JSON files and on the results page. Majority vote: S1 of the "
-    "cohort's majority answer, scored as one more annotator."
-)
-GAP_NOTE = (
-    "Gap rows (human − model): the difference, then two 95% intervals: [over the test items, annotators "
-    "fixed: paired bootstrap] and {over annotators and items: two-level}."
-)
 GAP_INTERVALS = {
     "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
     "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
 }
+INTERVAL_NOTE = (
+    f"[low, high]: 95% interval of the cell's mean for {TEST_SET} ({TARGETS[TEST_SET]}); the interval for "
+    f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Majority vote: "
+    "S1 of the cohort's majority answer, scored as one more annotator."
+)
+AGGREGATE_NOTE = (
+    "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
+    "scored as one more annotator."
+)
+GAP_NOTE = (
+    f"Gap rows (human − model): the difference, then two 95% intervals: [{GAP_INTERVALS['ci']}] and "
+    f"{{{GAP_INTERVALS['ci_two_level']}}}."
+)
 CI_TARGETS = (("ci", TEST_SET), ("ci_task", TASK_ITEMS))  # Cell attribute / cell key prefix, its target
 FLAG_MARK = "†"
 NO_HUMAN_COHORT = "no human cohort"
@@ -157,6 +160,8 @@ class Table:
         notes = [self.note]
         if self.has_intervals or any(r.kind == "majority" for r in self.rows):
             notes.append(INTERVAL_NOTE)
+        if self.aggregates:
+            notes.append(AGGREGATE_NOTE)
         if any(r.kind == "gap" for r in self.rows):
             notes.append(GAP_NOTE)
         if self.flag_note:
