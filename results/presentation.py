@@ -150,6 +150,7 @@ def ability_chart(task: str, shots: int, fit: dict) -> dict:
         "method": fit["method"],
         "library": fit["library"],
         "current": fit["current"],
+        "converged": result.get("converged", True),
         "w": ABILITY_W,
         "h": height,
         "left": pad["left"],
