@@ -171,7 +171,11 @@ def request_urls(study) -> list[tuple[str, str]]:
     from results import exports, formats
 
     pk = study.pk
-    urls = [("results page", f"/dashboard/studies/{pk}/results/"), ("API results", f"/api/studies/{pk}/results/")]
+    urls = [
+        ("results page", f"/dashboard/studies/{pk}/results/"),
+        ("API results", f"/api/studies/{pk}/results/"),
+        ("items page", f"/dashboard/studies/{pk}/results/items/"),
+    ]
     for fmt in formats.TABLE_FORMATS:
         urls.append((f"table .{fmt}", f"/dashboard/studies/{pk}/results/download.{fmt}"))
         urls.append((f"table .{fmt} + models", f"/dashboard/studies/{pk}/results/download.{fmt}?models=1"))
@@ -291,6 +295,9 @@ def main(argv=None) -> int:
     parser.add_argument("--shots", nargs="+", type=int, default=[0, 10, 20, 30])
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7, help="requests timed after the first (median)")
+    parser.add_argument(
+        "--fit", action="store_true", help="run fit_results first (ability scale, Dawid-Skene; needs the model set)"
+    )
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -339,6 +346,12 @@ def main(argv=None) -> int:
             began = time.perf_counter()
             runs = add_model_runs(study)
             print(f"added {runs} completed model runs in {time.perf_counter() - began:.1f} s")
+            if args.fit:
+                from results.fits import fit_study
+
+                began = time.perf_counter()
+                stored = fit_study(study)
+                print(f"fit_results: {len(stored)} fits stored in {time.perf_counter() - began:.1f} s")
             print(f"cache: {settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1]}")
             print(f"{'':20s} {'first':>11s} {'again':>11s}")
             for name, first, again, queries in measure(study):

@@ -1,31 +1,31 @@
-"""The cells of every paper table: human cells from completed enrollments (Table 5), the model cells of
-baseline runs (Tables 6-7, computed by ``baselines.selectors``) and the human-minus-model gap of each.
+"""The cells of every paper table, from the cohorts' scores (``results.scores``) and the runs
+(``results.runs``): human cells from completed enrollments (Table 5) with their intervals, flags, majority
+vote and planner, and the model cells of baseline runs (Tables 6-7) with the human-minus-model gap of each.
 
-Units: percent (S1 x 100), not rounded; ``results.table`` lays the cells out and rounds them.
+Units: percent (S1 x 100), not rounded; ``results.table`` lays the cells out and ``results.formats``
+writes them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from collections import defaultdict
 
 import numpy as np
-from django.db.models import Avg, Count, Max
+from django.db.models import Avg
 
 from annotation.models import Answer, Study
 from annotation.protocol import pay
 from annotation.selectors import in_results, study_cohorts
-from baselines.models import BaselineRun
-from baselines.selectors import agreement_with, completed_runs, model_cells
-from baselines.selectors import model_item_means as item_means_of_runs
-from tasks_data.models import Example
-from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
+from baselines.selectors import agreement_with, completed_runs
+from tasks_data.s1 import check_mrc_gold, corpus_s1
 from tasks_data.stats import mean_std
 
-from .scores import SCORES_VERSION, CohortScores, cached_many, keep_many, remember, study_scores
+from . import runs
+from .cache import VERSION, cached_many, keep_many
+from .scores import CohortScores, study_scores
 from .stats import paired_gap
-from .uncertainty import annotators_needed, plan_cost, t_interval, two_level_interval
+from .uncertainty import annotators_needed, interval_flags, plan_cost, t_interval, two_level_interval
 
 
 def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
@@ -62,84 +62,43 @@ def human_cells(study: Study) -> list[dict]:
     return cells
 
 
-def _human_item_means(study: Study, mrc_gold: str = "best") -> dict[tuple[str, int], dict[str, float]]:
-    """Per (task, shots): per test item (CLUES id), S1 averaged over the cohort's annotators (MRC read by
-    ``mrc_gold``)."""
-    out = {}
-    for scores in study_scores(study).values():
-        if scores.n:
-            means = np.nanmean(scores.matrix(mrc_gold), axis=0)
-            out[(scores.task, scores.shots)] = {
-                i: float(v) for i, v in zip(scores.clues_ids, means, strict=True) if np.isfinite(v)
-            }
-    return out
-
-
-def _rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
-    """MRC runs rescored from their stored predictions under ``mrc_gold`` (on the instances, never saved;
-    runs store S1 under the default reading). One query for the gold, none when nothing is rescored."""
-    mrc = [r for r in runs if mrc_gold != "best" and r.task.spec.answer_kind.gold_is_alternatives and r.predictions]
-    if not mrc:
-        return runs
-    golds = {
-        (task_id, clues_id): gold
-        for task_id, clues_id, gold in Example.objects.filter(
-            task_id__in={r.task_id for r in mrc}, role=Example.Role.TEST
-        ).values_list("task_id", "clues_id", "gold")
-    }
-    for run in mrc:
-        run.item_scores = [
-            item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True, mrc_gold=mrc_gold)
-            for p in run.predictions
-        ]
-        run.s1 = corpus_s1(run.item_scores)
-    return runs
-
-
-def runs_fingerprint() -> str:
-    """What the completed runs are (1 query): their number, largest id and latest finish."""
-    basis = completed_runs().order_by().aggregate(n=Count("id"), last=Max("id"), done=Max("finished_at"))
-    return hashlib.sha1(repr(sorted(basis.items())).encode()).hexdigest()
-
-
-def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
-    """Per model row (task, method, model, server, shots): per test item (CLUES id), S1 averaged over its runs
-    (MRC read by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
-    return remember(
-        f"results:model-items:v{SCORES_VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
-        lambda: item_means_of_runs(_rescored(list(completed_runs()), mrc_gold)),
-    )
+def fee_share(study: Study) -> float:
+    """The crowd platform's service fee, as a share of what workers are paid (none for other platforms)."""
+    return study.provider.service_fee()
 
 
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
-    """Model cells (mean ± std over splits); with a study, each also carries the human-minus-model
-    gap on its (task, shots) cell: ``diff`` (percent), ``items``, and two 95% intervals, each named by
-    what it lets vary: ``ci_low``/``ci_high`` over the test items with the annotators fixed (paired
-    bootstrap, ``results.stats``), ``ci_two_level_low``/``ci_two_level_high`` over annotators and items
-    (``results.uncertainty.two_level_interval``); and ``agreement``: the share (percent) of items where the
-    model's answer is the cohort's majority answer. MRC cells read with ``mrc_gold``, the human and the
-    model side alike. Cached per study until a run or a cohort's results change."""
+    """Model cells (mean ± std over splits, ``results.runs.model_rows``); with a study, the rows of its tasks,
+    each with ``beside_humans``: whether the study has a human cohort of the same task and shots (else the row
+    is listed apart: "no human cohort"). A row beside a cohort with annotators in results also carries the
+    human-minus-model gap: ``diff`` (percent),
+    ``items``, and two 95% intervals, each named by what it lets vary: ``ci_low``/``ci_high`` over the test
+    items with the annotators fixed (paired bootstrap, ``results.stats``), ``ci_two_level_low``/
+    ``ci_two_level_high`` over annotators and items (``results.uncertainty.two_level_interval``); and
+    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer.
+    MRC cells read with ``mrc_gold``, the human and the model side alike. Kept per cohort until a run or
+    the cohort's results change."""
     check_mrc_gold(mrc_gold)
     if study is None:
-        return model_cells(_rescored(list(completed_runs()), mrc_gold))
+        return runs.model_rows(mrc_gold)
     scores = study_scores(study)
-    runs_fp = runs_fingerprint()
-    rows = remember(
-        f"results:model-cells:v{SCORES_VERSION}:{mrc_gold}:{runs_fp}",
-        lambda: model_cells(_rescored(list(completed_runs()), mrc_gold)),
-    )
+    runs_fp = runs.runs_fingerprint()
+    rows = [dict(r) for r in runs.model_rows(mrc_gold, runs=runs_fp) if r["task"] in study.tasks]
     by_cell = {(s.task, s.shots): s for s in scores.values() if s.n}
+    cohorts = {(c.task.slug, c.shots) for c in study_cohorts(study)}
+    for row in rows:
+        row["beside_humans"] = (row["task"], row["shots"]) in cohorts
     wanted = {(row["task"], row["shots"]) for row in rows} & set(by_cell)
     # Each cohort's gaps are kept under its own fingerprint: a new result computes that cohort's again only.
     keys = {
-        cell: f"results:gaps:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
+        cell: f"results:gaps:v{VERSION}:{study.pk}:{mrc_gold}:{by_cell[cell].cohort_id}:"
         f"{by_cell[cell].fingerprint}:{runs_fp}"
         for cell in wanted
     }
     gaps = cached_many(list(keys.values()))
     missing = [cell for cell in wanted if keys[cell] not in gaps]
     if missing:
-        model = model_item_means(mrc_gold)
+        model = runs.model_item_means(mrc_gold)
         agreement = agreement_with(
             completed_runs().filter(task__slug__in={c[0] for c in missing}),
             {cell: by_cell[cell].majority for cell in missing},
@@ -199,7 +158,8 @@ DEFAULT_ASSURANCE = 0.8  # the planner's: the share of studies of the planned si
 
 
 def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: float) -> dict:
-    """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance) and their price:
+    """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance over the pilot's noise
+    and the study's) and their price:
     each paid the cohort's mean active time at the study's rate, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
     out = {
@@ -214,11 +174,11 @@ def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: fl
         seconds = statistics.fmean(scores.active_seconds.values())
         out["expected_minutes"] = seconds / 60
         if planned is not None:
-            fee_share = study.provider.service_fee()
+            share = fee_share(study)
             cost = plan_cost(
-                annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate), fee_share=fee_share
+                annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate), fee_share=share
             )
-            out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, fee_share
+            out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, share
     return out
 
 
@@ -231,8 +191,9 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
     (``results.uncertainty.TARGETS``): ``ci_low``/``ci_high`` for "this test set" (t interval over the
     annotators' S1) and ``ci_task_low``/``ci_task_high`` for "the task's items" (two-level, annotators
     and items); ``majority`` (percent: S1 of the cohort's majority answer, ``results.majority``; None
-    without annotators); the planner: ``planned`` (annotators a cell needs for a 95% interval on this
-    test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
+    without annotators); ``flags``: what makes the intervals doubtful (keys of ``results.uncertainty.FLAGS``:
+    an annotator at chance, near-ceiling items); the planner: ``planned`` (annotators a cell needs for a 95%
+    interval on this test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
     or 1000 are not enough), ``expected_minutes`` (the cohort's mean active time), ``planned_cost``
     and ``planned_fee`` (Decimal, in ``currency``: planned annotators x expected time x the study's
     rate, plus the platform's service fee, ``study.provider.service_fee()``) and ``target_points``.
@@ -255,6 +216,7 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
             "ci_task_low": None,
             "ci_task_high": None,
             "majority": None,
+            "flags": [],
             "planned": None,
             "target_points": target_points,
         }
@@ -264,6 +226,12 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
             if cell_scores.complete and len(cell_scores.example_ids) >= 2:
                 task = two_level_interval(cell_scores.matrix(mrc_gold)).clipped()
                 cell["ci_task_low"], cell["ci_task_high"] = 100 * task.low, 100 * task.high
+            cell["flags"] = interval_flags(
+                s1,
+                chance=cell_scores.chance_s1,
+                items=len(cell_scores.example_ids),
+                matrix=cell_scores.matrix(mrc_gold) if cell_scores.complete else None,
+            )
         cell.update(_plan(study, cell_scores, s1, target_points))
         if s1:
             majority = cell_scores.majority_s1[mrc_gold]

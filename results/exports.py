@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import tempfile
@@ -20,12 +21,15 @@ from pathlib import Path
 from annotation import selectors
 from annotation.models import Enrollment, Study
 
-from . import agreement, cells, formats, items
+from . import agreement, cells, fits, formats, items, runs
+from .cache import remember
 from .formats import ExportError
-from .scores import prediction_files, remember, study_key, study_scores
+from .scores import prediction_files, study_key, study_scores
 from .table import Table, build_table
 
-EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "predictions")
+log = logging.getLogger(__name__)
+
+EXPORT_KINDS = ("table", "annotators", "learning_curves", "agreement", "items", "abilities", "predictions")
 ANNOTATOR_COLUMNS = (
     "enrollment_id",
     "worker",
@@ -66,15 +70,79 @@ AGREEMENT_COLUMNS = (
 )
 
 
-def study_table(study: Study, *, with_baselines: bool = False, mrc_gold: str = "best") -> Table:
-    """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, and (optionally) the
-    model rows with their gaps; MRC cells read with ``mrc_gold``, the human and the model rows alike
-    (model rows rescored from their stored predictions)."""
-    return build_table(
-        cells.table_cells(study, mrc_gold=mrc_gold),
-        cells.model_rows(study, mrc_gold=mrc_gold) if with_baselines else (),
+ABILITY_COLUMNS = (
+    "task",
+    "shots",
+    "respondent",
+    "kind",
+    "id",
+    "model_row",
+    "s1_percent",
+    "ability",
+    "ability_se",
+    "ability_low",
+    "ability_high",
+    "method",
+    "library",
+    "current",
+)
+
+
+def study_table(
+    study: Study, *, with_baselines: bool = False, mrc_gold: str = "best", target_points: float | None = None
+) -> Table:
+    """Table 5 of a study: human rows with their 95% intervals, majority-vote rows, the aggregated rows stored
+    by ``fit_results``, and (optionally) the model rows with their gaps; MRC cells read with ``mrc_gold``,
+    the human and the model rows alike (model rows rescored from their stored predictions)."""
+    planner = {} if target_points is None else {"target_points": target_points}
+    rows, note = model_rows(study, mrc_gold=mrc_gold) if with_baselines else ([], "")
+    table = build_table(
+        cells.table_cells(study, mrc_gold=mrc_gold, **planner),
+        rows,
+        fits.aggregate_cells(study, mrc_gold=mrc_gold),
         mrc_gold=mrc_gold,
     )
+    table.model_note = note
+    return table
+
+
+def model_rows(study: Study, *, mrc_gold: str = "best") -> tuple[list[dict], str]:
+    """(rows, note): the model rows beside a study (``results.cells.model_rows``); none, with a note, when they
+    cannot be computed (broken baseline data must not take the human results down with it)."""
+    try:
+        return cells.model_rows(study, mrc_gold=mrc_gold), ""
+    except Exception as exc:
+        log.exception("model rows of study %s failed", study.pk)
+        return [], f"Model rows could not be loaded ({type(exc).__name__})."
+
+
+def ability_rows(study: Study) -> list[dict]:
+    """The joint ability scale stored by ``fit_results``: one row per cohort and respondent (annotator or model
+    run), in table order; ``current`` False when the cohort's results or its runs changed since the fit."""
+    stored = fits.stored_fits(study, fits.CohortFit.Kind.ABILITY)
+    out = []
+    for cohort in selectors.study_cohorts(study):
+        for fit in stored.get(cohort.pk, ()):
+            for r in fit["result"]["respondents"]:
+                out.append(
+                    {
+                        "task": cohort.task.slug,
+                        "shots": cohort.shots,
+                        "respondent": r["label"],
+                        "kind": r["kind"],
+                        "id": r["id"],
+                        "model_row": r.get("row"),
+                        "s1_percent": r["s1_percent"],
+                        "ability": r["theta"],
+                        "ability_se": r["theta_se"],
+                        "ability_low": r["low"],
+                        "ability_high": r["high"],
+                        "method": fit["method"],
+                        "library": fit["library"],
+                        "current": fit["current"],
+                    }
+                )
+    return out
 
 
 _S1_KEYS = ("training_s1", "test_s1")  # 0-1 in the selectors, percent in every export
@@ -118,6 +186,8 @@ def export_rows(
     if kind == "items":
         rows, columns, _correlations = items.item_rows(study, mrc_gold=mrc_gold)
         return rows, columns
+    if kind == "abilities":
+        return ability_rows(study), ABILITY_COLUMNS
     raise ExportError(f"unknown export {kind!r}")
 
 
@@ -131,7 +201,10 @@ def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = Fals
             meta = {"definitions": items.DEFINITIONS, "mrc_gold": mrc_gold, "correlations": correlations}
             return formats.render_rows(rows, fmt, columns=columns, meta=meta)
 
-        return remember(study_key(study, "export", kind, fmt, mrc_gold, runs=cells.runs_fingerprint()), build)
+        return remember(
+            study_key(study, "export", kind, fmt, mrc_gold, fits.fits_version(study), runs=runs.runs_fingerprint()),
+            build,
+        )
 
     def build_rows():
         rows, columns = export_rows(study, kind, include_all=include_all, mrc_gold=mrc_gold)
@@ -142,7 +215,8 @@ def render_export(study: Study, kind: str, fmt: str, *, include_all: bool = Fals
     if kind not in EXPORT_KINDS:
         raise ExportError(f"unknown export {kind!r}")
     formats.check_row_format(fmt)
-    return remember(study_key(study, "export", kind, fmt, mrc_gold), build_rows)
+    version = fits.fits_version(study) if kind == "abilities" else ""
+    return remember(study_key(study, "export", kind, fmt, mrc_gold, version), build_rows)
 
 
 def render_table(study: Study, fmt: str, *, with_baselines: bool = False, mrc_gold: str = "best") -> str:
@@ -150,7 +224,13 @@ def render_table(study: Study, fmt: str, *, with_baselines: bool = False, mrc_go
     formats.check_table_format(fmt)
     return remember(
         study_key(
-            study, "table", fmt, with_baselines, mrc_gold, runs=cells.runs_fingerprint() if with_baselines else ""
+            study,
+            "table",
+            fmt,
+            with_baselines,
+            mrc_gold,
+            fits.fits_version(study),
+            runs=runs.runs_fingerprint() if with_baselines else "",
         ),
         lambda: formats.render(study_table(study, with_baselines=with_baselines, mrc_gold=mrc_gold), fmt),
     )

@@ -26,17 +26,11 @@ from django.template.loader import render_to_string
 
 from tasks_data.stats import STD_DDOF
 
-from .table import MISSING, Table
-from .uncertainty import TARGETS
+from .table import CI_TARGETS, FLAGS, GAP_INTERVALS, MISSING, NO_HUMAN_COHORT, Table
 
 SHOTS_LABEL = "#Shots"
 METHOD_LABEL = "Method"
 CI_LABEL = "95% CI"
-GAP_INTERVALS = {
-    "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
-    "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
-}
-CI_TARGETS = (("ci", "this test set"), ("ci_task", "the task's items"))  # Cell attribute, target (uncertainty)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -191,7 +185,9 @@ def _json(table: Table) -> str:
         payload["mrc_gold_note"] = table.mrc_gold_note
     # Extras of results.cells.table_cells, beside the cells (whose keys stay as they are).
     if any("ci_low" in c for c in table.cells):
-        payload["interval_targets"] = TARGETS
+        payload["interval_targets"] = table.targets
+        payload["interval_flag_meanings"] = FLAGS
+        payload["interval_flags"] = table.flagged
         payload["intervals"] = [
             {
                 "task": c["task"],
@@ -209,9 +205,15 @@ def _json(table: Table) -> str:
             {"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")), "n": c.get("n")}
             for c in table.cells
         ]
+    if table.aggregates:
+        payload["aggregates"] = [{k: json_value(v) for k, v in a.items()} for a in table.aggregates]
     if table.model_rows:
         payload["gap_intervals"] = GAP_INTERVALS
         payload["model_rows"] = [{k: json_value(v) for k, v in row.items()} for row in table.model_rows]
+    if table.unpaired_models:  # model rows of a task and shots the study has no human cell of
+        payload["model_rows_" + NO_HUMAN_COHORT.replace(" ", "_")] = [
+            {k: json_value(v) for k, v in row.items()} for row in table.unpaired_models
+        ]
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 

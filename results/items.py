@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from annotation.models import Answer, Study
 from annotation.selectors import in_results, study_cohorts
@@ -30,15 +29,21 @@ from baselines.selectors import completed_runs, row_label
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, item_s1
 
-from .cells import model_item_means, runs_fingerprint
-from .scores import SCORES_VERSION, cached_many, keep_many, study_scores
+from .cache import VERSION, cached_many, keep_many
+from .fits import CohortFit, stored_fits
+from .runs import model_item_means, runs_fingerprint
+from .scores import study_scores
 
 SOLVED_PERCENT = 50.0
 BASE_COLUMNS = ("task", "shots", "clues_id", "human_share_correct", "human_s1_percent", "majority_s1_percent")
+ABILITY_COLUMNS = ("irt_difficulty",)
 FLAG_COLUMNS = ("humans_solve_models_miss", "models_solve_humans_miss")
 MODEL_PREFIX = "s1_percent "
 DEFINITIONS = {
     "human_share_correct": "share (0-1) of the cohort's annotators whose answer is fully right (item S1 = 1)",
+    "irt_difficulty": "the item's difficulty on the joint ability scale of the cohort's annotators and model runs "
+    "(1PL item response model, stored by manage.py fit_results; empty when not fitted, or fitted on older "
+    "results); items everyone got right or wrong sit at the bound, -6 or 6",
     "human_s1_percent": "the annotators' item S1, averaged (percent)",
     "majority_s1_percent": "item S1 of the cohort's majority answer (percent)",
     MODEL_PREFIX + "<method> <model>": "the model row's item S1, averaged over its splits (percent)",
@@ -50,12 +55,24 @@ DEFINITIONS = {
 }
 
 
+RANK_DECIMALS = 9  # item means equal to this many decimals are equal: ranked as ties
+
+
+def difficulty(item_s1: np.ndarray) -> np.ndarray:
+    """1 - item S1, rounded so that means equal but for floating-point rounding (2/3 summed in another order)
+    rank as the ties they are (S1 of a few annotators or splits has far fewer than 9 significant decimals)."""
+    return np.round(1 - np.asarray(item_s1, dtype=float), RANK_DECIMALS)
+
+
 def _correlation(human: np.ndarray, model: np.ndarray, confidence: float = 0.95) -> dict:
     """Spearman's rho of two item-difficulty vectors with its Fisher-z interval; None where undefined."""
+    from scipy import stats
+
     out = {"items": int(len(human)), "spearman": None, "ci_low": None, "ci_high": None}
+    human, model = difficulty(human), difficulty(model)
     if len(human) < 4 or np.ptp(human) == 0 or np.ptp(model) == 0:
         return out
-    rho = float(stats.spearmanr(1 - human, 1 - model).statistic)
+    rho = float(stats.spearmanr(human, model).statistic)
     out["spearman"] = rho
     if abs(rho) < 1:
         se = math.sqrt((1 + rho**2 / 2) / (len(human) - 3))
@@ -116,8 +133,7 @@ def item_rows(
         if c.pk in scores and scores[c.pk].n and (cohort_id is None or c.pk == cohort_id)
     ]
     keys = {
-        cell.cohort_id: f"results:items:v{SCORES_VERSION}:{study.pk}:{mrc_gold}:{cell.cohort_id}:"
-        f"{cell.fingerprint}:{runs}"
+        cell.cohort_id: f"results:items:v{VERSION}:{study.pk}:{mrc_gold}:{cell.cohort_id}:{cell.fingerprint}:{runs}"
         for cell in cells
     }
     found = cached_many(list(keys.values()))
@@ -132,14 +148,26 @@ def item_rows(
                 }
                 found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
                 keep_many({keys[cell.cohort_id]: found[keys[cell.cohort_id]]})
+    difficulty = _difficulties(study, [cell.cohort_id for cell in cells])
     rows, correlations, labels = [], [], []
     for cell in cells:
         cell_rows, cell_correlations = found[keys[cell.cohort_id]]
-        rows += cell_rows
+        of_cell = difficulty.get(cell.cohort_id, {})
+        rows += [{**r, "irt_difficulty": of_cell.get(r["clues_id"])} for r in cell_rows]
         correlations += cell_correlations
         labels += [c["model_row"] for c in cell_correlations if c["model_row"] not in labels]
-    columns = (*BASE_COLUMNS, *(MODEL_PREFIX + label for label in labels), *FLAG_COLUMNS)
+    columns = (*BASE_COLUMNS, *(MODEL_PREFIX + label for label in labels), *FLAG_COLUMNS, *ABILITY_COLUMNS)
     return rows, columns, correlations
+
+
+def _difficulties(study: Study, cohorts: list[int]) -> dict[int, dict[str, float]]:
+    """{cohort id: {CLUES id: difficulty}} of ``cohorts`` from their current stored ability fits (1-2 queries)."""
+    return {
+        cohort_id: {i["clues_id"]: i["difficulty"] for i in fit["result"]["items"]}
+        for cohort_id, found in stored_fits(study, CohortFit.Kind.ABILITY, cohorts=cohorts).items()
+        for fit in found
+        if fit["current"]
+    }
 
 
 def item_detail(study: Study, cohort_id: int, clues_id: str, *, mrc_gold: str = "best") -> dict | None:

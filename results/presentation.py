@@ -30,7 +30,9 @@ def _series(task: str, cells: list[dict], rows: list[dict], xs: list[int]) -> li
     by_model: dict[str, list] = {}
     for r in rows:
         if r.get("task") == task and r.get("shots") in xs:
-            label = f"{r.get('method', '')} {r.get('model', '')}".strip()
+            # One series per row identity: its label names the server too (the same model on two servers
+            # is two rows, never one series with two points per shot).
+            label = r.get("label") or f"{r.get('method', '')} {r.get('model', '')}".strip()
             by_model.setdefault(label, []).append(
                 (int(r["shots"]), _num(r.get("mean")), _num(r.get("std")), r.get("n"))
             )
@@ -100,4 +102,64 @@ def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
         "yticks": ticks,
         "series": out_series,
         "has_data": any(s["marks"] for s in out_series),
+    }
+
+
+ABILITY_W, ABILITY_ROW = 640, 18
+ABILITY_PAD = {"left": 300, "right": 16, "top": 30, "bottom": 34}
+HUMAN_COLOR, MODEL_COLOR = SERIES_COLORS[0], SERIES_COLORS[1]
+
+
+def ability_chart(task: str, shots: int, fit: dict) -> dict:
+    """One cohort's joint ability scale as SVG coordinates: each annotator and each model run a row on one
+    ability axis (the fit's logit scale), its estimate and 95% interval, humans and models told apart."""
+    result = fit["result"]
+    people = sorted(result["respondents"], key=lambda r: (-r["theta"], r["label"]))
+    lo = math.floor(min([r["low"] for r in people] + [-1]))
+    hi = math.ceil(max([r["high"] for r in people] + [1]))
+    pad = ABILITY_PAD
+    plot_w = ABILITY_W - pad["left"] - pad["right"]
+    height = pad["top"] + pad["bottom"] + ABILITY_ROW * len(people)
+
+    def x_of(v: float) -> float:
+        return round(pad["left"] + plot_w * (v - lo) / (hi - lo), 1)
+
+    marks = []
+    for i, r in enumerate(people):
+        y = pad["top"] + ABILITY_ROW * i + ABILITY_ROW / 2
+        s1 = r.get("s1_percent")
+        marks.append(
+            {
+                "label": r["label"],
+                "human": r["kind"] == "human",
+                "color": HUMAN_COLOR if r["kind"] == "human" else MODEL_COLOR,
+                "x": x_of(r["theta"]),
+                "x1": x_of(r["low"]),
+                "x2": x_of(r["high"]),
+                "y": y,
+                "text_y": y + 4,
+                "title": f"{r['label']}: ability {r['theta']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
+                + (f", S1 {s1:.1f}" if s1 is not None else ""),
+            }
+        )
+    step = 1 if hi - lo <= 8 else 2
+    return {
+        "task": task,
+        "shots": shots,
+        "name": TASKS[task].name if task in TASKS else task,
+        "method": fit["method"],
+        "library": fit["library"],
+        "current": fit["current"],
+        "converged": result.get("converged", True),
+        "w": ABILITY_W,
+        "h": height,
+        "left": pad["left"],
+        "right": ABILITY_W - pad["right"],
+        "top": pad["top"],
+        "bottom": height - pad["bottom"],
+        "label_x": pad["left"] - 8,
+        "xticks": [{"v": v, "x": x_of(v)} for v in range(lo, hi + 1, step)],
+        "marks": marks,
+        "humans": sum(1 for r in people if r["kind"] == "human"),
+        "models": sum(1 for r in people if r["kind"] != "human"),
     }

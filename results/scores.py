@@ -4,42 +4,39 @@ A cohort's ``CohortScores`` hold what the table, the agreement export, the plann
 view need: each annotator's per-item S1 under both MRC readings, the majority answer's per-item
 S1, agreement (pairwise S1, Fleiss' kappa, Krippendorff's alpha) and the annotators' active time.
 Reading a study's stored answers (their JSON texts) and scoring them costs about a second at paper
-size; so each cohort's scores are cached (Django's cache: Redis in production) under a fingerprint
-of what they are computed from: the cohort's answers that count (``in_results``: their number,
-largest id and S1 sum, per annotator). An annotator completing, filtered, reinstated or verified
-changes the fingerprint; answers are never changed once given (``annotation.models.Answer``), so
-a new result shows at once, and only its cohort is computed again. When the cache is unreachable
-the scores are computed on every request (slower, never wrong).
+size; so each cohort's scores are kept (``results.cache``) under a fingerprint of what they are
+computed from: the cohort's join token (192 random bits drawn when the cohort is created: a cohort
+deleted and another created with the same row id, as SQLite allows, never shares a key) and its
+answers that count (``in_results``: per annotator, the enrollment's random order seed and time, and
+the answers' number, largest id and S1 sum). An annotator completing, filtered, reinstated or
+verified changes the fingerprint; answers are never changed once given (``annotation.models.Answer``),
+so a new result shows at once, and only its cohort is computed again.
 
 ``study_scores(study)`` -> {cohort id: CohortScores}: 1 query when every cohort is cached (the
-fingerprint), 5 more when one is not (its cohorts, their test answers, the annotators' rows); the
-annotators' prediction files are kept apart (``prediction_files``: only the zip reads them).
+fingerprint), 6 more when one is not (its cohorts, their test answers, the items' chance level, the
+annotators' rows); the annotators' prediction files are kept apart (``prediction_files``: only the zip reads them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 
 from annotation import selectors
 from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
+from tasks_data.models import Example
+from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD, item_s1
 
 from . import measures
+from .cache import VERSION, cached_many, keep_many
 from .majority import majority_predictions
-
-log = logging.getLogger(__name__)
-
-SCORES_VERSION = 2  # bump when what CohortScores hold, or how, changes
-CACHE_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -65,6 +62,7 @@ class CohortScores:
     active_seconds: dict[int, float] = field(default_factory=dict)  # enrollment id -> active time
     # selectors.study_enrollments' rows, in its order, "enrollment" an EnrollmentRef (cheap to keep and read back)
     enrollment_rows: list[dict] = field(default_factory=list)
+    chance_s1: float | None = None  # 0-1: the S1 a worker who learned nothing expects on these items
     mean_pairwise_s1: float | None = None  # 0-1
     fleiss_kappa: float | None = None
     krippendorff_alpha: float | None = None
@@ -91,23 +89,43 @@ class CohortScores:
 def _fingerprints(study: Study) -> dict[int, str]:
     """{cohort id: what its scores are computed from, hashed} for cohorts with answers in results (1 query)."""
     per_cohort: dict[int, list] = defaultdict(list)
-    for row in (
+    tokens: dict[int, str] = {}
+    for cohort_id, token, *row in (
         Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study, step=Answer.Step.TEST)
         .order_by()
-        .values("enrollment__cohort_id", "enrollment_id")
+        .values(
+            "enrollment__cohort_id",
+            "enrollment__cohort__join_token",
+            "enrollment_id",
+            "enrollment__order_seed",
+            "enrollment__enrolled_at",
+        )
         .annotate(n=Count("id"), last=Max("id"), total=Sum("s1"))
-        .values_list("enrollment__cohort_id", "enrollment_id", "n", "last", "total")
+        .values_list(
+            "enrollment__cohort_id",
+            "enrollment__cohort__join_token",
+            "enrollment_id",
+            "enrollment__order_seed",
+            "enrollment__enrolled_at",
+            "n",
+            "last",
+            "total",
+        )
     ):
-        per_cohort[row[0]].append(row[1:])
-    return {cohort_id: hashlib.sha1(repr(sorted(rows)).encode()).hexdigest() for cohort_id, rows in per_cohort.items()}
+        tokens[cohort_id] = token
+        per_cohort[cohort_id].append(tuple(row))
+    return {
+        cohort_id: hashlib.sha1(repr((tokens[cohort_id], sorted(rows))).encode()).hexdigest()
+        for cohort_id, rows in per_cohort.items()
+    }
 
 
 def _key(study: Study, cohort_id: int, fingerprint: str) -> str:
-    return f"results:scores:v{SCORES_VERSION}:{study.pk}:{cohort_id}:{fingerprint}"
+    return f"results:scores:v{VERSION}:{study.pk}:{cohort_id}:{fingerprint}"
 
 
 def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict[int, dict[int, str]]]:
-    """Scores of ``cohorts`` from their stored answers, and their annotators' prediction files (4 queries)."""
+    """Scores of ``cohorts`` from their stored answers, and their annotators' prediction files (5 queries)."""
     files: dict[int, dict[int, str]] = {}
     by_cohort = {c.pk: c for c in cohorts}
     answers: dict[int, dict[int, dict[int, tuple]]] = defaultdict(lambda: defaultdict(dict))
@@ -131,6 +149,12 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
         answers[cohort_id][enrollment_id][example_id] = (texts, s1)
         items[cohort_id][example_id] = (position, clues_id, gold)
         numbers[example_id] = number
+    chance: dict[int, float] = {}
+    for example_id, slug, gold, context, candidates in Example.objects.filter(
+        pk__in={x for per_cohort in items.values() for x in per_cohort}
+    ).values_list("pk", "task__slug", "gold", "context", "candidates"):
+        if slug in TASKS:
+            chance[example_id] = TASKS[slug].chance_item_s1(gold, [context[a:b] for a, b in candidates or ()])
     rows: dict[int, list[dict]] = defaultdict(list)
     for row in selectors.study_enrollments(study, cohorts=by_cohort, results=True):
         rows[row["enrollment"].cohort_id].append(row)
@@ -144,6 +168,8 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
         scores.example_ids = [example_id for example_id, _ in order]
         scores.clues_ids = [str(clues_id) for _, (_pos, clues_id, _gold) in order]
         golds = [gold for _, (_pos, _clues_id, gold) in order]
+        if order and all(x in chance for x in scores.example_ids):
+            scores.chance_s1 = float(np.mean([chance[x] for x in scores.example_ids]))
         readings = MRC_GOLD if kind.gold_is_alternatives else MRC_GOLD[:1]
         for reading in readings:
             m = np.full((len(scores.annotators), len(order)), np.nan)
@@ -224,11 +250,7 @@ def study_scores(study: Study) -> dict[int, CohortScores]:
     memo = _memo(study)
     out = {c: memo[(c, fp)] for c, fp in fingerprints.items() if (c, fp) in memo}
     keys = {c: _key(study, c, fp) for c, fp in fingerprints.items() if c not in out}
-    try:
-        found = cache.get_many(list(keys.values())) if keys else {}
-    except Exception:  # an unreachable cache costs time, not results
-        log.warning("results cache unavailable: scores computed without it", exc_info=True)
-        found = {}
+    found = cached_many(list(keys.values()))
     out.update({c: found[key] for c, key in keys.items() if key in found})
     stale = [c for c in fingerprints if c not in out]
     if stale:
@@ -246,11 +268,7 @@ def prediction_files(study: Study) -> dict[int, str]:
     """{enrollment id: its CLUES prediction file (JSONL)} of the annotators in results."""
     scores = study_scores(study)
     keys = [_key(study, c, s.fingerprint) + ":predictions" for c, s in scores.items()]
-    try:
-        found = cache.get_many(keys) if keys else {}
-    except Exception:
-        log.warning("results cache unavailable: prediction files read again", exc_info=True)
-        found = {}
+    found = cached_many(keys)
     if len(found) < len(keys):  # evicted, or the cache is unreachable: compute them again
         _files = _compute(study, list(Cohort.objects.filter(pk__in=scores).select_related("task")))[1]
         found = {_key(study, c, scores[c].fingerprint) + ":predictions": f for c, f in _files.items()}
@@ -258,34 +276,19 @@ def prediction_files(study: Study) -> dict[int, str]:
     return {e: text for files in found.values() for e, text in files.items()}
 
 
-def cached_many(keys: list[str]) -> dict:
-    """What ``keep_many`` stored under ``keys`` (absent ones left out; nothing when the cache is unreachable)."""
-    try:
-        return cache.get_many(keys) if keys else {}
-    except Exception:
-        log.warning("results cache unavailable", exc_info=True)
-        return {}
-
-
-def keep_many(values: dict) -> None:
-    try:
-        cache.set_many(values, CACHE_SECONDS)
-    except Exception:
-        log.warning("results cache unavailable: results not kept", exc_info=True)
-
-
-def remember(key: str, build):
-    """The value kept under ``key``, or ``build()`` kept there."""
-    found = cached_many([key])
-    if key in found:
-        return found[key]
-    value = build()
-    keep_many({key: value})
-    return value
+def study_token(study: Study) -> str:
+    """What sets this study apart from any other that had, or will have, the same row id: its creation time
+    and its cohorts' join tokens (random, drawn when each cohort is created). 1 query, once per Study object."""
+    token = getattr(study, "_results_token", None)
+    if token is None:
+        tokens = sorted(Cohort.objects.filter(study=study).values_list("join_token", flat=True))
+        token = hashlib.sha1(repr((study.pk, study.created_at, tokens)).encode()).hexdigest()
+        study._results_token = token
+    return token
 
 
 def study_key(study: Study, *parts, runs: str = "") -> str:
     """A cache key for something built from the study's results (and, with ``runs``, the completed runs):
-    it changes whenever a cohort's results change."""
-    basis = repr((parts, sorted((c, s.fingerprint) for c, s in study_scores(study).items()), runs))
-    return f"results:built:v{SCORES_VERSION}:{study.pk}:{hashlib.sha1(basis.encode()).hexdigest()}"
+    it changes whenever a cohort's results change, and never answers for another study."""
+    basis = repr((parts, study_token(study), sorted((c, s.fingerprint) for c, s in study_scores(study).items()), runs))
+    return f"results:built:v{VERSION}:{study.pk}:{hashlib.sha1(basis.encode()).hexdigest()}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from .uncertainty import TARGETS, TASK_ITEMS, TEST_SET
+
 
 class TableCellSerializer(serializers.Serializer):
     task = serializers.CharField()
@@ -14,17 +16,22 @@ class TableCellSerializer(serializers.Serializer):
     ci_low = serializers.FloatField(
         allow_null=True,
         required=False,
-        help_text="Percent: 95% interval for this test set (t interval over the annotators' S1).",
+        help_text=f"Percent: 95% interval for {TEST_SET}, {TARGETS[TEST_SET]}.",
     )
     ci_high = serializers.FloatField(allow_null=True, required=False)
     ci_task_low = serializers.FloatField(
         allow_null=True,
         required=False,
-        help_text="Percent: 95% interval for the task's items (two-level: annotators and items).",
+        help_text=f"Percent: 95% interval for {TASK_ITEMS}, {TARGETS[TASK_ITEMS]}.",
     )
     ci_task_high = serializers.FloatField(allow_null=True, required=False)
     majority = serializers.FloatField(
         allow_null=True, required=False, help_text="Percent: S1 of the cohort's majority answer."
+    )
+    flags = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="What makes the cell's intervals doubtful: at_chance, near_ceiling (meanings in interval_flags).",
     )
     planned = serializers.IntegerField(
         allow_null=True,
@@ -65,13 +72,32 @@ class ResultsSerializer(serializers.Serializer):
     mrc_gold = serializers.ChoiceField(choices=["best", "set"], help_text="How MRC gold lists were read.")
     mrc_gold_note = serializers.CharField(required=False, help_text="With an MRC task: the MRC gold rule.")
     interval_targets = serializers.DictField(child=serializers.CharField(), help_text="What each interval estimates.")
+    interval_flags = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="The flagged cells: task, shots, flags, texts."
+    )
     cells = TableCellSerializer(many=True)
+    aggregates = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Aggregated human rows stored by manage.py fit_results: task, shots, method, s1 (percent), n.",
+    )
+    abilities = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The joint ability scale (1PL IRT) stored by manage.py fit_results: one row per cohort and "
+        "respondent (annotator or model run).",
+    )
+    model_rows_no_human_cohort = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Model rows of a task and shots the study has no human cohort of (no gap).",
+    )
     annotators = serializers.ListField(child=serializers.DictField())
     agreement = AgreementRowSerializer(many=True)
     model_rows = serializers.ListField(
         child=serializers.DictField(),
         required=False,
-        help_text="Model rows (baseline runs, mean ± std over runs) on this study's tasks, with the human-minus-model "
-        "gap (diff, ci_low, ci_high, items) and agreement (% items where the model gives the majority's "
-        "answer).",
+        help_text="Model rows (baseline runs, mean ± std over runs) beside a human cohort of the same task and shots, "
+        "with the human-minus-model gap (diff, ci_low, ci_high, items) and agreement (% items where the model gives "
+        "the majority's answer).",
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import bootstrap
 
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE = 0.95
@@ -15,6 +14,8 @@ def paired_gap(human: dict[str, float], model: dict[str, float], *, seed: int = 
     diffs = np.array([human[i] - model[i] for i in ids]) * 100
     gap = {"diff": float(diffs.mean()) if len(ids) else None, "ci_low": None, "ci_high": None, "items": len(ids)}
     if len(ids) >= 2 and np.ptp(diffs) > 0:
+        from scipy.stats import bootstrap  # imported where used: no page but a results page needs scipy.stats
+
         # Resampling items keeps each item's human and model scores together: a paired bootstrap.
         ci = bootstrap(
             (diffs,),

@@ -1,11 +1,15 @@
 """The one table object of the paper's tables (Table 5, with the model rows of Tables 6-7 below it).
 
-``build_table(cells, model_rows)`` lays out the cells of ``results.cells``: category groups over
-tasks as columns (registry order), one row per shot condition: human rows (with their 95%
+``build_table(cells, model_rows, aggregates)`` lays out the cells of ``results.cells``: category groups
+over tasks as columns (registry order), one row per shot condition: human rows (with their 95%
 interval when the cells carry one, ``results.cells.table_cells``), majority-vote rows (when the
-cells carry ``majority``: S1 of each cohort's majority answer), then model rows
-("<method> <model>"), then gap rows ("Human − <method> <model>", human minus model with its 95%
-paired bootstrap interval). Every writer in ``results.formats`` renders this object.
+cells carry ``majority``: S1 of each cohort's majority answer), aggregated rows (one per method,
+``results.fits.aggregate_cells``: "Dawid-Skene (crowd-kit)"), then model rows ("<method> <model>")
+beside a human cell of the same task and shots, then gap rows ("Human − <method> <model>", human minus
+model with its 95% intervals); model rows without a human cell of their task and shots are listed apart
+(``unpaired_models``: "no human cohort"). What each statistic is, its label and note, is defined here
+once (``CI_TARGETS``, ``GAP_INTERVALS``, ``FLAGS``); every writer in ``results.formats`` renders this
+object, the results page's html included.
 """
 
 from __future__ import annotations
@@ -19,18 +23,30 @@ from tasks_data.registry import TASKS, Category
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 from tasks_data.stats import STD_DDOF
 
+from .uncertainty import FLAGS, TARGETS, TASK_ITEMS, TEST_SET
+
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"
+GAP_INTERVALS = {
+    "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
+    "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
+}
 INTERVAL_NOTE = (
-    "[low, high]: 95% interval of the cell's mean for this test set (the mean annotator on these items: "
-    "t interval over the annotators' S1); the interval for the task's items (annotators and items "
-    "random, two-level) is in the CSV and JSON files and on the results page. Majority vote: S1 of the "
-    "cohort's majority answer, scored as one more annotator."
+    f"[low, high]: 95% interval of the cell's mean for {TEST_SET} ({TARGETS[TEST_SET]}); the interval for "
+    f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Majority vote: "
+    "S1 of the cohort's majority answer, scored as one more annotator."
+)
+AGGREGATE_NOTE = (
+    "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
+    "scored as one more annotator."
 )
 GAP_NOTE = (
-    "Gap rows (human − model): the difference, then two 95% intervals: [over the test items, annotators "
-    "fixed: paired bootstrap] and {over annotators and items: two-level}."
+    f"Gap rows (human − model): the difference, then two 95% intervals: [{GAP_INTERVALS['ci']}] and "
+    f"{{{GAP_INTERVALS['ci_two_level']}}}."
 )
+CI_TARGETS = (("ci", TEST_SET), ("ci_task", TASK_ITEMS))  # Cell attribute / cell key prefix, its target
+FLAG_MARK = "†"
+NO_HUMAN_COHORT = "no human cohort"
 MISSING = "-"
 NOTE = (
     f"S1 (%) on the test set: mean ± sample standard deviation (ddof={STD_DDOF}) of the annotators' "
@@ -73,11 +89,16 @@ class Cell:
     n: int | None = None
     ci: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for this test set
     ci_task: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for the task's items
+    flags: tuple[str, ...] = ()  # human cells only: what makes the intervals doubtful (keys of FLAGS)
 
     @property
     def full_text(self) -> str:
         """Mean ± std with the 95% interval beside it (md, tex, html)."""
         return f"{self.text} {format_interval(*self.ci)}" if self.ci else self.text
+
+    @property
+    def flag_texts(self) -> list[str]:
+        return [FLAGS[f] for f in self.flags]
 
 
 @dataclass(frozen=True)
@@ -93,9 +114,34 @@ class Table:
     tasks: list[str]  # slugs, registry order
     rows: list[Row]
     cells: list[dict] = field(default_factory=list)  # the human cells (results.cells.human_cells)
-    model_rows: list[dict] = field(default_factory=list)
+    model_rows: list[dict] = field(default_factory=list)  # beside a human cell of their task and shots
+    unpaired_models: list[dict] = field(default_factory=list)  # no human cohort of their task and shots
+    aggregates: list[dict] = field(default_factory=list)  # results.fits.aggregate_cells
     note: str = NOTE
     mrc_gold: str = MRC_GOLD[0]
+    model_note: str = ""  # why the model rows are missing, when they could not be computed
+    targets = TARGETS
+    gap_intervals = GAP_INTERVALS
+
+    @property
+    def flagged(self) -> list[dict]:
+        """The human cells whose intervals are doubtful: ``{"task", "shots", "flags": [key], "texts": [text]}``."""
+        return [
+            {"task": c["task"], "shots": c["shots"], "flags": list(c["flags"]), "texts": [FLAGS[f] for f in c["flags"]]}
+            for c in self.cells
+            if c.get("flags")
+        ]
+
+    @property
+    def flag_note(self) -> str | None:
+        """The caption's note on flagged cells: which, and why."""
+        if not self.flagged:
+            return None
+        parts = [
+            f"{TASKS[f['task']].name if f['task'] in TASKS else f['task']} {f['shots']} shots: {'; '.join(f['texts'])}"
+            for f in self.flagged
+        ]
+        return f"{FLAG_MARK} Intervals in doubt: " + " | ".join(parts) + "."
 
     @property
     def has_intervals(self) -> bool:
@@ -114,8 +160,12 @@ class Table:
         notes = [self.note]
         if self.has_intervals or any(r.kind == "majority" for r in self.rows):
             notes.append(INTERVAL_NOTE)
+        if self.aggregates:
+            notes.append(AGGREGATE_NOTE)
         if any(r.kind == "gap" for r in self.rows):
             notes.append(GAP_NOTE)
+        if self.flag_note:
+            notes.append(self.flag_note)
         if self.mrc_gold_note:
             notes.append(self.mrc_gold_note)
         return notes
@@ -140,7 +190,39 @@ class Table:
 
     @property
     def has_models(self) -> bool:
+        """Rows other than the human ones (the files then name each row's method)."""
         return any(r.kind != "human" for r in self.rows)
+
+    @property
+    def planner(self) -> list[dict]:
+        """The planner's rows as the page shows them, one per human cell: its intervals, the annotators
+        planned for the cell's target and their price, and its flags (texts)."""
+        out = []
+        for c in self.cells:
+            planned = c.get("planned")
+            if planned is not None:
+                planned_text = str(planned)
+            elif (c.get("n") or 0) >= 2:
+                planned_text = "more than 1000"
+            else:
+                planned_text = "a pilot of 2 or more annotators first"
+            cost = c.get("planned_cost")
+            out.append(
+                {
+                    "task": c["task"],
+                    "task_name": TASKS[c["task"]].name if c["task"] in TASKS else c["task"],
+                    "shots": c["shots"],
+                    "n": c.get("n"),
+                    "test_set": format_interval(c.get("ci_low"), c.get("ci_high")) or "–",
+                    "task_items": format_interval(c.get("ci_task_low"), c.get("ci_task_high")) or "–",
+                    "planned": planned_text,
+                    "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:.1f}",
+                    "cost": None if cost is None else f"{cost} {c.get('currency', '')}".strip(),
+                    "fee": c.get("planned_fee") or None,
+                    "flags": [FLAGS[f] for f in c.get("flags") or ()],
+                }
+            )
+        return out
 
     @property
     def human_rows(self) -> list[Row]:
@@ -156,18 +238,31 @@ def _ci(c: Mapping, prefix: str = "ci") -> tuple[float, float] | None:
     return None if low is None or high is None else (low, high)
 
 
-def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *, mrc_gold: str = MRC_GOLD[0]) -> Table:
-    """The table of ``cells`` (human), with ``model_rows`` (and their gaps) below; model rows of tasks
-    the cells lack are left out when there are cells. ``mrc_gold`` names the MRC reading the
-    cells were scored with (the caption says it)."""
+def build_table(
+    cells: Sequence[Mapping],
+    model_rows: Iterable[Mapping] = (),
+    aggregates: Iterable[Mapping] = (),
+    *,
+    mrc_gold: str = MRC_GOLD[0],
+) -> Table:
+    """The table of ``cells`` (human), with ``aggregates`` (aggregated human rows) and ``model_rows`` (and
+    their gaps) below. With cells, a model row stands in the table only beside a human cell of the same task
+    and shots (``beside_humans`` when ``results.cells.model_rows`` says it, else a cell of the same task and
+    shots);
+    the others are kept in ``unpaired_models``. ``mrc_gold`` names the MRC reading the cells were scored
+    with (the caption says it)."""
     cells, model_rows = [dict(c) for c in cells], [dict(m) for m in model_rows]
+    unpaired: list[dict] = []
     if cells:
+        with_humans = {(c["task"], c["shots"]) for c in cells}
         model_rows = [m for m in model_rows if m["task"] in {c["task"] for c in cells}]
+        unpaired = [m for m in model_rows if not m.get("beside_humans", (m["task"], m["shots"]) in with_humans)]
+        model_rows = [m for m in model_rows if m.get("beside_humans", (m["task"], m["shots"]) in with_humans)]
     tasks = sorted({c["task"] for c in cells} | {m["task"] for m in model_rows}, key=lambda s: cohort_key(s, 0))
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
         human.setdefault(c["shots"], {})[c["task"]] = Cell(
-            format_cell(c["mean"], c["std"]), c.get("n"), _ci(c), _ci(c, "ci_task")
+            format_cell(c["mean"], c["std"]), c.get("n"), _ci(c), _ci(c, "ci_task"), tuple(c.get("flags") or ())
         )
     rows = [
         Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
@@ -180,6 +275,14 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
     rows += [
         Row("majority", MAJORITY_LABEL, k, tuple(majority[k].get(s, Cell(MISSING, 0)) for s in tasks))
         for k in sorted(majority, key=lambda k: cohort_key("", k))
+    ]
+    aggregates = [dict(a) for a in aggregates]
+    by_method: dict[tuple[str, int], dict[str, Cell]] = {}
+    for a in aggregates:
+        by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(format_cell(a["s1"], None), a.get("n"))
+    rows += [
+        Row("aggregate", method, k, tuple(by_task.get(s, Cell(MISSING, 0)) for s in tasks))
+        for (method, k), by_task in sorted(by_method.items(), key=lambda kv: (cohort_key("", kv[0][1]), kv[0][0]))
     ]
     models: dict[tuple[str, int], dict[str, Cell]] = {}
     gaps: dict[tuple[str, int], dict[str, Cell]] = {}
@@ -201,4 +304,12 @@ def build_table(cells: Sequence[Mapping], model_rows: Iterable[Mapping] = (), *,
     for kind, group in (("model", models), ("gap", gaps), ("agreement", agree)):
         for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
             rows.append(Row(kind, label, k, tuple(by_task.get(s, Cell(MISSING)) for s in tasks)))
-    return Table(tasks=tasks, rows=rows, cells=cells, model_rows=model_rows, mrc_gold=mrc_gold)
+    return Table(
+        tasks=tasks,
+        rows=rows,
+        cells=cells,
+        model_rows=model_rows,
+        unpaired_models=unpaired,
+        aggregates=aggregates,
+        mrc_gold=mrc_gold,
+    )

@@ -19,14 +19,22 @@ interval; both are given, each named by its target (``TARGETS``):
 ``benchmarks/interval_coverage.py`` simulates both targets (logistic ability/difficulty, binary and
 graded item scores, 3/5/10 annotators) and prints each interval's coverage and the planner's error.
 
-The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
-interval's half-width is at most the target with probability ``assurance`` (default 0.8), the
-annotators' spread taken from the pilot as a median-unbiased estimate (a pilot of 3 measures the
-spread with 2 degrees of freedom: its plain estimate falls short of the truth more often than not).
-``plan_cost`` prices a plan: annotators x (expected active time x hourly rate, ``annotation.protocol.pay``),
-plus the platform's service fee.
+Both intervals assume that the annotators' S1 spread roughly normally around their mean. When an
+annotator of the cohort is at chance (a population with guessers: bimodal), or the annotators differ on
+fewer than 10 items (a few near-certain items: the items' spread is measured from almost no
+variation), they can cover less than 95%: ``interval_flags`` names what fails, and the page and
+the files say it beside the cell (``FLAGS``; coverage with and without guessers:
+``benchmarks/interval_coverage.py``).
 
-Plain numpy/scipy, no Django import.
+The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
+interval's half-width is at most the target in a share ``assurance`` (default 0.8) of studies, the
+pilot's noise included: the study's variance over the pilot's is F(n - 1, pilot - 1) distributed
+(normal annotator S1), so the assurance is a probability over both the pilot and the study to come
+(``plan_assurance``; a plan from the pilot's spread taken as the truth reached the target in ~55-75% of
+studies from a pilot of 3). ``plan_cost`` prices a plan: annotators x (expected active time x hourly
+rate, ``annotation.protocol.pay``), plus the platform's service fee.
+
+Plain numpy (scipy imported where it is used), no Django import.
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
-from scipy import special
 
 from tasks_data.stats import mean_std
 
@@ -47,8 +54,18 @@ TASK_ITEMS = "the task's items"
 TARGETS = {
     TEST_SET: "the mean annotator's S1 on this test set: t interval over the annotators' S1 (A - 1 df)",
     TASK_ITEMS: "the mean annotator's S1 on the task's items (the test set one draw of them): two-level "
-    "interval over annotators and items (crossed random-effects variance, Satterthwaite df)",
+    "interval over annotators and items (crossed random-effects variance; the annotators' and the items' "
+    "parts each scaled by its own t quantile, A - 1 and I - 1 df)",
 }
+AT_CHANCE = "at_chance"
+NEAR_CEILING = "near_ceiling"
+FLAGS = {
+    AT_CHANCE: "an annotator's S1 is at chance (within binomial noise of the task's chance level, or below): "
+    "the annotators' S1 is not one normal spread (guessers), and the 95% intervals may cover much less",
+    NEAR_CEILING: "the annotators differ on fewer than 10 items (near-certain items): the items' spread is "
+    "measured from almost no variation, and the task's-items interval may cover less than 95%",
+}
+MIN_VARYING_ITEMS = 10  # below this many items on which the annotators' S1 differ: NEAR_CEILING
 
 
 def _matrix(matrix) -> np.ndarray:
@@ -92,7 +109,28 @@ class Interval:
 
 def _t(confidence: float, df: float) -> float:
     """The t quantile of a two-sided interval (scipy.special's ufunc: the planner asks for hundreds)."""
+    from scipy import special
+
     return float(special.stdtrit(df, 0.5 + confidence / 2))
+
+
+def interval_flags(s1: Sequence[float], *, chance: float | None, items: int, matrix=None) -> list[str]:
+    """What makes a cell's 95% intervals doubtful (keys of ``FLAGS``), from its annotators' S1 (0-1), the
+    task's chance level on these items (``TaskSpec.chance_item_s1``, averaged) and the test set's size;
+    ``matrix`` (annotators x items S1) for the ceiling."""
+    flags = []
+    if chance is not None and items > 0 and len(s1) >= 2:
+        # Binomial noise of a guesser's S1 over the items (one-sided 97.5%): a guesser scores above chance by
+        # luck; an annotator who learned the task scores well above it.
+        margin = 1.96 * np.sqrt(max(chance * (1 - chance), 0.0) / items)
+        if any(v <= chance + margin for v in s1):
+            flags.append(AT_CHANCE)
+    if matrix is not None:
+        m = np.asarray(matrix, dtype=float)
+        if m.ndim == 2 and m.shape[0] >= 2 and m.shape[1] >= 2 and np.isfinite(m).all():
+            if int((np.ptp(m, axis=0) > 0).sum()) < MIN_VARYING_ITEMS:
+                flags.append(NEAR_CEILING)
+    return flags
 
 
 def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE, target: str = TEST_SET) -> Interval:
@@ -158,12 +196,6 @@ def two_level_interval(matrix, *, confidence: float = CONFIDENCE, target: str = 
 # ---------------------------------------------------------------- the planner and its price
 
 
-def median_unbiased_variance(sample_variance: float, df: int) -> float:
-    """A variance estimate with ``df`` degrees of freedom scaled so that it falls short of the truth as
-    often as it exceeds it (df / chi2_df median; x1.44 at df = 2)."""
-    return sample_variance * df / float(special.chdtri(df, 0.5))  # the chi2(df) median
-
-
 def reach_probability(sigma: float, annotators: int, half_width: float, *, confidence: float = CONFIDENCE) -> float:
     """P(the t interval of ``annotators`` has a half-width <= ``half_width``) when their S1 spread is ``sigma``.
 
@@ -174,8 +206,27 @@ def reach_probability(sigma: float, annotators: int, half_width: float, *, confi
         return 0.0
     if sigma <= 0:
         return 1.0
+    from scipy import special
+
     bound = (n - 1) * n * half_width**2 / (_t(confidence, n - 1) ** 2 * sigma**2)
     return float(special.chdtr(n - 1, bound))  # the chi2(n-1) cdf
+
+
+def plan_assurance(
+    pilot_variance: float, pilot_df: int, annotators: int, half_width: float, *, confidence: float = CONFIDENCE
+) -> float:
+    """P(a study of ``annotators`` reaches a t half-width <= ``half_width``), over the pilot's noise and the
+    study's: s_study^2 / s_pilot^2 is F(n - 1, pilot_df) distributed when annotator S1 is normal (the spread
+    itself cancels: the probability holds over repeated pilots and studies, whatever the true spread)."""
+    n = annotators
+    if n < 2 or pilot_df < 1:
+        return 0.0
+    if pilot_variance <= 0:
+        return 1.0
+    from scipy import special
+
+    bound = n * half_width**2 / (_t(confidence, n - 1) ** 2 * pilot_variance)
+    return float(special.fdtr(n - 1, pilot_df, bound))  # the F(n-1, pilot_df) cdf
 
 
 def annotators_for(
@@ -183,10 +234,7 @@ def annotators_for(
 ) -> int | None:
     """The fewest annotators (>= 2) whose t interval reaches ``half_width`` with probability ``assurance``
     when their spread is ``sigma``; None when ``MAX_ANNOTATORS`` are not enough."""
-    if not half_width > 0:
-        raise ValueError("the target half-width must be positive (S1 in 0-1 units: 0.05 is 5 points)")
-    if not 0.5 <= assurance < 1:
-        raise ValueError("assurance must be in [0.5, 1)")
+    _check_plan(half_width, assurance)
     if reach_probability(sigma, MAX_ANNOTATORS, half_width, confidence=confidence) < assurance:
         return None
     low, high = 2, MAX_ANNOTATORS  # reach_probability grows with n: bisect
@@ -203,13 +251,35 @@ def annotators_needed(
     pilot_s1: Sequence[float], half_width: float, *, confidence: float = CONFIDENCE, assurance: float = 0.8
 ) -> int | None:
     """From a pilot cohort's annotator S1 (0-1), the annotators a cell needs for a t interval ("this test
-    set") of ± ``half_width`` (0-1 units) with probability ``assurance``; the spread is the pilot's,
-    median-unbiased. None when it cannot be estimated (fewer than 2) or 1000 are not enough."""
+    set") of ± ``half_width`` (0-1 units) in a share ``assurance`` of studies, the pilot's own noise included
+    (``plan_assurance``). None when it cannot be estimated (fewer than 2) or 1000 are not
+    enough."""
+    _check_plan(half_width, assurance)
     x = np.asarray(pilot_s1, dtype=float)
     if len(x) < 2:
         return None
-    sigma = float(np.sqrt(median_unbiased_variance(float(x.var(ddof=1)), len(x) - 1)))
-    return annotators_for(sigma, half_width, confidence=confidence, assurance=assurance)
+    variance, df = float(x.var(ddof=1)), len(x) - 1
+
+    def reaches(n: int) -> bool:
+        return plan_assurance(variance, df, n, half_width, confidence=confidence) >= assurance
+
+    if not reaches(MAX_ANNOTATORS):
+        return None
+    low, high = 2, MAX_ANNOTATORS  # the assurance grows with n: bisect
+    while low < high:
+        mid = (low + high) // 2
+        if reaches(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _check_plan(half_width: float, assurance: float) -> None:
+    if not half_width > 0:
+        raise ValueError("the target half-width must be positive (S1 in 0-1 units: 0.05 is 5 points)")
+    if not 0.5 <= assurance < 1:
+        raise ValueError("assurance must be in [0.5, 1)")
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,6 @@ and written by ``results.formats``; access rules are the dashboard's and the API
 
 from __future__ import annotations
 
-import logging
-
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -26,23 +24,13 @@ from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
 from tasks_data.stats import STD_DDOF
 
-from . import agreement, cells, exports, formats, items
-from .presentation import chart
-from .scores import remember, study_key, study_scores
+from . import agreement, cells, exports, fits, formats, items, runs
+from .cache import remember
+from .presentation import ability_chart, chart
+from .scores import study_key, study_scores
 from .serializers import ResultsSerializer
-from .table import NOTE, build_table
+from .table import NO_HUMAN_COHORT, NOTE
 from .uncertainty import TARGETS
-
-log = logging.getLogger(__name__)
-
-
-def _model_rows(study, mrc_gold: str = "best") -> tuple[list[dict], str]:
-    """(rows, note): the model rows beside a study; none, with a note, when they cannot be computed."""
-    try:
-        return cells.model_rows(study, mrc_gold=mrc_gold), ""
-    except Exception as exc:  # broken baseline data must not take the human results down with it
-        log.exception("model rows of study %s failed", study.pk)
-        return [], f"Model rows could not be loaded ({type(exc).__name__})."
 
 
 class BadParameter(ValueError):
@@ -97,8 +85,9 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
         str(study.pay_rate),
         study.pay_currency,
         study.platform,
-        study.provider.service_fee(),
-        runs=cells.runs_fingerprint(),
+        cells.fee_share(study),
+        fits.fits_version(study),
+        runs=runs.runs_fingerprint(),
     )
     body = remember(
         key, lambda: render_to_string("dashboard/_results_body.html", _results_context(study, mrc_gold, target))
@@ -108,25 +97,31 @@ def study_results(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 def _results_context(study, mrc_gold: str, target: float) -> dict:
-    human = cells.table_cells(study, mrc_gold=mrc_gold, target_points=target)
-    rows, note = _model_rows(study, mrc_gold)
-    rows = [r for r in rows if r["task"] in study.tasks]
+    # Model rows beside the human cells of their task and shots, their gaps and agreement below the humans; the
+    # others in table.unpaired_models ("no human cohort").
+    table = exports.study_table(study, with_baselines=True, mrc_gold=mrc_gold, target_points=target)
     agree = agreement.cohort_agreement(study)
     for a in agree:
         a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
-    for c in human:
-        c["task_name"] = TASKS[c["task"]].name if c["task"] in TASKS else c["task"]
-    table = build_table(human, rows, mrc_gold=mrc_gold)  # model rows, their gaps and agreement below the humans
-    fee_share = study.provider.service_fee()
+    share = cells.fee_share(study)
+    abilities = fits.stored_fits(study, fits.CohortFit.Kind.ABILITY)
+    cohorts = {c.pk: c for c in selectors.study_cohorts(study)}
     # The html writer renders an autoescaped template: its output is safe to embed.
-    ctx = {
+    return {
         "study": study,
+        "table": table,
         "table_html": mark_safe(formats.render(table, "html")),
         "agreement": agree,
-        "charts": [chart(t, human, rows) for t in TASKS if t in study.tasks],
+        "charts": [chart(t, table.cells, table.model_rows) for t in TASKS if t in study.tasks],
+        "ability_charts": [
+            ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit) for c in cohorts for fit in abilities.get(c, ())
+        ],
         "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
-        "model_rows": rows,
-        "model_note": note,
+        "model_rows": table.model_rows,
+        "unpaired_models": table.unpaired_models,
+        "no_human_cohort": NO_HUMAN_COHORT,
+        "model_note": table.model_note,
+        "aggregate_note": fits.not_fitted_note(study.tasks),
         "note": NOTE,
         "row_downloads": [(kind, label, help) for kind, (label, help) in ROW_DOWNLOADS.items()],
         "row_formats": [(fmt, formats.ROW_WRITERS[fmt].label) for fmt in formats.ROW_FORMATS],
@@ -136,13 +131,12 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "mrc_gold_choices": MRC_GOLD,
         "has_mrc": table.mrc_gold_note is not None,
         "query": f"?mrc_gold={mrc_gold}" if mrc_gold != MRC_GOLD[0] else "",
-        "planner": human,
+        "planner": table.planner,
         "target": target,
         "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
-        "fee_share": fee_share,
-        "fee_percent": round(100 * fee_share, 1),
+        "fee_share": share,
+        "fee_percent": round(100 * share, 1),
     }
-    return ctx
 
 
 @researcher_required
@@ -155,7 +149,7 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
         mrc_gold = mrc_gold_param(request.GET)
     except BadParameter as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    with_models = request.GET.get("models") == "1" and bool(_model_rows(study, mrc_gold)[0])
+    with_models = request.GET.get("models") == "1" and bool(exports.model_rows(study, mrc_gold=mrc_gold)[0])
     text = exports.render_table(study, fmt, with_baselines=with_models, mrc_gold=mrc_gold)
     response = HttpResponse(text, content_type=formats.CONTENT_TYPES[fmt])
     suffix = "_with_models" if with_models else ""
@@ -183,7 +177,13 @@ ROW_DOWNLOADS = {
     "agreement": ("Agreement", "mean pairwise S1, Fleiss' kappa and Krippendorff's alpha per cohort"),
     "items": (
         "Items: humans against models",
-        "per test item: share of annotators right, majority and model S1, flags where humans and models differ",
+        "per test item: share of annotators right, item difficulty (ability scale), majority and model S1, flags "
+        "where humans and models differ",
+    ),
+    "abilities": (
+        "Ability scale",
+        "each annotator and model run on one ability axis per task and shots (1PL item response model, "
+        "manage.py fit_results)",
     ),
 }
 
@@ -282,22 +282,27 @@ class StudyResultsView(ResearcherView):
             str(study.pay_rate),
             study.pay_currency,
             study.platform,
-            study.provider.service_fee(),
-            runs=cells.runs_fingerprint(),
+            cells.fee_share(study),
+            fits.fits_version(study),
+            runs=runs.runs_fingerprint(),
         )
         return Response(remember(key, lambda: _results_payload(study, mrc_gold, target)))
 
 
 def _results_payload(study, mrc_gold: str, target: float) -> dict:
-    table = build_table(cells.table_cells(study, mrc_gold=mrc_gold, target_points=target), mrc_gold=mrc_gold)
+    table = exports.study_table(study, with_baselines=True, mrc_gold=mrc_gold, target_points=target)
     payload = {
         "std_ddof": STD_DDOF,
         "mrc_gold": mrc_gold,
         "interval_targets": TARGETS,
+        "interval_flags": table.flagged,
         "cells": table.cells,
+        "aggregates": table.aggregates,
         "annotators": exports.annotator_rows(study, mrc_gold=mrc_gold),
         "agreement": agreement.cohort_agreement(study),
-        "model_rows": [r for r in _model_rows(study, mrc_gold)[0] if r["task"] in {c["task"] for c in table.cells}],
+        "model_rows": table.model_rows,
+        "model_rows_no_human_cohort": table.unpaired_models,
+        "abilities": exports.ability_rows(study),
     }
     if table.mrc_gold_note:
         payload["mrc_gold_note"] = table.mrc_gold_note

@@ -121,6 +121,9 @@ class AnswerKind(abc.ABC):
     from_labels: ClassVar[bool] = False  # the answer is one of the task's labels
     from_candidates: ClassVar[bool] = False  # the answer is one of the item's candidate spans
     alpha_distance: ClassVar[str] = "jaccard"  # Krippendorff's alpha between two answers (results.measures)
+    # How answers enter crowd-kit's Dawid-Skene (results.fits): "labels", "span decisions" (one yes/no per
+    # marked span), or None where it does not fit (an answer that is a span of the item's own text).
+    crowd_aggregation: ClassVar[str | None] = None
 
     # The worker pages.
     widget_template: ClassVar[str]
@@ -317,6 +320,7 @@ class LabelKind(AnswerKind):
     title = "label"
     from_labels = True
     alpha_distance = "nominal"
+    crowd_aggregation = "labels"
     near_misses = False  # a wrong label is another label, not a misspelling
 
     widget_template = "worker/_widget_label.html"
@@ -552,6 +556,8 @@ _EXACT_SPANS_CHAT = (
 
 class SpansKind(_MarkedSpans):
     """A set of context spans, possibly empty (NER: every name of one kind)."""
+
+    crowd_aggregation = "span decisions"
 
     name = "spans"
     title = "spans"

@@ -249,3 +249,16 @@ def test_learning_curves_and_every_output_leave_out_unverified_workers(study, re
     )["rows"]
     assert {r["enrollment_id"] for r in rows} == before - {b.pk}
     assert next(c for c in exports.cells.table_cells(study) if c["shots"] == 10)["n"] == 2
+
+
+def test_equal_item_means_rank_as_ties_in_spearman():
+    """Means equal but for floating-point rounding (three annotators' 0.1, 0.1, 0.4 against 0.1, 0.25, 0.25) are
+    ties, as scipy ranks exact ties."""
+    from results.items import _correlation
+
+    human = np.array([np.mean([0.1, 0.1, 0.4]), np.mean([0.1, 0.25, 0.25]), 0.5, 0.9, 0.7, 0.3])
+    model = np.array([0.3, 0.4, 0.4, 1.0, 0.6, 0.1])
+    assert human[0] != human[1]  # the rounding this is about
+    exact = stats.spearmanr([0.8, 0.8, 0.5, 0.1, 0.3, 0.7], 1 - model).statistic
+    assert _correlation(human, model)["spearman"] == pytest.approx(exact, abs=1e-15)
+    assert stats.spearmanr(1 - human, 1 - model).statistic != pytest.approx(exact, abs=1e-6)  # what it was

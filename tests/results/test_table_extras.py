@@ -111,15 +111,12 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
 
 
 def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8) -> int:
-    """The planner re-derived: a median-unbiased spread from the pilot, then the fewest n whose t half-width
-    t s / sqrt(n), s^2 ~ sigma^2 chi2(n-1) / (n-1), is at most the target with probability ``assurance``."""
+    """The planner re-derived: the fewest n whose t half-width t s / sqrt(n) is at most the target with
+    probability ``assurance`` over the pilot and the study, s^2 / s_pilot^2 ~ F(n - 1, pilot - 1)."""
     df = len(s1) - 1
-    sigma2 = np.var(s1, ddof=1) * df / scipy_stats.chi2.median(df)
+    pilot = np.var(s1, ddof=1)
     n = 2
-    while (
-        scipy_stats.chi2.cdf((n - 1) * n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2), n - 1)
-        < assurance
-    ):
+    while scipy_stats.f.cdf(n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * pilot), n - 1, df) < assurance:
         n += 1
     return n
 
@@ -319,3 +316,25 @@ def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, resea
     assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache
     with django_assert_max_num_queries(2):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
+
+
+def test_a_cell_with_an_annotator_at_chance_is_flagged_on_the_page_and_in_the_files(researcher):
+    trim_test_set("sst2", 40)
+    study = make_study(tasks=["sst2"], shots=[10, 20], created_by=researcher, filter_floor=None, filter_fraction=None)
+    guessed = cohort(study, "sst2", 10)
+    complete(guessed, "A", wrong_test=set(range(0, 40, 8)))
+    complete(guessed, "B", wrong_test=set(range(1, 40, 4)))
+    complete(guessed, "C", wrong_test=set(range(20)))  # S1 50%: chance for two labels
+    learned = cohort(study, "sst2", 20)
+    for name, start in (("D", 0), ("E", 2), ("F", 3)):
+        complete(learned, name, wrong_test=set(range(start, 40, 5)))
+    client = _client(researcher)
+    payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
+    assert payload["interval_flags"] == [
+        {"task": "sst2", "shots": 10, "flags": ["at_chance"], "texts": [payload["interval_flag_meanings"]["at_chance"]]}
+    ]
+    html = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert html.count('<abbr class="flag"') == 2  # the table's cell and the planner's row, 10 shots only
+    assert "Intervals in doubt: SST-2 10 shots: an annotator" in html
+    md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
+    assert "† Intervals in doubt: SST-2 10 shots" in md and "SST-2 20 shots" not in md

@@ -1,0 +1,36 @@
+"""What the model set computes for a study and the web app only reads: fits stored once per cohort.
+
+The joint ability scale (an item-response model over the cohort's annotators and the model runs on the same
+items) and the crowd's aggregated answers (crowd-kit) need libraries that the web app does not install
+(``requirements/baselines.txt``); ``manage.py fit_results`` computes them (``results.fits``) and stores
+one row per cohort and method, with what it was computed from (``basis``), so that a page tells a fit of
+older results from a current one.
+"""
+
+from django.db import models
+
+from annotation.models import Cohort
+
+
+class CohortFit(models.Model):
+    class Kind(models.TextChoices):
+        ABILITY = "ability", "joint ability scale (item response theory)"
+        AGGREGATE = "aggregate", "aggregated answers (crowd-kit)"
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    method = models.CharField(max_length=60, help_text='How it was fitted, as the tables name it ("Dawid-Skene").')
+    library = models.CharField(max_length=60, help_text='The library and its version ("crowd-kit 1.4.2").')
+    basis = models.CharField(
+        max_length=64, help_text="Fingerprint of what it was fitted on: the cohort's results (and the runs)."
+    )
+    result = models.JSONField(help_text="The fit, as results.fits writes it.")
+    fitted_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cohort", "kind", "method"], name="cohortfit_one_per_method"),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.method} of cohort {self.cohort_id}"
