@@ -264,8 +264,10 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class LaunchSerializer(serializers.Serializer):
+    # Ids the database can hold (a 64-bit key): a larger number is a bad request, never a query that fails.
     cohorts = serializers.ListField(
-        child=serializers.IntegerField(),
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+        max_length=1000,
         required=False,
         allow_null=True,
         default=None,

@@ -170,6 +170,9 @@ def test_create_launch_and_close(researcher):
         ).status_code
         == 400
     )
+    for ids in ([2**63], [-1], [10**30], list(range(1, 1002))):  # beyond a 64-bit key, or too many: 400, not 500
+        response = client.post(f"/api/studies/{study['id']}/launch/", {"cohorts": ids}, content_type="application/json")
+        assert response.status_code == 400 and "cohorts" in response.json()
     assert client.post(f"/api/studies/{study['id']}/launch/", {}, content_type="application/json").json() == {
         "launched": 3
     }
