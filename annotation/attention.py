@@ -8,12 +8,18 @@ agreement, annotator rows, prediction files) and no progress total in the resear
 counts it. Failures are shown per worker on the cohort page: the researcher decides what they
 mean; nothing here filters or rejects anyone.
 
-Checks are written before any worker joins a cohort of the task, so every worker of a cohort
-sees the same checks at the same places.
+A check must not be told apart from an item: it offers what an item of the task offers (a ReCoRD-like
+check, the text's names as a real item's candidates, ``entity_candidates``), the worker can change their
+answer to it as to any item until they answer the next one (the check is scored on the final answer), and
+each worker meets it at a place of their own: near the position the researcher chose, drawn per
+enrollment (``shown_before``), so that workers comparing notes find no fixed place. Checks are written
+before any worker joins a cohort of the task, so every worker of a cohort sees the same checks.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import re
 
 from django.core.exceptions import ValidationError
@@ -27,7 +33,74 @@ from tasks_data.s1 import as_set
 from .answers import validate_answer
 from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
-_NAME = re.compile(r"\b[A-Z][\w'-]*")
+# ---------------------------------------------------------------- what a check offers, per answer kind
+
+_WORD = re.compile(r"[^\W_][\w'’&.]*")
+# Capitalised at the start of a sentence or as a title, never a name: a real item's candidates never include them.
+_NOT_NAMES = frozenset(
+    """
+    a an the this that these those some any each every all both either neither no other another such
+    i i'm i've i'd i'll me my mine we us our you your he him his she her it its they them their there here
+    and or but nor so yet for if then than when while where whereas after before since until because though
+    although as at by from in into of on onto off out over to up with within without about above across against
+    along among around behind below beneath beside between beyond down during except inside like near per through
+    toward towards under unlike upon via according
+    is are was were be been being am do does did have has had will would shall should can could may might must
+    not also however meanwhile now today yesterday tomorrow tonight still just only even yes oh ok okay
+    what which who whom whose why how
+    please read choose mark select click answer follow pick type write note find tick press
+    one two three four five six seven eight nine ten first second third
+    monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november december
+    mr mrs ms dr sir
+    """.split()
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|@highlight\s*)$")
+
+
+def entity_candidates(context: str) -> list[tuple[int, int]]:
+    """The candidates a ReCoRD-like item offers in ``context``: its names, a run of capitalised words being one
+    ("Barack Obama", "White House" out of "The White House"), a possessive left out, never a capitalised function
+    word, weekday or month; a sentence's first word alone only if the text never writes it in lower case.
+
+    Real items take their candidates from the data; measured on the official ReCoRD test set this finds 87% of
+    them, and 78% of what it finds is one (tests/annotation/test_attention_disguise.py)."""
+    lower = {m.group() for m in _WORD.finditer(context) if m.group()[0].islower()}
+    runs: list[list[int]] = []
+    run: list[int] | None = None
+    for match in _WORD.finditer(context):
+        (start, end), text = match.span(), match.group()
+        while text and (text[-1] in "'’" or (text.endswith(".") and text.count(".") == 1)):
+            text, end = text[:-1], end - 1
+        if text.endswith(("'s", "’s")):
+            text, end = text[:-2], end - 2
+        if not text or not text[0].isupper() or text.lower() in _NOT_NAMES:
+            run = None
+        elif run is not None and context[run[1] : start] == " ":
+            run[1] = end
+        else:
+            run = [start, end]
+            runs.append(run)
+    return [
+        (s, e)
+        for s, e in runs
+        if " " in context[s:e]
+        or not _SENTENCE_START.search(context[max(0, s - 12) : s])
+        or context[s:e].lower() not in lower
+    ]
+
+
+def _candidates(kind: AnswerKind, context: str, answer: list[str]) -> list[list[int]]:
+    """The candidates a check of this answer kind offers, as a real item of the task does: for a ReCoRD-like
+    task the text's names and the expected answer; none for the other kinds (their workers mark or choose)."""
+    if kind is not AnswerKind.ENTITY:
+        return []
+    spans = set(entity_candidates(context))
+    if not any(context[s:e] == answer[0] for s, e in spans):  # not a name as the text has it: offered all the same
+        start = context.index(answer[0])
+        expected = (start, start + len(answer[0]))
+        spans = {(s, e) for s, e in spans if e <= expected[0] or s >= expected[1]} | {expected}
+    return [list(span) for span in sorted(spans)]
 
 
 def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[str], list[list[int]]]:
@@ -55,15 +128,9 @@ def _expected(kind: AnswerKind, labels, context: str, raw: str) -> tuple[list[st
             )
     if kind is not AnswerKind.SPANS and len(parts) > 1:
         raise ValidationError({"expected": "this task takes one answer (or none)"})
-    if kind is AnswerKind.ENTITY:
-        if not parts:
-            raise ValidationError({"expected": "this task needs the entity to choose"})
-        # The choices shown: the capitalised words of the text and the expected answer.
-        spans = {(m.start(), m.end()) for m in _NAME.finditer(context)}
-        start = context.index(parts[0])
-        spans.add((start, start + len(parts[0])))
-        return parts, [list(s) for s in sorted(spans)]
-    return parts, []
+    if kind is AnswerKind.ENTITY and not parts:
+        raise ValidationError({"expected": "this task needs the entity to choose"})
+    return parts, _candidates(kind, context, parts)
 
 
 def add_check(
@@ -142,15 +209,32 @@ def _reserve_item_id() -> int:
         return top + 1  # another backend: after every id so far
 
 
+# Each worker meets a check within this share of the test step on either side of the researcher's position.
+SPREAD = 0.1
+MIN_SPREAD = 2  # items, on a short test step
+
+
+def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
+    """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
+    ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request."""
+    spread = max(MIN_SPREAD, round(SPREAD * test_items))
+    low = max(0, check.position - spread)
+    high = max(low, min(test_items - 1, check.position + spread))
+    return random.Random(f"{seed}:{check.item_id}").randint(low, high)
+
+
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
-    """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query)."""
+    """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query; the
+    enrollment as ``hot_sql.fetch`` reads it, with ``test_total``)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
     checks = list(
         AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
         .annotate(answered=Exists(answered))
         .order_by("position", "id")
     )
-    due = next((c for c in checks if not c.answered and c.position <= done), None)
+    places = {c.pk: shown_before(c, seed=enrollment.order_seed, test_items=enrollment.test_total) for c in checks}
+    checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
+    due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
     return due, sum(c.answered for c in checks), len(checks)
 
 
@@ -159,10 +243,14 @@ def count(study_id: int, task_id) -> int:
     return AttentionCheck.objects.filter(study_id=study_id, task_id=task_id).count()
 
 
-def answered_after(enrollment_id: int, moment) -> bool:
-    """Whether the worker answered a check after ``moment`` (their last test answer): that answer is then
-    no longer the last thing they answered, so it can no longer be changed, as after any item."""
-    return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__gt=moment).exists()
+def last_answer(enrollment_id: int) -> AttentionAnswer | None:
+    """The worker's latest answer to a check, with its check (1 query)."""
+    return (
+        AttentionAnswer.objects.filter(enrollment_id=enrollment_id)
+        .select_related("attention_check")
+        .order_by("-answered_at", "-pk")
+        .first()
+    )
 
 
 def answered_before(enrollment_id: int, moment) -> int:
@@ -195,6 +283,33 @@ def store_answer(enrollment: Enrollment, check: AttentionCheck, raw_answer) -> A
         passed=as_set(valid.texts) == as_set(check.expected),
         served_at=enrollment.current_served_at,
     )
+
+
+def revise_answer(enrollment: Enrollment, answer: AttentionAnswer, raw_answer) -> AttentionAnswer:
+    """Change the worker's answer to a check (their last answer, under the enrollment's lock: the caller's), as
+    any item's: validated alike (``InvalidAnswer``), scored on the final answer, audited with both values."""
+    check = answer.attention_check
+    valid = validate_answer(enrollment.cohort.task.spec, as_item(check, enrollment.cohort.task), raw_answer)
+    passed = as_set(valid.texts) == as_set(check.expected)
+    AttentionAnswer.objects.filter(pk=answer.pk).update(texts=valid.texts, spans=valid.spans, passed=passed)
+    AuditEvent.objects.create(
+        study_id=enrollment.cohort.study_id,
+        enrollment=enrollment,
+        actor="worker",
+        action="revise attention check answer",
+        from_state=enrollment.state,
+        to_state=enrollment.state,
+        reason=json.dumps(
+            {
+                "attention_check": check.pk,
+                "before": {"texts": answer.texts, "spans": answer.spans, "passed": answer.passed},
+                "after": {"texts": valid.texts, "spans": valid.spans, "passed": passed},
+            },
+            ensure_ascii=False,
+        ),
+    )
+    answer.texts, answer.spans, answer.passed = valid.texts, valid.spans, passed
+    return answer
 
 
 def cohort_results(cohort: Cohort) -> dict[int, dict]:
