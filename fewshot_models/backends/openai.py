@@ -58,11 +58,24 @@ MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is a server to come bac
 _TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
+# What a key looks like in a URL's path or host: the prefixes hosted APIs give their keys, or a long random token.
+_KEY_PREFIX = re.compile(r"(?:sk|pk|rk|hf|gsk|xai|nvapi|key|api[-_]?key|token|bearer|r8|fw)[-_]", re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{32,}")
+
+
+def _looks_like_a_key(part: str, *, host: bool = False) -> bool:
+    if _KEY_PREFIX.match(part):
+        return True
+    # A host's labels may be long (a deployment's name): only a path's parts are judged by their length.
+    return not host and bool(_TOKEN.fullmatch(part) and re.search(r"\d", part) and re.search(r"[A-Za-z]", part))
+
+
 def normalise_base_url(url: str) -> str:
     """``http://host:8000/v1`` (no trailing slash): what a run records, lists and shows as its server. A URL
-    carrying credentials (``user:pass@``, a query string) is refused: the key goes in OPENAI_API_KEY, never
-    into something stored or shown."""
-    from urllib.parse import urlsplit
+    carrying a key anywhere (``user:pass@``, a query string, a fragment, ``OPENAI_API_KEY``'s value or a part
+    of its path or host that looks like a key) is refused, without echoing it: the key goes in OPENAI_API_KEY,
+    never into something stored or shown."""
+    from urllib.parse import unquote, urlsplit
 
     url = (url or "").strip().rstrip("/")
     if not re.match(r"https?://[^/\s]+", url):
@@ -72,6 +85,17 @@ def normalise_base_url(url: str) -> str:
         raise BackendError(
             "the server's base URL may not carry credentials or a query string (user:password@, "
             "?key=...): give the key in OPENAI_API_KEY"
+        )
+    key = os.environ.get(KEY_VARIABLE, "")
+    labels, segments = (parts.hostname or "").split("."), unquote(parts.path).split("/")
+    if (
+        (len(key) >= 8 and key in unquote(url))
+        or any(_looks_like_a_key(label, host=True) for label in labels if label)
+        or any(_looks_like_a_key(segment) for segment in segments if segment)
+    ):
+        raise BackendError(
+            "the server's base URL may not carry a key, in its path or anywhere else (a part of it looks like "
+            f"one; the URL is not shown): give the key in {KEY_VARIABLE}"
         )
     return url
 
