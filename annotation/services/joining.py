@@ -289,7 +289,7 @@ def join(
 def _supersede(enrollment_id: int, study: Study, *, elsewhere: bool = False) -> None:
     """Withdraw an unverified enrollment whose platform id's genuine holder arrived (under the cohort lock);
     ``elsewhere``: the holder joins another cohort of the task."""
-    squatter = Enrollment.objects.select_for_update().get(pk=enrollment_id)
+    squatter = Enrollment.objects.select_for_update(of=("self",)).select_related("cohort").get(pk=enrollment_id)
     if squatter.verification != Enrollment.UNVERIFIED:
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
     squatter.verification = Enrollment.SUPERSEDED
@@ -308,7 +308,7 @@ def _supersede(enrollment_id: int, study: Study, *, elsewhere: bool = False) -> 
     else:
         squatter.save(update_fields=["verification"])
         AuditEvent.objects.create(
-            study=study,
+            study_id=squatter.cohort.study_id,  # the squatter's own study (another one of the task, maybe)
             enrollment=squatter,
             actor="system",
             action="withdraw unverified",
