@@ -8,11 +8,18 @@ agreement, annotator rows, prediction files) and no progress total in the resear
 counts it. Failures are shown per worker on the cohort page: the researcher decides what they
 mean; nothing here filters or rejects anyone.
 
-Checks are written before any worker joins a cohort of the task, so every worker of a cohort
-sees the same checks at the same places.
+A check must not be told apart from an item: it offers what an item of the task offers (a ReCoRD-like
+check, the text's names as a real item's candidates, ``entity_candidates``), the worker can change their
+answer to it as to any item until they answer the next one (the check is scored on the final answer), and
+each worker meets it at a place of their own: near the position the researcher chose, drawn per
+enrollment (``shown_before``), so that workers comparing notes find no fixed place. Checks are written
+before any worker joins a cohort of the task, so every worker of a cohort sees the same checks.
 """
 
 from __future__ import annotations
+
+import json
+import random
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -104,15 +111,32 @@ def _reserve_item_id() -> int:
         return top + 1  # another backend: after every id so far
 
 
+# Each worker meets a check within this share of the test step on either side of the researcher's position.
+SPREAD = 0.1
+MIN_SPREAD = 2  # items, on a short test step
+
+
+def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
+    """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
+    ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request."""
+    spread = max(MIN_SPREAD, round(SPREAD * test_items))
+    low = max(0, check.position - spread)
+    high = max(low, min(test_items - 1, check.position + spread))
+    return random.Random(f"{seed}:{check.item_id}").randint(low, high)
+
+
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
-    """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query)."""
+    """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query; the
+    enrollment as ``hot_sql.fetch`` reads it, with ``test_total``)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
     checks = list(
         AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
         .annotate(answered=Exists(answered))
         .order_by("position", "id")
     )
-    due = next((c for c in checks if not c.answered and c.position <= done), None)
+    places = {c.pk: shown_before(c, seed=enrollment.order_seed, test_items=enrollment.test_total) for c in checks}
+    checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
+    due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
     return due, sum(c.answered for c in checks), len(checks)
 
 
@@ -121,10 +145,14 @@ def count(study_id: int, task_id) -> int:
     return AttentionCheck.objects.filter(study_id=study_id, task_id=task_id).count()
 
 
-def answered_after(enrollment_id: int, moment) -> bool:
-    """Whether the worker answered a check after ``moment`` (their last test answer): that answer is then
-    no longer the last thing they answered, so it can no longer be changed, as after any item."""
-    return AttentionAnswer.objects.filter(enrollment_id=enrollment_id, answered_at__gt=moment).exists()
+def last_answer(enrollment_id: int) -> AttentionAnswer | None:
+    """The worker's latest answer to a check, with its check (1 query)."""
+    return (
+        AttentionAnswer.objects.filter(enrollment_id=enrollment_id)
+        .select_related("attention_check")
+        .order_by("-answered_at", "-pk")
+        .first()
+    )
 
 
 def answered_before(enrollment_id: int, moment) -> int:
@@ -157,6 +185,33 @@ def store_answer(enrollment: Enrollment, check: AttentionCheck, raw_answer) -> A
         passed=as_set(valid.texts) == as_set(check.expected),
         served_at=enrollment.current_served_at,
     )
+
+
+def revise_answer(enrollment: Enrollment, answer: AttentionAnswer, raw_answer) -> AttentionAnswer:
+    """Change the worker's answer to a check (their last answer, under the enrollment's lock: the caller's), as
+    any item's: validated alike (``InvalidAnswer``), scored on the final answer, audited with both values."""
+    check = answer.attention_check
+    valid = validate_answer(enrollment.cohort.task.spec, as_item(check, enrollment.cohort.task), raw_answer)
+    passed = as_set(valid.texts) == as_set(check.expected)
+    AttentionAnswer.objects.filter(pk=answer.pk).update(texts=valid.texts, spans=valid.spans, passed=passed)
+    AuditEvent.objects.create(
+        study_id=enrollment.cohort.study_id,
+        enrollment=enrollment,
+        actor="worker",
+        action="revise attention check answer",
+        from_state=enrollment.state,
+        to_state=enrollment.state,
+        reason=json.dumps(
+            {
+                "attention_check": check.pk,
+                "before": {"texts": answer.texts, "spans": answer.spans, "passed": answer.passed},
+                "after": {"texts": valid.texts, "spans": valid.spans, "passed": passed},
+            },
+            ensure_ascii=False,
+        ),
+    )
+    answer.texts, answer.spans, answer.passed = valid.texts, valid.spans, passed
+    return answer
 
 
 def cohort_results(cohort: Cohort) -> dict[int, dict]:

@@ -5,10 +5,17 @@ The rules (code and tests cite them by number):
 1. Exposure: a worker takes part in at most one cohort per task, ever (a database constraint on
    (worker, task); a second cohort of the same task, or the same task under another worker id from
    the same browser, refuses them with ``JoinRefusal.NOT_ALLOWED``, the same answer as any other
-   "not allowed", so the join page never tells whether an id has taken part before).
-2. Capacity: a cohort holds at most ``target`` enrollments that keep a slot (``HOLDS_SLOT``:
-   training, testing, completed); filtered, withdrawn and expired enrollments free theirs. Joins
-   and reinstatements count slots under a lock on the cohort row.
+   "not allowed", so the join page never tells whether an id has taken part before). Only an
+   enrollment the crowd platform vouched for (or does not check) exposes its worker id: one admitted
+   unverified, waiting or expired, never blocks the id elsewhere, and the id's holder whose session
+   the platform confirms takes its place (``services.joining``).
+2. Capacity: a cohort holds at most ``target`` enrollments that keep a place (``holds_place``: in
+   training, in the test step or completed, and verified by the crowd platform or not checked);
+   filtered, withdrawn and expired enrollments free theirs. An enrollment admitted *unverified* (the
+   platform could not be asked) holds no place: it waits outside the capacity until the platform
+   confirms it, at most ``MAX_UNVERIFIED_WAITING`` per cohort, so that forged joins during an outage
+   never make a genuine participant see "full". Joins and reinstatements count places under a lock
+   on the cohort row.
 3. Training step (k > 0 shots): the k training examples one at a time; the gold answer and the
    item's S1 are revealed after each answer; answers are final (stored once, never changed).
 4. Filtering: after the training step the study's rule decides (``filtering_decision``: training
@@ -33,6 +40,7 @@ The state machine:
     testing  -> filtered            (by a researcher, only before the first test answer)
     filtered -> testing | training  (a researcher reinstates)
     training | testing -> withdrawn | expired
+    completed | filtered -> expired (only one admitted unverified that the platform never confirmed)
 
 Every transition goes through ``transition``, is written to the audit log, and is told to the study's
 crowd provider through its hook (``PROVIDER_HOOKS``: ``on_join``, ``on_finish``, ``on_filter``,
@@ -47,6 +55,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 
+from django.db.models import Q
+
 import crowd
 
 from .models import AuditEvent, Enrollment, Study
@@ -57,14 +67,35 @@ ALLOWED: dict[str | None, set[str]] = {
     None: {State.TRAINING, State.TESTING},
     State.TRAINING: {State.TESTING, State.FILTERED, State.WITHDRAWN, State.EXPIRED},
     State.TESTING: {State.COMPLETED, State.FILTERED, State.WITHDRAWN, State.EXPIRED},
-    State.FILTERED: {State.TESTING, State.TRAINING},
-    State.COMPLETED: set(),
+    State.FILTERED: {State.TESTING, State.TRAINING, State.EXPIRED},
+    State.COMPLETED: {State.EXPIRED},
     State.WITHDRAWN: set(),
     State.EXPIRED: set(),
 }
 
-# Enrollments that hold one of the cohort's slots (rule 2); the others freed theirs.
+# Moves allowed only for an enrollment admitted unverified that its crowd platform never confirmed: it never held
+# a place nor counted in a result, so it expires whatever it did (rule 2).
+UNVERIFIED_ONLY = frozenset({(State.COMPLETED, State.EXPIRED), (State.FILTERED, State.EXPIRED)})
+
+# The states in which an enrollment keeps one of the cohort's places (rule 2); the others freed theirs.
 HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+# How many enrollments admitted unverified may wait in a cohort (outside its places) for the platform to confirm
+# them: while the platform cannot be asked, a further join is asked to come back in a few minutes.
+MAX_UNVERIFIED_WAITING = 5
+
+
+def holds_place(prefix: str = "") -> Q:
+    """The enrollments that hold one of their cohort's places (rule 2), as a query (``prefix`` e.g. "enrollment__"):
+    in a step or completed, and verified by the crowd platform or not checked by it ("")."""
+    return Q(**{f"{prefix}state__in": HOLDS_SLOT, f"{prefix}verification__in": ("", Enrollment.VERIFIED)})
+
+
+def waits_unverified(prefix: str = "") -> Q:
+    """Enrollments admitted unverified, in a step or completed: outside the places, counted against
+    ``MAX_UNVERIFIED_WAITING`` until the platform confirms them or its sync expires them (rule 2)."""
+    return Q(**{f"{prefix}state__in": HOLDS_SLOT, f"{prefix}verification": Enrollment.UNVERIFIED})
+
+
 # Never in the filtering comparison set (rule 4): a filtered worker would lower the bar for the next one,
 # and a worker who quit (or a sybil who was withdrawn) says nothing about the items.
 COMPARISON_EXCLUDES = frozenset({State.FILTERED, State.WITHDRAWN, State.EXPIRED})
@@ -111,7 +142,9 @@ def transition(
     """Move ``enrollment`` to ``to_state`` (saving it), record the event and tell the study's crowd provider
     (``PROVIDER_HOOKS``), in the caller's transaction."""
     from_state = enrollment.state if enrollment.pk else None
-    if to_state not in ALLOWED[from_state]:
+    if to_state not in ALLOWED[from_state] or (
+        (from_state, to_state) in UNVERIFIED_ONLY and enrollment.verification != Enrollment.UNVERIFIED
+    ):
         raise TransitionNotAllowed(f"an enrollment cannot go from {from_state or 'nothing'} to {to_state}")
     enrollment.state = to_state
     if enrollment.pk:

@@ -31,7 +31,16 @@ from tasks_data.registry import TASKS
 from tasks_data.scoring import as_published
 
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
-from .protocol import ACTIVE_STATES, HOLDS_SLOT, State, active_seconds, at_or_below_chance, pay
+from .protocol import (
+    ACTIVE_STATES,
+    HOLDS_SLOT,
+    State,
+    active_seconds,
+    at_or_below_chance,
+    holds_place,
+    pay,
+    waits_unverified,
+)
 
 RESULT_STATES = (State.COMPLETED,)
 UNVERIFIED, SUPERSEDED = Enrollment.UNVERIFIED, Enrollment.SUPERSEDED
@@ -104,25 +113,31 @@ def study_grid(study: Study) -> list[dict]:
     """One row per cohort, in table order, for following a study (4 queries).
 
     Keys: ``cohort`` (Cohort), ``task`` (slug), ``task_name``, ``shots``, ``enrolled``
-    (enrollments holding a slot: in training, in the test step or completed), ``target``,
+    (enrollments holding a place, ``protocol.holds_place``: in training, in the test step or
+    completed, and verified by the crowd platform or not checked), ``target``,
     ``training_finished`` (of those, how many passed the training step, i.e. are in the
     test step or completed; for 0 shots every enrolled worker), ``test_items_done`` (test
-    answers given by the slot holders), ``test_items_total`` (target x test items: the
-    answers the cohort needs), ``completed``, ``filtered``, ``accepting`` (the join link
-    takes new workers) and ``join_path``.
+    answers given by the place holders), ``test_items_total`` (target x test items: the
+    answers the cohort needs), ``completed`` (what the results count, ``in_results``),
+    ``unverified`` (enrollments admitted unverified, waiting outside the places),
+    ``filtered``, ``accepting`` (the join link takes new workers) and ``join_path``.
     """
     cohorts = study_cohorts(study)
-    states: dict[int, dict[str, int]] = defaultdict(dict)
-    for cohort_id, state, n in (
-        Enrollment.objects.filter(cohort__study=study)
+    counts = {
+        row["cohort_id"]: row
+        for row in Enrollment.objects.filter(cohort__study=study)
         .order_by()
-        .values("cohort_id", "state")
-        .annotate(n=Count("id"))
-        .values_list("cohort_id", "state", "n")
-    ):
-        states[cohort_id][state] = n
+        .values("cohort_id")
+        .annotate(
+            enrolled=Count("id", filter=holds_place()),
+            training_finished=Count("id", filter=holds_place() & Q(state__in=(State.TESTING, State.COMPLETED))),
+            completed=Count("id", filter=in_results()),
+            unverified=Count("id", filter=waits_unverified()),
+            filtered=Count("id", filter=Q(state=State.FILTERED)),
+        )
+    }
     test_done = dict(
-        Answer.objects.filter(enrollment__cohort__study=study, step=Answer.Step.TEST, enrollment__state__in=HOLDS_SLOT)
+        Answer.objects.filter(holds_place("enrollment__"), enrollment__cohort__study=study, step=Answer.Step.TEST)
         .order_by()
         .values("enrollment__cohort_id")
         .annotate(n=Count("id"))
@@ -131,20 +146,21 @@ def study_grid(study: Study) -> list[dict]:
     n_test = test_item_counts(c.task_id for c in cohorts)
     rows = []
     for cohort in cohorts:
-        counts = states.get(cohort.pk, {})
+        row = counts.get(cohort.pk, {})
         rows.append(
             {
                 "cohort": cohort,
                 "task": cohort.task.slug,
                 "task_name": cohort.task.spec.name,
                 "shots": cohort.shots,
-                "enrolled": sum(counts.get(s, 0) for s in HOLDS_SLOT),
+                "enrolled": row.get("enrolled", 0),
                 "target": cohort.target,
-                "training_finished": counts.get(State.TESTING, 0) + counts.get(State.COMPLETED, 0),
+                "training_finished": row.get("training_finished", 0),
                 "test_items_done": test_done.get(cohort.pk, 0),
                 "test_items_total": cohort.target * n_test.get(cohort.task_id, 0),
-                "completed": counts.get(State.COMPLETED, 0),
-                "filtered": counts.get(State.FILTERED, 0),
+                "completed": row.get("completed", 0),
+                "unverified": row.get("unverified", 0),
+                "filtered": row.get("filtered", 0),
                 "accepting": cohort.launched_at is not None and cohort.closed_at is None and study.is_open,
                 "join_path": cohort.join_path,
             }

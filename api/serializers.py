@@ -192,11 +192,16 @@ class CohortRowSerializer(serializers.Serializer):
     task_name = serializers.CharField()
     shots = serializers.IntegerField()
     target = serializers.IntegerField()
-    enrolled = serializers.IntegerField(help_text="Enrollments holding a slot (training, test step, completed).")
+    enrolled = serializers.IntegerField(
+        help_text="Enrollments holding a place (training, test step, completed; verified or not checked)."
+    )
     training_finished = serializers.IntegerField()
     test_items_done = serializers.IntegerField()
     test_items_total = serializers.IntegerField()
-    completed = serializers.IntegerField()
+    completed = serializers.IntegerField(help_text="Completed enrollments the results count.")
+    unverified = serializers.IntegerField(
+        help_text="Enrollments admitted unverified (the platform could not be asked): outside the places."
+    )
     filtered = serializers.IntegerField()
     accepting = serializers.BooleanField()
     join_path = serializers.CharField()

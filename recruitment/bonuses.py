@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Answer, Enrollment, Study
@@ -68,23 +69,7 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
                 )
     with client:
         for cohort in records.published_cohorts(study):
-            planned = list(
-                BonusPayment.objects.filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED).select_related(
-                    "enrollment__worker"
-                )
-            )
-            if planned:
-                lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
-                try:
-                    bulk = client.set_up_bonuses(cohort.prolific.prolific_study_id, lines)
-                except prolific.ProlificError as exc:
-                    audit(study, "prolific bonus set-up failed", str(exc), actor=actor)
-                    report.failed += [b.enrollment.worker.external_id for b in planned]
-                    continue
-                BonusPayment.objects.filter(pk__in=[b.pk for b in planned], state=BonusPayment.State.PLANNED).update(
-                    state=BonusPayment.State.SET_UP, prolific_bulk_id=str(bulk["id"])
-                )
-                audit(study, "prolific bonus set up", f"bulk {bulk['id']}: {len(lines)} bonus(es)", actor=actor)
+            _set_up(client, study, cohort, report, actor)
         bulk_ids = (
             BonusPayment.objects.filter(enrollment__cohort__study=study, state=BonusPayment.State.SET_UP)
             .values_list("prolific_bulk_id", flat=True)
@@ -117,6 +102,33 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             audit(study, "prolific bonus paid", f"bulk {bulk_id}: {len(members)} bonus(es)", actor=actor)
             report.paid += [(m.enrollment.worker.external_id, m.amount) for m in members]
     return report
+
+
+def _set_up(client, study: Study, cohort, report: PayReport, actor: str) -> None:
+    """Set up one bulk bonus on Prolific for the cohort's planned rows (it pays nothing yet).
+
+    The rows are locked for the call: a concurrent pay run waits, then finds them set up, so Prolific gets one
+    set-up per row and no orphan bulk (SQLite: the transaction takes the write lock, ``transaction_mode``)."""
+    with transaction.atomic():
+        planned = list(
+            BonusPayment.objects.select_for_update(of=("self",))
+            .filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED)
+            .select_related("enrollment__worker")
+            .order_by("pk")
+        )
+        if not planned:
+            return
+        lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
+        try:
+            bulk = client.set_up_bonuses(cohort.prolific.prolific_study_id, lines)
+        except prolific.ProlificError as exc:
+            audit(study, "prolific bonus set-up failed", str(exc), actor=actor)
+            report.failed += [b.enrollment.worker.external_id for b in planned]
+            return
+        BonusPayment.objects.filter(pk__in=[b.pk for b in planned], state=BonusPayment.State.PLANNED).update(
+            state=BonusPayment.State.SET_UP, prolific_bulk_id=str(bulk["id"])
+        )
+        audit(study, "prolific bonus set up", f"bulk {bulk['id']}: {len(lines)} bonus(es)", actor=actor)
 
 
 UNKNOWN = "unknown"

@@ -109,19 +109,24 @@ class SyncReport:
 FILTERED_SENT_COMPLETION = "filtered after training, but sent the completion code"
 
 
+# An unverified enrollment the sync cannot match expires whatever it did: it never held a place nor counted.
+_UNMATCHED_EXPIRE = (*ACTIVE_STATES, State.COMPLETED, State.FILTERED)
+
+
 def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:
     """Expire the cohort's unverified enrollments that this sync could not match to their own submission,
-    once PROLIFIC_UNVERIFIED_GRACE_MINUTES have passed since they joined (not the study's whole time limit):
-    a join with a forged session holds a place only that long."""
+    once PROLIFIC_UNVERIFIED_GRACE_MINUTES have passed since they joined (not the study's whole time limit),
+    whatever their state (one that finished too: it never counted): a join with a forged session waits for a
+    place, and keeps the worker id from being taken by its holder, only that long."""
     cutoff = timezone.now() - timedelta(minutes=settings.PROLIFIC_UNVERIFIED_GRACE_MINUTES)
     expired = []
     candidates = Enrollment.objects.filter(
-        cohort=cohort, verification=UNVERIFIED, state__in=ACTIVE_STATES, enrolled_at__lt=cutoff
+        cohort=cohort, verification=UNVERIFIED, state__in=_UNMATCHED_EXPIRE, enrolled_at__lt=cutoff
     )
     for pk in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             enrollment = Enrollment.objects.select_for_update().select_related("cohort__study", "worker").get(pk=pk)
-            if enrollment.verification != UNVERIFIED or enrollment.state not in ACTIVE_STATES:
+            if enrollment.verification != UNVERIFIED or enrollment.state not in _UNMATCHED_EXPIRE:
                 continue
             transition(
                 enrollment,
@@ -181,7 +186,12 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             enrollment.save(update_fields=["verification"])
             report.verified.append(pid)
             audit(study, "prolific verified", f"submission {sub_id}", enrollment, actor)
-        if records.status_of(enrollment) != status:
+        recorded = records.status_of(enrollment)
+        if recorded == prolific.APPROVED:
+            # Approved already, by whoever held this lock before (a webhook and the sync race): final on Prolific,
+            # so a listing read before that approval changes nothing and is never approved again.
+            return
+        if recorded != status:
             records.set_status(enrollment, status)
         if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING):
             transition(
@@ -193,8 +203,10 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             )
             report.freed.append(pid)
             return
-    if status == prolific.AWAITING_REVIEW:
-        _review(client, study, enrollment, sub, report, actor)
+        if status == prolific.AWAITING_REVIEW:
+            # Under the enrollment's row lock: whoever races this call (the sync, a webhook) waits, then finds the
+            # approval recorded above, so Prolific is asked to approve a submission once.
+            _review(client, study, enrollment, sub, report, actor)
 
 
 def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str) -> None:

@@ -118,7 +118,7 @@ def receive(body: bytes, *, signature: str, timestamp: str, event_id: str) -> Ou
         return Outcome(401, problem)
     try:
         event = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting deep enough to exhaust the decoder's recursion: not an event
         return Outcome(400, "not JSON")
     if not isinstance(event, dict):
         return Outcome(400, "not an event")

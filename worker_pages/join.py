@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_http_methods
 
 import crowd
 from annotation import services, session
@@ -28,7 +28,7 @@ JOIN_STATUS = {
 
 
 @never_cache
-@require_GET
+@require_http_methods(["GET", "POST"])
 def join(request: HttpRequest, token: str) -> HttpResponse:
     """Enroll the worker (or take a returning one back), bind the session and send them to /work/.
 
@@ -36,6 +36,9 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     to the task 409) renders a page saying why, with that status. A preview (the crowd provider says:
     MTurk's ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) shows the task description and enrolls nobody.
     More than JOIN_RATE_LIMIT requests from one address get 429 (clues_platform.ratelimit).
+
+    The way back's resume code is taken only from a POST (the refusal page's form, CSRF-protected, to the same
+    link): in a URL it would be kept in the browser's history and in access logs, so one there is ignored.
     """
     wait = ratelimit.join_limited(request)
     if wait is not None:
@@ -47,10 +50,14 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         )
         response["Retry-After"] = str(wait)
         return response
+    params = request.GET.copy()
+    params.pop(services.RESUME_PARAM, None)
+    if request.method == "POST":
+        params[services.RESUME_PARAM] = request.POST.get(services.RESUME_PARAM, "")[:100]
     try:
         outcome = services.join(
             token=token,
-            params=request.GET,
+            params=params,
             user=request.user,
             bound_enrollment_id=session.bound_enrollment_id(request),
             seen_enrollment_ids=session.seen_enrollment_ids(request),
@@ -58,13 +65,9 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     except services.JoinRefused as refused:
         provider = crowd.PROVIDERS.get(refused.platform)
         not_allowed = refused.reason == JoinRefusal.NOT_ALLOWED
-        # The way back (annotation.services.joining): the same link again, with a resume code where the
-        # platform cannot vouch for the worker; the link's own parameters are carried by the form.
-        resume_form = (
-            [(k, v) for k, v in request.GET.items() if k != services.RESUME_PARAM][:10]
-            if not_allowed and provider is not None and provider.offers_resume_code
-            else None
-        )
+        # The way back (annotation.services.joining): a resume code, posted to the same link, where the
+        # platform cannot vouch for the worker.
+        resume_form = not_allowed and provider is not None and provider.offers_resume_code
         return render(
             request,
             "annotation/join_refused.html",

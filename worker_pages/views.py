@@ -102,20 +102,6 @@ def _test_total(enrollment: Enrollment) -> int:
     return total
 
 
-def _changeable(enrollment: Enrollment, last: Answer) -> bool:
-    """The last test answer can be changed until the worker answers anything else, an attention check included."""
-    return not (
-        enrollment.cohort.study.has_attention_checks and attention.answered_after(enrollment.pk, last.answered_at)
-    )
-
-
-def _shown_position(enrollment: Enrollment, answer: Answer) -> int:
-    """The 0-based place of a test answer among the items the worker saw (attention checks included)."""
-    if not enrollment.cohort.study.has_attention_checks:
-        return answer.position
-    return answer.position + attention.answered_before(enrollment.pk, answer.answered_at)
-
-
 def _base_context(enrollment: Enrollment) -> dict:
     spec = enrollment.cohort.task.spec
     return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind, "study": enrollment.cohort.study}
@@ -134,23 +120,14 @@ def _progress(step: str, done: int, total: int, shots: int, *, position: int | N
     }
 
 
-def _answer_summary(spec: TaskSpec, answer: Answer) -> str:
+def _answer_summary(spec: TaskSpec, answer: Answer | services.LastAnswer) -> str:
     texts = _texts_display(answer.texts)
     if texts:
         return " · ".join(texts)
     return spec.answer_kind.none_text
 
 
-def _last_test_answer(enrollment: Enrollment) -> Answer | None:
-    return (
-        Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST)
-        .select_related("example")
-        .order_by("-position")
-        .first()
-    )
-
-
-def _item_context(state: services.WorkState, *, revising: Answer | None = None) -> dict:
+def _item_context(state: services.WorkState, *, revising: services.LastAnswer | None = None) -> dict:
     """An item to answer; with ``revising``, the worker's last test answer shown again to be changed."""
     enrollment, item = state.enrollment, state.item
     spec = enrollment.cohort.task.spec
@@ -175,12 +152,9 @@ def _item_context(state: services.WorkState, *, revising: Answer | None = None) 
         ctx["initial_spans"] = json.dumps(revising.spans or [])
         ctx["initial_summary"] = _answer_summary(spec, revising)
     elif state.step == Answer.Step.TEST and state.done > 0:
-        last = _last_test_answer(enrollment)
-        if last is not None and _changeable(enrollment, last):
-            ctx["previous"] = {
-                "position": _shown_position(enrollment, last) + 1,
-                "summary": _answer_summary(spec, last),
-            }
+        last = services.last_test_answer(enrollment)  # a test item's or an attention check's: the same offer
+        if last is not None:
+            ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(spec, last)}
     ctx.update(kind.widget_context(spec, item, PIECES, revising=revising.texts if revising is not None else None))
     return ctx
 
@@ -224,6 +198,7 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
     ctx.update(
         view="feedback",
         item=example,
+        item_handle=services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk),
         answer=answer,
         step=Answer.Step.TRAINING,
         progress=_progress(
@@ -278,7 +253,10 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
         enrollment.state,
         shots=enrollment.cohort.shots,
         started=session.has_started(request, enrollment.pk),
-        has_answers=lambda: Answer.objects.filter(enrollment=enrollment).exists(),
+        has_answers=lambda: (
+            Answer.objects.filter(enrollment=enrollment).exists()
+            or (enrollment.cohort.study.has_attention_checks and enrollment.attention_answers.exists())
+        ),
         last_training_answer=last_training_answer,
         feedback_seen=session.feedback_seen(request),
     )
@@ -416,16 +394,16 @@ def answer(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def next_item(request: HttpRequest) -> HttpResponse:
-    """Leave the feedback of a training answer (only an answer of this enrollment can be acknowledged)."""
+    """Leave the feedback of a training answer: the form posts the answered item's handle (no database id is
+    ever on a worker's page); only this enrollment's last training answer can be acknowledged."""
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
-    try:
-        answer_id = int(request.POST.get("answer_id", ""))
-    except ValueError:
-        answer_id = None
-    if answer_id and Answer.objects.filter(pk=answer_id, enrollment=enrollment).exists():
-        session.record_feedback_seen(request, answer_id)
+    last = _last_training_answer(enrollment)
+    if last is not None and services.is_item_handle(
+        request.POST.get("item", ""), enrollment_id=enrollment.pk, item_id=last.example_id
+    ):
+        session.record_feedback_seen(request, last.pk)
     if request.htmx:
         return _render_stage(request, enrollment)
     return redirect("work")
@@ -438,16 +416,12 @@ def _revise_context(enrollment: Enrollment) -> dict | None:
     """The last test answer's item, to be answered again; None when no answer can be changed now."""
     if enrollment.state != State.TESTING:
         return None
-    last = _last_test_answer(enrollment)
-    if last is None or not _changeable(enrollment, last):
+    last = services.last_test_answer(enrollment)
+    if last is None:
         return None
     total = _test_total(enrollment)
     state = services.WorkState(
-        step=Answer.Step.TEST,
-        done=_shown_position(enrollment, last),
-        total=total,
-        item=last.example,
-        enrollment=enrollment,
+        step=Answer.Step.TEST, done=last.position, total=total, item=last.item, enrollment=enrollment
     )
     return _item_context(state, revising=last)
 
@@ -489,5 +463,5 @@ def revise(request: HttpRequest) -> HttpResponse:
     return _render_stage(
         request,
         enrollment,
-        notice=f"Your answer to test item {_shown_position(enrollment, answer) + 1} is changed. Here is the next item.",
+        notice=f"Your answer to test item {answer.position + 1} is changed. Here is the next item.",
     )

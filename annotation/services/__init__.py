@@ -16,9 +16,19 @@ the names below are its whole public surface.
 """
 
 from ..answers import InvalidAnswer
+from ..handles import is_handle_of as is_item_handle
 from ..handles import item_handle
 from ..protocol import JoinRefused, TransitionNotAllowed
-from .answering import SubmitResult, WorkState, current_item, item_order, revise_last_test_answer, submit_answer
+from .answering import (
+    LastAnswer,
+    SubmitResult,
+    WorkState,
+    current_item,
+    item_order,
+    last_test_answer,
+    revise_last_test_answer,
+    submit_answer,
+)
 from .completion import completion
 from .errors import Conflict
 from .filtering import (
@@ -56,8 +66,11 @@ __all__ = [
     "submit_answer",
     "SubmitResult",
     "revise_last_test_answer",
+    "last_test_answer",
+    "LastAnswer",
     "completion",
     "item_handle",
+    "is_item_handle",
     # researchers' actions and the clock
     "filter_enrollment",
     "reinstate_enrollment",

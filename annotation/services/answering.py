@@ -19,7 +19,7 @@ from tasks_data.s1 import item_s1
 from .. import attention
 from ..answers import validate_answer
 from ..handles import is_handle_of, item_handle
-from ..models import Answer, AuditEvent, Enrollment, Study
+from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
 from .errors import Conflict
 from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
@@ -233,10 +233,46 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         return result
 
 
-def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> Answer:
+@dataclass
+class LastAnswer:
+    """The worker's latest answer in the test step, a test item's or an attention check's alike (the worker
+    cannot tell them apart): what they may still change until they answer the next item."""
+
+    item: Example  # the item as the worker was shown it (a check as its item)
+    texts: list[str]
+    spans: list | None
+    position: int  # 0-based place among the items the worker saw in the test step (checks included)
+    record: Answer | AttentionAnswer
+
+
+def last_test_answer(enrollment: Enrollment) -> LastAnswer | None:
+    """The latest answer of the enrollment's test step, or None (1 query; 3 in a study with attention checks)."""
+    last = (
+        Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
+        .select_related("example")
+        .order_by("-position")
+        .first()
+    )
+    if not enrollment.cohort.study.has_attention_checks:
+        return None if last is None else LastAnswer(last.example, last.texts, last.spans, last.position, last)
+    check = attention.last_answer(enrollment.pk)
+    if check is not None and (last is None or check.answered_at > last.answered_at):
+        # Every test answer came before it; so did the checks answered before it.
+        position = (last.position + 1 if last else 0) + attention.answered_before(enrollment.pk, check.answered_at)
+        item = attention.as_item(check.attention_check, enrollment.cohort.task)
+        return LastAnswer(item, check.texts, check.spans, position, check)
+    if last is None:
+        return None
+    position = last.position + attention.answered_before(enrollment.pk, last.answered_at)
+    return LastAnswer(last.example, last.texts, last.spans, position, last)
+
+
+def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAnswer:
     """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
 
-    ``item`` is that answer's handle (``annotation.handles``).
+    ``item`` is that answer's handle (``annotation.handles``). The latest answer may be an attention check's:
+    it is changed the same way (and the check scored on the final answer), so that a check cannot be told
+    apart from an item by what the worker may do after it.
 
     The paper makes an answer final once its gold is shown: training answers (gold shown at once),
     an older test answer, and the last one once the enrollment has left the test step stay final
@@ -251,25 +287,18 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> Answer:
             raise Conflict("your time for this study has run out")
         if enrollment.state != State.TESTING:
             raise Conflict("answers can be changed only during the test step: this answer is final")
-        last = (
-            Answer.objects.filter(enrollment_id=enrollment.pk, step=Answer.Step.TEST)
-            .select_related("example")
-            .order_by("-position")
-            .first()
-        )
-        if (
-            last is None
-            or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.example_id)
-            or (
-                enrollment.cohort.study.has_attention_checks
-                and attention.answered_after(enrollment.pk, last.answered_at)
-            )
-        ):
+        last = last_test_answer(enrollment)
+        if last is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.item.pk):
             raise Conflict("only your last test answer can be changed, until you submit the next one")
+        if isinstance(last.record, AttentionAnswer):
+            changed = attention.revise_answer(enrollment, last.record, answer)
+            last.texts, last.spans = changed.texts, changed.spans
+            return last
+        stored = last.record
         spec = enrollment.cohort.task.spec
-        valid = validate_answer(spec, last.example, answer)
-        score = item_s1(valid.texts, last.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
-        Answer.objects.filter(pk=last.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
+        valid = validate_answer(spec, stored.example, answer)
+        score = item_s1(valid.texts, stored.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+        Answer.objects.filter(pk=stored.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
         AuditEvent.objects.create(
             study_id=enrollment.cohort.study_id,
             enrollment=enrollment,
@@ -279,15 +308,16 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> Answer:
             to_state=enrollment.state,
             reason=json.dumps(
                 {
-                    "example_id": last.example_id,
-                    "position": last.position,
-                    "before": {"texts": last.texts, "spans": last.spans},
+                    "example_id": stored.example_id,
+                    "position": stored.position,
+                    "before": {"texts": stored.texts, "spans": stored.spans},
                     "after": {"texts": valid.texts, "spans": valid.spans},
                 },
                 ensure_ascii=False,
             ),
         )
-        last.texts, last.spans, last.s1 = valid.texts, valid.spans, score
+        stored.texts, stored.spans, stored.s1 = valid.texts, valid.spans, score
+        last.texts, last.spans = valid.texts, valid.spans
         return last
 
 

@@ -16,10 +16,10 @@ from django.utils import timezone
 from ..models import Answer, AuditEvent, Cohort, Enrollment
 from ..protocol import (
     COMPARISON_EXCLUDES,
-    HOLDS_SLOT,
     State,
     filter_refusal,
     filtering_decision,
+    holds_place,
     leave_out_refusal,
     reinstate_refusal,
     reinstate_state,
@@ -125,7 +125,7 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enro
         if refusal:
             raise Conflict(refusal)
         Cohort.objects.select_for_update().filter(pk=enrollment.cohort_id).first()
-        taken = Enrollment.objects.filter(cohort=enrollment.cohort, state__in=HOLDS_SLOT).count()
+        taken = Enrollment.objects.filter(holds_place(), cohort=enrollment.cohort).count()
         refusal = reinstate_refusal(enrollment.state, taken=taken, target=enrollment.cohort.target)
         if refusal:
             raise Conflict(refusal)

@@ -7,11 +7,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 
 import crowd
 
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
-from ..protocol import HOLDS_SLOT, JoinRefusal, JoinRefused, State, first_state, transition
+from ..protocol import (
+    MAX_UNVERIFIED_WAITING,
+    JoinRefusal,
+    JoinRefused,
+    State,
+    first_state,
+    holds_place,
+    transition,
+    waits_unverified,
+)
 
 # One answer for "already took part" and "not allowed", so the join page never tells whether a
 # given worker id has taken part before.
@@ -119,6 +129,44 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
     return "rebind" if who.session == existing.platform_session else ""
 
 
+def _holder_elsewhere(existing: Enrollment, cohort: Cohort, who: crowd.Identity) -> Enrollment:
+    """The enrollment to supersede when a worker id with an enrollment in another cohort of the task joins this one,
+    or JoinRefused.
+
+    Rule 1 counts only what the platform vouched for: an enrollment admitted unverified under this id (anyone may
+    have typed it while the platform could not be asked), waiting or expired, never keeps the id's holder out of
+    the task's other cohorts: the holder's own session, confirmed, takes its place. Unless the platform now
+    confirms that enrollment's own session too: the same person joined twice (rule 1)."""
+    study = cohort.study
+    if existing.verification != Enrollment.UNVERIFIED:
+        raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
+    check_accepting(cohort)
+    if verification_of(cohort, who, returning=True) != Enrollment.VERIFIED:  # asked to retry, if unreachable
+        # Not confirmed either: two unconfirmed joins under one id cannot be told apart.
+        raise JoinRefused(
+            JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name), study.platform
+        )
+    if _own_session_confirmed(existing):
+        raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
+    return existing
+
+
+def _own_session_confirmed(existing: Enrollment) -> bool:
+    """Whether the platform now confirms an unverified enrollment's own session as its worker's, still active:
+    then the id's holder made it (while the platform could not be asked) and has taken part in the task."""
+    study = existing.cohort.study
+    who = crowd.Identity(existing.worker.external_id, existing.platform_session, existing.platform_data)
+    try:
+        answer = study.provider.verify_join(existing.cohort, who, returning=True)
+    except crowd.NotVerified:
+        return False
+    if answer == Enrollment.UNVERIFIED:
+        raise JoinRefused(
+            JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name), study.platform
+        )
+    return answer == Enrollment.VERIFIED
+
+
 def join(
     *,
     token: str,
@@ -147,7 +195,7 @@ def join(
     existing = (
         Enrollment.objects.filter(worker=worker, task=cohort.task)
         .exclude(verification=Enrollment.SUPERSEDED)
-        .select_related("cohort")
+        .select_related("cohort__study", "worker")
         .first()
         if worker
         else None
@@ -162,11 +210,11 @@ def join(
     ):
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
     supersede = None
-    if existing is not None:
+    if existing is not None and existing.cohort_id != cohort.pk:
+        supersede, verification = _holder_elsewhere(existing, cohort, who), Enrollment.VERIFIED
+    elif existing is not None:
         # A returning worker: the same browser session or the same logged-in account; from another browser,
         # the way back (``_way_back``).
-        if existing.cohort_id != cohort.pk:
-            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
         if bound_enrollment_id == existing.pk or existing.pk in seen or study.provider.uses_accounts:
             return JoinOutcome(cohort, existing)
         way = _way_back(existing, cohort, who, params)
@@ -201,14 +249,17 @@ def join(
         # Rule 2, capacity: lock the cohort row so concurrent joins are counted one at a time.
         Cohort.objects.select_for_update().filter(pk=cohort.pk).first()
         if supersede is not None:
-            _supersede(supersede.pk, study)
-        taken = (
-            Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT)
-            .exclude(verification=Enrollment.SUPERSEDED)
-            .count()
+            _supersede(supersede.pk, study, elsewhere=supersede.cohort_id != cohort.pk)
+        # Rule 2: only verified (or not checked) enrollments hold places; unverified ones wait outside them.
+        counts = Enrollment.objects.filter(cohort=cohort).aggregate(
+            taken=Count("pk", filter=holds_place()), waiting=Count("pk", filter=waits_unverified())
         )
-        if taken >= cohort.target:
+        if counts["taken"] >= cohort.target:
             raise JoinRefused(JoinRefusal.FULL, FULL, study.platform)
+        if verification == Enrollment.UNVERIFIED and counts["waiting"] >= MAX_UNVERIFIED_WAITING:
+            raise JoinRefused(
+                JoinRefusal.NOT_VERIFIED, CANNOT_CONFIRM_NOW.format(platform=study.provider.name), study.platform
+            )
         enrollment = Enrollment(
             cohort=cohort,
             worker=worker,
@@ -235,15 +286,15 @@ def join(
     return JoinOutcome(cohort, enrollment, created=True)
 
 
-def _supersede(enrollment_id: int, study: Study) -> None:
-    """Withdraw an unverified enrollment whose platform id's genuine holder arrived (under the cohort lock)."""
-    squatter = Enrollment.objects.select_for_update().get(pk=enrollment_id)
+def _supersede(enrollment_id: int, study: Study, *, elsewhere: bool = False) -> None:
+    """Withdraw an unverified enrollment whose platform id's genuine holder arrived (under the cohort lock);
+    ``elsewhere``: the holder joins another cohort of the task."""
+    squatter = Enrollment.objects.select_for_update(of=("self",)).select_related("cohort").get(pk=enrollment_id)
     if squatter.verification != Enrollment.UNVERIFIED:
         raise JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
     squatter.verification = Enrollment.SUPERSEDED
-    reason = (
-        f"admitted unverified under another session; {study.provider.name} confirmed the same id's "
-        "own session, which takes its place"
+    reason = f"admitted unverified under another session; {study.provider.name} confirmed the same id's " + (
+        "own session in another cohort of the task" if elsewhere else "own session, which takes its place"
     )
     if squatter.state in (State.TRAINING, State.TESTING):
         transition(
@@ -257,7 +308,7 @@ def _supersede(enrollment_id: int, study: Study) -> None:
     else:
         squatter.save(update_fields=["verification"])
         AuditEvent.objects.create(
-            study=study,
+            study_id=squatter.cohort.study_id,  # the squatter's own study (another one of the task, maybe)
             enrollment=squatter,
             actor="system",
             action="withdraw unverified",

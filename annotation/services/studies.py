@@ -16,7 +16,7 @@ from tasks_data.registry import SHOTS, TASKS
 
 from .. import platform_settings
 from ..models import AuditEvent, Cohort, Enrollment, Study
-from ..protocol import HOLDS_SLOT, reopen_refusal
+from ..protocol import holds_place, reopen_refusal
 from .errors import Conflict
 from .filtering import require_reason
 
@@ -158,7 +158,7 @@ def reopen_cohort(*, cohort: Cohort, actor: str, reason: str) -> Cohort:
     reason = require_reason(reason)
     with transaction.atomic():
         cohort = Cohort.objects.select_for_update(of=("self",)).select_related("study", "task").get(pk=cohort.pk)
-        taken = Enrollment.objects.filter(cohort=cohort, state__in=HOLDS_SLOT).count()
+        taken = Enrollment.objects.filter(holds_place(), cohort=cohort).count()
         refusal = reopen_refusal(cohort, taken=taken, study_open=cohort.study.is_open)
         if refusal:
             raise Conflict(refusal)

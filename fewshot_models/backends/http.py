@@ -19,13 +19,14 @@ import email.utils
 import hashlib
 import json
 import logging
+import os
 import queue
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .base import BackendError, ContextTooSmall, Done, Stopwatch
 
@@ -49,10 +50,25 @@ def quiet_request_lines() -> None:
         logger.addFilter(_request_line_at_debug)
 
 
+# What a key looks like in a URL's path or host: the prefixes hosted APIs give their keys, or a long random token.
+_KEY_PREFIX = re.compile(r"(?:sk|pk|rk|hf|gsk|xai|nvapi|key|api[-_]?key|token|bearer|r8|fw)[-_]", re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{32,}")
+KEY_VARIABLE = "OPENAI_API_KEY"  # the OpenAI-compatible servers' key, read from the environment only
+
+
+def _looks_like_a_key(part: str, *, host: bool = False) -> bool:
+    if _KEY_PREFIX.match(part):
+        return True
+    # A host's labels may be long (a deployment's name): only a path's parts are judged by their length.
+    return not host and bool(_TOKEN.fullmatch(part) and re.search(r"\d", part) and re.search(r"[A-Za-z]", part))
+
+
 def normalise_base_url(url: str) -> str:
     """``http://host:8000/v1`` (no trailing slash): what a run records, lists and shows as its server. A full
-    endpoint URL (``.../v1/chat/completions``) is read as its base. A URL carrying credentials (``user:pass@``,
-    a query string) is refused: the key goes in OPENAI_API_KEY, never into something stored or shown."""
+    endpoint URL (``.../v1/chat/completions``) is read as its base. A URL carrying a key anywhere
+    (``user:pass@``, a query string, a fragment, ``OPENAI_API_KEY``'s value or a part of its path or host that
+    looks like a key) is refused, without echoing it: the key goes in OPENAI_API_KEY, never into something
+    stored or shown."""
     url = (url or "").strip().rstrip("/")
     if not re.match(r"https?://[^/\s]+", url):
         raise BackendError("not a server base URL (expected e.g. http://127.0.0.1:8000/v1)")
@@ -60,7 +76,18 @@ def normalise_base_url(url: str) -> str:
     if parts.username or parts.password or parts.query or parts.fragment:
         raise BackendError(
             "the server's base URL may not carry credentials or a query string (user:password@, "
-            "?key=...): give the key in OPENAI_API_KEY"
+            f"?key=...): give the key in {KEY_VARIABLE}"
+        )
+    key = os.environ.get(KEY_VARIABLE, "")
+    labels, segments = (parts.hostname or "").split("."), unquote(parts.path).split("/")
+    if (
+        (len(key) >= 8 and key in unquote(url))
+        or any(_looks_like_a_key(label, host=True) for label in labels if label)
+        or any(_looks_like_a_key(segment) for segment in segments if segment)
+    ):
+        raise BackendError(
+            "the server's base URL may not carry a key, in its path or anywhere else (a part of it looks like "
+            f"one; the URL is not shown): give the key in {KEY_VARIABLE}"
         )
     for endpoint in ENDPOINTS:
         if url.endswith(endpoint):

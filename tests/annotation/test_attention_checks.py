@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from annotation import selectors
+from annotation import attention, selectors
 from annotation.models import Answer, AttentionAnswer, AttentionCheck, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
@@ -85,12 +85,15 @@ def test_an_example_imported_after_a_check_never_takes_its_item_id(study):
     assert later.pk != check.item_id and later.pk > check.item_id  # the id came from the same sequence
 
 
-def test_the_check_is_shown_as_a_normal_item_at_its_position(study):
+def test_the_check_is_shown_as_a_normal_item_at_the_workers_own_place(study):
     study, seen = study
     check = AttentionCheck.objects.get(study=study)
-    assert [s["pk"] == check.item_id for s in seen] == [False, True, False, False, False]
-    shown = seen[1]["item"]
-    assert set(shown) == set(seen[0]["item"]) and shown["question"] == CHECK["question"]
+    seed = Enrollment.objects.get(worker__external_id=pid_for("PASS")).order_seed
+    place = attention.shown_before(check, seed=seed, test_items=N_TEST)
+    assert abs(place - check.position) <= attention.MIN_SPREAD
+    assert [s["pk"] == check.item_id for s in seen] == [i == place for i in range(N_TEST + 1)]
+    shown = seen[place]["item"]
+    assert set(shown) == set(seen[place - 1 if place else 1]["item"]) and shown["question"] == CHECK["question"]
     assert shown["context"] == CHECK["context"] and shown["kind"] == "label"
     assert [s["progress"] for s in seen] == [{"done": i, "total": N_TEST + 1} for i in range(N_TEST + 1)]
     assert not Example.objects.filter(pk=check.item_id, task__slug="sst2", role="test").exists()
@@ -202,17 +205,23 @@ def test_a_span_check_marks_a_word(researcher):
     assert ok.status_code == 302
     worker = WorkerClient(cohort(study, "conll03", 0), "W")
     worker.send("post", "/work/start/", {})
+    check = AttentionCheck.objects.get(study=study)
+    if attention.shown_before(check, seed=Enrollment.objects.get().order_seed, test_items=2):  # its place: item 2
+        real = worker.example(worker.current().json()["item"]["id"])
+        assert worker.answer(worker.handle(real), gold_answer(real)).status_code == 201
     page = worker.client.get("/work/").content.decode()
     assert "Mark the word &#x27;river&#x27;." in page and 'data-e="28">river</span>' in page  # the worker page
     item = worker.current().json()["item"]
-    real = Example.objects.filter(task__slug="conll03", role="test").order_by("position").first()
+    answered = Answer.objects.values_list("example_id", flat=True)
+    real = Example.objects.filter(task__slug="conll03", role="test").exclude(pk__in=answered).first()
+    before = Answer.objects.count()
     skipped = worker.answer(worker.handle(real), [])  # a worker who tries to skip the check
-    assert skipped.status_code == 409 and not Answer.objects.exists()
+    assert skipped.status_code == 409 and Answer.objects.count() == before
     start = item["context"].index("river")
     assert worker.answer(item["id"], [{"start": start, "end": start + 5}]).status_code == 201
     assert worker.answer(item["id"], []).status_code == 409  # answered once, like any item
-    assert AttentionAnswer.objects.get().passed and not Answer.objects.exists()
-    assert worker.current().json()["item"]["id"] != item["id"]
+    assert AttentionAnswer.objects.get().passed and Answer.objects.count() == before
+    assert worker.current().json()["item"] is None or worker.current().json()["item"]["id"] != item["id"]
 
 
 def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
@@ -226,21 +235,24 @@ def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
         == 302
     )
     worker = WorkerClient(cohort(study, "sst2", 0), "Q")
-    counts = []
+    counts, at = [], None
     while True:
         with CaptureQueriesContext(connection) as current:
             state = worker.current().json()
         if state["item"] is None:
             break
         item = state["item"]
-        answer = ["negative"] if item["question"] == CHECK["question"] else gold_answer(worker.example(item["id"]))
+        if item["question"] == CHECK["question"]:
+            at, answer = len(counts), ["negative"]
+        else:
+            answer = gold_answer(worker.example(item["id"]))
         with CaptureQueriesContext(connection) as answered:
             assert worker.answer(item["id"], answer).status_code == 201
         counts.append((len(current), len(answered)))
     # One statement more than tests/hardening/test_query_counts.py's ceilings (the checks' lookup), the
     # same at every item; the check itself costs no more (it is not read from the test file). The last
     # answer also completes the step.
-    items = counts[:1] + counts[2:-1]
-    (current, answer), (check_current, check_answer) = items[0], counts[1]
+    items = [c for i, c in enumerate(counts[:-1]) if i != at]
+    (current, answer), (check_current, check_answer) = items[0], counts[at]
     assert len(set(items)) == 1 and check_current <= current and check_answer <= answer, counts
     assert current <= 4 + 1 and answer <= 8 + 1, counts

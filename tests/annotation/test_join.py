@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.test import Client
 
@@ -10,6 +11,7 @@ from annotation import services
 from annotation.models import Enrollment, Worker
 from annotation.protocol import JoinRefusal
 from crowd import mturk
+from crowd.lab import group_name as lab_group
 from tests.annotation.factories import WorkerClient, cohort, join, make_study, pid_for, prolific
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -130,11 +132,16 @@ def test_generic_platform_reads_the_configured_parameter():
     assert Enrollment.objects.get().worker.external_id == "U1"
 
 
-def test_local_platform_needs_a_logged_in_account(plain_user):
-    sst0 = cohort(make_study(shots=[0], platform="local"), "sst2", 0)
+def test_local_platform_needs_a_logged_in_account_of_the_study(plain_user):
+    study = make_study(shots=[0], platform="local")
+    sst0 = cohort(study, "sst2", 0)
     assert Client().get(sst0.join_path).status_code == 403
     client = Client()
     client.force_login(plain_user)
+    refused = client.get(sst0.join_path)
+    assert refused.status_code == 403 and "not one of this study&#x27;s lab accounts" in refused.content.decode()
+    assert not Enrollment.objects.exists()
+    plain_user.groups.add(Group.objects.create(name=lab_group(study.pk)))
     assert client.get(sst0.join_path).status_code == 302
     assert Enrollment.objects.get().worker.user == plain_user
 

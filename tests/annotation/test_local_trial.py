@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from annotation import services
 from annotation.models import Enrollment, Study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -86,3 +87,31 @@ def test_lab_accounts_only_for_a_lab_study_and_a_sane_count(researcher):
         with pytest.raises(CommandError, match="--count: between 1 and 500"):
             lab_workers(lab.pk, count)
     assert not User.objects.filter(username__startswith="lab-").exists()
+
+
+def test_lab_accounts_are_bound_to_their_study(researcher, other_researcher, plain_user):
+    """Another researcher's lab worker, a researcher, or any other account of the site cannot enrol through a lab
+    link: only the study's own lab accounts (the group create_lab_workers puts them in)."""
+    lines, _ = launch("--tasks", "sst2", "--shots", "0", "--platform", "local")
+    mine = Study.objects.get()
+    theirs = services.create_study(
+        name="theirs", tasks=["sst2"], shots=[0], platform="local", created_by=other_researcher, launch=True
+    )
+    (own_login,), _ = lab_workers(mine.pk, 1)
+    (their_login,), _ = lab_workers(theirs.pk, 1)
+    join = lines[1].split()[2]
+
+    def join_as(username: str, password: str):
+        client = Client()
+        assert client.login(username=username, password=password)
+        return client.get(join)
+
+    for username, password in (their_login, ("rita", "pw-rita-123"), ("paula", "pw-paula-123")):
+        page = join_as(username, password)
+        assert page.status_code == 403, username
+        assert "not one of this study&#x27;s lab accounts" in page.content.decode()
+    superuser = User.objects.create_superuser("root", password="pw-root-123")
+    assert join_as(superuser.username, "pw-root-123").status_code == 403
+    assert not Enrollment.objects.exists(), "nobody but the study's own lab workers was enrolled"
+    assert join_as(*own_login).status_code == 302
+    assert Enrollment.objects.get().worker.user.username == own_login[0]

@@ -160,6 +160,26 @@ def test_bad_server_input_is_a_clear_error_and_stores_nothing(fake, monkeypatch,
     assert not BaselineRun.objects.exists() and not BaselineResponse.objects.exists()
 
 
+@pytest.mark.parametrize("where", ["a key-like part", "the key itself", "a long token", "an encoded key"])
+def test_a_key_anywhere_in_the_server_url_is_refused_without_echoing_it(fake, where):
+    """Keys go in OPENAI_API_KEY: one in the URL's path would be stored with every run, listed and shown."""
+    secret = {
+        "a key-like part": "sk-proj-Zx81QqLm",
+        "the key itself": TOKEN,
+        "a long token": "0f3A9c2B7d1E5f8a6B4c0D2e9F7a1b3C",
+        "an encoded key": "sk%2Dproj%2DZx81QqLm",
+    }[where]
+    base = fake.base_url.replace("/v1", f"/{secret}/v1")
+    with pytest.raises(CommandError) as err:
+        run_command(
+            "--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", base, "--shots", "10"
+        )
+    message = str(err.value)
+    assert "OPENAI_API_KEY" in message and "may not carry a key" in message
+    assert secret not in message and secret.replace("%2D", "-") not in message and "127.0.0.1" not in message
+    assert not BaselineRun.objects.exists() and not fake.calls, "refused before anything was sent"
+
+
 def test_worker_needs_a_server(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(CommandError, match="--api-base"):

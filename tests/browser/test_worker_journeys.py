@@ -137,13 +137,13 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
 def _cannot_change(page, enrollment, example):
     """Back button, reload, a second tab and a replayed POST all leave the stored answer as it was."""
     answer = stored_answer(enrollment.pk, example.pk)
-    answer_id = page.locator('input[name="answer_id"]').input_value()
+    answer_id = page.locator('.next-form input[name="item"]').input_value()
     page.go_back()
     wait_view(page, "feedback")
-    assert page.locator('input[name="answer_id"]').input_value() == answer_id
+    assert page.locator('.next-form input[name="item"]').input_value() == answer_id
     page.reload()
     wait_view(page, "feedback")
-    assert page.locator('input[name="answer_id"]').input_value() == answer_id
+    assert page.locator('.next-form input[name="item"]').input_value() == answer_id
     assert page.locator("#answer-form").count() == 0  # nothing to answer on the page
 
     # A replayed form POST with another answer (the handle the page posted): refused (409), nothing changes.

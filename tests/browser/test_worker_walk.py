@@ -118,7 +118,7 @@ class Walk:
                     page.reload()
                     wait_view(page, "feedback")
                     self.verdicts.append(walk.verdict_in_view(page))
-                before = page.locator('input[name="answer_id"]').input_value()
+                before = page.locator('.next-form input[name="item"]').input_value()
                 nxt = page.locator('[data-role="next"]')
                 if self.phone:
                     nxt.tap()
@@ -126,7 +126,7 @@ class Walk:
                     page.keyboard.press("Enter")
                 page.wait_for_function(
                     "old => { const s = document.getElementById('stage');"
-                    " const a = s && s.querySelector('input[name=answer_id]');"
+                    " const a = s && s.querySelector('.next-form input[name=item]');"
                     " return s && (s.dataset.view !== 'feedback' || (a && a.value !== old)); }",
                     arg=before,
                 )

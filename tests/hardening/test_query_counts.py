@@ -177,9 +177,10 @@ def test_the_worker_pages_run_a_constant_number_of_queries():
         seen.setdefault(state.step, []).append(counts)
         if state.step == "training":  # the feedback page, then Next
             last = enrollment.answers.order_by("-pk").first()
+            handle = services.item_handle(enrollment_id=enrollment.pk, item_id=last.example_id)
             counts["GET /work/ (feedback)"] = queries(lambda: client.get("/work/"))[0]
             counts["POST /work/next/"] = queries(
-                lambda: client.post("/work/next/", {"answer_id": last.pk}, HTTP_HX_REQUEST="true")  # noqa: B023
+                lambda: client.post("/work/next/", {"item": handle}, HTTP_HX_REQUEST="true")  # noqa: B023
             )[0]
         if services.current_item(enrollment_id=enrollment.pk).item is None:
             break

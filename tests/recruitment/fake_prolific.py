@@ -17,7 +17,8 @@ Webhooks: a workspace secret, subscriptions confirmed with the X-Hook-Secret hea
 ``event()`` building the signed request Prolific sends (a test may forge its secret, time or status).
 Switches: ``down`` (connections are dropped without an answer), ``crash_on_pay`` (the pay is
 recorded, then the connection drops: the client never learns it was paid), ``fail_next`` (with
-``fail_status``: 400, 401 for a revoked token, 403, 500, 503...).
+``fail_status``: 400, 401 for a revoked token, 403, 500, 503...), ``delays`` ((method, path pattern, seconds): such
+a request waits that long before it is handled, as a slow Prolific would, so that a test can race two callers).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -80,6 +82,7 @@ class FakeProlific:
         self.crash_on_pay = False
         self.fail_next = 0  # answer ``fail_status`` to this many requests (recorded in calls), then work again
         self.fail_status = 503
+        self.delays: list[tuple[str, str, float]] = []  # (method, path regex, seconds) before a request is handled
         self.page_size = 2
         self.hook_secrets: dict[str, str] = {}  # workspace -> its one active secret
         self.subscriptions: dict[str, dict] = {}
@@ -101,6 +104,7 @@ class FakeProlific:
                 body = json.loads(self.rfile.read(length)) if length else None
                 if self.headers.get("Authorization") != f"Token {TOKEN}":
                     return self._send(401, _error(401, "Invalid token."))
+                fake.wait_if_slow(method, self.path)
                 with fake._lock:
                     fake.calls.append((method, self.path, body))
                     if fake.fail_next > 0:
@@ -139,6 +143,12 @@ class FakeProlific:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def wait_if_slow(self, method: str, path: str) -> None:
+        """A request ``delays`` names waits before it is handled (outside the lock: others go on meanwhile)."""
+        for slow_method, pattern, seconds in self.delays:
+            if slow_method == method and re.search(pattern, path):
+                time.sleep(seconds)
 
     def start(self):
         self.thread.start()

@@ -110,15 +110,24 @@ def test_a_generic_link_worker_comes_back_with_the_resume_code(researcher):
     answer_one(first)
     progress = first.current().json()["progress"]
 
-    lost = Client().get(c.join_path, {"worker_id": "w-resume-1"})
-    text = lost.content.decode()
-    assert lost.status_code == 403 and "Resume code" in text and 'name="resume_code"' in text
-    assert 'name="worker_id" value="w-resume-1"' in text, "the form carries the link's parameters"
-    wrong = Client().get(c.join_path, {"worker_id": "w-resume-1", "resume_code": "ABCDEFGHJK"})
+    lost = Client(enforce_csrf_checks=True)
+    page = lost.get(c.join_path, {"worker_id": "w-resume-1"})
+    text = page.content.decode()
+    assert page.status_code == 403 and "Resume code" in text and 'name="resume_code"' in text
+    # The code is posted (CSRF-protected) to the same link: never in a URL, so never in history or access logs.
+    form = text[text.index('<form method="post" class="resume-form">') :]
+    assert "csrfmiddlewaretoken" in form[: form.index("</form>")]
+    in_url = Client().get(c.join_path, {"worker_id": "w-resume-1", "resume_code": code})
+    assert in_url.status_code == 403, "a code in the URL is ignored"
+    link = f"{c.join_path}?worker_id=w-resume-1"
+    token = lost.cookies["csrftoken"].value
+    wrong = lost.post(link, {"resume_code": "ABCDEFGHJK", "csrfmiddlewaretoken": token})
     assert wrong.status_code == 403
     other_id = Client().get(c.join_path, {"worker_id": "w-resume-2", "resume_code": code})
     assert other_id.status_code == 302 and Enrollment.objects.count() == 2, "a code is only its own worker's"
-    again = WorkerClient(c, params={"worker_id": "w-resume-1", "resume_code": code.lower()})
-    assert again.join_response.status_code == 302
-    assert again.current().json()["progress"] == progress
+    again = lost.post(link, {"resume_code": code.lower(), "csrfmiddlewaretoken": token})
+    assert again.status_code == 302 and again["Location"] == "/work/"
+    back = WorkerClient()
+    back.client = lost
+    assert back.current().json()["progress"] == progress
     assert AuditEvent.objects.filter(action="rebind", reason__contains="resume code").count() == 1

@@ -138,3 +138,27 @@ def test_an_unknown_event_type_and_an_unknown_submission_are_acknowledged(fake, 
     assert post(fake.event(stranger)).content == b"no enrollment here for this submission"
     assert Client().get(HOOK).status_code == 405
     assert Enrollment.objects.get(worker__external_id=pid).state == "testing"
+
+
+def test_a_signed_deeply_nested_body_is_a_400_not_a_500(fake, researcher):
+    """Correctly signed, within the size limit, but nested deep enough to exhaust the JSON decoder's recursion."""
+    import base64
+    import hashlib
+    import hmac
+
+    published(fake, researcher, shots=(0,))
+    (secret,) = fake.hook_secrets.values()
+    stamp = str(int(time.time()))
+    for depth in (4000, 10):  # the attack; and, control, a shallow nesting that decodes to a non-event
+        body = ("[" * depth + "]" * depth).encode()
+        signature = base64.b64encode(hmac.new(secret.encode(), stamp.encode() + body, hashlib.sha256).digest())
+        response = Client(raise_request_exception=False).post(
+            HOOK,
+            data=body,
+            content_type="application/json",
+            HTTP_X_PROLIFIC_REQUEST_SIGNATURE=signature.decode(),
+            HTTP_X_PROLIFIC_REQUEST_TIMESTAMP=stamp,
+            HTTP_X_EVENT_ID=f"evt-nested-{depth}",
+        )
+        assert response.status_code == 400, (depth, response.status_code)
+    assert not WebhookEvent.objects.exists(), "nothing recorded for a body that is not an event"

@@ -84,8 +84,9 @@ def test_a_worker_cannot_act_on_another_enrollment_through_the_worker_pages():
     second = alice.current().json()["item"]["id"]
     response = bob.client.post("/work/answer/", {"item": second, "label": "negative"})
     assert response.status_code == 409
-    bob.client.post("/work/next/", {"answer_id": alice_answer.pk})
-    assert bob.client.session.get("work_feedback_seen") != alice_answer.pk
+    bob.client.post("/work/next/", {"item": alice.handle(alice_answer.example_id)})
+    bob.client.post("/work/next/", {"item": alice_item})
+    assert bob.client.session.get("work_feedback_seen") is None
     assert list(Answer.objects.values_list("enrollment__worker__external_id", flat=True)) == [pid_for("ALICE")]
     # A session key made up by the client is no session at all.
     forged = Client()

@@ -10,7 +10,8 @@ import re
 import pytest
 from django.test import Client
 
-from annotation.models import Answer, AttentionCheck
+from annotation import attention
+from annotation.models import Answer, AttentionCheck, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, trim_test_set
 
@@ -41,8 +42,13 @@ def study(researcher):
     return study
 
 
-def _worker(study, name: str) -> WorkerClient:
+def _worker(study, name: str, *, check_at: int = int(CHECK["position"])) -> WorkerClient:
+    """A worker who meets the check before test item ``check_at`` (each worker has a place of their own, drawn
+    from their enrollment's seed: the seed is chosen here so that the walk below knows it)."""
     worker = WorkerClient(cohort(study, "sst2", 0), name)
+    check = AttentionCheck.objects.get()
+    seed = next(k for k in range(1, 1000) if attention.shown_before(check, seed=k, test_items=N_TEST) == check_at)
+    Enrollment.objects.filter(pk=worker.enrollment_id).update(order_seed=seed)
     worker.client.defaults["HTTP_X_CSRFTOKEN"] = worker.csrf
     assert worker.client.post("/work/start/").status_code in (200, 302)
     return worker
@@ -164,7 +170,7 @@ def test_a_forged_handle_is_refused_as_a_wrong_item_is(study):
     assert worker.answer(current, gold_answer(example)).status_code == 201  # the real one still works
 
 
-def test_revision_goes_by_the_handle_and_is_refused_after_a_check(study):
+def test_revision_goes_by_the_handle_and_after_a_check_only_the_check_can_be_changed(study):
     worker = _worker(study, "reviser")
     first = worker.current().json()["item"]["id"]
     assert worker.answer(first, ["positive"]).status_code == 201
@@ -190,8 +196,13 @@ def test_revision_goes_by_the_handle_and_is_refused_after_a_check(study):
     assert api.status_code == 409 and "only your last test answer" in api.json()["detail"]
     form = worker.client.post("/work/revise/", {"item": second, "label": "negative"})
     assert form.status_code == 409
-    assert worker.send("post", "/api/work/revise/", {"item": check, "answer": ["positive"]}).status_code == 409
     assert list(Answer.objects.order_by("pk").values_list("texts", flat=True)) == before
+    # The check is now the last answer: changed by its handle, as any item's would be (it is scored on the final
+    # answer); the test answers are untouched.
+    changed = worker.send("post", "/api/work/revise/", {"item": check, "answer": ["positive"]})
+    assert changed.status_code == 200 and changed.json() == {"item": check, "position": 2, "answer": ["positive"]}
+    assert list(Answer.objects.order_by("pk").values_list("texts", flat=True)) == before
+    assert worker.send("post", "/api/work/revise/", {"item": check, "answer": ["negative"]}).status_code == 200
     # A repeated check answer is told "already answered", as a repeated test answer is: nothing sets it apart.
     again_check = worker.answer(check, ["negative"])
     again_item = worker.answer(second, ["positive"])

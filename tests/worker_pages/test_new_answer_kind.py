@@ -167,7 +167,7 @@ def test_a_worker_goes_through_a_task_of_a_new_answer_kind(toy_kind, tmp_path):
         html = _html(client.get("/work/"))
         if 'data-view="feedback"' in html:  # training: the gold shown after the answer
             assert f'<span class="chip gold right">{count}</span>' in html
-            assert client.post("/work/next/", {"answer_id": _field(html, "answer_id")}).status_code == 302
+            assert client.post("/work/next/", {"item": _field(html, "item")}).status_code == 302
 
     assert view == "done" and "DONE123" in html
     answers = list(Answer.objects.filter(enrollment=enrollment).select_related("example").order_by("answered_at"))

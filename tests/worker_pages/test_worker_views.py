@@ -66,8 +66,11 @@ def test_a_returning_worker_lands_where_they_are(demo_data):
         result = answer_current(enrollment)
     # The last answer's feedback has not been left with Next: it is shown again, from the stored answer.
     _, html = _page(client)
-    assert 'data-view="feedback"' in html and f'name="answer_id" value="{result.answer.pk}"' in html
-    client.post("/work/next/", {"answer_id": result.answer.pk})
+    assert (
+        'data-view="feedback"' in html and f'name="item" value="{handle(enrollment, result.answer.example_id)}"' in html
+    )
+    assert "answer_id" not in html, "the form names the item by its handle, not the answer's database id"
+    client.post("/work/next/", {"item": handle(enrollment, result.answer.example_id)})
     _, html = _page(client)
     assert 'data-view="item"' in html and "item <strong>4</strong> of 10" in html
     assert f'value="{services.current_item(enrollment_id=enrollment.pk).item_handle}"' in html
@@ -75,7 +78,7 @@ def test_a_returning_worker_lands_where_they_are(demo_data):
     other = bind(Client(), enrollment, started=False)
     _, html = _page(other)
     assert 'data-view="feedback"' in html  # answers exist: no description again; last feedback first
-    other.post("/work/next/", {"answer_id": result.answer.pk})
+    other.post("/work/next/", {"item": handle(enrollment, result.answer.example_id)})
     _, html = _page(other)
     assert "item <strong>4</strong> of 10" in html
 
@@ -84,11 +87,44 @@ def test_next_only_acknowledges_an_answer_of_the_bound_enrollment(demo_data):
     enrollment, client = _worker("sst2", 10)
     other, _ = _worker("sst2", 10)
     theirs = answer_current(other).answer
-    answer_current(enrollment)
-    client.post("/work/next/", {"answer_id": theirs.pk})
-    assert client.session.get(ACK_KEY) != theirs.pk
+    mine = answer_current(enrollment).answer
+    client.post("/work/next/", {"item": handle(other, theirs.example_id)})
+    client.post("/work/next/", {"answer_id": mine.pk})  # a database id is not how a page names an answer
+    assert client.session.get(ACK_KEY) is None
     _, html = _page(client)
     assert 'data-view="feedback"' in html
+    client.post("/work/next/", {"item": handle(enrollment, mine.example_id)})
+    assert client.session.get(ACK_KEY) == mine.pk and 'data-view="item"' in _page(client)[1]
+
+
+def test_no_worker_page_carries_a_database_id(demo_data):
+    """Every page of a whole journey, answered through the pages' own forms: each form names an item by its handle,
+    never by a database id (an answer's id is a platform-wide activity counter)."""
+    import re
+
+    enrollment, client = _worker("sst2", 10)
+    pages = []
+    client.post("/work/start/")
+    for _ in range(60):
+        html = _page(client)[1]
+        pages.append(html)
+        view = re.search(r'data-view="(\w+)"', html)[1]
+        if view not in ("item", "feedback"):
+            break
+        handle = re.search(r'name="item" value="([a-z2-7]{16})"', html)[1]
+        if view == "feedback":
+            client.post("/work/next/", {"item": handle})
+        else:
+            assert client.post("/work/answer/", {"item": handle, "label": "positive"}).status_code == 302
+    assert view == "done" and Answer.objects.filter(enrollment=enrollment).count() > 10
+    ids = {str(pk) for pk in Answer.objects.filter(enrollment=enrollment).values_list("pk", flat=True)}
+    ids |= {str(enrollment.pk), str(enrollment.worker_id), str(enrollment.cohort_id)}
+    ids |= {str(pk) for pk in Answer.objects.filter(enrollment=enrollment).values_list("example_id", flat=True)}
+    for html in pages:
+        assert not re.search(r"answer_id|enrollment_id|example_id", html)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html):
+            assert name in {"csrfmiddlewaretoken", "item", "spans"}, name
+            assert value not in ids, (name, value)
 
 
 # ---------------------------------------------------------------- gold is never shown early
@@ -118,7 +154,7 @@ def test_no_gold_on_any_page_before_the_item_is_answered(demo_data, task):
         _, html = _page(client)
         assert "NEXTGOLDSENTINEL" not in html
         Example.objects.filter(pk=next_item.pk).update(gold=next_item.gold)
-        client.post("/work/next/", {"answer_id": result.answer.pk})
+        client.post("/work/next/", {"item": handle(enrollment, result.answer.example_id)})
 
 
 def test_no_gold_in_the_test_step_even_after_answering(demo_data):
@@ -264,7 +300,7 @@ def test_filtered_worker_sees_the_screenout_code_after_the_last_feedback(demo_da
     services.filter_enrollment(enrollment_id=enrollment.pk, actor="r", reason="test")
     _, html = _page(client)
     assert 'data-view="feedback"' in html
-    client.post("/work/next/", {"answer_id": result.answer.pk})
+    client.post("/work/next/", {"item": handle(enrollment, result.answer.example_id)})
     _, html = _page(client)
     assert 'data-view="filtered"' in html and "OUT456" in html and "DONE123" not in html
     assert "https://app.prolific.com/submissions/complete?cc=OUT456" in html
@@ -349,7 +385,7 @@ def test_only_the_latest_test_answer_can_be_changed_through_http(demo_data):
 def test_training_answers_and_others_answers_cannot_be_changed(demo_data):
     enrollment, client = _worker("sst2", shots=10)
     training = answer_current(enrollment, right=True).answer
-    client.post("/work/next/", {"answer_id": training.pk})
+    client.post("/work/next/", {"item": handle(enrollment, training.example_id)})
     html = _page(client)[1]
     assert 'data-role="undo"' not in html  # training answers are final: nothing offered
     wrong = next(x for x in ("positive", "negative") if x != training.example.gold[0])

@@ -1,17 +1,20 @@
 """manage.py create_lab_workers: accounts for a study that recruits with lab accounts (``--platform local``).
 
 A lab worker logs in with one of these accounts and opens a cohort's link; the study's provider takes the worker's
-identity from the account. The accounts are plain users (no group, not staff): the dashboard refuses them. Their
+identity from the account. The accounts are plain users (not staff, no role), each a member of the study's lab
+group only (``crowd.lab.group_name``): the dashboard refuses them, and no other study's link takes them. Their
 passwords are generated here and printed once; nothing keeps them in clear.
 """
 
 import secrets
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation.models import Study
+from crowd.lab import group_name
 
 MAX_COUNT = 500
 USERNAME = "lab-s{study}-{number:03d}"
@@ -41,6 +44,7 @@ class Command(BaseCommand):
         User = get_user_model()
         logins = []
         with transaction.atomic():
+            group, _ = Group.objects.get_or_create(name=group_name(study))
             taken = set(
                 User.objects.filter(username__startswith=USERNAME.format(study=study, number=0)[:-3]).values_list(
                     "username", flat=True
@@ -53,7 +57,7 @@ class Command(BaseCommand):
                 if username in taken:  # made by an earlier run: kept as it is
                     continue
                 password = secrets.token_urlsafe(9)
-                User.objects.create_user(username=username, password=password)
+                User.objects.create_user(username=username, password=password).groups.add(group)
                 logins.append((username, password))
         for username, password in logins:
             self.stdout.write(f"{username} {password}")
