@@ -223,7 +223,8 @@ def main(argv=None) -> int:
     unmet = 0
     for name, options, n_items in settings:
         for target in (TEST_SET, TASK_ITEMS):
-            for a in ANNOTATORS:
+            # 20: a cohort past the few-annotators flag, where only the at-chance test speaks.
+            for a in (*ANNOTATORS, 20):
                 cover, flagged, either = coverage_flagged(
                     target, a, replicates=args.replicates, items=n_items, seed=args.seed, **options
                 )

@@ -137,10 +137,13 @@ class Table:
         """The caption's note on flagged cells: which, and why."""
         if not self.flagged:
             return None
-        parts = [
-            f"{TASKS[f['task']].name if f['task'] in TASKS else f['task']} {f['shots']} shots: {'; '.join(f['texts'])}"
-            for f in self.flagged
-        ]
+        # One part per reason, naming its cells: a reason most cells share (few annotators) is said once.
+        cells_by_flag: dict[str, list[str]] = {}
+        for f in self.flagged:
+            name = TASKS[f["task"]].name if f["task"] in TASKS else f["task"]
+            for key in f["flags"]:
+                cells_by_flag.setdefault(key, []).append(f"{name} {f['shots']} shots")
+        parts = [f"{', '.join(cells)}: {FLAGS[key]}" for key, cells in cells_by_flag.items()]
         return f"{FLAG_MARK} Intervals in doubt: " + " | ".join(parts) + "."
 
     @property

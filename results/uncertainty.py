@@ -22,8 +22,9 @@ graded item scores, 3/5/10 annotators) and prints each interval's coverage and t
 Both intervals assume that the annotators' S1 spread roughly normally around their mean. When an
 annotator of the cohort is at chance (a population with guessers: bimodal), or the annotators differ on
 fewer than 10 items (a few near-certain items: the items' spread is measured from almost no
-variation), they can cover less than 95%: ``interval_flags`` names what fails, and the page and
-the files say it beside the cell (``FLAGS``; coverage with and without guessers:
+variation), they can cover less than 95%; with fewer than 14 annotators a population's guessers are
+too often absent from the cohort for the first test to see them. ``interval_flags`` names what fails
+or cannot be checked, and the page and the files say it beside the cell (``FLAGS``; coverage with and without guessers:
 ``benchmarks/interval_coverage.py``).
 
 The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
@@ -59,13 +60,20 @@ TARGETS = {
 }
 AT_CHANCE = "at_chance"
 NEAR_CEILING = "near_ceiling"
+FEW_ANNOTATORS = "few_annotators"
 FLAGS = {
     AT_CHANCE: "an annotator's S1 is at chance (within binomial noise of the task's chance level, or below): "
     "the annotators' S1 is not one normal spread (guessers), and the 95% intervals may cover much less",
     NEAR_CEILING: "the annotators differ on fewer than 10 items (near-certain items): the items' spread is "
     "measured from almost no variation, and the task's-items interval may cover less than 95%",
+    FEW_ANNOTATORS: "fewer than 14 annotators: the intervals assume that nobody in the population answers at "
+    "chance, and a cohort this small can hold no such worker even where some are (one in five guessing: "
+    "a cohort of 5 holds none a third of the time), so where guessers exist the intervals may cover less than 95%",
 }
 MIN_VARYING_ITEMS = 10  # below this many items on which the annotators' S1 differ: NEAR_CEILING
+# The smallest cohort that holds a guesser in 95% of draws when one in five of the population guesses
+# (1 - 0.8^n >= 0.95): below it the at-chance flag too often has no one to see (FEW_ANNOTATORS).
+MIN_ANNOTATORS_SEEN = 14
 
 
 def _matrix(matrix) -> np.ndarray:
@@ -125,6 +133,8 @@ def interval_flags(s1: Sequence[float], *, chance: float | None, items: int, mat
         margin = 1.96 * np.sqrt(max(chance * (1 - chance), 0.0) / items)
         if any(v <= chance + margin for v in s1):
             flags.append(AT_CHANCE)
+    if 2 <= len(s1) < MIN_ANNOTATORS_SEEN:
+        flags.append(FEW_ANNOTATORS)
     if matrix is not None:
         m = np.asarray(matrix, dtype=float)
         if m.ndim == 2 and m.shape[0] >= 2 and m.shape[1] >= 2 and np.isfinite(m).all():

@@ -330,11 +330,21 @@ def test_a_cell_with_an_annotator_at_chance_is_flagged_on_the_page_and_in_the_fi
         complete(learned, name, wrong_test=set(range(start, 40, 5)))
     client = _client(researcher)
     payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
+    meanings = payload["interval_flag_meanings"]
+    # Three annotators each: both cells say the population's guessers could go unseen; only the 10-shot
+    # cohort holds one.
     assert payload["interval_flags"] == [
-        {"task": "sst2", "shots": 10, "flags": ["at_chance"], "texts": [payload["interval_flag_meanings"]["at_chance"]]}
+        {
+            "task": "sst2",
+            "shots": 10,
+            "flags": ["at_chance", "few_annotators"],
+            "texts": [meanings["at_chance"], meanings["few_annotators"]],
+        },
+        {"task": "sst2", "shots": 20, "flags": ["few_annotators"], "texts": [meanings["few_annotators"]]},
     ]
     html = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
-    assert html.count('<abbr class="flag"') == 2  # the table's cell and the planner's row, 10 shots only
     assert "Intervals in doubt: SST-2 10 shots: an annotator" in html
+    assert html.count("an annotator&#x27;s S1 is at chance") + html.count("an annotator's S1 is at chance") >= 1
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
-    assert "† Intervals in doubt: SST-2 10 shots" in md and "SST-2 20 shots" not in md
+    assert "† Intervals in doubt: SST-2 10 shots: an annotator's S1 is at chance" in md
+    assert "| SST-2 10 shots, SST-2 20 shots: fewer than 14 annotators" in md

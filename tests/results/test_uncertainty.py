@@ -13,12 +13,15 @@ from scipy import stats
 from scipy.special import expit
 
 from results.uncertainty import (
+    AT_CHANCE,
+    FEW_ANNOTATORS,
     TARGETS,
     TASK_ITEMS,
     TEST_SET,
     annotators_for,
     annotators_needed,
     cell_matrix,
+    interval_flags,
     plan_assurance,
     plan_cost,
     reach_probability,
@@ -148,3 +151,17 @@ def test_cell_matrix_aligns_items_and_refuses_gaps():
     assert m.tolist() == [[1.0, 0.5], [0.0, 0.25]]
     with pytest.raises(ValueError, match="1 \\(annotator, item\\) score\\(s\\) missing"):
         cell_matrix({"A": {1: 1.0, 2: 0.5}, "B": {1: 0.0}})
+
+
+def test_flags_say_when_a_population_of_guessers_could_go_unseen():
+    rng = np.random.default_rng(3)
+    earnest = list(0.75 + 0.05 * rng.standard_normal(20))
+    # A cohort of 3 to 13 with no one at chance: only the size flag; from 14 on a share of one in five guessers
+    # in the population shows (at chance) in 95% of cohorts.
+    assert 1 - 0.8**13 < 0.95 <= 1 - 0.8**14
+    assert interval_flags(earnest[:3], chance=0.5, items=200) == [FEW_ANNOTATORS]
+    assert interval_flags(earnest[:13], chance=0.5, items=200) == [FEW_ANNOTATORS]
+    assert interval_flags(earnest[:14], chance=0.5, items=200) == []
+    # An annotator within binomial noise of chance (0.5 + 1.96 * sqrt(0.25 / 200) = 0.569) is named too.
+    assert interval_flags([*earnest[:14], 0.56], chance=0.5, items=200) == [AT_CHANCE]
+    assert interval_flags([*earnest[:14], 0.58], chance=0.5, items=200) == []
