@@ -1,4 +1,4 @@
-"""Attention checks (issue 12.6): instructed-response items a researcher writes, optional per study.
+"""Attention checks: instructed-response items a researcher writes, optional per study.
 
 Off by default, as in the paper. A researcher writes a check for one of the study's tasks
 ("For this item choose negative."; "Mark the word 'river'.") and the position in the test

@@ -229,7 +229,7 @@ LONGEST_GAPS = 3  # idle gaps shown per worker
 
 
 def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: float) -> dict:
-    """Answer-time signals of one worker (issue 12.7), from ``(step, served_at, answered_at)`` in order.
+    """Answer-time signals of one worker, from ``(step, served_at, answered_at)`` in order.
 
     ``fast_share``: the share of test answers given less than ``min_seconds`` (the task's
     ``min_answer_seconds``) after the item was served (None without timed test answers);

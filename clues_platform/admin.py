@@ -2,7 +2,7 @@
 
 Researchers use the dashboard and the API, which show each researcher their own studies only;
 the admin has no notion of who owns a study, so a staff flag or a model permission must never
-open it (issue 10: a second researcher read another's completion code and workers' session ids
+open it (a second researcher read another's completion code and workers' session ids
 there, and edited shared gold). ``OperatorsAdminSite`` is the default site
 (``clues_platform.apps.AdminConfig``), so every registered ModelAdmin sits behind it.
 

@@ -177,7 +177,7 @@ def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
     The count is the cache's atomic ``incr`` (atomic in Redis across processes too), so of any number
     of simultaneous attempts at most LOGIN_RATE_LIMIT get a password check; the others are refused
     (the seconds to wait are returned). Counting after the check, as failures, let 30 simultaneous
-    guesses through the gate before any was counted (issue 10). A successful login gives its
+    guesses through the gate before any was counted. A successful login gives its
     reservation back (``release_login_reservation``), so only failures use up the limit.
     """
     rate = _login_rate()

@@ -36,7 +36,7 @@ class StudyForm(forms.ModelForm):
         error_messages={"required": "choose at least one shot condition"},
         help_text="One cohort of new workers per task and shot condition.",
     )
-    # Ticked by default (issue 11.13): a researcher who fills the form means to recruit, and a
+    # Ticked by default: a researcher who fills the form means to recruit, and a
     # created-but-not-launched cohort's link looked usable while it refused every worker. Unticked,
     # the study page says plainly which links refuse workers until launched.
     launch = forms.BooleanField(

@@ -137,7 +137,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     for r in ctx["grid_rows"]:
         r["join_url"] = join_url(request, r["cohort"])
         r["shots_label"] = f"{r['shots']} shots"
-    # A count, not a flag: the page says how many links refuse workers (issue 11.13).
+    # A count, not a flag: the page says how many links refuse workers.
     ctx.update(
         platform_note=study.provider.link_note(study),
         close_form=CloseForm(),
@@ -287,7 +287,7 @@ def cohort_reopen(request: HttpRequest, cohort_id: int) -> HttpResponse:
 
 
 def _activity(row: dict, last, now, idle_cap_seconds: int, active: bool) -> None:
-    """Last activity and idle time of a worker (issue 11.11): idle past the study's idle cap, the
+    """Last activity and idle time of a worker: idle past the study's idle cap, the
     point where their active time (and pay) stops counting, while they are still in a step."""
     seconds = max(0.0, (now - last).total_seconds())
     row.update(

@@ -70,7 +70,7 @@ def table_frame(
 ) -> pd.DataFrame:
     """The table as a DataFrame of strings: index ``#Shots``, or (``Method``, ``#Shots``) with other rows.
 
-    Cells read "mean ± std [low, high]" (the 95% interval for this test set beside them). ``n`` (issue 11.12, every
+    Cells read "mean ± std [low, high]" (the 95% interval for this test set beside them). ``n`` (every
     file carries the n of each cell): ``"columns"`` adds an integer ``"<task> n"`` column after each
     task's (CSV: a reader gets the n as numbers), ``"inline"`` writes it into the cell
     ("80.0 ± 2.0 [76.1, 83.9] (n=3)", Markdown and LaTeX). With ``interval_columns`` (CSV) cells

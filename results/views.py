@@ -157,7 +157,7 @@ def results_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespo
     return response
 
 
-# Row downloads of the dashboard (issue 11.12: everything the API exports, a click away): the
+# Row downloads of the dashboard (everything the API exports, a click away): the
 # kinds of ``exports.export_rows`` plus "pay" (what every worker is owed, finished or not).
 PAY_COLUMNS = (
     "enrollment_id",

@@ -38,7 +38,7 @@ def load_enrollment(enrollment_id: int, *, lock: bool) -> Enrollment:
 
 
 def is_stale(enrollment: Enrollment, now: datetime) -> bool:
-    limit = enrollment.cohort.study.time_limit  # every enrollment has one (issue 9)
+    limit = enrollment.cohort.study.time_limit  # every enrollment has one: a join without one is refused
     return bool(limit and enrollment.state in STEP_OF_STATE and now - enrollment.enrolled_at > timedelta(minutes=limit))
 
 

@@ -1,4 +1,4 @@
-"""Attention checks (issue 12.6): written in the dashboard, shown as a normal item, excluded from every result."""
+"""Attention checks: written in the dashboard, shown as a normal item, excluded from every result."""
 
 from __future__ import annotations
 

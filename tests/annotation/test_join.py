@@ -153,7 +153,7 @@ def test_the_refusal_page_escapes_text():
     assert "<b>" not in page.content.decode()
 
 
-# ---------------------------------------------------------------- identity (issue 9), MTurk target (10.2), codes (10.8)
+# ---------------------------------------------------------------- identity, MTurk target, codes
 
 PID = "5f0c1a2b3c4d5e6f7a8b9c0d"
 

@@ -1,5 +1,5 @@
 """A study's parameters are defined once (annotation.models.Study): the API, the dashboard form and
-launch_study refuse the same values with a clear 400 naming the field, never a 500 (issues 13.2, 10.6)."""
+launch_study refuse the same values with a clear 400 naming the field, never a 500."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from annotation.models import Answer, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import example_of
 
-LAPTOP = {"width": 1366, "height": 800}  # the widths of issue 11's review
+LAPTOP = {"width": 1366, "height": 800}  # a laptop; PHONE below: the review widths
 PHONE = {"width": 390, "height": 844}
 
 

@@ -1,9 +1,9 @@
-"""The Content-Security-Policy in Chromium (issue 10 item 3): the pages work under it, and it stops what it must.
+"""The Content-Security-Policy in Chromium: the pages work under it, and it stops what it must.
 
 Every page of these journeys listens for ``securitypolicyviolation`` and reports each violation as a
 console error, which the ``pages`` fixture turns into a failure; the worker's and the researcher's
 journeys of tests/browser are replayed that way. A control shows the listener catches a violation;
-a ``javascript:`` form action (what an unchecked MTurk ``turkSubmitTo`` became, issue 10 item 2) is
+a ``javascript:`` form action (what an unchecked MTurk ``turkSubmitTo`` could become) is
 blocked by the header alone, and runs when the header is stripped.
 """
 

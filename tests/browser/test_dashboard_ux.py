@@ -1,4 +1,4 @@
-"""The researcher dashboard in Chromium at 1366x800 and 390x844 (issue 11, items 10-13).
+"""The researcher dashboard in Chromium at 1366x800 and 390x844.
 
 * closing a cohort asks for confirmation and a reason, with htmx (the form beside the links) and
   without JavaScript (a page of its own); a closed cohort with places left is re-opened the same way;

@@ -1,4 +1,4 @@
-"""Issue 11, worker pages, in Chromium at both review widths: what slowed a paid worker down.
+"""Worker pages in Chromium at both review widths: what slowed a paid worker down.
 
 * the test step forgives: a choice first, then Enter or Submit; the last test answer can be changed
   (keyboard "U") until the next is submitted, audited with both values;

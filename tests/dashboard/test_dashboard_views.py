@@ -461,7 +461,7 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
         assert response["Content-Disposition"].startswith("attachment; filename="), url
         bodies[url] = response.content
     # The table's CSV: a plain header row first (pandas reads it as is), the n of each cell as a column.
-    # Rows: the human annotators' mean ± std, then the majority vote (issue 12); index (Method, #Shots).
+    # Rows: the human annotators' mean ± std, then the majority vote; index (Method, #Shots).
     frame = pd.read_csv(io.BytesIO(bodies[base + "download.csv"]), index_col=[0, 1])
     assert list(frame.index.names) == ["Method", "#Shots"] and list(frame.columns)[:2] == ["SST-2", "SST-2 n"]
     human = frame.loc["Human"]

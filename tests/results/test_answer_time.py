@@ -1,4 +1,4 @@
-"""Answer-time signals (issue 12.7): fast test answers per task minimum and the longest idle gaps, per worker."""
+"""Answer-time signals: fast test answers per task minimum and the longest idle gaps, per worker."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The writer registry: formula injection is neutralised in spreadsheet-bound files, JSON stays raw (issue 10.5)."""
+"""The writer registry: formula injection is neutralised in spreadsheet-bound files, JSON stays raw."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Majority vote per cohort (issue 12, item 4) on hand-made cohorts, ties included."""
+"""Majority vote per cohort on hand-made cohorts, ties included."""
 
 import itertools
 

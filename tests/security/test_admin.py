@@ -1,7 +1,7 @@
 """The Django admin is for operators (superusers) only, and lists no secret (clues_platform/admin.py).
 
-Issue 10: researchers were staff with every model permission, and the admin knows nothing of who
-owns a study: a second researcher read another's completion code, join tokens and workers'
+Researchers were once staff with every model permission, and the admin knew nothing of who
+owned a study: a second researcher read another's completion code, join tokens and workers'
 SESSION_IDs there, and changed a shared gold answer. Every registered model's changelist, change,
 add, delete and history views are tried as that second researcher, even given staff and every
 permission, through the test client.

@@ -1,4 +1,4 @@
-"""The Content-Security-Policy header and the self-hosted API docs, without a browser (issue 10 items 3 and 4).
+"""The Content-Security-Policy header and the self-hosted API docs, without a browser.
 
 (tests/browser/test_csp.py shows, in Chromium, that the pages work under the policy and that it blocks a
 ``javascript:`` form action.) The API docs page references files of this site only, and each is served.

@@ -1,4 +1,4 @@
-"""The login limit holds under simultaneous guesses (clues_platform/ratelimit.py, issue 10 item 7).
+"""The login limit holds under simultaneous guesses (clues_platform/ratelimit.py).
 
 Counting failures after the password check let 30 simultaneous wrong passwords for one user get
 15 checks against a limit of 10: each request passed the gate before any had been counted. The

@@ -1,4 +1,4 @@
-"""Nothing a worker or a researcher is shown is kept by a browser or proxy cache (issue 10 item 8).
+"""Nothing a worker or a researcher is shown is kept by a browser or proxy cache.
 
 clues_platform.middleware.NoStoreMiddleware: ``Cache-Control: no-store`` on every page and API
 response; static files keep their own caching. And the public development SECRET_KEY stops a

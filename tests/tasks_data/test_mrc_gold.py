@@ -1,4 +1,4 @@
-"""The two readings of MRC gold (issue 12, item 2) and strict mode, against the official function.
+"""The two readings of MRC gold and strict mode, against the official function.
 
 ``best``: the SQuAD convention (best single alternative); ``set``: the published answer list
 as one gold set, the literal reading of eval/S1.py. Hand-made items with 1 to 5 alternatives.

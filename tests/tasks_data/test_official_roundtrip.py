@@ -1,5 +1,5 @@
 """Exported annotator files, scored by the official eval/S1.py with the gold as published,
-give exactly the platform's number (issue 12, item 1), on every task.
+give exactly the platform's number, on every task.
 
 One annotator per task answers the first test items through the services with a mix of
 gold, wrong, partial and empty answers; their prediction file (``exports.prediction_jsonl``)

@@ -1,4 +1,4 @@
-"""Training items whose gold cannot be produced from the context (issue 12, item 3), on the official data.
+"""Training items whose gold cannot be produced from the context, on the official data.
 
 Flagged at import (and by the migration for data imported before), counted per chain and shots
 on the study form, announced on the worker's feedback page, and left out of the training S1

@@ -323,7 +323,7 @@ def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
     assert 'data-view="ended"' in html and "time allowed for this study has passed" in html
 
 
-# ---------------------------------------------------------------- changing the last test answer (issue 11, item 1)
+# ---------------------------------------------------------------- changing the last test answer
 
 
 def _revision_events(enrollment):
