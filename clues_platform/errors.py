@@ -11,7 +11,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.defaults import server_error as django_server_error
 
-from clues_platform.http import wants_json
+from clues_http.negotiation import wants_json
 
 RETRY_AFTER_SECONDS = "5"
 UNAVAILABLE = "The service is briefly unavailable (database connection lost). Please retry in a few seconds."

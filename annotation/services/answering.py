@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import random
 from dataclasses import dataclass, field
-from types import ModuleType
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -23,17 +19,7 @@ from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
 from .errors import Conflict
 from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
-
-
-@functools.cache
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(name)
-
-
-def hot_path() -> ModuleType:
-    """The worker's hot-path statements: ``settings.CLUES_HOT_PATH`` (hand-written SQL, ``hot_sql``, unless a
-    benchmark or test names its ORM oracle); imported once."""
-    return _module(settings.CLUES_HOT_PATH)
+from .hot_paths import hot_path
 
 
 def item_order(*, enrollment: Enrollment, step: str) -> list[int]:

@@ -11,7 +11,8 @@ Still needed (benchmarks/README.md "Hand-written SQL or the ORM"): the same func
 querysets (benchmarks/hot_orm.py, the oracle tests/annotation/test_hot_path.py checks this module
 against) cost gunicorn about twice the CPU per worker request (9.05 against 4.7 ms) and lower the
 throughput ratio to the ceiling. The statements are built on first use (``_load_sql`` is cached),
-not at import. ``settings.CLUES_HOT_PATH`` names the module the services use (this one by default).
+not at import. ``settings.CLUES_HOT_PATH`` chooses the implementation by name (this one, "sql", by default:
+hot_paths.py).
 """
 
 from __future__ import annotations

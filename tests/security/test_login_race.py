@@ -1,4 +1,4 @@
-"""The login limit holds under simultaneous guesses (clues_platform/ratelimit.py, issue 10 item 7).
+"""The login limit holds under simultaneous guesses (clues_http/ratelimit.py, issue 10 item 7).
 
 Counting failures after the password check let 30 simultaneous wrong passwords for one user get
 15 checks against a limit of 10: each request passed the gate before any had been counted. The
@@ -64,7 +64,7 @@ def counting(settings, request):
         cache.clear()  # never clear a shared Redis: the Redis case counts under a key prefix of its own
     settings.LOGIN_RATE_LIMIT = f"{LIMIT}/15m"
     settings.AUTHENTICATION_BACKENDS = [
-        "clues_platform.ratelimit.LoginRateLimitBackend",
+        "clues_http.ratelimit.LoginRateLimitBackend",
         "tests.security.test_login_race.CountingBackend",
     ]
     CountingBackend.checks = 0

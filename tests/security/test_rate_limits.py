@@ -1,4 +1,4 @@
-"""Rate limits (clues_platform/ratelimit.py): the join link per client address, failed logins per address and per
+"""Rate limits (clues_http/ratelimit.py): the join link per client address, failed logins per address and per
 username; join tokens are unguessable.
 
 The limits are counted in the Django cache; in production that is Redis (CACHE_URL / REDIS_URL), shared
@@ -21,8 +21,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, RequestFactory
 
 from annotation.models import Cohort, Enrollment, new_join_token
-from clues_platform import ratelimit
-from clues_platform.ratelimit import Rate, parse_rate
+from clues_http import ratelimit
+from clues_http.ratelimit import Rate, parse_rate
 from tests.annotation.factories import cohort, make_study, pid_for, prolific
 
 pytestmark = [pytest.mark.django_db]

@@ -294,9 +294,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def _eager() -> bool:
-        from clues_platform.celery import app
+        # The project's Celery app as the current app: baselines sits below the project package (clues_platform),
+        # which creates it and is imported with the settings.
+        from celery import current_app
 
-        return bool(app.conf.task_always_eager)
+        return bool(current_app.conf.task_always_eager)
 
     def _print_table(self, rows):
         if not rows:

@@ -1,4 +1,4 @@
-"""Small HTTP helpers shared by the project's own responses (errors, refusals, rate limits)."""
+"""How a client wants its answer: shared by the project's own responses (errors, refusals, rate limits)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from clues_platform.http import wants_json
+from clues_http.negotiation import wants_json
 
 log = logging.getLogger(__name__)
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
@@ -198,7 +198,7 @@ def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
     return max(waits) if waits else None
 
 
-@receiver(user_logged_in, dispatch_uid="clues_platform.ratelimit.release_login_reservation")
+@receiver(user_logged_in, dispatch_uid="clues_http.ratelimit.release_login_reservation")
 def release_login_reservation(sender, request=None, user=None, **kwargs):
     """A password that was right does not count against the limit: give its reservation back."""
     for key in getattr(request, "_login_reservations", ()) if request is not None else ():
