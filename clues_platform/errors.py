@@ -33,6 +33,7 @@ def server_error(request, *args, **kwargs):
     exc = sys.exc_info()[1]
     if _database_down(exc):
         message = BUSY if "database is locked" in str(exc) else UNAVAILABLE  # SQLite's lock wait ran out
+        response: HttpResponse
         if wants_json(request):
             response = JsonResponse({"detail": message}, status=503)
         else:

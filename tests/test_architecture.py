@@ -38,7 +38,7 @@ def test_import_contracts_are_kept():
     assert "Contracts: 6 kept, 0 broken." in result.stdout
 
 
-def test_every_package_of_the_project_is_under_the_contracts():
+def test_every_package_of_the_project_is_under_the_contracts_and_the_type_checker():
     """A package left out of root_packages would hide its imports (and the cycles through it) from the contracts;
     benchmarks and tests are not shipped and may import any app."""
     import tomllib
@@ -47,6 +47,9 @@ def test_every_package_of_the_project_is_under_the_contracts():
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"benchmarks", "tests"}
     assert packages == set(PACKAGES)
     assert set(config["tool"]["importlinter"]["root_packages"]) == packages
+    # ... and of the type checker, which also reads the bodies of functions without annotations.
+    assert packages <= set(config["tool"]["mypy"]["files"])
+    assert config["tool"]["mypy"]["check_untyped_defs"] is True
 
 
 def import_cycles(graph) -> list[list[str]]:

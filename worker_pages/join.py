@@ -80,7 +80,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
                 "resume_param": services.RESUME_PARAM,
             },
         )
-    if outcome.preview:
+    if outcome.enrollment is None:  # a preview
         cohort = outcome.cohort
         return render(
             request,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -75,8 +76,8 @@ class WorkState:
     step: str  # "training" | "test" | "done" | "filtered" | "withdrawn" | "expired"
     done: int
     total: int
+    enrollment: Enrollment
     item: Example | None = None
-    enrollment: Enrollment | None = None
 
     @property
     def item_handle(self) -> str | None:
@@ -140,12 +141,13 @@ def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
 @dataclass
 class SubmitResult:
     step: str
-    answer: Answer
+    answer: Answer | AttentionAnswer  # an attention check's answer is kept apart (annotation.attention)
     done: int
     total: int
     next_state: str
     gold: list[str] | None = None  # training step only
     s1: float | None = None  # training step only
+    gold_unproducible: bool = False  # training step only: this gold cannot be marked exactly (not held against)
     events: list[str] = field(default_factory=list)
     item: str = ""  # the handle the answer was posted with
 
@@ -201,6 +203,7 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=item)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
+            result.gold_unproducible = example.gold_unproducible
             if done == total:
                 finish_training(enrollment, now)
         elif done == total:
@@ -307,7 +310,7 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAns
         return last
 
 
-def _refuse_other_item(enrollment: Enrollment, handle) -> None:
+def _refuse_other_item(enrollment: Enrollment, handle) -> NoReturn:
     """Conflict for a handle that is not the current item's: "already answered" when it is one of this
     enrollment's answered items, tests and checks alike (a check must answer a repeat as any item does),
     else "not the current item". Only on a refusal, so the hot path pays nothing for it."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
+from typing import cast
 
 from django.db import connection
 
@@ -89,7 +90,8 @@ _COUNTS = {
 
 @functools.cache  # built on first use (the connection's quoting), once per process
 def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
-    columns = [_quoted(alias, f.column) for model, alias in _JOINED for f in model._meta.concrete_fields]
+    # A concrete field always has its column (Field.set_attributes_from_name); the stubs allow None.
+    columns = [_quoted(alias, cast(str, f.column)) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
     joins = (
         f"{_quoted(Enrollment._meta.db_table)} e "
