@@ -101,6 +101,27 @@ def test_no_import_cycle_anywhere_in_the_project():
     assert import_cycles(graph) == []
 
 
+def test_no_test_module_imports_from_another_test_module():
+    """Shared helpers live in helper modules (tests/<folder>/<helper>.py) or fixtures, never in a test module:
+    importing one runs its tests' module code twice and ties two test files together."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_"):
+                    offenders.append(f"{path.relative_to(ROOT)}: {name}")
+    assert offenders == []
+
+
 def package_graph(graph):
     """The graph of the project's packages: a imports b when any module of a imports any module of b."""
     edges: dict[str, set[str]] = {package: set() for package in PACKAGES}

@@ -23,7 +23,7 @@ from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 
-from tests.security.test_rate_limits import _redis_url
+from tests.security.redis_cache import redis_url
 
 LIMIT = 5
 GUESSES = 30
@@ -44,7 +44,7 @@ class CountingBackend(ModelBackend):
 
 def _caches(kind: str) -> dict:
     if kind == "redis":
-        url = _redis_url()
+        url = redis_url()
         if url is None:
             pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
         return {
