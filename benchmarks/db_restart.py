@@ -35,7 +35,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.load import Server, Stats, integrity, run_workers  # noqa: E402
+from benchmarks.load import Server, Stats, integrity, run_workers
 
 
 def cluster() -> list[str]:

@@ -48,7 +48,7 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from results.uncertainty import (  # noqa: E402
+from results.uncertainty import (
     TASK_ITEMS,
     TEST_SET,
     annotators_for,

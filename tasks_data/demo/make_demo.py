@@ -1428,7 +1428,7 @@ def generate():
 
 
 # =======================================================================================
-# Checks: read the files back and test every rule the importer and the brief rely on
+# Checks: read the files back and test every rule the importer and the tests rely on
 # =======================================================================================
 KEYS = {
     "sst2": ["answer", "question", "id", "context"],

@@ -87,9 +87,7 @@ def test_researchers_see_their_studies_and_not_others(researcher_client, setup):
 def test_the_login_page_logs_a_researcher_in(client, researcher, db):
     response = client.get("/accounts/login/?next=/dashboard/")
     assert response.status_code == 200 and 'name="username"' in response.content.decode()
-    response = client.post(
-        "/accounts/login/", {"username": "rita", "password": "pw-rita-123", "next": "/dashboard/"}
-    )
+    response = client.post("/accounts/login/", {"username": "rita", "password": "pw-rita-123", "next": "/dashboard/"})
     assert response.status_code == 302 and response["Location"] == "/dashboard/"
     response = client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
     assert "did not match" in response.content.decode()
