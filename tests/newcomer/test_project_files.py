@@ -69,6 +69,13 @@ def test_the_type_checker_checks_real_packages():
     assert "mypy_django_plugin.main" in mypy["plugins"]
 
 
+def test_the_architecture_page_points_at_real_files():
+    text = (REPO / "docs" / "architecture.md").read_text()
+    paths = re.findall(r"`((?:[a-z_]+/)+[\w.-]*\.(?:py|md|html|js))", text)
+    assert len(paths) > 30
+    assert [p for p in paths if not (REPO / p).exists()] == []
+
+
 def test_the_contributors_guide_points_at_real_files():
     text = (REPO / "CONTRIBUTING.md").read_text()
     for path in re.findall(r"`((?:tests|tasks_data|crowd|docs|annotation|requirements|\.ci)/[\w./-]*)`", text):
