@@ -433,6 +433,7 @@ def _ticks(pid: int) -> int:
 
 def cpu_snapshot(server: Server) -> dict[str, float]:
     """CPU seconds used so far by gunicorn's workers, the database's PostgreSQL backends and this process."""
+    assert server.proc is not None, "the server is started"
     out = subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True, text=True).stdout.split()
     try:
         with psycopg.connect(f"{server.pg}/postgres", autocommit=True) as conn:
