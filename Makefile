@@ -4,7 +4,8 @@
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
 #   make test       set up everything in .venv-test, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes
 #                   options); a `make run` server's .venv is left alone
-#   make lint       ruff check and format check, import contracts and the type checker (mypy)
+#   make lint       ruff check and format check, import contracts, the type checker (mypy) and that every model
+#                   change has its migration (makemigrations --check)
 #   make bench      run benchmarks/*.py (BENCH=load runs one)
 #   make baselines  add torch + transformers for manage.py run_baselines
 #   make manage ARGS="import_clues --demo"   any manage.py command, in the virtual environment
@@ -87,6 +88,7 @@ lint: $(STAMP_DEV)
 	$(TPY) -m ruff format --check .
 	$(TEST_VENV)/bin/lint-imports
 	$(TPY) -m mypy
+	$(TPY) manage.py makemigrations --check --dry-run
 
 # make bench                  every benchmarks/*.py but db_restart.py (it stops PostgreSQL for a few seconds)
 # make bench BENCH=load       one script: load, db_restart, fuzz_api, aggregate_study...

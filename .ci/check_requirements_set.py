@@ -539,7 +539,7 @@ class Smoke:
     def serve(self) -> subprocess.Popen:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
-        log = open(self.work / "server.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.work / "server.log", "wb")  # closed with the process
         proc = subprocess.Popen(
             [self.python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
             cwd=ROOT,

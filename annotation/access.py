@@ -17,6 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from clues_http.negotiation import HtmxHttpRequest
+
 from . import selectors
 from .models import Cohort, Enrollment, Study
 
@@ -27,7 +29,7 @@ def researcher_required(view: Callable) -> Callable:
     """Log-in required (an htmx poll after the session ended reloads the whole page), then the researcher role."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs):
+    def wrapper(request: HtmxHttpRequest, *args, **kwargs):
         if not request.user.is_authenticated:
             if request.htmx:
                 response = HttpResponse(status=204)

@@ -42,23 +42,14 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ("name", "created_by", "created_at", "platform", "workers_per_cohort", "pay_rate", "closed_at")
     list_filter = ("platform", "test_order")
     search_fields = ("name",)
+    # Every parameter of the study (Study.parameters: the model's editable fields) is shown, read-only but the
+    # name, so that a new field appears here without a second list to keep. The platform's own settings are
+    # its app's to show (platform_settings).
     readonly_fields = (
         "created_by",
         "created_at",
-        "tasks",
-        "shots",
-        "chain",
-        "workers_per_cohort",
-        "pay_rate",
-        "filter_floor",
-        "filter_fraction",
-        "platform",
-        "worker_id_param",
-        "completion_code",
-        "screenout_code",
-        "test_order",
-        "idle_cap_seconds",
-        "time_limit_minutes",
+        *(name for name in Study.parameters() if name != "name"),
+        "has_attention_checks",
         "closed_at",
     )
     inlines = [CohortInline]

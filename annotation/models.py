@@ -308,6 +308,12 @@ class Enrollment(models.Model):
     # the worker finishes and is paid as any other, and no result counts them (annotation.selectors.in_results).
     left_out = models.BooleanField(default=False, help_text="Left out of every result by a researcher (audited).")
 
+    # Not columns: the counts the worker's hot path loads with the enrollment (annotation/services/hot_sql.py).
+    training_total: int
+    test_total: int
+    training_done: int
+    test_done: int
+
     class Meta:
         ordering = ["cohort", "enrolled_at"]
         constraints = [

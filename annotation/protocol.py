@@ -102,12 +102,12 @@ COMPARISON_EXCLUDES = frozenset({State.FILTERED, State.WITHDRAWN, State.EXPIRED}
 # Enrollments in a step (their worker is expected to come back and answer).
 ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 # The worker-facing step of each state (the worker API's "step").
-STEP_NAMES = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
+STEP_NAMES: dict[str, str] = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
 
 
 # The crowd provider's hook told of each move (the entry into a first state: ``on_join``). A state that is
 # not here (a reinstatement back to a step) is not the platform's business.
-PROVIDER_HOOKS = {
+PROVIDER_HOOKS: dict[str | None, str] = {
     None: "on_join",
     State.COMPLETED: "on_finish",
     State.FILTERED: "on_filter",

@@ -21,8 +21,9 @@ Units: S1 values on enrollments and answers are 0-1 (``training_s1``, ``test_s1`
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
 
@@ -146,7 +147,7 @@ def study_grid(study: Study) -> list[dict]:
     n_test = test_item_counts(c.task_id for c in cohorts)
     rows = []
     for cohort in cohorts:
-        row = counts.get(cohort.pk, {})
+        row: Mapping[str, Any] = counts.get(cohort.pk, {})
         rows.append(
             {
                 "cohort": cohort,
@@ -168,13 +169,14 @@ def study_grid(study: Study) -> list[dict]:
     return rows
 
 
-def training_chance(training_set_ids: Iterable[int]) -> dict[int, float]:
-    """{training set id: the chance level of its training S1 (0-1)} (1 query).
+def training_chance(training_set_ids: Iterable[int | None]) -> dict[int | None, float]:
+    """{training set id: the chance level of its training S1 (0-1)} (1 query). A cohort without a training set
+    (0 shots) has none: its None is never a key, so ``.get(cohort.training_set_id)`` is None for it.
 
     The mean of ``TaskSpec.chance_item_s1`` over the set's items, leaving out those whose gold
     cannot be marked (as the training S1 does, ``services.filtering.finish_training``).
     """
-    per_set: dict[int, list[float]] = defaultdict(list)
+    per_set: dict[int | None, list[float]] = defaultdict(list)
     rows = TrainingSetItem.objects.filter(
         training_set_id__in=set(training_set_ids), example__gold_unproducible=False
     ).values_list(

@@ -54,10 +54,11 @@ def task_payload(spec: TaskSpec) -> dict:
 def work_state_payload(state: services.WorkState) -> dict:
     """``GET /api/work/current/``: step, progress, the current item (or null) and, when done, the code."""
     spec = state.enrollment.cohort.task.spec
+    handle = state.item_handle  # None exactly when there is no item
     return {
         "step": state.step,
         "progress": {"done": state.done, "total": state.total},
-        "item": item_payload(state.item, spec, state.item_handle) if state.item is not None else None,
+        "item": item_payload(state.item, spec, handle) if state.item is not None and handle is not None else None,
         "task": task_payload(spec),
         "completion": completion_payload(state.enrollment),
     }
@@ -65,7 +66,7 @@ def work_state_payload(state: services.WorkState) -> dict:
 
 def submit_payload(result: services.SubmitResult, enrollment) -> dict:
     """``POST /api/work/answer/`` (201): training answers get the gold and S1 of that item."""
-    payload = {
+    payload: dict[str, object] = {
         "item": result.item,
         "step": "training" if result.step == "training" else "test",
         "progress": {"done": result.done, "total": result.total},
@@ -75,7 +76,7 @@ def submit_payload(result: services.SubmitResult, enrollment) -> dict:
         payload["gold"] = list(result.gold or [])
         payload["s1"] = result.s1
         # The data's quirk: this gold cannot be marked exactly; the item is not held against the worker.
-        payload["gold_unproducible"] = result.answer.example.gold_unproducible
+        payload["gold_unproducible"] = result.gold_unproducible
     payload["completion"] = completion_payload(enrollment)
     return payload
 

@@ -61,7 +61,7 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
     for (task, method, model, server, shots), members in sorted(
         groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])
     ):
-        mean, std = mean_std(100 * r.s1 for r in members)
+        mean, std = mean_std(100 * r.s1 for r in members if r.s1 is not None)  # completed runs: each has its S1
         rows.append(
             {
                 "task": task,

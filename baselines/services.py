@@ -247,7 +247,7 @@ def execute_run(
         if len(result.predictions) != len(tests):
             raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")
         scores = item_scores(run.task, tests, result.predictions)
-    except Exception as exc:  # any failure is this run's, and the sweep goes on
+    except Exception as exc:  # noqa: BLE001 - any failure is this run's, and the sweep goes on
         BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING).update(
             status=BaselineRun.Status.FAILED,
             finished_at=timezone.now(),

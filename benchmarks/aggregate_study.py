@@ -190,7 +190,7 @@ def request_urls(study) -> list[tuple[str, str]]:
     return urls
 
 
-def measure_requests(study, client, repeats: int = 7) -> list[tuple[str, float, float, int, int]]:
+def measure_requests(study, client, repeats: int = 7) -> list[tuple[str, float, float, int, int | None]]:
     """(name, first seconds, median seconds of ``repeats`` more, queries of the last, status) per request."""
     import statistics
 
@@ -269,7 +269,7 @@ def measure(study) -> list[tuple[str, float, float, int]]:
                 began = time.perf_counter()
                 run()
                 timings.append(time.perf_counter() - began)
-        results.append((name, *timings, len(queries)))
+        results.append((name, timings[0], timings[1], len(queries)))
     return results
 
 

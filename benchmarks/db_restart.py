@@ -35,7 +35,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.load import Server, Stats, integrity, run_workers  # noqa: E402
+from benchmarks.load import Server, Stats, integrity, run_workers
 
 
 def cluster() -> list[str]:
@@ -135,7 +135,9 @@ def main() -> int:
     server = Server(db_name="clues_bench_fault", port=args.port)
     server.log_file = server.tmp / "server.log"
     join_path = server.prepare(task="sst2", shots=10, workers=args.workers + 10)
-    stats, timeline, seen = Stats(), {}, {}
+    stats = Stats()
+    timeline: dict[str, float] = {}  # stop, stopped, start, ready: monotonic seconds
+    seen: dict = {}  # path -> its first 503 (content type, Retry-After, text); "back" -> when it answered again
     server.start()
     try:
         print(
@@ -154,7 +156,7 @@ def main() -> int:
         log = server.log_file.read_text(errors="replace").splitlines() if server.log_file.exists() else []
         server.stop()
 
-    statuses = Counter()
+    statuses: Counter = Counter()
     for (_, status), n in stats.statuses.items():
         statuses[status] += n
     by_status = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items(), key=lambda kv: str(kv[0])))

@@ -26,9 +26,14 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
+
+if TYPE_CHECKING:
+    from django.test import Client
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 @dataclass
 class Identity:
     name: str
-    client: object  # django.test.Client
+    client: Client
     headers: dict = field(default_factory=dict)
 
 
@@ -79,13 +84,13 @@ def send(identity: Identity, case):
     query = {k: v for k, v in (case.query or {}).items() if v is not None}
     if query:
         path += "?" + urlencode(query, doseq=True)
-    headers = {
+    headers: dict[str, Any] = {  # WSGI environ keys, passed as the request's extra
         f"HTTP_{k.upper().replace('-', '_')}": str(v)
         for k, v in (case.headers or {}).items()
         if k.lower() not in ("authorization", "cookie", "x-csrftoken", "content-type", "content-length")
     }
     headers.update(identity.headers)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if case.body is not NOT_SET:
         media = case.media_type or "application/json"
         if media == "application/json":
@@ -133,7 +138,7 @@ def fuzz(
     tally: Tally,
     *,
     examples: int,
-    ids: list[int] = (),
+    ids: Sequence[int] = (),
     derandomize: bool = False,
 ) -> None:
     """``examples`` positive and as many negative cases of one operation, each sent as one of the identities.

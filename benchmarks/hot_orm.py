@@ -2,7 +2,7 @@
 
 Not shipped as an alternative: it is the oracle the SQL is checked against (the same reads, the same
 stored rows: tests/annotation/test_hot_path.py), and what benchmarks/load.py ``--hot-path orm``
-measures against it (``CLUES_HOT_PATH=benchmarks.hot_orm``).
+measures against it (``CLUES_HOT_PATH=orm``: registered by benchmarks/ceiling/apps.py).
 """
 
 from __future__ import annotations

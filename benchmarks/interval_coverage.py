@@ -48,7 +48,7 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from results.uncertainty import (  # noqa: E402
+from results.uncertainty import (
     TASK_ITEMS,
     TEST_SET,
     annotators_for,
@@ -250,12 +250,16 @@ def main(argv=None) -> int:
             h = points / 100
             needed = needed_by_simulation(pool, h, assurance=0.8, studies=4000, seed=args.seed)
             exact = annotators_for(sigma, h, assurance=0.8)
+            assert exact is not None  # a pool with any spread has a plan
             error = (exact - needed) / needed
             worst = max(worst, abs(error))
             for pilot in ANNOTATORS:
                 rng = np.random.default_rng([args.seed, pilot, int(points)])
                 plans = np.array(
-                    [annotators_needed(pool[rng.integers(0, len(pool), pilot)], h) or 1000 for _ in range(args.pilots)]
+                    [
+                        annotators_needed(pool[rng.integers(0, len(pool), pilot)].tolist(), h) or 1000
+                        for _ in range(args.pilots)
+                    ]
                 )
                 median = float(np.median(plans))
                 p10, p90 = np.percentile(plans, [10, 90])

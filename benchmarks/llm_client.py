@@ -47,6 +47,7 @@ class Fake:
             stdout=subprocess.PIPE,
             text=True,
         )
+        assert self.proc.stdout is not None  # stdout=PIPE
         self.base_url = self.proc.stdout.readline().strip()
 
     def __enter__(self):
@@ -148,11 +149,12 @@ def stored_bytes(base_url: str, zip_path: str) -> dict:
     test = load_split(zip_path, task, task.test_filename)
     store = MemoryStore()
     config = AdapterConfig(model="tiny-model", backend="openai", server=base_url, concurrency=8, store=store)
-    http.Exchange.send = measuring
+    http.Exchange.send = measuring  # type: ignore[method-assign]  # measured in place, put back below
     try:
         result = METHODS["icl"]().run(task, train, test, config)
     finally:
-        http.Exchange.send = send
+        http.Exchange.send = send  # type: ignore[method-assign]
+    assert result.usage is not None  # a server's run counts what it asked
     after = [64 + len(zlib.compress(json.dumps(r, separators=(",", ":")).encode(), 9)) for r in store.items.values()]
     return {
         "requests": result.usage["requests"],
@@ -172,6 +174,7 @@ def worker_sweep(base_url: str, zip_path: str, concurrency: int) -> list[dict]:
         )
         start = time.perf_counter()
         result = METHODS["worker"]().run(task, train, test, config)
+        assert result.usage is not None  # a server's run counts what it asked
         again = set(result.notes["re_asked_items"])  # a second try after the validation message
         rows.append(
             {

@@ -11,7 +11,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.defaults import server_error as django_server_error
 
-from clues_platform.http import wants_json
+from clues_http.negotiation import wants_json
 
 RETRY_AFTER_SECONDS = "5"
 UNAVAILABLE = "The service is briefly unavailable (database connection lost). Please retry in a few seconds."
@@ -33,6 +33,7 @@ def server_error(request, *args, **kwargs):
     exc = sys.exc_info()[1]
     if _database_down(exc):
         message = BUSY if "database is locked" in str(exc) else UNAVAILABLE  # SQLite's lock wait ran out
+        response: HttpResponse
         if wants_json(request):
             response = JsonResponse({"detail": message}, status=503)
         else:

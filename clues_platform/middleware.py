@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import escape
 
-from clues_platform.http import wants_json
+from clues_http.negotiation import wants_json
 
 
 def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:

@@ -7,6 +7,7 @@ the database, through a Redis outage.
 """
 
 import logging
+from typing import Any
 
 from django.contrib.sessions.backends import cached_db
 
@@ -38,6 +39,8 @@ class _TolerantCache:
 
 
 class SessionStore(cached_db.SessionStore):
+    _cache: Any  # where Django's cached_db store keeps its cache (not in django-stubs)
+
     def __init__(self, session_key=None):
         super().__init__(session_key)
         self._cache = _TolerantCache(self._cache)

@@ -82,7 +82,7 @@ MIDDLEWARE = [
     "clues_platform.middleware.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "clues_platform.ratelimit.LoginRateLimitMiddleware",
+    "clues_http.ratelimit.LoginRateLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -140,13 +140,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The module holding the worker's hot-path statements (annotation.services.answering.hot_path): hand-written SQL.
-# benchmarks/load.py --hot-path orm names the ORM version it is measured against (benchmarks.hot_orm).
-CLUES_HOT_PATH = os.environ.get("CLUES_HOT_PATH", "annotation.services.hot_sql")
+# The worker's hot-path statements, by registered name (annotation/services/hot_paths.py): "sql", hand-written.
+# benchmarks/load.py --hot-path orm chooses the ORM version it is measured against, which its app registers.
+CLUES_HOT_PATH = os.environ.get("CLUES_HOT_PATH", "sql")
 
-# The first backend only refuses password logins while LOGIN_RATE_LIMIT is reached (clues_platform/ratelimit.py).
+# The first backend only refuses password logins while LOGIN_RATE_LIMIT is reached (clues_http/ratelimit.py).
 AUTHENTICATION_BACKENDS = [
-    "clues_platform.ratelimit.LoginRateLimitBackend",
+    "clues_http.ratelimit.LoginRateLimitBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 
@@ -197,7 +197,7 @@ WHITENOISE_USE_FINDERS = DEBUG
 
 LOGIN_URL = "/accounts/login/"
 
-# Rate limits (clues_platform/ratelimit.py), counted in the cache above: "<count>/<window>" (s, m, h, d, with an
+# Rate limits (clues_http/ratelimit.py), counted in the cache above: "<count>/<window>" (s, m, h, d, with an
 # optional multiple: "10/15m"), or "0" for off. On in production, off in development unless set.
 _RATE = re.compile(r"\s*(0|\d+\s*/\s*\d*\s*[smhd])\s*")
 

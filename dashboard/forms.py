@@ -58,13 +58,19 @@ class StudyForm(forms.ModelForm):
         for name in ("completion_code", "screenout_code", "pay_currency"):
             self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
         for name in ("platform", "test_order"):
-            self.fields[name].choices = [c for c in self.fields[name].choices if c[0]]  # no blank radio
+            choice = self.fields[name]
+            assert isinstance(choice, forms.ChoiceField)
+            # Django normalises choices to (value, label) pairs when set; the stubs read back what may be set.
+            pairs: list[tuple[str, str]] = choice.choices  # type: ignore[assignment]
+            choice.choices = [(value, label) for value, label in pairs if value]  # no blank radio
         # The platform a new study gets when none is chosen: the first one configured for this researcher.
         self.initial["platform"] = crowd.default(owner=owner)
         # Every platform's own settings; only the chosen platform's are checked and passed on.
         self.setting_platform: dict[str, str] = {}
         for name, (provider, field) in platform_settings.all_fields().items():
-            self.fields[name] = field.formfield(required=False)
+            formfield = field.formfield(required=False)
+            assert formfield is not None  # a platform setting is an editable model field
+            self.fields[name] = formfield
             self.initial.setdefault(name, field.get_default())
             self.setting_platform[name] = provider.slug
 
@@ -80,16 +86,17 @@ class StudyForm(forms.ModelForm):
         return groups
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         chosen = data.get("platform")
         for name, slug in self.setting_platform.items():
             if slug != chosen:  # another platform's setting: neither checked nor kept
-                self._errors.pop(name, None)
+                self.errors.pop(name, None)
                 data.pop(name, None)
         return data
 
     def _post_clean(self):
-        super()._post_clean()  # the model's limits and Study.clean()
+        super()._post_clean()  # type: ignore[misc]  # the model's limits and Study.clean() (not in django-stubs)
         if not {"tasks", "shots", "chain"} & set(self.errors):
             # The imported data the cohorts need, shown with the rest.
             data = self.cleaned_data

@@ -27,6 +27,7 @@ from annotation.protocol import (
     can_reinstate,
     cohort_status,
 )
+from clues_http.negotiation import HtmxHttpRequest
 from tasks_data.registry import TASKS
 from tasks_data.selectors import unproducible_training_counts
 
@@ -226,7 +227,7 @@ def _cohort_slots(cohort: Cohort) -> dict:
     return grid or {"enrolled": 0, "target": cohort.target, "completed": 0, "filtered": 0}
 
 
-def _cohort_confirm(request: HttpRequest, cohort: Cohort, action: str, service) -> HttpResponse:
+def _cohort_confirm(request: HtmxHttpRequest, cohort: Cohort, action: str, service) -> HttpResponse:
     form = ReasonForm(request.POST or None, auto_id="id_confirm_%s")
     form.fields["reason"].widget.attrs["autofocus"] = True  # htmx focuses it when the form is swapped in
     back = _confirm_back(request, cohort)
@@ -268,7 +269,7 @@ def _cohort_confirm(request: HttpRequest, cohort: Cohort, action: str, service) 
 
 
 @researcher_required
-def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
+def cohort_close(request: HtmxHttpRequest, cohort_id: int) -> HttpResponse:
     cohort = cohort_for(request, cohort_id)
     if cohort.closed_at is not None and request.method == "GET":
         messages.info(request, f"{cohort.task.spec.name} {cohort.shots}-shot is already closed.")
@@ -279,7 +280,7 @@ def cohort_close(request: HttpRequest, cohort_id: int) -> HttpResponse:
 
 
 @researcher_required
-def cohort_reopen(request: HttpRequest, cohort_id: int) -> HttpResponse:
+def cohort_reopen(request: HtmxHttpRequest, cohort_id: int) -> HttpResponse:
     return _cohort_confirm(request, cohort_for(request, cohort_id), "reopen", services.reopen_cohort)
 
 
@@ -309,7 +310,7 @@ def _cohort_events(cohort: Cohort):
         selectors.audit_log(cohort.study).filter(Q(enrollment__cohort=cohort) | own).order_by("-at", "-id")[:30]
     )
     for ev in events:
-        ev.reason_text = presentation.audit_reason(ev.reason or "")
+        ev.reason_text = presentation.audit_reason(ev.reason or "")  # type: ignore[attr-defined]  # for the template
     return events
 
 
@@ -369,7 +370,8 @@ def cohort_detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     return _cohort_page(request, cohort_for(request, cohort_id))
 
 
-def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> HttpResponse:
+def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> HttpResponse | None:
+    """None once ``action`` is done; else the cohort page with the refusal."""
     enrollment = enrollment_for(request, enrollment_id)
     cohort = enrollment.cohort
     form = ReasonForm(request.POST, auto_id=f"id_%s_{enrollment.pk}")

@@ -54,6 +54,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from tasks_data.registry import TaskSpec
 
@@ -169,10 +170,11 @@ class ICLSession:
         """-> (request with the demonstrations that fit before its query, how many, query truncated?)"""
         budget = self.backend.context_budget(request)
         query = request.context[-1]
-        if budget is None or demo_lengths is None:
+        counted = self.backend.count_tokens([query]) if budget is not None and demo_lengths is not None else None
+        if budget is None or demo_lengths is None or counted is None:
             n, truncated = len(demo_texts), False
         else:
-            (q,) = self.backend.count_tokens([query])
+            (q,) = counted
             n, truncated = fit_demonstrations(demo_lengths, q, budget), q > budget
         return replace(request, context=(*demo_texts[len(demo_texts) - n :], query)), n, truncated
 
@@ -183,7 +185,7 @@ class ICLSession:
         demos = self.demonstrations(train)
         demo_texts = [render_example(d, render_answer(task, d)) for d in demos]
         demo_lengths = self.backend.count_tokens(demo_texts)
-        notes = {
+        notes: dict[str, Any] = {
             "demonstration_order": [d.uid for d in demos],
             "demonstrations_used": [],
             "queries_truncated": 0,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from tasks_data.registry import TaskSpec
 
-from .backends import open_backend
+from .backends import open_model_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -157,10 +157,11 @@ class PromptSession:
         from . import runtime as rt
 
         self.task, self.config = task, config
+        if task.prompt is None:
+            raise AdapterError(f"pt: {task.slug} has no prompt (template and verbalizer) to fine-tune with")
+        prompt = task.prompt
         self.hp = config.resolve(DEFAULTS, "pt")
-        self.backend = open_backend(
-            config, needs=("model",), method="pt", what="masked-LM checkpoint", progress=progress
-        )
+        self.backend = open_model_backend(config, method="pt", what="masked-LM checkpoint", progress=progress)
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
             self.backend.model_path,
@@ -173,10 +174,10 @@ class PromptSession:
         self.model = self.backend.load_model(AutoModelForMaskedLM)
         self.model.to(self.device)
         self.labels = list(task.labels)
-        self.verbalizer = dict(task.prompt.verbalizer)
+        self.verbalizer = dict(prompt.verbalizer)
         self.label_token_ids = verbalizer_token_ids(self.tokenizer, [self.verbalizer[label] for label in self.labels])
-        self.template = read_template(task.prompt.template)
-        self.max_length = int(self.hp["max_length"] or task.prompt.max_length or LM_BFF_MAX_LENGTH)
+        self.template = read_template(prompt.template)
+        self.max_length = int(self.hp["max_length"] or prompt.max_length or LM_BFF_MAX_LENGTH)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.prefix, self.suffix = special_affixes(self.tokenizer)
         self.truncated = 0
@@ -199,7 +200,7 @@ class PromptSession:
                 if isinstance(part, Sentence):
                     ids += sents[n]
                     n += 1
-                elif part == MASK:
+                elif isinstance(part, str):  # MASK, the only text left unencoded
                     ids.append(self.tokenizer.mask_token_id)
                 else:
                     ids += part

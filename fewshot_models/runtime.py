@@ -144,13 +144,15 @@ class TrainLoop:
         self.bf16 = bf16
         self.max_grad_norm = max_grad_norm
         self.loss_fn = loss_fn or (lambda m, b: m(**b).loss)
-        decay, no_decay = [], []
+        decay: list = []  # torch parameters
+        no_decay: list = []
         for name, p in model.named_parameters():
             if not p.requires_grad:
                 continue
             (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
         groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         name = optimizer.lower()
+        self.optimizer: torch.optim.Optimizer
         if name == "adamw":
             self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8)
         elif name == "adamax":

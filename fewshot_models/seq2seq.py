@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from tasks_data.registry import TaskSpec
 
-from .backends import open_backend
+from .backends import open_model_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -66,9 +66,7 @@ class S2SSession:
         self.hp = config.resolve(DEFAULTS, "s2s")
         if int(self.hp["max_target_length"]) < 1:
             raise AdapterError("s2s: max_target_length must be positive")
-        self.backend = open_backend(
-            config, needs=("model",), method="s2s", what="seq2seq (T5-style) checkpoint", progress=progress
-        )
+        self.backend = open_model_backend(config, method="s2s", what="seq2seq (T5-style) checkpoint", progress=progress)
         self.device, self.model_path, self.tokenizer = (
             self.backend.torch_device,
             self.backend.model_path,

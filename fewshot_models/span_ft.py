@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 
 from tasks_data.registry import TaskSpec
 
-from .backends import open_backend
+from .backends import open_model_backend
 from .base import (
     Adapter,
     AdapterConfig,
@@ -198,9 +198,8 @@ class FTSession:
         kind = task.answer_kind
         self.labels_in_question = kind.from_labels
         self.ner = not kind.from_labels and kind.max_spans is None
-        self.backend = open_backend(
+        self.backend = open_model_backend(
             config,
-            needs=("model",),
             method="ft",
             what="encoder checkpoint",
             default_model=resolve_default_model,
@@ -294,7 +293,7 @@ class FTSession:
                     f"ft: no label word of {task.labels} (or its aliases) occurs in "
                     f"the question {question!r}; cannot extract a label span"
                 )
-            target = None
+            target: str | tuple[int, int] | None = None  # a label (by_label) or an answer's span
             if training:
                 if by_label:
                     target = gold_label(task, ex)
@@ -397,6 +396,7 @@ class FTSession:
     @staticmethod
     def _ner_token_labels(win: _Window, raw_offsets, word_spans, word_labels) -> list[int]:
         out = []
+        assert win.word_ids is not None  # windows of a NER task keep their word ids
         for wid, sid, off in zip(win.word_ids, win.seq_ids, raw_offsets, strict=True):
             if sid == 1 and wid is not None and off[1] > off[0] and off[0] == word_spans[wid][0]:
                 out.append(word_labels.get(wid, 0))
@@ -596,7 +596,7 @@ class FTSession:
                 if run is not None:
                     out.append(run)
                 run = [s, e]
-            elif label == 2:
+            elif label == 2 and run is not None:  # continues the run (a 2 with no run opened one above)
                 run[1] = e
             else:
                 if run is not None:

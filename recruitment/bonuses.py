@@ -133,7 +133,7 @@ def _set_up(client, study: Study, cohort, report: PayReport, actor: str) -> None
 
 UNKNOWN = "unknown"
 # A row left ``paying`` is a pay call whose outcome nobody knows (interrupted, no answer): shown as such.
-STATE_SHOWN = {BonusPayment.State.PAYING: UNKNOWN}
+STATE_SHOWN: dict[str, str] = {BonusPayment.State.PAYING: UNKNOWN}
 SETTLE_HOW = (
     "check bulk bonus payment {bulk} on Prolific (your workspace's payments), then run "
     "`manage.py pay_bonuses --study {study} --settle {bulk} --paid` if Prolific paid it, or "

@@ -201,7 +201,7 @@ class ProlificClient:
         api/data_models/submission.py (``ListSubmission``). Pages follow ``_links.next.href`` on
         the same API only.
         """
-        path: str | None = f"studies/{_id(study_id)}/submissions/"
+        path = f"studies/{_id(study_id)}/submissions/"
         for _ in range(10_000):
             page = self._request("GET", path, idempotent=True)
             yield from page.get("results", [])

@@ -66,6 +66,8 @@ def give_back_places(cohort_id: int, *, actor: str = "system", retries: int | No
             return row.total
         total = cohort.target + owed
         client = client_for(cohort.study)
+        if client is None:  # the token was removed meanwhile
+            return None
         if retries is not None:
             client.retries = retries
         with client:

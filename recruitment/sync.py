@@ -98,7 +98,7 @@ class SyncReport:
     approved: list[str] = field(default_factory=list)
     verified: list[str] = field(default_factory=list)
     attention: list[tuple[str, str, str]] = field(default_factory=list)  # (submission, participant, reason)
-    places: dict[str, int] = field(default_factory=dict)
+    places: dict[str, int | None] = field(default_factory=dict)  # None: the cohort is not on Prolific (now)
     expired: list[str] = field(default_factory=list)  # unverified joins Prolific never confirmed, past the grace
 
     @property

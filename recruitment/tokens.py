@@ -51,7 +51,7 @@ def seal(value: str) -> str:
 def unseal(value: str) -> str | None:
     try:
         return _sealer().decrypt(value.encode()).decode()
-    except Exception:  # the key changed: that subscription's events can no longer be verified
+    except Exception:  # noqa: BLE001 - the key changed: that subscription's events can no longer be verified
         return None
 
 
@@ -70,7 +70,7 @@ def token_for(study: Study) -> str:
     if credential is not None:
         try:
             return _fernet().decrypt(credential.token_encrypted.encode()).decode()
-        except Exception:  # key missing or changed: fall back to the environment's token
+        except Exception:  # noqa: BLE001 - key missing or changed: fall back to the environment's token
             pass
     return getattr(settings, "PROLIFIC_API_TOKEN", "")
 

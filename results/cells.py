@@ -129,7 +129,7 @@ def _gap(cell: CohortScores, items: dict[str, float], mrc_gold: str) -> dict:
 
 
 def _gap_two_level(cell, model: dict[str, float], mrc_gold: str) -> dict:
-    out = {"ci_two_level_low": None, "ci_two_level_high": None}
+    out: dict[str, float | None] = {"ci_two_level_low": None, "ci_two_level_high": None}
     cols = [i for i, x in enumerate(cell.clues_ids) if x in model]
     m = cell.matrix(mrc_gold)[:, cols]
     if cell.n < 2 or len(cols) < 2 or not np.isfinite(m).all():
@@ -162,7 +162,7 @@ def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: fl
     and the study's) and their price:
     each paid the cohort's mean active time at the study's rate, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
-    out = {
+    out: dict[str, object] = {
         "planned": planned,
         "assurance": DEFAULT_ASSURANCE,
         "expected_minutes": None,

@@ -26,6 +26,7 @@ import hashlib
 import warnings
 from collections import defaultdict
 from importlib import metadata
+from typing import Final
 
 import numpy as np
 
@@ -40,7 +41,7 @@ from .models import CohortFit
 from .runs import run_item_scores
 from .scores import CohortScores, study_scores
 
-ABILITY_MODEL = "1PL"
+ABILITY_MODEL: Final = "1PL"
 ABILITY_METHOD = "1PL IRT"
 ABILITY_LIBRARY = "mirt"
 AGGREGATE_LIBRARY = "crowd-kit"
@@ -165,7 +166,8 @@ def dawid_skene(answers: dict, representation: str) -> dict[str, list[str]]:
     import pandas as pd
     from crowdkit.aggregation import DawidSkene  # the model set: never imported by the web app
 
-    records, items = [], sorted({str(x) for per in answers.values() for x in per})
+    records: list[tuple[str, str, str | int]] = []  # (worker, task, label), or a 0/1 decision per span
+    items = sorted({str(x) for per in answers.values() for x in per})
     if representation == "labels":
         for worker, per in answers.items():
             for item, answer in per.items():

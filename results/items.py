@@ -68,7 +68,7 @@ def _correlation(human: np.ndarray, model: np.ndarray, confidence: float = 0.95)
     """Spearman's rho of two item-difficulty vectors with its Fisher-z interval; None where undefined."""
     from scipy import stats
 
-    out = {"items": int(len(human)), "spearman": None, "ci_low": None, "ci_high": None}
+    out: dict[str, float | None] = {"items": int(len(human)), "spearman": None, "ci_low": None, "ci_high": None}
     human, model = difficulty(human), difficulty(model)
     if len(human) < 4 or np.ptp(human) == 0 or np.ptp(model) == 0:
         return out

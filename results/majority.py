@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from tasks_data.kinds import AnswerKind
 from tasks_data.s1 import as_set, corpus_s1, item_s1
@@ -57,11 +58,16 @@ def majority_answer(answers: Sequence[Iterable[str]], kind: AnswerKind) -> list[
     return most_frequent(answers)
 
 
+# Annotator and item keys: any hashable, kept as the caller's type (a Mapping is invariant in its key).
+Annotator = TypeVar("Annotator", bound=Hashable)
+Item = TypeVar("Item", bound=Hashable)
+
+
 def majority_predictions(
-    answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]], kind: AnswerKind
-) -> dict[Hashable, list[str]]:
+    answers: Mapping[Annotator, Mapping[Item, Sequence[str]]], kind: AnswerKind
+) -> dict[Item, list[str]]:
     """``{annotator: {item: answer}}`` -> ``{item: majority answer}`` over the annotators who answered it."""
-    by_item: dict[Hashable, list[Sequence[str]]] = {}
+    by_item: dict[Item, list[Sequence[str]]] = {}
     for per_item in answers.values():
         for item, answer in per_item.items():
             by_item.setdefault(item, []).append(answer)
@@ -69,8 +75,8 @@ def majority_predictions(
 
 
 def majority_s1(
-    answers: Mapping[Hashable, Mapping[Hashable, Sequence[str]]],
-    golds: Mapping[Hashable, Sequence[str]],
+    answers: Mapping[Annotator, Mapping[Item, Sequence[str]]],
+    golds: Mapping[Item, Sequence[str]],
     kind: AnswerKind,
     *,
     mrc_gold: str = "best",

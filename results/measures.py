@@ -17,14 +17,15 @@ Plain Python and numpy, no Django import.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from tasks_data.s1 import as_set, instance_s1
 
 
-def pairwise_s1(a: dict[int, Sequence[str]], b: dict[int, Sequence[str]]) -> float | None:
+def pairwise_s1(a: Mapping[int, Sequence[str]], b: Mapping[int, Sequence[str]]) -> float | None:
     """S1 of annotator a's answer set against b's, per shared item, averaged; both directions.
 
     Each item scores a's answer taken as the prediction and b's as the gold set (plain set
@@ -75,7 +76,7 @@ def _expected_jaccard(counts: Counter) -> float:
     for value in counts:
         for element in value:
             by_element[element].append(value)
-    similar = counts.get(frozenset(), 0) ** 2
+    similar: float = counts.get(frozenset(), 0) ** 2
     seen: set[tuple[frozenset, frozenset]] = set()
     for values in by_element.values():
         for c in values:
@@ -86,7 +87,8 @@ def _expected_jaccard(counts: Counter) -> float:
     return n * n - similar
 
 
-def krippendorff_alpha(units: Iterable[Sequence[Hashable]], *, distance: str = "nominal") -> float | None:
+# An answer is a label (nominal) or a list of strings (jaccard): Any, as the distance decides.
+def krippendorff_alpha(units: Iterable[Sequence[Any]], *, distance: str = "nominal") -> float | None:
     """Krippendorff's alpha of items' answers (one sequence per item, one answer per annotator who answered).
 
     ``distance`` "nominal" (answers are labels) or "jaccard" (answers are sets of strings, see the module's
@@ -104,6 +106,7 @@ def krippendorff_alpha(units: Iterable[Sequence[Hashable]], *, distance: str = "
     observed = 0.0
     for unit in pairable:
         m = len(unit)
+        disagree: float
         if distance == "nominal":
             per = Counter(unit)
             disagree = m * m - sum(c * c for c in per.values())

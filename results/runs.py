@@ -47,7 +47,7 @@ def rescored(runs: list[BaselineRun], mrc_gold: str) -> list[BaselineRun]:
     for run in mrc:
         run.item_scores = [
             item_s1(p["prediction"], golds[(run.task_id, str(p["id"]))], alternatives=True, mrc_gold=mrc_gold)
-            for p in run.predictions
+            for p in run.predictions or ()  # each run here has predictions (the filter above)
         ]
         run.s1 = corpus_s1(run.item_scores)
     return runs

@@ -222,14 +222,14 @@ def _agreement(scores: CohortScores, spec, texts_by: dict[int, dict[int, list[st
     if len(texts_by) < 2:
         return
     ids = sorted(texts_by)
-    pairs = [measures.pairwise_s1(texts_by[x], texts_by[y]) for i, x in enumerate(ids) for y in ids[i + 1 :]]
-    pairs = [p for p in pairs if p is not None]
+    each = (measures.pairwise_s1(texts_by[x], texts_by[y]) for i, x in enumerate(ids) for y in ids[i + 1 :])
+    pairs = [p for p in each if p is not None]
     scores.mean_pairwise_s1 = sum(pairs) / len(pairs) if pairs else None
     if spec.answer_kind.from_labels:  # Fleiss' kappa needs one category per answer
         scores.fleiss_kappa = measures.label_kappa(spec, texts_by)
     scores.alpha_distance = spec.answer_kind.alpha_distance
-    units = [[texts_by[e][x] for e in ids if x in texts_by[e]] for x in scores.example_ids]
-    if scores.alpha_distance == "nominal":
+    units: list[list] = [[texts_by[e][x] for e in ids if x in texts_by[e]] for x in scores.example_ids]
+    if scores.alpha_distance == "nominal":  # one label per answer
         units = [[answer[0] if answer else "" for answer in unit] for unit in units]
     scores.krippendorff_alpha = measures.krippendorff_alpha(units, distance=scores.alpha_distance)
 
@@ -240,7 +240,7 @@ def _memo(study: Study) -> dict:
     memo = getattr(study, "_results_scores", None)
     if memo is None:
         memo = {}
-        study._results_scores = memo
+        study._results_scores = memo  # type: ignore[attr-defined]  # a memo on this instance, not a field
     return memo
 
 
@@ -283,7 +283,7 @@ def study_token(study: Study) -> str:
     if token is None:
         tokens = sorted(Cohort.objects.filter(study=study).values_list("join_token", flat=True))
         token = hashlib.sha1(repr((study.pk, study.created_at, tokens)).encode()).hexdigest()
-        study._results_token = token
+        study._results_token = token  # type: ignore[attr-defined]  # a memo on this instance, not a field
     return token
 
 

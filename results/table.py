@@ -254,7 +254,13 @@ def build_table(
     shots);
     the others are kept in ``unpaired_models``. ``mrc_gold`` names the MRC reading the cells were scored
     with (the caption says it)."""
-    cells, model_rows = [dict(c) for c in cells], [dict(m) for m in model_rows]
+    return _build_table(
+        [dict(c) for c in cells], [dict(m) for m in model_rows], [dict(a) for a in aggregates], mrc_gold=mrc_gold
+    )
+
+
+def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dict], *, mrc_gold: str) -> Table:
+    """build_table on its own copies of the rows (the table keeps them)."""
     unpaired: list[dict] = []
     if cells:
         with_humans = {(c["task"], c["shots"]) for c in cells}
@@ -279,7 +285,6 @@ def build_table(
         Row("majority", MAJORITY_LABEL, k, tuple(majority[k].get(s, Cell(MISSING, 0)) for s in tasks))
         for k in sorted(majority, key=lambda k: cohort_key("", k))
     ]
-    aggregates = [dict(a) for a in aggregates]
     by_method: dict[tuple[str, int], dict[str, Cell]] = {}
     for a in aggregates:
         by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(format_cell(a["s1"], None), a.get("n"))

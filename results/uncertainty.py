@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def _matrix(matrix) -> np.ndarray:
     return m
 
 
-def cell_matrix(scores: Mapping[Hashable, Mapping[Hashable, float]]) -> np.ndarray:
+def cell_matrix(scores: Mapping[Hashable, Mapping[Any, float]]) -> np.ndarray:
     """``{annotator: {item: S1}}`` -> the annotators x items matrix (items in sorted order).
 
     Every annotator of a cell answered the same test items; a missing one is refused.
@@ -150,6 +151,7 @@ def t_interval(values: Sequence[float], *, confidence: float = CONFIDENCE, targe
         raise ValueError(f"need at least 2 finite values, got {len(x) if x.ndim == 1 else x.shape}")
     n = len(x)
     mean, std = mean_std(x)  # the tables' mean ± std, one implementation
+    assert mean is not None and std is not None  # n >= 2, checked above
     half = _t(confidence, n - 1) * std / np.sqrt(n)
     return Interval(mean, mean - half, mean + half, confidence, n - 1, target)
 

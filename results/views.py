@@ -330,6 +330,7 @@ class StudyExportView(ResearcherView):
     )
     def get(self, request, pk: int, kind: str):
         study = self.get_study(pk)
+        body: str | bytes
         try:
             if kind == "table":
                 fmt = request.query_params.get("fmt", "csv")

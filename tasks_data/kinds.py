@@ -77,12 +77,19 @@ class TaskSpec(Protocol):
 
 class Item(Protocol):
     """What a kind reads of an item: a stored example (``tasks_data.models.Example``) or a model's
-    (``fewshot_models.AdapterExample``)."""
+    (``fewshot_models.AdapterExample``). Read-only (properties): a frozen dataclass is one."""
 
-    context: str
-    hypothesis: str
-    question: str
-    candidates: Any  # (start, end) pairs, end exclusive
+    @property
+    def context(self) -> str: ...
+
+    @property
+    def hypothesis(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def candidates(self) -> Any: ...  # (start, end) pairs, end exclusive
 
 
 class TextCutter(Protocol):

@@ -7,7 +7,8 @@
 * ``clues``: the CLUES data imported once per test module, inside a transaction rolled back after the
   module (each test runs in its own nested transaction): the official CLUES-JSON.zip when found, else
   the demo data; the tests that use it read sizes and gold answers from the database, so they hold on either.
-* Users: ``researcher`` (rita), ``other_researcher`` (oscar), ``superuser`` (root), ``plain_user`` (paula).
+* Users: ``researcher`` (rita; ``researcher_client`` is logged in as her), ``other_researcher`` (oscar),
+  ``superuser`` (root), ``plain_user`` (paula).
 """
 
 import contextlib
@@ -137,6 +138,13 @@ def researcher(db):
     user = User.objects.create_user("rita", password="pw-rita-123")
     user.groups.add(Group.objects.get_or_create(name="researchers")[0])
     return user
+
+
+@pytest.fixture
+def researcher_client(client, researcher):
+    """The Django test client logged in as ``researcher``."""
+    client.force_login(researcher)
+    return client
 
 
 @pytest.fixture

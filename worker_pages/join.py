@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 import crowd
 from annotation import services, session
 from annotation.protocol import JoinRefusal
-from clues_platform import ratelimit
+from clues_http import ratelimit
 
 WORK_PATH = "/work/"  # the worker's pages (worker_pages.urls)
 # The HTTP status of each reason a join is refused (annotation.protocol.JoinRefusal).
@@ -35,7 +35,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     A refusal (unknown link 404, missing parameter 400, closed 403, full or already exposed
     to the task 409) renders a page saying why, with that status. A preview (the crowd provider says:
     MTurk's ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``) shows the task description and enrolls nobody.
-    More than JOIN_RATE_LIMIT requests from one address get 429 (clues_platform.ratelimit).
+    More than JOIN_RATE_LIMIT requests from one address get 429 (clues_http.ratelimit).
 
     The way back's resume code is taken only from a POST (the refusal page's form, CSRF-protected, to the same
     link): in a URL it would be kept in the browser's history and in access logs, so one there is ignored.
@@ -80,7 +80,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
                 "resume_param": services.RESUME_PARAM,
             },
         )
-    if outcome.preview:
+    if outcome.enrollment is None:  # a preview
         cohort = outcome.cohort
         return render(
             request,

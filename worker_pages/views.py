@@ -23,6 +23,7 @@ from annotation.answers import InvalidAnswer
 from annotation.models import Answer, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, pay, worker_page
 from annotation.session import bound_enrollment_id
+from clues_http.negotiation import HtmxHttpRequest
 from tasks_data.models import Example
 from tasks_data.registry import TaskSpec
 
@@ -42,7 +43,7 @@ def _question(spec: TaskSpec, example: Example) -> list[dict]:
     for wrong, right in spec.label_aliases.items():
         question = re.sub(rf"\b{re.escape(wrong)}\b", right, question)
     question = _labels_in_order(spec, question)
-    parts = []
+    parts: list[dict] = []
     for i, part in enumerate(question.split(PLACEHOLDER)):
         if i:
             parts.append({"blank": True})
@@ -130,6 +131,7 @@ def _answer_summary(spec: TaskSpec, answer: Answer | services.LastAnswer) -> str
 def _item_context(state: services.WorkState, *, revising: services.LastAnswer | None = None) -> dict:
     """An item to answer; with ``revising``, the worker's last test answer shown again to be changed."""
     enrollment, item = state.enrollment, state.item
+    assert item is not None, "an item page needs the item"  # the callers' state has one
     spec = enrollment.cohort.task.spec
     kind = spec.answer_kind
     ctx = _base_context(enrollment)
@@ -265,7 +267,9 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
         ctx.update(view="description", info=_step_info(enrollment))
         return ctx
     if page is WorkerPage.FEEDBACK:
-        return _feedback_context(enrollment, read[-1])
+        answer = read[-1]
+        assert answer is not None  # feedback is chosen only for an answer last_training_answer found
+        return _feedback_context(enrollment, answer)
     state = services.current_item(enrollment_id=enrollment.pk)  # the time limit may have ended the enrollment meanwhile
     enrollment = state.enrollment
     page = page_of_step(state.step)
@@ -293,7 +297,7 @@ def _enrollment(request: HttpRequest) -> Enrollment | None:
     )
 
 
-def _no_enrollment(request: HttpRequest) -> HttpResponse:
+def _no_enrollment(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx:  # the session ended under an open page: load the explanation as a whole page
         response = HttpResponse(status=204)
         response["HX-Redirect"] = "/work/"
@@ -302,7 +306,7 @@ def _no_enrollment(request: HttpRequest) -> HttpResponse:
 
 
 def _render_stage(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     enrollment: Enrollment,
     *,
     status: int = 200,
@@ -325,7 +329,7 @@ def _render_stage(
 
 @never_cache
 @require_GET
-def work(request: HttpRequest) -> HttpResponse:
+def work(request: HtmxHttpRequest) -> HttpResponse:
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
@@ -333,7 +337,7 @@ def work(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def start(request: HttpRequest) -> HttpResponse:
+def start(request: HtmxHttpRequest) -> HttpResponse:
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
@@ -348,7 +352,7 @@ def _raw_answer(spec: TaskSpec, post) -> list:
     return spec.answer_kind.form_answer(post)
 
 
-def _refused(request: HttpRequest, enrollment: Enrollment, status: int, **message) -> HttpResponse:
+def _refused(request: HtmxHttpRequest, enrollment: Enrollment, status: int, **message) -> HttpResponse:
     """A refused answer shows the worker where they are now, with the reason.
 
     A plain form POST gets the real status (409 / 400). An htmx request gets 200 and the status in
@@ -366,7 +370,7 @@ _CONFLICT_NOTICE = (
 
 
 @require_POST
-def answer(request: HttpRequest) -> HttpResponse:
+def answer(request: HtmxHttpRequest) -> HttpResponse:
     enrollment = _enrollment(request)
     if enrollment is None:
         return _no_enrollment(request)
@@ -393,7 +397,7 @@ def answer(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def next_item(request: HttpRequest) -> HttpResponse:
+def next_item(request: HtmxHttpRequest) -> HttpResponse:
     """Leave the feedback of a training answer: the form posts the answered item's handle (no database id is
     ever on a worker's page); only this enrollment's last training answer can be acknowledged."""
     enrollment = _enrollment(request)
@@ -432,7 +436,7 @@ _NOT_REVISABLE = (
 )
 
 
-def revise(request: HttpRequest) -> HttpResponse:
+def revise(request: HtmxHttpRequest) -> HttpResponse:
     """GET: the last test answer's item, with that answer chosen; POST: store the changed answer."""
     enrollment = _enrollment(request)
     if enrollment is None:

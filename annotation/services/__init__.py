@@ -9,7 +9,7 @@ enforced here (or by a database constraint) and nowhere else. One module per sub
   item addressed by its handle (``annotation.handles``), never its database id;
 - ``filtering``: the end of training (rule 4), filter / reinstate / withdraw / expire;
 - ``completion``: the code a finished or filtered worker gets;
-- ``hot_sql``: the worker's hot-path statements, written in SQL for speed.
+- ``hot_sql``: the worker's hot-path statements, written in SQL for speed (``hot_paths``: chosen by name).
 
 Callers use the package (``from annotation import services; services.join(token=..., params=...)``);
 the names below are its whole public surface.

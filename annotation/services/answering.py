@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import random
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import NoReturn
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -23,17 +20,7 @@ from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
 from ..protocol import State, step_name, transition
 from .errors import Conflict
 from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
-
-
-@functools.cache
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(name)
-
-
-def hot_path() -> ModuleType:
-    """The worker's hot-path statements: ``settings.CLUES_HOT_PATH`` (hand-written SQL, ``hot_sql``, unless a
-    benchmark or test names its ORM oracle); imported once."""
-    return _module(settings.CLUES_HOT_PATH)
+from .hot_paths import hot_path
 
 
 def item_order(*, enrollment: Enrollment, step: str) -> list[int]:
@@ -89,8 +76,8 @@ class WorkState:
     step: str  # "training" | "test" | "done" | "filtered" | "withdrawn" | "expired"
     done: int
     total: int
+    enrollment: Enrollment
     item: Example | None = None
-    enrollment: Enrollment | None = None
 
     @property
     def item_handle(self) -> str | None:
@@ -154,12 +141,13 @@ def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
 @dataclass
 class SubmitResult:
     step: str
-    answer: Answer
+    answer: Answer | AttentionAnswer  # an attention check's answer is kept apart (annotation.attention)
     done: int
     total: int
     next_state: str
     gold: list[str] | None = None  # training step only
     s1: float | None = None  # training step only
+    gold_unproducible: bool = False  # training step only: this gold cannot be marked exactly (not held against)
     events: list[str] = field(default_factory=list)
     item: str = ""  # the handle the answer was posted with
 
@@ -215,6 +203,7 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=item)
         if step == Answer.Step.TRAINING:
             result.gold, result.s1 = list(example.gold), score
+            result.gold_unproducible = example.gold_unproducible
             if done == total:
                 finish_training(enrollment, now)
         elif done == total:
@@ -321,7 +310,7 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAns
         return last
 
 
-def _refuse_other_item(enrollment: Enrollment, handle) -> None:
+def _refuse_other_item(enrollment: Enrollment, handle) -> NoReturn:
     """Conflict for a handle that is not the current item's: "already answered" when it is one of this
     enrollment's answered items, tests and checks alike (a check must answer a repeat as any item does),
     else "not the current item". Only on a refusal, so the hot path pays nothing for it."""

@@ -11,13 +11,15 @@ Still needed (benchmarks/README.md "Hand-written SQL or the ORM"): the same func
 querysets (benchmarks/hot_orm.py, the oracle tests/annotation/test_hot_path.py checks this module
 against) cost gunicorn about twice the CPU per worker request (9.05 against 4.7 ms) and lower the
 throughput ratio to the ceiling. The statements are built on first use (``_load_sql`` is cached),
-not at import. ``settings.CLUES_HOT_PATH`` names the module the services use (this one by default).
+not at import. ``settings.CLUES_HOT_PATH`` chooses the implementation by name (this one, "sql", by default:
+hot_paths.py).
 """
 
 from __future__ import annotations
 
 import functools
 from datetime import datetime
+from typing import cast
 
 from django.db import connection
 
@@ -88,7 +90,8 @@ _COUNTS = {
 
 @functools.cache  # built on first use (the connection's quoting), once per process
 def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
-    columns = [_quoted(alias, f.column) for model, alias in _JOINED for f in model._meta.concrete_fields]
+    # A concrete field always has its column (Field.set_attributes_from_name); the stubs allow None.
+    columns = [_quoted(alias, cast(str, f.column)) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
     joins = (
         f"{_quoted(Enrollment._meta.db_table)} e "

@@ -23,9 +23,8 @@ from .filtering import require_reason
 
 def study_defaults() -> dict:
     """The model's default of every parameter but the name and tasks (one place: ``Study.parameters``)."""
-    return {
-        name: Study._meta.get_field(name).get_default() for name in Study.parameters() if name not in ("name", "tasks")
-    }
+    fields = {f.name: f for f in Study._meta.concrete_fields}
+    return {name: fields[name].get_default() for name in Study.parameters() if name not in ("name", "tasks")}
 
 
 def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:

@@ -8,7 +8,7 @@ from .models import Ping
 class CeilingView(APIView):
     """One DRF view doing one INSERT: the most the stack can do, to compare the platform with."""
 
-    authentication_classes = []
+    authentication_classes: list = []
     permission_classes = [AllowAny]
 
     def post(self, request):

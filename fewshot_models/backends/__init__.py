@@ -49,8 +49,17 @@ def open_backend(config: AdapterConfig, *, method: str, needs=(), **options) -> 
     return cls(config, method=method, **options)
 
 
+def open_model_backend(config: AdapterConfig, *, method: str, **options) -> TransformersBackend:
+    """``open_backend`` for a method that trains its model: the backend that holds the model in this process."""
+    backend = open_backend(config, method=method, needs=("model",), **options)
+    if not isinstance(backend, TransformersBackend):
+        raise AdapterError(f"{method} needs the model in this process; the {backend.name} backend does not hold it")
+    return backend
+
+
 __all__ = [
     "BACKENDS",
+    "open_model_backend",
     "Backend",
     "BackendError",
     "ChatRequest",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from ..base import AdapterError
+from ..base import AdapterConfig, AdapterError
 
 #: ``done()`` is called once per answered request (progress bars).
 Done = Callable[[], None] | None
@@ -153,7 +153,10 @@ class Backend:
     device: str = ""
     window: int | None = None  # context window in tokens; None when unknown
 
-    def __init__(self):
+    def __init__(self, config: AdapterConfig, *, method: str, **options: Any):
+        """Every backend opens from the run's config, for a method (``open_backend``); ``options`` are the
+        in-process backend's (what to load and how), which a server's backend ignores."""
+        self.config, self.method = config, method
         self.tally = Tally()
 
     # ------------------------------------------------------------------ token budgets

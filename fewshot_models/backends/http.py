@@ -347,7 +347,7 @@ class Exchange:
                 continue
             try:
                 answers.put((i, self.send("POST", path, body), None))
-            except BaseException as exc:  # handed to the calling thread, which raises it
+            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which raises it
                 stop.set()
                 answers.put((i, None, exc))
 

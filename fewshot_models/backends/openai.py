@@ -81,7 +81,7 @@ class OpenAIBackend(Backend):
     answered_for: ClassVar[set[tuple[str, str]]] = set()
 
     def __init__(self, config: AdapterConfig, *, method: str, progress=None, **_in_process_options):
-        super().__init__()
+        super().__init__(config, method=method)
         if not config.model:
             raise BackendError(
                 f"{method} over an OpenAI-compatible server needs the model's name as the server "

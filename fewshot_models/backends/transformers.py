@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import AdapterConfig, Progress
-from .base import Backend, Done, GenerationRequest, LoglikelihoodRequest
+from .base import Backend, BackendError, Done, GenerationRequest, LoglikelihoodRequest
 
 
 class TransformersBackend(Backend):
@@ -40,8 +40,8 @@ class TransformersBackend(Backend):
     ):
         from .. import runtime as rt
 
-        super().__init__()
-        self.config, self.method, self.what = config, method, what
+        super().__init__(config, method=method)
+        self.what = what
         self.torch_device = rt.resolve_device(config.device)
         self.device = str(self.torch_device)
         self.model_path = rt.resolve_model(config.model, default_model, method, what)
@@ -52,7 +52,7 @@ class TransformersBackend(Backend):
         self.tokenizer = rt.load_tokenizer(self.model_path, method, what)
         self.pad_id = rt.pad_token_id(self.tokenizer)
         self.batch_size = int(batch_size)
-        self.lm = None
+        self.lm: Any = None  # the causal LM (a torch module), when loaded: causal_lm=True
         if causal_lm:
             self._load_causal_lm(max_length)
         rt.reset_peak_memory(self.torch_device)
@@ -77,6 +77,12 @@ class TransformersBackend(Backend):
         probe = self.tokenizer("a")["input_ids"]
         self.prefix = [bos] if bos is not None and probe and probe[0] == bos else []
         self._keep_ok = True
+
+    def _lm_window(self) -> int:
+        """The causal LM's context window, set when it is loaded."""
+        if self.window is None:
+            raise BackendError(f"{self.method} asked the causal LM, which this backend did not load (causal_lm)")
+        return self.window
 
     def _model_window(self) -> int:
         cfg = self.lm.config
@@ -112,7 +118,7 @@ class TransformersBackend(Backend):
         return max(len(self.continuation_ids(request.context, c)) for c in request.continuations)
 
     def context_budget(self, request) -> int:
-        return self.window - self._room(request) - len(self.prefix)
+        return self._lm_window() - self._room(request) - len(self.prefix)
 
     def prompt_ids(self, context: Sequence[str], budget: int) -> list[int]:
         """The context's tokens after the BOS prefix, its oldest cut when over ``budget``."""
@@ -127,7 +133,7 @@ class TransformersBackend(Backend):
         out = []
         for request in requests:
             conts = [self.continuation_ids(request.context, c) for c in request.continuations]
-            prompt = self.prompt_ids(request.context, self.window - max(len(c) for c in conts) - len(self.prefix))
+            prompt = self.prompt_ids(request.context, self._lm_window() - max(len(c) for c in conts) - len(self.prefix))
             out.append(self.score_continuations(prompt, conts))
             if done:
                 done()

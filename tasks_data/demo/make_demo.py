@@ -1428,7 +1428,7 @@ def generate():
 
 
 # =======================================================================================
-# Checks: read the files back and test every rule the importer and the brief rely on
+# Checks: read the files back and test every rule the importer and the tests rely on
 # =======================================================================================
 KEYS = {
     "sst2": ["answer", "question", "id", "context"],
@@ -1549,7 +1549,7 @@ def verify():
         assert not set(train[(30, 1)][1]) & set(train[(30, 2)][1]), (task, "30-shot files overlap")
         # The same example carries the same id in every training file (not for SST: row numbers).
         if task != "sst2":
-            ids = {}
+            ids: dict[str, object] = {}  # example id by (context, question)
             for rows, _ in train.values():
                 for r in rows:
                     key = json.dumps([r["context"], r["question"]], ensure_ascii=False)

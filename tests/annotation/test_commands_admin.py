@@ -137,6 +137,22 @@ def test_answers_and_the_audit_log_are_read_only_in_the_admin(superuser):
     assert Answer.objects.filter(pk=answer.pk).exists() and AuditEvent.objects.filter(pk=event.pk).exists()
 
 
+def test_the_study_admin_shows_every_parameter_of_a_study(superuser):
+    """Every editable Study field is on the admin's study page, and only the name can be changed there (a field
+    left off the read-only list would be an input, changed past the services' checks)."""
+    study = make_study(shots=[0])
+    client = Client()
+    client.force_login(superuser)
+    page = client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    editable = [f.name for f in Study._meta.concrete_fields if f.editable and not f.primary_key]
+    assert len(editable) >= 18 and {"pay_currency", "worker_id_pattern", "expected_minutes"} <= set(editable)
+    missing = [name for name in editable if f"field-{name}" not in page]
+    assert missing == []
+    assert 'name="name"' in page
+    inputs = [name for name in editable if name != "name" and f'name="{name}"' in page]
+    assert inputs == []
+
+
 def test_the_study_admin_lists_studies_with_their_cohorts(superuser):
     study = make_study(shots=[0, 10])
     WorkerClient(cohort(study, "sst2", 0), "P1")

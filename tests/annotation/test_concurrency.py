@@ -1,7 +1,5 @@
 """Rules that must hold under simultaneous requests, on real concurrent PostgreSQL connections."""
 
-import threading
-
 import pytest
 from django.db import connection
 
@@ -9,6 +7,7 @@ from annotation import services
 from annotation.models import Answer, Enrollment
 from annotation.protocol import JoinRefusal
 from tasks_data.models import Example, Task
+from tests.annotation.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,29 +40,6 @@ def sst2_task():
         ]
     )
     return task
-
-
-def run_together(n: int, work) -> list:
-    """Run ``work(i)`` in n threads released at the same instant; each returns a value or the exception."""
-    barrier = threading.Barrier(n)
-    results: list = [None] * n
-
-    def target(i: int):
-        try:
-            barrier.wait(timeout=30)
-            results[i] = work(i)
-        except Exception as exc:  # noqa: BLE001 - the test inspects it
-            results[i] = exc
-        finally:
-            connection.close()  # this thread's own connection
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
-    return results
 
 
 def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enrollments(sst2_task):

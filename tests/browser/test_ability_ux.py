@@ -15,7 +15,7 @@ from baselines.models import BaselineRun
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_dashboard_ux import WIDTHS, _no_sideways_scroll
+from tests.browser.dashboard_pages import WIDTHS, no_sideways_scroll
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytest.importorskip("mirt")
@@ -77,7 +77,7 @@ def test_the_ability_scale_and_the_dawid_skene_row_on_the_results_page(pages, de
     expect(chart.locator("g.model")).to_have_count(2)
     expect(chart).to_contain_text("Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)")
     expect(page.locator("table.table5")).to_contain_text("Dawid-Skene (crowd-kit)")
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
     chart.scroll_into_view_if_needed()
     chart.screenshot(path=str(SCREENSHOTS / f"abilities-chart-{WIDTHS[size]['width']}.png"))
     page.screenshot(path=str(SCREENSHOTS / f"abilities-{WIDTHS[size]['width']}.png"), full_page=True)

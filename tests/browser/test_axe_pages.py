@@ -10,7 +10,7 @@ import pytest
 
 from tests.browser import walk
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_dashboard_ux import WIDTHS, _busy_study, _log_in, _researcher
+from tests.browser.dashboard_pages import WIDTHS, busy_study, log_in, make_researcher
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -18,13 +18,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.mark.parametrize("size", WIDTHS)
 def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_data, size):
-    user = _researcher()
-    study, ten, guesser, quiet = _busy_study(user)
+    user = make_researcher()
+    study, ten, guesser, quiet = busy_study(user)
     page = pages.new(viewport=WIDTHS[size])
     page.context.set_default_timeout(30_000)
     page.goto("/accounts/login/")
     found = {"login": walk.axe(page)}
-    _log_in(page, "/dashboard/")
+    log_in(page, "/dashboard/")
     for name, url in (
         ("study-list", "/dashboard/"),
         ("study-new", "/dashboard/studies/new/"),

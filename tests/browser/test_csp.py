@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_dashboard import test_researcher_journey as researcher_journey
-from tests.browser.test_worker_journeys import test_sst2_worker_keyboard_only as sst2_worker_journey
+from tests.browser.replays import researcher_journey, sst2_worker_keyboard_only
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,11 +41,11 @@ def csp_pages(pages):
 
 
 def test_the_worker_journey_raises_no_csp_violation(csp_pages, shoot, demo_data):
-    sst2_worker_journey(csp_pages, shoot, demo_data)
+    sst2_worker_keyboard_only(csp_pages, shoot)
 
 
 def test_the_researcher_journey_raises_no_csp_violation(csp_pages, shoot, demo_data, settings):
-    researcher_journey(csp_pages, shoot, demo_data, settings)
+    researcher_journey(csp_pages, shoot, settings)
 
 
 def test_the_api_docs_load_under_the_policy_without_any_other_origin(csp_pages, db):

@@ -8,37 +8,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.contrib.auth.models import Group, User
-from django.utils import timezone
 
-from annotation.models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment
+from annotation.models import AuditEvent, Cohort
 from tests.browser.conftest import SCREENSHOTS
-from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake_model_rows, make_study
+from tests.browser.dashboard_pages import WIDTHS, busy_study, log_in, make_researcher, no_sideways_scroll
+from tests.worker_pages.factories import cohort_of, enroll, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
-
-DESKTOP = {"width": 1366, "height": 800}
-MOBILE = {"width": 390, "height": 844}
-WIDTHS = {"desktop": DESKTOP, "phone": MOBILE}
-PASSWORD = "alice-pw-2024"
-
-
-def _researcher() -> User:
-    user = User.objects.create_user("alice", password=PASSWORD)
-    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    return user
-
-
-def _log_in(page, next_url: str):
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"**{next_url}")
 
 
 def _shoot(page, name: str, size: str):
@@ -47,29 +25,14 @@ def _shoot(page, name: str, size: str):
     page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}-{width}.png"), full_page=True)
 
 
-def _no_sideways_scroll(page):
-    """The page itself fits the viewport: only a table's own box may scroll sideways."""
-    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-    culprits = (
-        []
-        if overflow <= 0
-        else page.evaluate(
-            "() => Array.from(document.querySelectorAll('body *'))"
-            ".filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
-            ".slice(0, 5).map(e => e.tagName + '.' + e.className)"
-        )
-    )
-    assert overflow <= 0, f"{page.url} is {overflow}px wider than the viewport: {culprits}"
-
-
 @pytest.mark.parametrize("size", WIDTHS)
 def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(pages, demo_data, size):
-    user = _researcher()
+    user = make_researcher()
     study = make_study(tasks=("sst2",), shots=(0, 10), created_by=user, workers_per_cohort=2, name="Closing study")
     cohort = cohort_of(study, "sst2", 10)
     enroll(cohort, "W-CLOSE-1")
     page = pages.new(viewport=WIDTHS[size])
-    _log_in(page, f"/dashboard/studies/{study.pk}/")
+    log_in(page, f"/dashboard/studies/{study.pk}/")
     row = page.locator("table.links tbody tr", has=page.locator(f"#link-{cohort.pk}"))
     expect(row.locator(".link-note")).to_have_text("Takes workers now.")
 
@@ -90,7 +53,7 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     expect(row.locator(".badge")).to_have_text("closed")
     expect(row.locator(".link-note")).to_have_text("Closed: this link takes no new workers.")
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
 
     # Re-open (1 of 2 places taken), with a reason; Cancel first changes nothing.
     row.get_by_role("link", name="Re-open…").click()
@@ -114,11 +77,11 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
 
     # Without JavaScript: the same links open a confirmation page; back to the cohort page after it.
     plain = pages.new(viewport=WIDTHS[size], java_script_enabled=False)
-    _log_in(plain, f"/dashboard/cohorts/{cohort.pk}/")
+    log_in(plain, f"/dashboard/cohorts/{cohort.pk}/")
     plain.locator(".cohort-actions").get_by_role("link", name="Close…").click()
     assert plain.url.endswith(f"/dashboard/cohorts/{cohort.pk}/close/?back=cohort")
     expect(plain.get_by_role("heading", name="Close SST-2 · 10 shots?")).to_be_visible()
-    _no_sideways_scroll(plain)
+    no_sideways_scroll(plain)
     _shoot(plain, "close-confirm-page", size)
     plain.get_by_label("Reason").fill("closing without JavaScript")
     plain.get_by_role("button", name="Close the cohort").click()
@@ -133,41 +96,12 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     assert Cohort.objects.get(pk=cohort.pk).closed_at is None
 
 
-def _busy_study(user):
-    """A study with something on every page: progress, a worker at chance, an idle one, results."""
-    study = make_study(
-        tasks=("sst2", "conll03"),
-        shots=(0, 10),
-        created_by=user,
-        workers_per_cohort=3,
-        name="Pilot: SST-2 and CoNLL03",
-        filter_fraction=0.5,
-    )
-    zero = cohort_of(study, "sst2", 0)
-    for i in range(3):
-        worker = enroll(zero, f"DONE-{i}")
-        while Enrollment.objects.get(pk=worker.pk).state != Enrollment.State.COMPLETED:
-            answer_current(worker, right=i != 1)
-    ten = cohort_of(study, "sst2", 10)
-    guesser = enroll(ten, "GUESSER-5f3a9c2e81")
-    while Enrollment.objects.get(pk=guesser.pk).state == Enrollment.State.TRAINING:
-        answer_current(guesser, right=False)
-    quiet = enroll(ten, "QUIET-77b1d0")
-    answer_current(quiet)
-    an_hour_ago = timezone.now() - timedelta(hours=1)
-    Answer.objects.filter(enrollment=quiet).update(answered_at=an_hour_ago)
-    Enrollment.objects.filter(pk=quiet.pk).update(enrolled_at=an_hour_ago, current_served_at=an_hour_ago)
-    Cohort.objects.filter(pk=cohort_of(study, "conll03", 10).pk).update(launched_at=None)
-    fake_model_rows(study)
-    return study, ten, guesser, quiet
-
-
 @pytest.mark.parametrize("size", WIDTHS)
 def test_every_dashboard_page_fits_and_is_screenshotted(pages, demo_data, size):
-    user = _researcher()
-    study, ten, guesser, quiet = _busy_study(user)
+    user = make_researcher()
+    study, ten, guesser, quiet = busy_study(user)
     page = pages.new(viewport=WIDTHS[size])
-    _log_in(page, "/dashboard/")
+    log_in(page, "/dashboard/")
     for name, url in (
         ("study-list", "/dashboard/"),
         ("study-new", "/dashboard/studies/new/"),
@@ -179,7 +113,7 @@ def test_every_dashboard_page_fits_and_is_screenshotted(pages, demo_data, size):
         page.goto(url)
         expect(page.locator("h1")).to_be_visible()
         _shoot(page, name, size)
-        _no_sideways_scroll(page)
+        no_sideways_scroll(page)
         if name == "study":
             expect(page.locator(".launch-notice")).to_contain_text("1 cohort not launched")
             cell = page.locator(f'#grid td[data-cohort="{ten.pk}"]')

@@ -11,7 +11,7 @@ from baselines.models import BaselineRun
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study, pid_for
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_dashboard_ux import WIDTHS, _no_sideways_scroll
+from tests.browser.dashboard_pages import WIDTHS, no_sideways_scroll
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,7 +64,7 @@ def test_items_page_filters_sorts_and_opens_an_item(pages, demo_data, size):
     table = page.locator("table.items")
     expect(table.locator("tbody tr")).to_have_count(len(tests))
     expect(page.locator(".correlations")).to_contain_text("tiny-model")
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
     page.screenshot(path=str(SCREENSHOTS / f"items-{WIDTHS[size]['width']}.png"), full_page=True)
 
     # Sort: fewest annotators right first (item 2: only A; then item 1: A alone is right too, B and C not).
@@ -76,7 +76,7 @@ def test_items_page_filters_sorts_and_opens_an_item(pages, demo_data, size):
     page.get_by_role("button", name="Show").click()
     expect(table.locator("tbody tr")).to_have_count(1)
     expect(table.locator("tbody tr .flag")).to_have_text("humans solve, models miss")
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
     table.get_by_role("link", name=tests[0].clues_id, exact=True).click()
     expect(page.get_by_role("heading", name=f"SST-2 item {tests[0].clues_id}")).to_be_visible()
     expect(page.locator("code.gold")).to_have_text(tests[0].gold[0])
@@ -84,6 +84,6 @@ def test_items_page_filters_sorts_and_opens_an_item(pages, demo_data, size):
     expect(answers).to_have_count(3)
     expect(page.locator("table.answers")).to_contain_text(pid_for("B"))
     expect(page.locator("table.predictions")).to_contain_text("icl tiny-model")
-    _no_sideways_scroll(page)
+    no_sideways_scroll(page)
     page.screenshot(path=str(SCREENSHOTS / f"item-{WIDTHS[size]['width']}.png"), full_page=True)
     assert ten.pk  # the cohort the page opened

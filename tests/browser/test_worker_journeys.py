@@ -28,17 +28,13 @@ from tests.browser.journeys import (
     view,
     wait_view,
 )
+from tests.browser.replays import join_page, sst2_worker_keyboard_only
 from tests.worker_pages.factories import cohort_of, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PROLIFIC = "?PROLIFIC_PID={pid}&STUDY_ID=STUDY1&SESSION_ID=SESS-{pid}"
-
-
-def _join(page, cohort, query: str):
-    page.goto(f"/join/{cohort.join_token}/{query}")
-    wait_view(page, "description")
 
 
 def _start(page):
@@ -70,7 +66,7 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
             status=200, content_type="text/html", body="<!doctype html><title>Prolific</title><h1>Prolific</h1>"
         ),
     )
-    _join(page, cohort, PROLIFIC.format(pid=pid_for("NER-W1")))
+    join_page(page, cohort, PROLIFIC.format(pid=pid_for("NER-W1")))
     expect(page.locator("h1")).to_contain_text("CoNLL03")
     shoot(page, "01-description")
     _start(page)
@@ -185,41 +181,7 @@ def _cannot_change(page, enrollment, example):
 
 
 def test_sst2_worker_keyboard_only(pages, shoot, demo_data):
-    study = make_study(tasks=("sst2",), shots=(10,), platform="generic", worker_id_param="wid")
-    cohort = cohort_of(study, "sst2", 10)
-    page = pages.new()
-    _join(page, cohort, "?wid=KEYS-1")
-    for _ in range(30):  # Tab to the Start button
-        page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement.textContent.trim()") == "Start":
-            break
-    page.keyboard.press("Enter")
-    wait_view(page, "item")
-    shoot(page, "06-widget-label")
-    labels = ["positive", "negative"]
-    enrollment = Enrollment.objects.get(worker__external_id="KEYS-1")
-    first_feedback = True
-    while view(page) == "item":
-        example = current_example(page)
-        shown = item_handle(page)  # the handle the page posts
-        # A number key chooses (nothing is sent yet), Enter submits.
-        page.keyboard.press(str(labels.index(example.gold[0]) + 1))
-        expect(page.locator("[data-choice]")).to_have_text(example.gold[0])
-        assert stored_answer(enrollment.pk, example.pk) is None
-        page.keyboard.press("Enter")
-        new_view = after_item(page, shown)
-        assert stored_answer(enrollment.pk, example.pk).texts == [example.gold[0]]
-        if new_view == "feedback":
-            expect(page.locator('[data-role="next"]')).to_be_focused()
-            if first_feedback:
-                shoot(page, "07-feedback-label")
-                first_feedback = False
-            page.keyboard.press("Enter")
-            page.wait_for_function("() => document.getElementById('stage').dataset.view !== 'feedback'")
-    wait_view(page, "done")
-    expect(page.locator("#code")).to_have_text("DONE123")
-    shoot(page, "08-completion-code")
-    assert Answer.objects.filter(enrollment=enrollment).count() == 10 + 12
+    sst2_worker_keyboard_only(pages, shoot)
 
 
 def test_record_worker_picks_entities(pages, shoot, demo_data):
@@ -227,7 +189,7 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
     cohort = cohort_of(study, "record", 10)
     page = pages.new()
     page.route("https://app.prolific.com/**", lambda route: route.fulfill(status=200, body="ok"))
-    _join(page, cohort, PROLIFIC.format(pid=pid_for("REC-1")))
+    join_page(page, cohort, PROLIFIC.format(pid=pid_for("REC-1")))
     _start(page)
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("REC-1"))
     n = 0
@@ -271,7 +233,7 @@ def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
         context=context, question="Who arrived in Paris?", gold=["Zoë Ñúñez"], is_impossible=False
     )
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid=pid_for("SQ-1")))
+    join_page(page, cohort, PROLIFIC.format(pid=pid_for("SQ-1")))
     _start(page)
     assert item_id(page) == first
     expect(page.locator(".tokens")).to_contain_text('<b>"loud"</b>')  # dataset text shown as text
@@ -308,7 +270,7 @@ def test_mnli_filtered_and_no_enrollment_pages(pages, shoot, demo_data):
     study = make_study(tasks=("mnli",), shots=(10,))
     cohort = cohort_of(study, "mnli", 10)
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid=pid_for("MN-1")))
+    join_page(page, cohort, PROLIFIC.format(pid=pid_for("MN-1")))
     _start(page)
     expect(page.locator(".block-label")).to_have_text(["Premise", "Hypothesis"])
     expect(page.locator(".question")).not_to_contain_text("contraction")
@@ -335,7 +297,7 @@ def test_wikiann_marking_by_keyboard_and_overlaps_refused(pages, shoot, demo_dat
     study = make_study(tasks=("wikiann",), shots=(0,))
     cohort = cohort_of(study, "wikiann", 0)
     page = pages.new()
-    _join(page, cohort, PROLIFIC.format(pid=pid_for("WK-1")))
+    join_page(page, cohort, PROLIFIC.format(pid=pid_for("WK-1")))
     _start(page)
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("WK-1"))
     # Find a test item with a multi-word name; answer the ones before it with the gold, by mouse.

@@ -74,7 +74,7 @@ def test_researchers_see_their_studies_and_not_others(researcher_client, setup):
     for url in urls["get"]:
         assert researcher_client.get(url).status_code == 200, url
     other = User.objects.create_user("bob", password="x")
-    other.groups.add(*User.objects.get(username="res").groups.all())
+    other.groups.add(*User.objects.get(username="rita").groups.all())
     theirs = make_study(tasks=("sst2",), shots=(0,), created_by=other, name="Bob's")
     assert researcher_client.get(f"/dashboard/studies/{theirs.pk}/").status_code == 404
     assert "Bob&#x27;s" not in researcher_client.get("/dashboard/").content.decode()
@@ -87,11 +87,9 @@ def test_researchers_see_their_studies_and_not_others(researcher_client, setup):
 def test_the_login_page_logs_a_researcher_in(client, researcher, db):
     response = client.get("/accounts/login/?next=/dashboard/")
     assert response.status_code == 200 and 'name="username"' in response.content.decode()
-    response = client.post(
-        "/accounts/login/", {"username": "res", "password": "pw-research-123", "next": "/dashboard/"}
-    )
+    response = client.post("/accounts/login/", {"username": "rita", "password": "pw-rita-123", "next": "/dashboard/"})
     assert response.status_code == 302 and response["Location"] == "/dashboard/"
-    response = client.post("/accounts/login/", {"username": "res", "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "rita", "password": "wrong"})
     assert "did not match" in response.content.decode()
 
 
@@ -214,7 +212,7 @@ def test_launch_and_close(researcher_client, demo_data, researcher):
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
     researcher_client.post(f"/dashboard/studies/{study.pk}/close/", {"reason": "enough"})
     assert not Study.objects.get(pk=study.pk).is_open
-    assert AuditEvent.objects.filter(study=study, action="close study", reason="enough", actor="res").exists()
+    assert AuditEvent.objects.filter(study=study, action="close study", reason="enough", actor="rita").exists()
 
 
 def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client, setup):
@@ -240,7 +238,7 @@ def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client,
     assert response.status_code == 302 and response["Location"] == f"/dashboard/cohorts/{cohort.pk}/"
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
     event = AuditEvent.objects.get(study=study, action="close cohort")
-    assert event.actor == "res" and event.reason == "sst2 10-shot: enough <pilot> data"
+    assert event.actor == "rita" and event.reason == "sst2 10-shot: enough <pilot> data"
     assert researcher_client.post(close, {"reason": "twice"}).status_code == 409
     # A stale page asks to close it again: told so (htmx reloads the whole page).
     stale = researcher_client.get(close, HTTP_HX_REQUEST="true")
@@ -278,7 +276,7 @@ def test_reopen_is_refused_when_full_or_the_study_is_closed(researcher_client, s
 def test_another_researcher_cannot_close_or_reopen(client, setup):
     _, cohort, _ = setup
     other = User.objects.create_user("eve", password="x")
-    other.groups.add(*User.objects.get(username="res").groups.all())
+    other.groups.add(*User.objects.get(username="rita").groups.all())
     client.force_login(other)
     for action in ("close", "reopen"):
         url = f"/dashboard/cohorts/{cohort.pk}/{action}/"
@@ -491,7 +489,7 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
     assert researcher_client.get(base + "pay.xls").status_code == 404
     # Another researcher: 404 for every one of them.
     other = User.objects.create_user("eve", password="x")
-    other.groups.add(*User.objects.get(username="res").groups.all())
+    other.groups.add(*User.objects.get(username="rita").groups.all())
     client.force_login(other)
     for url in links:
         assert client.get(url).status_code == 404, url

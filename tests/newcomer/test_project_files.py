@@ -47,10 +47,33 @@ def test_the_hooks_run_the_lint_tools_from_the_test_environment():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_make_lint_refuses_a_model_change_without_its_migration():
+    """`make lint` (and so CI and the hook) runs makemigrations --check, and today's models have their migrations."""
+    makefile = (REPO / "Makefile").read_text()
+    lint = makefile[makefile.index("\nlint:") :].split("\n\n")[0]
+    assert "manage.py makemigrations --check --dry-run" in lint
+    result = subprocess.run(
+        [sys.executable, "manage.py", "makemigrations", "--check", "--dry-run"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No changes detected" in result.stdout
+
+
 def test_the_type_checker_checks_real_packages():
     mypy = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
     assert mypy["files"] and all((REPO / f).exists() for f in mypy["files"])
     assert "mypy_django_plugin.main" in mypy["plugins"]
+
+
+def test_the_architecture_page_points_at_real_files():
+    text = (REPO / "docs" / "architecture.md").read_text()
+    paths = re.findall(r"`((?:[a-z_]+/)+[\w.-]*\.(?:py|md|html|js))", text)
+    assert len(paths) > 30
+    assert [p for p in paths if not (REPO / p).exists()] == []
 
 
 def test_the_contributors_guide_points_at_real_files():

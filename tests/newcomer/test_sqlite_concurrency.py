@@ -54,7 +54,7 @@ def lab_server(tmp, workers: int, **env_extra):
     )
     join_path = next(line.split()[2] for line in out.splitlines() if line.startswith("sst2 0 "))
     port = free_port()
-    log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed below)
+    log = open(tmp / "server.log", "wb")  # closed below
     proc = subprocess.Popen(
         [PYTHON, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
         cwd=REPO,

@@ -1,7 +1,6 @@
 """The crowd boundary when Prolific does not answer as expected: fail closed, unverified joins cost nothing,
 the filtering comparison set, every submission approved or listed (fake Prolific, real HTTP surface)."""
 
-from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -10,44 +9,10 @@ from django.test import Client
 
 from annotation.models import AuditEvent, Enrollment, Worker
 from results.agreement import learning_curves
-from tests.annotation.factories import WorkerClient, cohort, gold_answer, pid_for, wrong_answer
-from tests.recruitment.test_prolific import arrive, finish, published
+from tests.annotation.factories import WorkerClient, cohort, pid_for
+from tests.recruitment.journeys import FORGED, age, arrive, finish, finish_by_position, forged_join, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
-FORGED = "0123456789abcdef0123{:04d}"
-
-
-def forged_join(fake, c, name, n):
-    """Someone who knows (or makes up) a PID joins with a made-up SESSION_ID while Prolific is down."""
-    fake.down = True
-    try:
-        return WorkerClient(
-            c,
-            params={
-                "PROLIFIC_PID": pid_for(name),
-                "STUDY_ID": c.prolific.prolific_study_id,
-                "SESSION_ID": FORGED.format(n),
-            },
-        )
-    finally:
-        fake.down = False
-
-
-def finish_by_position(worker, wrong_positions=frozenset(), *, step="training"):
-    """Answer the items of ``step``: the gold except at the given 0-based positions; returns the last state."""
-
-    while True:
-        state = worker.current().json()
-        if state.get("item") is None or state.get("step") != step:
-            return state
-        example = worker.example(state["item"]["id"])
-        choose = wrong_answer if state["progress"]["done"] in wrong_positions else gold_answer
-        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
-
-
-def age(pid, minutes):
-    e = Enrollment.objects.get(worker__external_id=pid)
-    Enrollment.objects.filter(pk=e.pk).update(enrolled_at=e.enrolled_at - timedelta(minutes=minutes))
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 429])

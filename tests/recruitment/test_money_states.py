@@ -10,14 +10,14 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from recruitment.models import BonusPayment
-from tests.recruitment.test_prolific import _approved_worker, published
+from tests.recruitment.journeys import approved_worker, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 
 def _interrupted(fake, researcher):
     study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
-    pid = _approved_worker(fake, study, "interrupted")
+    pid = approved_worker(fake, study, "interrupted")
     call_command("sync_prolific", study=study.pk, stdout=StringIO())
     fake.crash_on_pay = True
     call_command("pay_bonuses", study=study.pk, stdout=StringIO())

@@ -21,51 +21,15 @@ from results.cells import annotator_test_s1
 from tests.annotation.factories import (
     WorkerClient,
     cohort,
-    gold_answer,
     make_study,
     pid_for,
     trim_test_set,
     wrong_answer,
 )
 from tests.recruitment.fake_prolific import Refused
+from tests.recruitment.journeys import SITE, approved_worker, arrive, finish, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
-SITE = "https://clues.example"
-
-
-def published(fake, researcher, *, shots=(0,), **options):
-    trim_test_set("sst2", 3)
-    study = make_study(
-        shots=list(shots),
-        launch=False,
-        created_by=researcher,
-        completion_code="CDONE",
-        screenout_code="CSOUT",
-        **options,
-    )
-    publish(study, site_url=SITE)
-    return study
-
-
-def arrive(fake, cohort_, name):
-    """A participant takes a place on Prolific and follows the study link."""
-    pid = pid_for(name)
-    sid = fake.start_submission(cohort_.prolific.prolific_study_id, pid)
-    worker = WorkerClient(
-        cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": cohort_.prolific.prolific_study_id, "SESSION_ID": sid}
-    )
-    return worker, pid, sid
-
-
-def finish(worker, choose=gold_answer):
-    """Answer every item (the gold by default) through the worker API; returns the last state."""
-
-    while True:
-        state = worker.current().json()
-        if state.get("item") is None:
-            return state
-        example = worker.example(state["item"]["id"])
-        assert worker.answer(worker.handle(example), choose(example)).status_code in (200, 201)
 
 
 def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_reward(fake, researcher):
@@ -300,20 +264,9 @@ def test_manual_review_approves_nothing(fake, researcher):
     assert report.approved == [] and fake.submissions[sid]["status"] == "AWAITING REVIEW"
 
 
-def _approved_worker(fake, study, name):
-    c = cohort(study, "sst2", 0)
-    worker, pid, sid = arrive(fake, c, name)
-    finish(worker)
-    fake.submit(sid, "CDONE")
-    # A slow worker: an hour of recorded active time (answers spread out; idle cap raised below).
-    enrolled_at = Enrollment.objects.get(worker__external_id=pid).enrolled_at
-    Enrollment.objects.filter(worker__external_id=pid).update(enrolled_at=enrolled_at - timedelta(hours=1))
-    return pid
-
-
 def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher):
     study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
-    pid = _approved_worker(fake, study, "slow")
+    pid = approved_worker(fake, study, "slow")
     sync(study)
     out = StringIO()
     call_command("pay_bonuses", study=study.pk, stdout=out)
@@ -331,7 +284,7 @@ def test_bonuses_top_up_to_the_rate_and_reruns_never_pay_twice(fake, researcher)
 
 def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
     study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
-    pid = _approved_worker(fake, study, "crash")
+    pid = approved_worker(fake, study, "crash")
     sync(study)
     fake.crash_on_pay = True  # Prolific pays, then the answer is lost
     report = pay_bonuses(study)
@@ -349,7 +302,7 @@ def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
 
 def test_a_crash_between_ledger_write_and_pay_call_does_not_pay_twice(fake, researcher):
     study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
-    pid = _approved_worker(fake, study, "between")
+    pid = approved_worker(fake, study, "between")
     sync(study)
     fake.down = True  # the set-up call fails: the ledger row stays planned, nothing paid
     report = pay_bonuses(study)

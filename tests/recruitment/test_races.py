@@ -16,8 +16,8 @@ from recruitment.models import BonusPayment
 from recruitment.sync import sync
 from tasks_data.models import Example, Task
 from tests.annotation.factories import cohort
-from tests.annotation.test_concurrency import run_together
-from tests.recruitment.test_prolific import _approved_worker, arrive, finish, published
+from tests.annotation.threads import run_together
+from tests.recruitment.journeys import approved_worker, arrive, finish, published
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SLOW = 0.5  # seconds Prolific takes to answer the racing call: both callers are in flight meanwhile
@@ -91,7 +91,7 @@ def test_a_webhook_and_the_sync_racing_approve_a_submission_once(fake, researche
 
 def test_concurrent_pay_runs_set_up_one_bulk_bonus(fake, researcher, sst2):
     study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
-    pid = _approved_worker(fake, study, "paid-once")
+    pid = approved_worker(fake, study, "paid-once")
     sync(study)
     fake.delays.append(("POST", r"submissions/bonus-payments/$", SLOW))
     results = run_together(2, lambda i: pay_bonuses(study))

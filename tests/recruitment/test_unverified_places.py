@@ -18,8 +18,7 @@ from annotation import selectors
 from annotation.models import AuditEvent, Enrollment, Worker
 from annotation.protocol import MAX_UNVERIFIED_WAITING, CohortStatus, cohort_status
 from tests.annotation.factories import WorkerClient, cohort, pid_for
-from tests.recruitment.test_faults import FORGED, forged_join
-from tests.recruitment.test_prolific import arrive, finish, published
+from tests.recruitment.journeys import FORGED, arrive, finish, forged_join, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

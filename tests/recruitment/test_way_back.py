@@ -7,7 +7,7 @@ from django.test import Client
 
 from annotation.models import AuditEvent, Enrollment
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
-from tests.recruitment.test_prolific import arrive, finish, published
+from tests.recruitment.journeys import arrive, finish, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 

@@ -12,7 +12,7 @@ from django.test import Client
 from annotation.models import AuditEvent, Enrollment
 from recruitment.models import WebhookEvent, WebhookSubscription
 from tests.annotation.factories import cohort
-from tests.recruitment.test_prolific import SITE, arrive, finish, published
+from tests.recruitment.journeys import SITE, arrive, finish, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 HOOK = "/prolific/hooks/"

@@ -1,4 +1,4 @@
-"""The login limit holds under simultaneous guesses (clues_platform/ratelimit.py).
+"""The login limit holds under simultaneous guesses (clues_http/ratelimit.py).
 
 Counting failures after the password check let 30 simultaneous wrong passwords for one user get
 15 checks against a limit of 10: each request passed the gate before any had been counted. The
@@ -23,7 +23,7 @@ from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 
-from tests.security.test_rate_limits import _redis_url
+from tests.security.redis_cache import redis_url
 
 LIMIT = 5
 GUESSES = 30
@@ -44,7 +44,7 @@ class CountingBackend(ModelBackend):
 
 def _caches(kind: str) -> dict:
     if kind == "redis":
-        url = _redis_url()
+        url = redis_url()
         if url is None:
             pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
         return {
@@ -64,7 +64,7 @@ def counting(settings, request):
         cache.clear()  # never clear a shared Redis: the Redis case counts under a key prefix of its own
     settings.LOGIN_RATE_LIMIT = f"{LIMIT}/15m"
     settings.AUTHENTICATION_BACKENDS = [
-        "clues_platform.ratelimit.LoginRateLimitBackend",
+        "clues_http.ratelimit.LoginRateLimitBackend",
         "tests.security.test_login_race.CountingBackend",
     ]
     CountingBackend.checks = 0

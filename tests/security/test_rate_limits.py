@@ -1,4 +1,4 @@
-"""Rate limits (clues_platform/ratelimit.py): the join link per client address, failed logins per address and per
+"""Rate limits (clues_http/ratelimit.py): the join link per client address, failed logins per address and per
 username; join tokens are unguessable.
 
 The limits are counted in the Django cache; in production that is Redis (CACHE_URL / REDIS_URL), shared
@@ -21,9 +21,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, RequestFactory
 
 from annotation.models import Cohort, Enrollment, new_join_token
-from clues_platform import ratelimit
-from clues_platform.ratelimit import Rate, parse_rate
+from clues_http import ratelimit
+from clues_http.ratelimit import Rate, parse_rate
 from tests.annotation.factories import cohort, make_study, pid_for, prolific
+from tests.security.redis_cache import redis_url
 
 pytestmark = [pytest.mark.django_db]
 
@@ -182,20 +183,9 @@ def test_logins_below_the_limit_work_and_zero_turns_it_off(researcher, settings)
 # ---------------------------------------------------------------- shared across processes
 
 
-def _redis_url() -> str | None:
-    url = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/14"
-    try:
-        import redis
-
-        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
-    except Exception:  # noqa: BLE001 - no Redis here: the test is skipped
-        return None
-    return url
-
-
 @pytest.mark.usefixtures("clues")
 def test_counts_live_in_the_shared_cache(settings):
-    url = _redis_url()
+    url = redis_url()
     if url is None:
         pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
     settings.CACHES = {

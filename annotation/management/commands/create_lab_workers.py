@@ -42,7 +42,7 @@ class Command(BaseCommand):
         if not 1 <= count <= MAX_COUNT:
             raise CommandError(f"--count: between 1 and {MAX_COUNT}, not {count}")
         User = get_user_model()
-        logins = []
+        logins: list[tuple[str, str]] = []  # (username, password)
         with transaction.atomic():
             group, _ = Group.objects.get_or_create(name=group_name(study))
             taken = set(

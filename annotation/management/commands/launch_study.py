@@ -110,8 +110,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.set_defaults(**{name: _UNSET for name in _option_names()})
+        fields = {f.name: f for f in Study._meta.concrete_fields}
         for name in Study.parameters():
-            add_parameter(parser, Study._meta.get_field(name))
+            add_parameter(parser, fields[name])
         for provider, field in platform_settings.all_fields().values():
             add_parameter(parser, field, only=provider.name)
         parser.add_argument(

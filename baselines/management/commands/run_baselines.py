@@ -32,7 +32,7 @@ def paper_comparison(rows) -> str:
         paper = spec.paper_ft_bert_base.get(row["shots"]) if spec else None
         ours = f"{row['mean']:.1f} ± {row['std']:.1f}" if row["std"] is not None else f"{row['mean']:.1f}"
         theirs = f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "-"
-        source = f"CLUES paper {spec.paper_table}" if paper else "not in the paper"
+        source = f"CLUES paper {spec.paper_table}" if spec and paper else "not in the paper"
         model = (row["model"] or "-")[-28:]
         lines.append(
             f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  {theirs:>12}  {ours:>12}  {source}"
@@ -294,9 +294,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def _eager() -> bool:
-        from clues_platform.celery import app
+        # The project's Celery app as the current app: baselines sits below the project package (clues_platform),
+        # which creates it and is imported with the settings.
+        from celery import current_app
 
-        return bool(app.conf.task_always_eager)
+        return bool(current_app.conf.task_always_eager)
 
     def _print_table(self, rows):
         if not rows:

@@ -38,7 +38,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from clues_platform.http import wants_json
+from clues_http.negotiation import wants_json
 
 log = logging.getLogger(__name__)
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
@@ -129,6 +129,7 @@ def reached(scope: str, subject: str, rate: Rate | None) -> int | None:
 
 def too_many_requests(request: HttpRequest, message: str, retry_after: int) -> HttpResponse:
     """429 with a message: JSON (``detail``) for the API or a JSON client, else a short HTML page."""
+    response: HttpResponse
     if wants_json(request):
         response = JsonResponse({"detail": message}, status=429)
     else:
@@ -167,8 +168,8 @@ def login_blocked(request: HttpRequest | None, username) -> int | None:
     waits = [reached("login-user", _username(username), rate)] if _username(username) else []
     if request is not None:
         waits.append(reached("login-address", client_address(request), rate))
-    waits = [w for w in waits if w is not None]
-    return max(waits) if waits else None
+    known = [w for w in waits if w is not None]
+    return max(known) if known else None
 
 
 def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
@@ -186,7 +187,8 @@ def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
     subjects = [("login-user", _username(username))] if _username(username) else []
     if request is not None:
         subjects.append(("login-address", client_address(request)))
-    waits, reserved = [], []
+    waits: list[int] = []
+    reserved: list[str] = []
     for scope, subject in subjects:
         wait, key = _hit_key(scope, subject, rate)
         if key is not None:
@@ -194,11 +196,12 @@ def reserve_login_attempt(request: HttpRequest | None, username) -> int | None:
         if wait is not None:
             waits.append(wait)
     if request is not None:
-        request._login_reservations = reserved
+        # Carried on the request to the login signal that gives it back (release_login_reservation).
+        request._login_reservations = reserved  # type: ignore[attr-defined]
     return max(waits) if waits else None
 
 
-@receiver(user_logged_in, dispatch_uid="clues_platform.ratelimit.release_login_reservation")
+@receiver(user_logged_in, dispatch_uid="clues_http.ratelimit.release_login_reservation")
 def release_login_reservation(sender, request=None, user=None, **kwargs):
     """A password that was right does not count against the limit: give its reservation back."""
     for key in getattr(request, "_login_reservations", ()) if request is not None else ():
