@@ -5,7 +5,8 @@ from django.http import HttpRequest
 from .models import Enrollment
 
 SESSION_KEY = "enrollment_id"
-SEEN_KEY = "enrollments_seen"  # every enrollment this browser was bound to (one id per task: a second id on the same task is refused)
+# Every enrollment this browser was bound to (one id per task: a second id on the same task is refused).
+SEEN_KEY = "enrollments_seen"
 
 
 def bind(request: HttpRequest, enrollment: Enrollment) -> None:

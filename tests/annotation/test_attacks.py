@@ -1,4 +1,5 @@
-"""A dishonest worker's attacks (edited URLs, shared codes, new ids, forged sessions), replayed through the real HTTP surface (join link + worker API + commands)."""
+"""A dishonest worker's attacks (edited URLs, shared codes, new ids, forged sessions), replayed through the
+real HTTP surface (join link + worker API + commands)."""
 
 from datetime import timedelta
 from io import StringIO
