@@ -124,7 +124,7 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     # Results: Table 5's shape, charts, agreement, downloads.
     fake_model_rows(study)  # completed baseline runs beside the humans
     page.goto(f"/dashboard/studies/{study.pk}/results/")
-    expect(page.locator("table.table5 tbody tr").first).to_contain_text("±")
+    expect(page.locator(".table5 tbody tr").first).to_contain_text("±")
     expect(page.locator(".chart svg")).to_have_count(1)
     expect(page.locator(".chart svg")).to_contain_text("FT BERT-Base <b>")
     shoot(page, "25-results")
