@@ -12,8 +12,9 @@ A check must not be told apart from an item: it offers what an item of the task 
 check, the text's names as a real item's candidates, ``entity_candidates``), the worker can change their
 answer to it as to any item until they answer the next one (the check is scored on the final answer), and
 each worker meets it at a place of their own: near the position the researcher chose, drawn per
-enrollment (``shown_before``), so that workers comparing notes find no fixed place. Checks are written
-before any worker joins a cohort of the task, so every worker of a cohort sees the same checks.
+enrollment (``shown_before``), so that workers comparing notes find no fixed place. A check can be written
+until a worker of the task may have passed the earliest place it can be met (the researcher trying the link
+first does not stop it), so every worker of a cohort sees the same checks.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import random
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, Max, OuterRef
+from django.db.models import Count, Exists, Max, OuterRef, Q
 
 from tasks_data.models import Example, Task
 from tasks_data.s1 import as_set
 
 from .answers import InvalidAnswer, validate_answer
-from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
+from .models import Answer, AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
 
 def add_check(
@@ -47,11 +48,19 @@ def add_check(
         raise ValidationError({"question": "write the instruction and the text"})
     if len(context) > AttentionCheck.MAX_CONTEXT:  # a TextField's max_length is not a validator
         raise ValidationError({"context": f"at most {AttentionCheck.MAX_CONTEXT} characters"})
-    if Enrollment.objects.filter(cohort__study=study, cohort__task=task_row).exists():
+    # Every worker of the task meets the check, so it can be added until a worker may have passed its place: no one
+    # has answered more test items than the earliest place a worker can meet it (``shown_before``).
+    earliest = max(0, position - spread(n_test))
+    passed = (
+        Enrollment.objects.filter(cohort__study=study, cohort__task=task_row)
+        .annotate(test_done=Count("answers", filter=Q(answers__step=Answer.Step.TEST)))
+        .filter(test_done__gt=earliest)
+    )
+    if passed.exists():
         raise ValidationError(
             {
-                "task": "workers have already joined this task's cohorts: every worker of a cohort "
-                "must see the same checks"
+                "position": f"a worker of this task has already answered more than {earliest} test items: every "
+                "worker must meet the same checks, so choose a later position (or a task no one has reached)"
             }
         )
     try:
@@ -116,12 +125,16 @@ SPREAD = 0.1
 MIN_SPREAD = 2  # items, on a short test step
 
 
+def spread(test_items: int) -> int:
+    """How far from the researcher's position a worker may meet a check, in test items, on either side."""
+    return max(MIN_SPREAD, round(SPREAD * test_items))
+
+
 def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
     """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
     ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request."""
-    spread = max(MIN_SPREAD, round(SPREAD * test_items))
-    low = max(0, check.position - spread)
-    high = max(low, min(test_items - 1, check.position + spread))
+    low = max(0, check.position - spread(test_items))
+    high = max(low, min(test_items - 1, check.position + spread(test_items)))
     return random.Random(f"{seed}:{check.item_id}").randint(low, high)
 
 

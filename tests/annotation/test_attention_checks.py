@@ -158,11 +158,20 @@ def test_writing_checks_is_the_owner_s_and_bad_checks_are_refused(researcher):
         response = client.post(url, {**CHECK, **change})
         assert response.status_code == 400 and message in response.content.decode(), change
     assert not AttentionCheck.objects.filter(study=study).exists()
-    WorkerClient(cohort(study, "sst2", 0), "EARLY")
-    response = client.post(url, CHECK)
-    assert response.status_code == 400 and "already joined" in response.content.decode()
+    # A worker who joined (the researcher trying the link) has not reached the check: it can still be added.
+    early = WorkerClient(cohort(study, "sst2", 0), "EARLY")
+    assert client.post(url, CHECK).status_code == 302
     study.refresh_from_db()
-    assert not study.has_attention_checks
+    assert study.has_attention_checks and AttentionCheck.objects.filter(study=study).count() == 1
+    # Once a worker has answered past the earliest place a check at position 0 can be met, it cannot be added.
+    state = early.current().json()
+    assert early.answer(state["item"]["id"], gold_answer(early.example(state["item"]["id"]))).status_code == 201
+    state = early.current().json()
+    if early.example(state["item"]["id"]).pk != AttentionCheck.objects.get(study=study).item_id:
+        assert early.answer(state["item"]["id"], gold_answer(early.example(state["item"]["id"]))).status_code == 201
+    response = client.post(url, {**CHECK, "position": "0"})
+    assert response.status_code == 400 and "already answered more than 0 test items" in response.content.decode()
+    assert AttentionCheck.objects.filter(study=study).count() == 1
 
 
 def test_a_span_check_marks_a_word(researcher):
