@@ -108,16 +108,17 @@ class Cell:
 
     @property
     def short(self) -> str:
-        """What the results page shows large: mean ± std, or a gap's difference."""
-        return self.head or self.text
+        """What the results page shows large: the mean, or a gap's difference."""
+        return self.head or self.text.split(" ± ")[0]
 
     @property
     def details(self) -> list[str]:
-        """What the results page shows small under ``short``: the intervals, then n."""
+        """What the results page shows small under ``short``, a line each: ± std, the intervals, n."""
         if self.head:
             parts = self.text[len(self.head) :].replace("] {", "]\n{").split("\n")
         else:
-            parts = [format_interval(*self.ci)] if self.ci else []
+            parts = [f"± {self.text.split(' ± ', 1)[1]}"] if " ± " in self.text else []
+            parts += [format_interval(*self.ci)] if self.ci else []
         parts = [p.strip() for p in parts if p.strip()]
         return parts + ([f"n={self.n}"] if self.n is not None and self.text != MISSING else [])
 

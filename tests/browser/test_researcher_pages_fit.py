@@ -118,6 +118,16 @@ def test_every_researcher_page_fits_keeps_its_actions_in_reach_and_passes_axe(pa
         violations = walk.axe(page)
         if violations:
             found["axe"] = violations
+        if name == "results":
+            page.locator(".table5").screenshot(path=str(SCREENSHOTS / f"fit-table5-{WIDTHS[size]['width']}.png"))
+            # Table 5 fits whole: no task's block scrolls sideways (its four shots side by side, even on a phone).
+            wide = page.evaluate(
+                "() => Array.from(document.querySelectorAll('.table5 .task-block'))"
+                ".filter(b => { const s = b.querySelector('.table-scroll'); return s.scrollWidth > s.clientWidth; })"
+                ".map(b => b.dataset.task)"
+            )
+            if wide:
+                found["table 5 blocks wider than their box"] = wide
         if found:
             problems[name] = found
         if name in ("study", "results", "cohort-mnli-20", "attention") or name.startswith("items-sst2-0"):
