@@ -110,8 +110,10 @@ def test_researcher_journey(pages, shoot, demo_data, settings):
     expect(row.locator(".sparkline")).to_be_visible()
     row.get_by_placeholder("reason").fill("answers too fast, <not> reading")
     row.get_by_role("button", name="Filter").click()
-    expect(page.locator(".messages")).to_contain_text(f"Filtered worker {pid_for('GRID-W1')}")
+    # Applied in place: the row comes back with what was done (the page is not reloaded).
+    expect(page.locator(f"#enrollment-{w10.pk} .row-done")).to_contain_text(f"Filtered worker {pid_for('GRID-W1')}")
     expect(page.locator(f"#enrollment-{w10.pk} .badge")).to_have_text("filtered")
+    page.reload()
     expect(page.locator("table").last).to_contain_text("answers too fast, <not> reading")
     shoot(page, "24-cohort")
     worker_page.reload()
