@@ -25,6 +25,7 @@ from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import pid_for
+from tests.browser import walk
 from tests.browser.journeys import (
     LAPTOP,
     PHONE,
@@ -313,12 +314,26 @@ def test_touch_names_take_as_many_taps_as_words_and_never_merge(pages, shoot, de
         tok(page, index[word]).tap()
         taps += 1
     _marked(page, gold)
+    # The marks wrap: each one's remove button is on screen, not scrolled off the bar's row.
+    assert all(walk.on_screen(page, ".chip-remove", nth=i) for i in range(len(gold)))
     shoot(page, "19-touch-three-names", phone=False)
     page.locator('[data-role="submit"]').tap()
     taps += 1
     assert taps == words + 1
     page.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{handle}'")
     assert sorted(stored_answer(enrollment.pk, first).texts) == sorted(gold)
+
+    # The same rule for the mouse: a click per word, in any order, never merges names.
+    laptop = pages.new(viewport=LAPTOP)
+    clicker = _join_and_start(laptop, cohort, "CLICKS-1")
+    assert current_example(laptop).pk == first
+    handle = item_handle(laptop)
+    for word in ("Curie", "Ben", "Marie", "Anna"):
+        tok(laptop, index[word]).click()
+    _marked(laptop, gold)
+    laptop.locator('[data-role="submit"]').click()
+    laptop.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{handle}'")
+    assert sorted(stored_answer(clicker.pk, first).texts) == sorted(gold)
 
 
 # ---------------------------------------------------------------- items 4, 5, 6, 9 (laptop and phone)
