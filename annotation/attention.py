@@ -12,9 +12,9 @@ A check must not be told apart from an item: it offers what an item of the task 
 check, the text's names as a real item's candidates, ``entity_candidates``), the worker can change their
 answer to it as to any item until they answer the next one (the check is scored on the final answer), and
 each worker meets it at a place of their own: near the position the researcher chose, drawn per
-enrollment (``shown_before``), so that workers comparing notes find no fixed place. A check can be written
-until a worker of the task may have passed the earliest place it can be met (the researcher trying the link
-first does not stop it), so every worker of a cohort sees the same checks.
+enrollment (``shown_before``), so that workers comparing notes find no fixed place. A check can be written at
+any time; a worker meets the checks written before their test step began (``checks_of``), so the count they
+are told never changes under them (the researcher trying the link first does not stop a check).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import random
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef
 
 from tasks_data.models import Example, Task
 from tasks_data.s1 import as_set
 
 from .answers import InvalidAnswer, validate_answer
-from .models import Answer, AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
+from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
 
 def add_check(
@@ -48,21 +48,6 @@ def add_check(
         raise ValidationError({"question": "write the instruction and the text"})
     if len(context) > AttentionCheck.MAX_CONTEXT:  # a TextField's max_length is not a validator
         raise ValidationError({"context": f"at most {AttentionCheck.MAX_CONTEXT} characters"})
-    # Every worker of the task meets the check, so it can be added until a worker may have passed its place: no one
-    # has answered more test items than the earliest place a worker can meet it (``shown_before``).
-    earliest = max(0, position - spread(n_test))
-    passed = (
-        Enrollment.objects.filter(cohort__study=study, cohort__task=task_row)
-        .annotate(test_done=Count("answers", filter=Q(answers__step=Answer.Step.TEST)))
-        .filter(test_done__gt=earliest)
-    )
-    if passed.exists():
-        raise ValidationError(
-            {
-                "position": f"a worker of this task has already answered more than {earliest} test items: every "
-                "worker must meet the same checks, so choose a later position (or a task no one has reached)"
-            }
-        )
     try:
         answer, candidates = spec.answer_kind.expected_from_text(spec, context, expected)
     except InvalidAnswer as exc:
@@ -138,24 +123,35 @@ def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
     return random.Random(f"{seed}:{check.item_id}").randint(low, high)
 
 
+def began_testing_at(enrollment: Enrollment):
+    """When the worker's test step began (the end of training; joining, without training); None before."""
+    return enrollment.training_finished_at if enrollment.cohort.shots else enrollment.enrolled_at
+
+
+def checks_of(enrollment: Enrollment):
+    """The checks a worker meets: those of their study's task written before their test step began (all, before
+    it begins). A check written later is not theirs: the test step's count a worker is told (on the description
+    page and when the test step starts) never grows under them, and the researcher trying the link first never
+    stops a check from being added."""
+    checks = AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
+    started = began_testing_at(enrollment)
+    return checks.filter(created_at__lte=started) if started is not None else checks
+
+
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
     """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query; the
     enrollment as ``hot_sql.fetch`` reads it, with ``test_total``)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
-    checks = list(
-        AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
-        .annotate(answered=Exists(answered))
-        .order_by("position", "id")
-    )
+    checks = list(checks_of(enrollment).annotate(answered=Exists(answered)).order_by("position", "id"))
     places = {c.pk: shown_before(c, seed=enrollment.order_seed, test_items=enrollment.test_total) for c in checks}
     checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
     due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
     return due, sum(c.answered for c in checks), len(checks)
 
 
-def count(study_id: int, task_id) -> int:
-    """How many checks the workers of a study's task see (the totals a worker is shown include them)."""
-    return AttentionCheck.objects.filter(study_id=study_id, task_id=task_id).count()
+def count(enrollment: Enrollment) -> int:
+    """How many checks a worker meets (the totals a worker is shown include them)."""
+    return checks_of(enrollment).count()
 
 
 def last_answer(enrollment_id: int) -> AttentionAnswer | None:
