@@ -152,3 +152,13 @@ def test_every_researcher_page_fits_keeps_its_actions_in_reach_and_passes_axe(pa
     assert page.evaluate("scrollY") == before
     assert Enrollment.objects.get(pk=guesser.pk).state == Enrollment.State.FILTERED
     expect(page.locator(f"#enrollment-{guesser.pk}").get_by_role("button", name="Reinstate")).to_be_visible()
+
+    # A page with a message (after a form posted without htmx): the messages pass axe (its "list" rule included).
+    page.goto(f"/dashboard/studies/{study.pk}/attention-checks/")
+    page.get_by_label("Instruction (shown as the question)").fill("For this item choose positive.")
+    page.get_by_label("Text (shown as the item's text)").fill("Please follow the instruction above.")
+    page.get_by_label("Expected answer").fill("positive")
+    page.get_by_role("button", name="Add check").click()
+    expect(page.locator(".messages")).to_contain_text("Attention check added.")
+    assert walk.axe(page) == []
+    assert page.evaluate("() => document.documentElement.scrollWidth - innerWidth") <= 0
