@@ -12,8 +12,9 @@ A check must not be told apart from an item: it offers what an item of the task 
 check, the text's names as a real item's candidates, ``entity_candidates``), the worker can change their
 answer to it as to any item until they answer the next one (the check is scored on the final answer), and
 each worker meets it at a place of their own: near the position the researcher chose, drawn per
-enrollment (``shown_before``), so that workers comparing notes find no fixed place. Checks are written
-before any worker joins a cohort of the task, so every worker of a cohort sees the same checks.
+enrollment (``shown_before``), so that workers comparing notes find no fixed place. A check can be written at
+any time; a worker meets the checks written before their test step began (``checks_of``), so the count they
+are told never changes under them (the researcher trying the link first does not stop a check).
 """
 
 from __future__ import annotations
@@ -47,13 +48,6 @@ def add_check(
         raise ValidationError({"question": "write the instruction and the text"})
     if len(context) > AttentionCheck.MAX_CONTEXT:  # a TextField's max_length is not a validator
         raise ValidationError({"context": f"at most {AttentionCheck.MAX_CONTEXT} characters"})
-    if Enrollment.objects.filter(cohort__study=study, cohort__task=task_row).exists():
-        raise ValidationError(
-            {
-                "task": "workers have already joined this task's cohorts: every worker of a cohort "
-                "must see the same checks"
-            }
-        )
     try:
         answer, candidates = spec.answer_kind.expected_from_text(spec, context, expected)
     except InvalidAnswer as exc:
@@ -116,33 +110,48 @@ SPREAD = 0.1
 MIN_SPREAD = 2  # items, on a short test step
 
 
+def spread(test_items: int) -> int:
+    """How far from the researcher's position a worker may meet a check, in test items, on either side."""
+    return max(MIN_SPREAD, round(SPREAD * test_items))
+
+
 def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
     """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
     ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request."""
-    spread = max(MIN_SPREAD, round(SPREAD * test_items))
-    low = max(0, check.position - spread)
-    high = max(low, min(test_items - 1, check.position + spread))
+    low = max(0, check.position - spread(test_items))
+    high = max(low, min(test_items - 1, check.position + spread(test_items)))
     return random.Random(f"{seed}:{check.item_id}").randint(low, high)
+
+
+def began_testing_at(enrollment: Enrollment):
+    """When the worker's test step began (the end of training; joining, without training); None before."""
+    return enrollment.training_finished_at if enrollment.cohort.shots else enrollment.enrolled_at
+
+
+def checks_of(enrollment: Enrollment):
+    """The checks a worker meets: those of their study's task written before their test step began (all, before
+    it begins). A check written later is not theirs: the test step's count a worker is told (on the description
+    page and when the test step starts) never grows under them, and the researcher trying the link first never
+    stops a check from being added."""
+    checks = AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
+    started = began_testing_at(enrollment)
+    return checks.filter(created_at__lte=started) if started is not None else checks
 
 
 def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
     """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query; the
     enrollment as ``hot_sql.fetch`` reads it, with ``test_total``)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
-    checks = list(
-        AttentionCheck.objects.filter(study_id=enrollment.cohort.study_id, task_id=enrollment.cohort.task_id)
-        .annotate(answered=Exists(answered))
-        .order_by("position", "id")
-    )
+    checks = list(checks_of(enrollment).annotate(answered=Exists(answered)).order_by("position", "id"))
     places = {c.pk: shown_before(c, seed=enrollment.order_seed, test_items=enrollment.test_total) for c in checks}
     checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
     due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
     return due, sum(c.answered for c in checks), len(checks)
 
 
-def count(study_id: int, task_id) -> int:
-    """How many checks the workers of a study's task see (the totals a worker is shown include them)."""
-    return AttentionCheck.objects.filter(study_id=study_id, task_id=task_id).count()
+def count(enrollment: Enrollment) -> int:
+    """How many checks a worker meets (the totals a worker is shown include them)."""
+    return checks_of(enrollment).count()
 
 
 def last_answer(enrollment_id: int) -> AttentionAnswer | None:

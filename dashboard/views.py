@@ -314,10 +314,11 @@ def _cohort_events(cohort: Cohort):
     return events
 
 
-def _cohort_page(
-    request: HttpRequest, cohort: Cohort, *, errors: dict | None = None, status: int = 200, posted: dict | None = None
-) -> HttpResponse:
+def _cohort_rows(cohort: Cohort, *, errors: dict | None = None, posted: dict | None = None, only: int | None = None):
+    """The cohort page's workers (``only``: that enrollment's row alone) and the cohort's training chance level."""
     rows = selectors.cohort_enrollments(cohort)
+    if only is not None:
+        rows = [r for r in rows if r["enrollment"].pk == only]
     now = timezone.now()
     last = selectors.last_activity([r["enrollment"] for r in rows])
     chance = selectors.training_chance([cohort.training_set_id]).get(cohort.training_set_id)
@@ -340,8 +341,46 @@ def _cohort_page(
             r["below_chance"] or (r["attention"] or {}).get("failed") or r.get("fast_answers")
         )
         r["left_out"] = e.left_out
+        if r["can_filter"]:
+            r["action_url"] = reverse("dashboard-filter", args=[e.pk])
+        elif r["can_reinstate"]:
+            r["action_url"] = reverse("dashboard-reinstate", args=[e.pk])
+        elif r["left_out"]:
+            r["action_url"] = reverse("dashboard-put-back", args=[e.pk])
+        else:
+            r["action_url"] = reverse("dashboard-leave-out", args=[e.pk])
         r["errors"] = (errors or {}).get(e.pk, [])
         r["form"] = (posted or {}).get(e.pk) or ReasonForm(auto_id=f"id_%s_{e.pk}")
+    return rows, chance
+
+
+def _row_context(cohort: Cohort, chance) -> dict:
+    return {
+        "chance": chance,
+        "has_checks": cohort.study.has_attention_checks,
+        "min_answer_seconds": cohort.task.spec.min_answer_seconds,
+    }
+
+
+def _cohort_page(
+    request: HttpRequest,
+    cohort: Cohort,
+    *,
+    errors: dict | None = None,
+    status: int = 200,
+    posted: dict | None = None,
+    row: int | None = None,
+    done: str = "",
+) -> HttpResponse:
+    """The cohort page; to an htmx request about one worker (``row``), that worker's row alone (with ``done``,
+    what the action did), swapped in place so that the researcher keeps their place in a long table."""
+    if row is not None and request.headers.get("HX-Request"):
+        rows, chance = _cohort_rows(cohort, errors=errors, posted=posted, only=row)
+        if rows:
+            rows[0]["done"] = done
+            ctx = {"r": rows[0], "study": cohort.study, **_row_context(cohort, chance)}
+            return render(request, "dashboard/_enrollment_row.html", ctx, status=status)
+    rows, chance = _cohort_rows(cohort, errors=errors, posted=posted)
     grid = _cohort_slots(cohort)
     recruitment = cohort_status(
         cohort, enrolled=grid["enrolled"], completed=grid["completed"], study_open=cohort.study.is_open
@@ -352,14 +391,12 @@ def _cohort_page(
         "rows": rows,
         "grid": grid,
         "status": recruitment,
-        "chance": chance,
         "idle_cap": presentation.duration(cohort.study.idle_cap_seconds),
         "n_idle": sum(1 for r in rows if r["idle"]),
         "n_below_chance": sum(1 for r in rows if r["below_chance"]),
         "join_url": join_url(request, cohort),
-        "has_checks": cohort.study.has_attention_checks,
-        "min_answer_seconds": cohort.task.spec.min_answer_seconds,
         "events": _cohort_events(cohort),
+        **_row_context(cohort, chance),
     }
     return render(request, "dashboard/cohort_detail.html", ctx, status=status)
 
@@ -377,16 +414,28 @@ def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> Http
     form = ReasonForm(request.POST, auto_id=f"id_%s_{enrollment.pk}")
     if not form.is_valid():
         errors = [m for ms in form.errors.values() for m in ms]
-        return _cohort_page(request, cohort, errors={enrollment.pk: errors}, posted={enrollment.pk: form}, status=400)
+        return _cohort_page(
+            request, cohort, errors={enrollment.pk: errors}, posted={enrollment.pk: form}, status=400, row=enrollment.pk
+        )
     try:
         action(enrollment_id=enrollment.pk, actor=actor(request), reason=form.cleaned_data["reason"])
     except ValidationError as exc:
         return _cohort_page(
-            request, cohort, errors={enrollment.pk: exc.messages}, posted={enrollment.pk: form}, status=400
+            request,
+            cohort,
+            errors={enrollment.pk: exc.messages},
+            posted={enrollment.pk: form},
+            status=400,
+            row=enrollment.pk,
         )
     except (services.Conflict, TransitionNotAllowed) as exc:
         return _cohort_page(
-            request, cohort, errors={enrollment.pk: [str(exc)]}, posted={enrollment.pk: form}, status=409
+            request,
+            cohort,
+            errors={enrollment.pk: [str(exc)]},
+            posted={enrollment.pk: form},
+            status=409,
+            row=enrollment.pk,
         )
     return None
 
@@ -398,7 +447,10 @@ def _enrollment_post(request: HttpRequest, enrollment_id: int, service, done: st
     if failed is not None:
         return failed
     enrollment = enrollment_for(request, enrollment_id)
-    messages.success(request, done.format(worker=enrollment.worker.external_id, state=enrollment.state))
+    said = done.format(worker=enrollment.worker.external_id, state=enrollment.state)
+    if request.headers.get("HX-Request"):
+        return _cohort_page(request, enrollment.cohort, row=enrollment.pk, done=said)
+    messages.success(request, said)
     return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
 
 

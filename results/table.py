@@ -31,10 +31,13 @@ GAP_INTERVALS = {
     "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
     "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
 }
+S1_SCALE = (0.0, 100.0)  # S1 in percent: no interval of a mean is shown beyond it
+GAP_SCALE = (-100.0, 100.0)  # human minus model S1, percent points
 INTERVAL_NOTE = (
     f"[low, high]: 95% interval of the cell's mean for {TEST_SET} ({TARGETS[TEST_SET]}); the interval for "
-    f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Majority vote: "
-    "S1 of the cohort's majority answer, scored as one more annotator."
+    f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Intervals are "
+    "clipped to the scale they live on (S1: 0 to 100; a gap: -100 to +100): a normal interval of few annotators "
+    "can reach past it. Majority vote: S1 of the cohort's majority answer, scored as one more annotator."
 )
 AGGREGATE_NOTE = (
     "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
@@ -63,11 +66,20 @@ def format_cell(mean: float | None, std: float | None, *, pm: str = "±") -> str
     return f"{mean:.1f} {pm} {std:.1f}"
 
 
+def clip(low: float | None, high: float | None, scale: tuple[float, float] = S1_SCALE):
+    """An interval cut to its scale (an interval of a few annotators' mean can reach below 0 or above 100)."""
+    if low is None or high is None:
+        return low, high
+    return max(scale[0], min(scale[1], low)), max(scale[0], min(scale[1], high))
+
+
 def format_gap(
     diff: float, low: float | None, high: float | None, low2: float | None = None, high2: float | None = None
 ) -> str:
     """Human minus model, percent points, with its 95% intervals over the items (paired bootstrap) and over
-    annotators and items (two-level): "+12.3 [+8.1, +16.0] {+5.2, +19.0}"."""
+    annotators and items (two-level), each clipped to -100..+100: "+12.3 [+8.1, +16.0] {+5.2, +19.0}"."""
+    low, high = clip(low, high, GAP_SCALE)
+    low2, high2 = clip(low2, high2, GAP_SCALE)
     text = f"{diff:+.1f}"
     if low is not None and high is not None:
         text += f" [{low:+.1f}, {high:+.1f}]"
@@ -77,9 +89,11 @@ def format_gap(
 
 
 def format_interval(low: float | None, high: float | None) -> str:
-    """A 95% interval as text beside mean ± std: "[70.1, 89.9]"; empty when there is none."""
+    """A 95% interval of an S1 mean as text beside mean ± std, clipped to 0..100: "[70.1, 89.9]"; empty when
+    there is none."""
     if low is None or high is None:
         return ""
+    low, high = clip(low, high)
     return f"[{low:.1f}, {high:.1f}]"
 
 
@@ -90,6 +104,23 @@ class Cell:
     ci: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for this test set
     ci_task: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for the task's items
     flags: tuple[str, ...] = ()  # human cells only: what makes the intervals doubtful (keys of FLAGS)
+    head: str | None = None  # gap cells: the difference alone (``text`` has its intervals too)
+
+    @property
+    def short(self) -> str:
+        """What the results page shows large: the mean, or a gap's difference."""
+        return self.head or self.text.split(" ± ")[0]
+
+    @property
+    def details(self) -> list[str]:
+        """What the results page shows small under ``short``, a line each: ± std, the intervals, n."""
+        if self.head:
+            parts = self.text[len(self.head) :].replace("] {", "]\n{").split("\n")
+        else:
+            parts = [f"± {self.text.split(' ± ', 1)[1]}"] if " ± " in self.text else []
+            parts += [format_interval(*self.ci)] if self.ci else []
+        parts = [p.strip() for p in parts if p.strip()]
+        return parts + ([f"n={self.n}"] if self.n is not None and self.text != MISSING else [])
 
     @property
     def full_text(self) -> str:
@@ -228,6 +259,33 @@ class Table:
         return out
 
     @property
+    def blocks(self) -> list[dict]:
+        """The table one task at a time, as the results page lays it out (it fits a laptop and a phone): per task
+        ``{"task", "name", "category", "shots": [k], "rows": [{"kind", "method", "cells": [Cell | None]}]}``,
+        its shots as columns and one row per method (human, majority, models, gaps), only what has a value."""
+        out = []
+        for j, slug in enumerate(self.tasks):
+            present = [r for r in self.rows if r.cells[j].text != MISSING]
+            shots = sorted({r.shots for r in present}, key=lambda k: cohort_key("", k))
+            methods: dict[tuple[str, str], dict[int, Cell]] = {}
+            for r in present:
+                methods.setdefault((r.kind, r.method), {})[r.shots] = r.cells[j]
+            spec = TASKS.get(slug)
+            out.append(
+                {
+                    "task": slug,
+                    "name": spec.name if spec else slug,
+                    "category": spec.category.value.title() if spec else "",
+                    "shots": shots,
+                    "rows": [
+                        {"kind": kind, "method": method, "cells": [by_shots.get(k) for k in shots]}
+                        for (kind, method), by_shots in methods.items()
+                    ],
+                }
+            )
+        return out
+
+    @property
     def human_rows(self) -> list[Row]:
         return [r for r in self.rows if r.kind == "human"]
 
@@ -238,7 +296,7 @@ def _label(row: Mapping) -> str:
 
 def _ci(c: Mapping, prefix: str = "ci") -> tuple[float, float] | None:
     low, high = c.get(f"{prefix}_low"), c.get(f"{prefix}_high")
-    return None if low is None or high is None else (low, high)
+    return None if low is None or high is None else clip(low, high)
 
 
 def build_table(
@@ -304,6 +362,7 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
                     m["diff"], m.get("ci_low"), m.get("ci_high"), m.get("ci_two_level_low"), m.get("ci_two_level_high")
                 ),
                 m.get("items"),
+                head=f"{m['diff']:+.1f}",
             )
         if m.get("agreement") is not None:  # share of items where the model gives the human majority's answer
             agree.setdefault((f"{key[0]} = {MAJORITY_LABEL} (% items)", key[1]), {})[m["task"]] = Cell(

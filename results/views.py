@@ -6,6 +6,9 @@ and written by ``results.formats``; access rules are the dashboard's and the API
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -23,6 +26,7 @@ from api.views import ResearcherView
 from tasks_data.registry import TASKS
 from tasks_data.s1 import MRC_GOLD
 from tasks_data.stats import STD_DDOF
+from worker_pages.text import marked_pieces
 
 from . import agreement, cells, exports, fits, formats, items, runs
 from .cache import remember
@@ -368,7 +372,7 @@ ITEM_FLAGS = {
     "humans_solve_models_miss": "humans solve, models miss",
     "models_solve_humans_miss": "models solve, humans miss",
 }
-ITEM_PAGE_ROWS = 500  # one cohort's items at most on the page (every item is in the download)
+ITEM_PAGE_ROWS = 100  # items per page of the items view (pages reach every item; the download has them all)
 
 
 def _sort_value(row: dict, column: str):
@@ -417,7 +421,9 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
     model_columns = (
         [c for c in columns if c.startswith(items.MODEL_PREFIX) and any(c in r for r in shown)] if cohort else []
     )
-    table = [{"row": r, "models": [r.get(c) for c in model_columns]} for r in shown[:ITEM_PAGE_ROWS]]
+    pages = Paginator(shown, ITEM_PAGE_ROWS)
+    page = pages.get_page(request.GET.get("page"))
+    table = [{"row": r, "models": [r.get(c) for c in model_columns]} for r in page.object_list]
     ctx = {
         "study": study,
         "cohorts": cohorts,
@@ -428,7 +434,11 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
         "order": order,
         "rows": table,
         "total": len(shown),
-        "limit": ITEM_PAGE_ROWS,
+        "page": page,
+        "page_query": urlencode(
+            {"cohort": cohort.pk if cohort else "", "flag": flag, "sort": sort, "order": order}
+            | ({"mrc_gold": mrc_gold} if mrc_gold != "best" else {})
+        ),
         "counts": counts,
         "model_columns": [(c, c[len(items.MODEL_PREFIX) :]) for c in model_columns],
         "correlations": [
@@ -454,8 +464,11 @@ def study_item(request: HttpRequest, study_id: int, cohort_id: int, clues_id: st
     detail = items.item_detail(study, cohort_id, clues_id, mrc_gold=mrc_gold)
     if detail is None:
         raise Http404("no such item in this study")
+    # The text as the worker's feedback shows it: the gold marked, a ReCoRD passage's "@highlight" lines as bullets.
+    example, spec = detail["example"], detail["cohort"].task.spec
+    pieces = marked_pieces(example.context, [], spec.answer_kind.gold_offsets(example))
     return render(
         request,
         "dashboard/item.html",
-        {"study": study, "mrc_gold": mrc_gold, **detail, "task_name": detail["cohort"].task.spec.name},
+        {"study": study, "mrc_gold": mrc_gold, **detail, "task_name": spec.name, "pieces": pieces},
     )

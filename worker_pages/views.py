@@ -99,7 +99,7 @@ def _test_total(enrollment: Enrollment) -> int:
     cohort = enrollment.cohort
     total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
     if cohort.study.has_attention_checks:
-        total += attention.count(cohort.study_id, cohort.task_id)
+        total += attention.count(enrollment)
     return total
 
 

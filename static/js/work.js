@@ -158,6 +158,17 @@
   function focusStage(stage) {
     var target = $(stage, "[data-autofocus]") || $(stage, "h1[tabindex]");
     if (target) { target.focus({ preventScroll: true }); }
+    showGold(stage);
+  }
+  // The feedback's text scrolls inside its own bounded pane (site.css): the pane, never the page, is scrolled so
+  // that the correct answer (else the worker's) sits in its upper third, with the verdict still in view.
+  function showGold(stage) {
+    Array.prototype.forEach.call(stage.querySelectorAll("[data-gold-pane]"), function (pane) {
+      var mark = pane.querySelector("mark.gold") || pane.querySelector("mark.mine");
+      if (!mark || pane.scrollHeight <= pane.clientHeight) { return; }
+      var at = mark.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+      pane.scrollTop += at - pane.clientHeight / 3;
+    });
   }
   function firstLoad() {
     init(document);

@@ -158,11 +158,23 @@ def test_writing_checks_is_the_owner_s_and_bad_checks_are_refused(researcher):
         response = client.post(url, {**CHECK, **change})
         assert response.status_code == 400 and message in response.content.decode(), change
     assert not AttentionCheck.objects.filter(study=study).exists()
-    WorkerClient(cohort(study, "sst2", 0), "EARLY")
-    response = client.post(url, CHECK)
-    assert response.status_code == 400 and "already joined" in response.content.decode()
+    # A worker who joined first (the researcher trying the link) does not stop a check: it is added, and it is met
+    # by the workers whose test step begins after it; the early one is never shown it, so the count they were told
+    # (the description's, the progress total) never changes under them.
+    early = WorkerClient(cohort(study, "sst2", 0), "EARLY")
+    told = early.current().json()["progress"]
+    assert client.post(url, CHECK).status_code == 302
     study.refresh_from_db()
-    assert not study.has_attention_checks
+    assert study.has_attention_checks and AttentionCheck.objects.filter(study=study).count() == 1
+    check = AttentionCheck.objects.get(study=study)
+    shown = []
+    while (state := early.current().json())["item"] is not None:
+        assert state["progress"]["total"] == told["total"] == N_TEST
+        shown.append(early.example(state["item"]["id"]).pk)
+        assert early.answer(state["item"]["id"], gold_answer(early.example(state["item"]["id"]))).status_code == 201
+    assert check.item_id not in shown and len(shown) == N_TEST
+    late = WorkerClient(cohort(study, "sst2", 0), "LATE")
+    assert late.current().json()["progress"]["total"] == N_TEST + 1
 
 
 def test_a_span_check_marks_a_word(researcher):

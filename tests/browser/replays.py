@@ -113,8 +113,10 @@ def researcher_journey(pages, shoot, settings):
     expect(row.locator(".sparkline")).to_be_visible()
     row.get_by_placeholder("reason").fill("answers too fast, <not> reading")
     row.get_by_role("button", name="Filter").click()
-    expect(page.locator(".messages")).to_contain_text(f"Filtered worker {pid_for('GRID-W1')}")
+    # Applied in place: the row comes back with what was done (the page is not reloaded).
+    expect(page.locator(f"#enrollment-{w10.pk} .row-done")).to_contain_text(f"Filtered worker {pid_for('GRID-W1')}")
     expect(page.locator(f"#enrollment-{w10.pk} .badge")).to_have_text("filtered")
+    page.reload()
     expect(page.locator("table").last).to_contain_text("answers too fast, <not> reading")
     shoot(page, "24-cohort")
     worker_page.reload()
@@ -127,7 +129,7 @@ def researcher_journey(pages, shoot, settings):
     # Results: Table 5's shape, charts, agreement, downloads.
     fake_model_rows(study)  # completed baseline runs beside the humans
     page.goto(f"/dashboard/studies/{study.pk}/results/")
-    expect(page.locator("table.table5 tbody tr").first).to_contain_text("±")
+    expect(page.locator(".table5 tbody tr").first).to_contain_text("±")
     expect(page.locator(".chart svg")).to_have_count(1)
     expect(page.locator(".chart svg")).to_contain_text("FT BERT-Base <b>")
     shoot(page, "25-results")

@@ -76,7 +76,7 @@ def test_the_ability_scale_and_the_dawid_skene_row_on_the_results_page(pages, de
     expect(chart.locator("g.human")).to_have_count(4)
     expect(chart.locator("g.model")).to_have_count(2)
     expect(chart).to_contain_text("Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)")
-    expect(page.locator("table.table5")).to_contain_text("Dawid-Skene (crowd-kit)")
+    expect(page.locator(".table5")).to_contain_text("Dawid-Skene (crowd-kit)")
     no_sideways_scroll(page)
     chart.scroll_into_view_if_needed()
     chart.screenshot(path=str(SCREENSHOTS / f"abilities-chart-{WIDTHS[size]['width']}.png"))

@@ -4,8 +4,9 @@
   (keyboard "U") until the next is submitted, audited with both values;
 * the action bar (answer, "No answer", Submit) stays on screen: measured on every SQuADv2 test item
   of the official data at 1366x800 and 390x844;
-* touch: one tap marks a word, the next tap on another word ends the mark there (Done keeps one word), a tap
-  on a mark removes it, nothing appears under the finger; a drag marks too;
+* touch: a tap marks a word, a tap on the word right after (or before) a mark extends it, any other tap starts a
+  new mark (a name of k words is k taps, separate names never merge), a tap on a mark removes it, nothing appears
+  under the finger; a drag marks too;
 * "N" for "none" / "no answer", shown on the button; instructions remembered open or closed;
 * exact match explained (differing characters highlighted; punctuation wide enough to hit);
 * MNLI lists its labels in one order; entity types keep one colour on badge and marks.
@@ -24,6 +25,7 @@ from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import pid_for
+from tests.browser import walk
 from tests.browser.journeys import (
     LAPTOP,
     PHONE,
@@ -196,7 +198,12 @@ def _multiword_item(page, enrollment) -> tuple[Example, int, int]:
         wait_view(page, "item")
 
 
-def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(pages, shoot, demo_data):
+def _marked(page, texts: list[str]):
+    """Waits for the page's own list of marks to read ``texts`` (in text order)."""
+    expect(page.locator("[data-chips] li span")).to_have_text(texts)
+
+
+def test_touch_a_tap_marks_the_next_word_extends_and_nothing_appears_under_the_finger(pages, shoot, demo_data):
     study = make_study(tasks=("conll03",), shots=(0,))
     cohort = cohort_of(study, "conll03", 0)
     page = pages.new(viewport=PHONE, has_touch=True, is_mobile=True)
@@ -206,39 +213,51 @@ def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(
     assert "clues_instructions" not in page.evaluate("document.cookie")
     example, first, last = _multiword_item(page, enrollment)
     example_handle = item_handle(page)
-    expect(page.locator(".hint-touch")).to_be_visible()
+    words = [page.locator(".tok").nth(i).inner_text() for i in range(first, last + 1)]
+    expect(page.locator(".hint-touch").first).to_be_visible()
     row = page.locator("[data-touch-pending]")
     expect(row).to_be_visible()  # the row is there before any tap: a tap never makes the bar grow
     bar_before = page.locator(".action-bar").bounding_box()
     tok(page, first).tap()
-    assert chips(page) == [page.locator(".tok").nth(first).inner_text()]  # one tap marks its word at once
-    expect(tok(page, first)).to_have_class(re.compile(r"\banchor\b"))
-    expect(page.locator('[data-role="touch-done"]')).to_be_visible()
+    _marked(page, [words[0]])  # one tap marks its word at once
+    expect(page.locator('[data-role="separate"]')).to_be_visible()
     assert page.locator(".action-bar").bounding_box() == bar_before  # the same place and size: nothing moved
     shoot(page, "19-touch-pending", phone=False)
-    tok(page, last).tap()
-    expect(page.locator('[data-role="touch-done"]')).to_be_hidden()
-    assert chips(page) == [example.gold[0]]  # one mark from the first to the last word, not two one-word marks
+    for i in range(first + 1, last + 1):  # each next word extends the mark
+        tok(page, i).tap()
+    _marked(page, [example.gold[0]])  # one mark over the whole name, not one mark per word
 
-    # "Done" keeps a one-word mark; the next tap then starts a new mark; a tap on a mark removes it.
+    # Any other word starts a new mark at once (no "Done"); a tap on a mark removes it.
     others = [i for i in range(page.locator(".tok").count()) if i < first - 1 or i > last + 1]
     one, two = others[0], others[-1]
+    assert two > one + 1
     tok(page, one).tap()
-    page.locator('[data-role="touch-done"]').tap()
     tok(page, two).tap()
-    assert len(chips(page)) == 3
-    tok(page, two).tap()  # a tap on the mark just made removes it (no self-extension)
-    assert len(chips(page)) == 2
+    expect(page.locator("[data-chips] li")).to_have_count(3)
+    tok(page, two).tap()  # a tap on the mark just made removes it
+    expect(page.locator("[data-chips] li")).to_have_count(2)
     tok(page, one).tap()
-    assert chips(page) == [example.gold[0]]
+    _marked(page, [example.gold[0]])
     tok(page, first).tap()  # a tap on a marked word removes the whole mark
-    assert chips(page) == []
+    _marked(page, [])
 
-    tok(page, last).tap()  # the last word first works too
-    tok(page, first).tap()
-    assert chips(page) == [example.gold[0]]
+    # The last word first: a tap on the word right before a mark extends it too.
+    for i in range(last, first - 1, -1):
+        tok(page, i).tap()
+    _marked(page, [example.gold[0]])
     page.get_by_role("button", name=re.compile("^Remove")).tap()
-    assert chips(page) == []
+    _marked(page, [])
+
+    # Two names that touch stay apart with "New mark" between them.
+    tok(page, first).tap()
+    page.locator('[data-role="separate"]').tap()
+    expect(page.locator('[data-role="separate"]')).to_have_attribute("aria-pressed", "true")
+    tok(page, first + 1).tap()
+    _marked(page, words[:2])
+    expect(page.locator('[data-role="separate"]')).to_have_attribute("aria-pressed", "false")
+    tok(page, first).tap()
+    tok(page, first + 1).tap()
+    _marked(page, [])
 
     # A drag with a finger along the line marks the words it crosses.
     a, b = tok(page, first).bounding_box(), tok(page, last).bounding_box()
@@ -250,16 +269,71 @@ def test_touch_one_tap_marks_the_next_ends_and_nothing_appears_under_the_finger(
             cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
         cdp.detach()
-        expect(page.locator("[data-chips] li span")).to_have_text([example.gold[0]])
-        expect(page.locator('[data-role="touch-done"]')).to_be_hidden()
+        _marked(page, [example.gold[0]])
     else:
-        tok(page, first).tap()
-        tok(page, last).tap()
+        for i in range(first, last + 1):
+            tok(page, i).tap()
     assert _on_screen(page, '[data-role="submit"]')
     # (A touch tap right after the synthetic CDP gesture gets no click in headless Chromium: a click here.)
     page.locator('[data-role="submit"]').click()
     page.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{example_handle}'")
     assert example.gold[0] in stored_answer(enrollment.pk, example.pk).texts
+
+
+def test_touch_names_take_as_many_taps_as_words_and_never_merge(pages, shoot, demo_data):
+    """Two separate one-word names and a two-word name: one tap per word, then Submit, in any order."""
+    study = make_study(tasks=("conll03",), shots=(0,))
+    cohort = cohort_of(study, "conll03", 0)
+    first = services.item_order(enrollment=Enrollment(cohort=cohort), step="test")[0]
+    context = "Anna met Ben and Marie Curie in Rome ."
+    gold = ["Anna", "Ben", "Marie Curie"]
+    question = "List all the people names in the context"
+    Example.objects.filter(pk=first).update(context=context, question=question, gold=gold)
+    page = pages.new(viewport=PHONE, has_touch=True, is_mobile=True)
+    enrollment = _join_and_start(page, cohort, "TAPS-1")
+    assert current_example(page).pk == first
+    handle = item_handle(page)
+    index = {page.locator(".tok").nth(i).inner_text(): i for i in range(page.locator(".tok").count())}
+    words = sum(len(g.split()) for g in gold)
+
+    # The naive sequences: the words in reading order, and in other orders (a name's words backwards).
+    for sequence in (
+        ["Anna", "Ben", "Marie", "Curie"],
+        ["Curie", "Marie", "Ben", "Anna"],
+        ["Ben", "Marie", "Curie", "Anna"],
+    ):
+        for word in sequence:
+            tok(page, index[word]).tap()
+        _marked(page, gold)  # never "Anna met Ben" nor "Ben and Marie Curie"
+        for name in gold:  # a tap on a mark removes it
+            tok(page, index[name.split()[0]]).tap()
+        _marked(page, [])
+
+    taps = 0
+    for word in ("Anna", "Ben", "Marie", "Curie"):
+        tok(page, index[word]).tap()
+        taps += 1
+    _marked(page, gold)
+    # The marks wrap: each one's remove button is on screen, not scrolled off the bar's row.
+    assert all(walk.on_screen(page, ".chip-remove", nth=i) for i in range(len(gold)))
+    shoot(page, "19-touch-three-names", phone=False)
+    page.locator('[data-role="submit"]').tap()
+    taps += 1
+    assert taps == words + 1
+    page.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{handle}'")
+    assert sorted(stored_answer(enrollment.pk, first).texts) == sorted(gold)
+
+    # The same rule for the mouse: a click per word, in any order, never merges names.
+    laptop = pages.new(viewport=LAPTOP)
+    clicker = _join_and_start(laptop, cohort, "CLICKS-1")
+    assert current_example(laptop).pk == first
+    handle = item_handle(laptop)
+    for word in ("Curie", "Ben", "Marie", "Anna"):
+        tok(laptop, index[word]).click()
+    _marked(laptop, gold)
+    laptop.locator('[data-role="submit"]').click()
+    laptop.wait_for_function(f"() => document.querySelector('input[name=item]')?.value !== '{handle}'")
+    assert sorted(stored_answer(clicker.pk, first).texts) == sorted(gold)
 
 
 # ---------------------------------------------------------------- items 4, 5, 6, 9 (laptop and phone)

@@ -17,6 +17,7 @@ import re
 import statistics
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Answer, Enrollment
@@ -203,26 +204,16 @@ class Walk:
 
     def tap_spans(self, example: Example, ranges):
         page = self.page
-        taps = walk.span_taps(ranges) if KEYS == walk.KEYS_AFTER else walk.span_taps_old(ranges)
+        many = page.locator('[data-widget="spans"]').get_attribute("data-max") != "1"
+        taps = walk.span_taps(ranges, many=many) if KEYS == walk.KEYS_AFTER else walk.span_taps_old(ranges)
         expected = sorted(walk.norm(self._text(a, b)) for a, b in ranges)
         for what, i in taps:
             if what == "tok":  # a worker scrolls the word above the action bar first
                 tok(page, i).evaluate("el => el.scrollIntoView({block: 'center'})")
                 tok(page, i).tap()
-            elif what == "done":
-                done = page.locator('[data-role="touch-done"]')
-                if not done.is_visible():
-                    self.undone.append(
-                        (
-                            example.pk,
-                            "no Done after a one-word tap",
-                            page.locator("[data-status]").inner_text(),
-                            chips(page),
-                            ranges,
-                        )
-                    )
-                    continue
-                done.tap()
+            elif what == "separate":
+                page.locator('[data-role="separate"]').tap()
+                expect(page.locator('[data-role="separate"]')).to_have_attribute("aria-pressed", "true")
             elif what == "none":
                 page.locator('[data-role="none"]').tap()
             else:
@@ -231,7 +222,7 @@ class Walk:
                     self.undone.append((example.pk, marked, expected))
                 page.locator('[data-role="submit"]').tap()
         self.taps.append(len(taps))
-        self.taps_before.append(walk.span_taps_before(ranges))
+        self.taps_before.append(walk.span_taps_done(ranges) if many else len(taps))
 
     def _text(self, a: int, b: int) -> str:
         return self.page.evaluate(

@@ -260,21 +260,33 @@ def press(page, keys: list[str]):
 # ---------------------------------------------------------------- the phone's taps
 
 
-def span_taps(ranges: list[tuple[int, int]]) -> list[tuple[str, int]]:
-    """The taps that mark ``ranges`` by touch: a one-word name is one tap (then "Done" when another name follows),
-    a longer one its first and its last word; then Submit ("none": its button)."""
+def span_taps(ranges: list[tuple[int, int]], *, many: bool = True) -> list[tuple[str, int]]:
+    """The taps that mark ``ranges`` by touch, then Submit ("none": its button). Names (``many``): every word of a
+    name in turn (a word right after a mark extends it), "New mark" before a name that touches the one before;
+    one answer: its first word, then its last."""
     if not ranges:
         return [("none", 0)]
     out = []
-    ranges = sorted(ranges)
-    for k, (a, b) in enumerate(ranges):
-        out.append(("tok", a))
-        if b != a:
-            out.append(("tok", b))
-        elif k + 1 < len(ranges):
-            out.append(("done", 0))
+    previous_end = None
+    for a, b in sorted(ranges):
+        if many:
+            if previous_end is not None and a == previous_end + 1:
+                out.append(("separate", 0))
+            out += [("tok", i) for i in range(a, b + 1)]
+        else:
+            out += [("tok", a)] + ([("tok", b)] if b != a else [])
+        previous_end = b
     out.append(("submit", 0))
     return out
+
+
+def span_taps_done(ranges) -> int:
+    """The rule before (a tap left its word open until "Done"): a one-word name one tap, then "Done" when another
+    name follows; a longer one its first and its last word; then Submit."""
+    if not ranges:
+        return 1
+    ranges = sorted(ranges)
+    return sum((2 if b != a else 1 + (k + 1 < len(ranges))) for k, (a, b) in enumerate(ranges)) + 1
 
 
 def span_taps_old(ranges) -> list[tuple[str, int]]:
@@ -282,11 +294,6 @@ def span_taps_old(ranges) -> list[tuple[str, int]]:
     if not ranges:
         return [("none", 0)]
     return [t for a, b in sorted(ranges) for t in (("tok", a), ("tok", b))] + [("submit", 0)]
-
-
-def span_taps_before(ranges) -> int:
-    """Before: every word tapped twice (a one-word name: the same word again), then Submit."""
-    return 1 if not ranges else 2 * len(ranges) + 1
 
 
 _WS = re.compile(r"\s+")

@@ -310,6 +310,28 @@ def test_filter_needs_a_reason_and_errors_show_at_the_row(researcher_client, set
     assert response.status_code == 302 and Enrollment.objects.get(pk=enrollment.pk).state == "training"
 
 
+def test_an_action_from_htmx_answers_with_its_row_alone(researcher_client, setup):
+    """The page swaps the row in place (the researcher keeps their place in a long table): the answer is the row,
+    with what was done or why not, never the whole page."""
+    _, cohort, enrollment = setup
+    url = f"/dashboard/enrollments/{enrollment.pk}/filter/"
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    response = researcher_client.post(url, {"reason": ""}, **htmx)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert html.count("<tr") == 1 and f'id="enrollment-{enrollment.pk}"' in html and "give a reason" in html
+    assert "<h1" not in html and Enrollment.objects.get(pk=enrollment.pk).state == "training"
+    response = researcher_client.post(url, {"reason": "clicks at random"}, **htmx)
+    html = response.content.decode()
+    assert response.status_code == 200 and html.count("<tr") == 1 and "<h1" not in html
+    assert "Filtered worker" in html and 'class="row-done"' in html
+    assert f'hx-post="/dashboard/enrollments/{enrollment.pk}/reinstate/"' in html  # the row's next action
+    assert Enrollment.objects.get(pk=enrollment.pk).state == "filtered"
+    # No message waits for the next page: the row said it.
+    page = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
+    assert "Filtered worker" not in page
+
+
 def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, setup):
     study, cohort, _ = setup
     nasty = enroll(cohort, "nasty")

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -262,3 +263,36 @@ def test_equal_item_means_rank_as_ties_in_spearman():
     exact = stats.spearmanr([0.8, 0.8, 0.5, 0.1, 0.3, 0.7], 1 - model).statistic
     assert _correlation(human, model)["spearman"] == pytest.approx(exact, abs=1e-15)
     assert stats.spearmanr(1 - human, 1 - model).statistic != pytest.approx(exact, abs=1e-6)  # what it was
+
+
+def test_the_items_view_pages_reach_every_item_of_an_ner_task_in_any_order(researcher):
+    """Every test item of CoNLL03 (600 in the official data) is on one of the pages, once, whatever the sort; a
+    ReCoRD passage reads as on the worker's page (its "@highlight" lines as bullets, the gold marked)."""
+    from tests.annotation.factories import complete
+    from tests.annotation.factories import make_study as make
+
+    study = make(tasks=["conll03", "record"], shots=[0], created_by=researcher, filter_floor=None)
+    complete(cohort(study, "conll03", 0), "NER-A", wrong_test={1, 5})
+    complete(cohort(study, "record", 0), "REC-A")
+    client = _client(researcher)
+    url = f"/dashboard/studies/{study.pk}/results/items/"
+    ner = cohort(study, "conll03", 0)
+    every = set(Example.objects.filter(task__slug="conll03", role="test").values_list("clues_id", flat=True))
+    if Example.objects.filter(task__slug="conll03").count() > 600:  # the official data, not the demo
+        assert len(every) == 600
+    for sort, order in (("clues_id", "asc"), ("human_s1_percent", "asc"), ("human_s1_percent", "desc")):
+        seen: list[str] = []
+        page = 1
+        while True:
+            html = client.get(url, {"cohort": ner.pk, "sort": sort, "order": order, "page": page}).content.decode()
+            seen += re.findall(rf'href="/dashboard/studies/{study.pk}/results/items/{ner.pk}/([^"?]+)"', html)
+            if 'rel="next"' not in html:
+                break
+            page += 1
+        assert len(seen) == len(set(seen)) == len(every) and set(seen) == every, (sort, order)
+    assert page == -(-len(every) // 100)
+    rec = cohort(study, "record", 0)
+    example = next(e for e in Example.objects.filter(task__slug="record", role="test") if "@highlight" in e.context)
+    item = client.get(f"{url}{rec.pk}/{example.clues_id}").content.decode()
+    text = item[item.index('class="context') :].split("</div>")[0]
+    assert "@highlight" not in text and 'class="hl-bullet"' in text and '<mark class="gold">' in text

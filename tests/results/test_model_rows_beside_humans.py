@@ -55,8 +55,10 @@ def test_ten_shot_only_humans_show_no_20_or_30_shot_model_row(study, researcher)
     assert {r["shots"] for r in api["model_rows"]} == {10}
     assert {r["shots"] for r in api["model_rows_no_human_cohort"]} == {20, 30}
     page = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
-    table_html = page[page.index('<table class="data table5">') : page.index("</table>")]
-    assert "ft bert 10" in table_html and "ft bert 20" not in table_html and "ft bert 30" not in table_html
+    block = page[page.index('<section class="task-block" data-task="sst2"') :].split("</section>")[0]
+    # The SST-2 block: shots as columns, the model row beside the 10-shot humans only.
+    assert ">10 shots</th>" in block and ">20 shots</th>" not in block and ">30 shots</th>" not in block
+    assert '<th scope="row">ft bert</th>' in block
     assert "Model rows with no human cohort (2)" in page
     assert 'data-unpaired="sst2-20"' in page and 'data-unpaired="sst2-30"' in page
     svg = page[page.index('<figure class="chart">') :].split("</figure>")[0]

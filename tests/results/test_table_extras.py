@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from decimal import Decimal
 
 import numpy as np
@@ -124,7 +125,12 @@ def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8)
 def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, researcher):
     client = _client(researcher)
     html = client.get(f"/dashboard/studies/{sst.pk}/results/").content.decode()
-    assert "Majority vote" in html and "80.0 ± 20.0 [" in html
+    assert "Majority vote" in html and '<span class="value">80.0</span>' in html
+    assert '<small class="muted detail">± 20.0</small>' in html
+    # Its interval beneath it, never past S1's scale (three annotators' normal interval reaches above 100).
+    shown = re.findall(r'<small class="muted detail">\[([-0-9.]+), ([-0-9.]+)\]</small>', html)
+    assert shown and all(0 <= float(low) <= float(high) <= 100 for low, high in shown)
+    assert ("100.0",) in {(high,) for _, high in shown}
     assert "Annotators for ± 5.0" in html and "95% interval: this test set" in html
     assert "95% interval: the task's items" in html
     (cell,) = [c for c in table_cells(sst) if c["shots"] == 10]
@@ -348,3 +354,13 @@ def test_a_cell_with_an_annotator_at_chance_is_flagged_on_the_page_and_in_the_fi
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
     assert "† Intervals in doubt: SST-2 10 shots: an annotator's S1 is at chance" in md
     assert "| SST-2 10 shots, SST-2 20 shots: fewer than 14 annotators" in md
+
+
+def test_intervals_are_never_shown_past_their_scale():
+    from results.table import Cell, format_gap, format_interval
+
+    # A gap of two few-annotator cells: its normal interval can run past +100 (human minus model S1).
+    assert format_gap(71.3, -52.0, 194.7, -130.0, 20.0) == "+71.3 [-52.0, +100.0] {-100.0, +20.0}"
+    assert format_interval(-4.2, 131.0) == "[0.0, 100.0]"
+    gap = Cell(format_gap(71.3, -52.0, 194.7, -130.0, 20.0), 40, head="+71.3")
+    assert gap.short == "+71.3" and gap.details == ["[-52.0, +100.0]", "{-100.0, +20.0}", "n=40"]

@@ -24,9 +24,10 @@
     var touchBox = $(root, "[data-touch-pending]");
     var empty = $(root, "[data-empty]");
     var max = parseInt(root.getAttribute("data-max"), 10) || 0; // 0 = any number
-    // touchAnchor: on a touch screen, the first word tapped, waiting for the tap on the last word.
+    // touchAnchor: on a touch screen with one answer, the first word tapped, waiting for the tap on the last word.
+    // separate: "New mark" pressed, the next click or tap does not extend a neighbouring mark.
     var st = { marks: [], anchor: null, lastMark: null, cursor: 0, selAnchor: null, pending: null, drag: null,
-      touchAnchor: null };
+      touchAnchor: null, separate: false };
 
     toks.forEach(function (t, i) { t.dataset.i = String(i); });
 
@@ -127,16 +128,33 @@
       none.title = st.marks.length ? "Remove your marks first" : "";
       if (touchBox) {
         var open = st.touchAnchor !== null;
+        var grows = max !== 1 && st.lastMark && markOf(st.lastMark[0]);
         // On a touch screen this row also says what the status line says (hidden there, still announced).
         var said = $(root, "[data-status]").textContent;
         $(touchBox, "[data-touch-text]").textContent = open
           ? quoted(textOf(st.touchAnchor, st.touchAnchor)) + " marked. Longer? Tap its last word."
-          : (said || (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it."));
-        $(touchBox, '[data-role="touch-done"]').hidden = !open;
+          : (said || (grows ? "Tap the next word to make a mark longer, any other word for a new mark."
+            : (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it.")));
+        var sep = $(touchBox, '[data-role="separate"]');
+        sep.hidden = max === 1 || !st.marks.length;
+        sep.setAttribute("aria-pressed", st.separate ? "true" : "false");
       }
       root.classList.toggle("touch-waiting", st.touchAnchor !== null);
     }
 
+    // The mark a plain click or tap on word i would extend: one that ends right before it or starts right after it
+    // (the one made or extended last first), unless the worker asked for a new mark.
+    function neighbour(i) {
+      if (st.separate) { return null; }
+      var near = st.marks.filter(function (m) { return m[1] === i - 1 || m[0] === i + 1; });
+      if (!near.length) { return null; }
+      return near.find(function (m) { return sameMark(m, st.lastMark); }) || near[0];
+    }
+
+    // A plain click or tap: on a marked word it removes that mark; on the word right after (or before) a mark it
+    // extends that mark by the word; anywhere else it starts a new one-word mark. So a name of k words is k
+    // clicks, separate names are never merged (a word between two names is never tapped for either), and there
+    // is no mode to leave. Names that touch (rare) are kept apart with "New mark" before the second one.
     function click(i, shift) {
       if (shift && st.anchor !== null) {
         var previous = st.lastMark;
@@ -146,22 +164,24 @@
         return;
       }
       var existing = markOf(i);
+      var grow = existing || max === 1 ? null : neighbour(i);
+      st.separate = false;
       if (existing) {
         removeMark(existing);
         return;
       }
-      var made = addMark(i, i, null);
-      st.anchor = made ? i : null;
+      var made = grow ? addMark(Math.min(grow[0], i), Math.max(grow[1], i), grow) : addMark(i, i, null);
+      st.anchor = made ? made[0] : null;
       st.lastMark = made;
       render();
     }
 
-    // Touch has no shift key. A tap marks its word at once (a one-word name is one tap) and keeps it open: a tap on
-    // another word ends the mark there; "Done" (or marking anything else, or Submit) keeps it one word; a tap on a
-    // marked word removes its mark. The bar's row for this is always there on a touch screen, so nothing new
-    // appears under the finger of the tap in progress (its click lands where the tap did); clicks on the row that
-    // follow a tap on a word at once are that tap's, and are ignored.
+    // Touch has no shift key. With one answer (max 1) a tap marks its word at once and keeps it open: a tap on
+    // another word makes the answer run from the first word to that one (a tap on the mark removes it). With
+    // several names a tap is a click (above). The bar's row for this is always there on a touch screen, so nothing
+    // new appears under the finger of the tap in progress.
     function tap(i) {
+      if (max !== 1) { st.touchAnchor = null; click(i, false); return; }
       var existing = markOf(i);
       if (st.touchAnchor !== null && st.touchAnchor !== i && !existing) {
         var a = st.touchAnchor;
@@ -179,22 +199,19 @@
       st.lastMark = made;
       render();
     }
-    var lastTapAt = 0;
     if (touchBox) {
-      // A click counts on "Done" only when the press began there (or comes from the keyboard): the click that
-      // follows a tap on a word is that word's.
-      var doneButton = $(touchBox, '[data-role="touch-done"]');
-      var pressedDone = false;
-      doneButton.addEventListener("pointerdown", function () { pressedDone = true; });
-      doneButton.addEventListener("click", function (e) {
-        var own = pressedDone || e.detail === 0;
-        pressedDone = false;
-        if (!own || Date.now() - lastTapAt < 60) { e.preventDefault(); return; }
-        if (st.touchAnchor !== null) {
-          say(root, "Kept " + quoted(textOf(st.touchAnchor, st.touchAnchor)) + " as one word.");
-          st.touchAnchor = null;
-          render();
-        }
+      // "New mark": the next click or tap on a word next to a mark starts its own mark. It counts only when the
+      // press began on it (or it comes from the keyboard): a click that follows a tap on a word is that word's.
+      var separateButton = $(touchBox, '[data-role="separate"]');
+      var pressed = false;
+      separateButton.addEventListener("pointerdown", function () { pressed = true; });
+      separateButton.addEventListener("click", function (e) {
+        var own = pressed || e.detail === 0;
+        pressed = false;
+        if (!own) { e.preventDefault(); return; }
+        st.separate = !st.separate;
+        say(root, st.separate ? "The next word you mark starts a new mark." : "");
+        render();
       });
     }
 
@@ -209,7 +226,8 @@
       if (!tok || e.button !== 0) { return; }
       e.preventDefault();
       var i = parseInt(tok.dataset.i, 10);
-      st.drag = { start: i, cur: i, shift: e.shiftKey, id: e.pointerId,
+      // Ctrl- (or Alt-, Cmd-) click: a new mark even next to another (the mouse's "New mark").
+      st.drag = { start: i, cur: i, shift: e.shiftKey, fresh: e.ctrlKey || e.altKey || e.metaKey, id: e.pointerId,
         touch: e.pointerType === "touch" || e.pointerType === "pen" };
       st.pending = [i, i];
       render();
@@ -231,14 +249,14 @@
       st.pending = null;
       if (end !== drag.start && !drag.shift) {
         st.touchAnchor = null;
-        lastTapAt = drag.touch ? Date.now() : lastTapAt;
+        st.separate = false;
         var mark = addMark(drag.start, end, null);
         st.anchor = mark ? drag.start : null;
         st.lastMark = mark;
       } else if (drag.touch) {
-        lastTapAt = Date.now();
         tap(end);
       } else {
+        if (drag.fresh) { st.separate = true; }
         click(end, drag.shift);
       }
       st.cursor = end;
