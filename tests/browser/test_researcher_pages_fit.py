@@ -21,7 +21,7 @@ from annotation import attention
 from annotation.models import Enrollment
 from tests.browser import walk
 from tests.browser.conftest import SCREENSHOTS
-from tests.browser.test_dashboard_ux import WIDTHS, _log_in, _researcher
+from tests.browser.dashboard_pages import WIDTHS, log_in, make_researcher
 from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake_model_rows, make_study
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -88,11 +88,11 @@ def _paper_sized_study(user):
 
 @pytest.mark.parametrize("size", WIDTHS)
 def test_every_researcher_page_fits_keeps_its_actions_in_reach_and_passes_axe(pages, demo_data, size):
-    user = _researcher()
+    user = make_researcher()
     study, busy, guesser = _paper_sized_study(user)
     page = pages.new(viewport=WIDTHS[size])
     page.context.set_default_timeout(30_000)
-    _log_in(page, "/dashboard/")
+    log_in(page, "/dashboard/")
     urls = [
         ("study-list", "/dashboard/"),
         ("study", f"/dashboard/studies/{study.pk}/"),
