@@ -28,6 +28,7 @@ import numpy as np
 from django.db.models import Count, Max, Sum
 
 from annotation import selectors
+from annotation.estimates import Estimate, cohort_estimate
 from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
 from tasks_data.models import Example
@@ -67,6 +68,8 @@ class CohortScores:
     fleiss_kappa: float | None = None
     krippendorff_alpha: float | None = None
     alpha_distance: str | None = None
+    # The cohort's estimate (``annotation.estimates``) as of these scores: the planner's time and price.
+    estimate: Estimate | None = None
 
     @property
     def n(self) -> int:
@@ -162,6 +165,8 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
     for cohort_id, cohort in by_cohort.items():
         kind = cohort.task.spec.answer_kind
         scores = CohortScores(cohort_id, cohort.task.slug, cohort.shots)
+        cohort.study = study
+        scores.estimate = cohort_estimate(cohort)
         by_annotator = answers.get(cohort_id, {})
         order = sorted(items.get(cohort_id, {}).items(), key=lambda kv: (kv[1][0], kv[0]))
         scores.annotators = sorted(by_annotator)
