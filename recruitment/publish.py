@@ -79,7 +79,7 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, pa
     estimate = cohort_estimate(cohort)
     this, parts = estimate.part(part), len(estimate.parts)
     add = [{"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": group_id}]
-    if parts > 1:
+    if part < parts:  # the last part has no next one to open
         add.append({"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": groups[part - 1]})
     reward = reward_cents(cohort, part)
     screen_out = {
