@@ -17,7 +17,7 @@ from recruitment.publish import publish
 from recruitment.sync import sync
 from results.cells import annotator_test_s1, table_cells
 from tasks_data.registry import TASKS
-from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for
+from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
 from tests.recruitment.fake_prolific import Refused
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -49,7 +49,7 @@ def part_studies(cohort_) -> dict[int, str]:
 
 def take_part(fake, cohort_, pid: str, number: int) -> tuple[WorkerClient, str]:
     """The participant takes a place in the part's Prolific study and opens its link in a fresh browser."""
-    study_id = part_studies(cohort_)[number]
+    study_id = part_studies(cohort_).get(number) or cohort_.prolific.prolific_study_id  # a cohort in one part
     sid = fake.start_submission(study_id, pid)
     worker = WorkerClient(cohort_, params={"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": sid})
     assert worker.join_response.status_code == 302, worker.join_response.content.decode()[:500]
@@ -175,3 +175,42 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
     assert "1 of 4" in html and "4 of 4" in html
     cohort_page = page.get(f"/dashboard/cohorts/{record.pk}/").content.decode()
     assert bob in cohort_page and "expired" in cohort_page
+
+
+def test_a_prolific_worker_whose_time_runs_out_is_screened_out_and_paid_for_the_time_worked(fake, researcher, clock):
+    trim_test_set("sst2", 40)
+    study = make_study(
+        shots=[10], launch=False, created_by=researcher, completion_code="CDONE", screenout_code="CSOUT", pay_rate=12
+    )
+    publish(study, site_url=SITE)
+    sst = cohort(study, "sst2", 10)
+    limit = cohort_estimate(sst).part(1).time_limit
+    assert limit == 30  # 50 items x 8 s: twice that, at least 30 minutes
+    pid = pid_for("slow")
+    worker, sid = take_part(fake, sst, pid, 1)
+    for _ in range(20):  # a minute an item: slower than the estimate
+        state = worker.current().json()
+        clock.advance(60)
+        handle = state["item"]["id"]
+        assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
+    clock.advance(11 * 60)  # the part's time limit passes
+    state = worker.current().json()
+    assert state["step"] == "expired" and state["completion"]["code"] == "CSOUT"
+    assert "cc=CSOUT" in state["completion"]["redirect_url"]
+    fake.submit(sid, "CSOUT")  # Prolific pays its fixed screen-out reward
+    assert fake.submissions[sid]["status"] == "SCREENED OUT"
+    sync(study)
+    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    assert enrollment.answers.count() == 20, "every answer kept"
+    report = pay_bonuses(study)
+    (row,) = BonusPayment.objects.filter(enrollment=enrollment)
+    # 20 minutes of active time at 12/h, less the screen-out reward Prolific paid (the training's share).
+    screen_out = (
+        Decimal(
+            fake.studies[sst.prolific.prolific_study_id]["completion_codes"][1]["actions"][0]["fixed_screen_out_reward"]
+        )
+        / 100
+    )
+    assert row.part == 1 and row.active_seconds == 20 * 60 and row.amount == Decimal("4.00") - screen_out
+    assert report.paid == [(pid, row.amount)] and fake.paid_total(pid) == float(row.amount)
+    assert pay_bonuses(study).paid == [] and fake.paid_total(pid) == float(row.amount), "never paid twice"
