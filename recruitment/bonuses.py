@@ -86,6 +86,8 @@ def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
 @dataclass
 class PayReport:
     paid: list[tuple[str, Decimal]] = field(default_factory=list)
+    # Beside ``paid``, in its order: the part each bonus was for ("part 2 of 4"; "" for a cohort in one part).
+    paid_parts: list[str] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
@@ -121,7 +123,9 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
         )
         for bulk_id in list(bulk_ids):
             rows = BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.SET_UP)
-            members = list(rows.select_related("enrollment__worker"))
+            members = list(
+                rows.select_related("enrollment__worker", "enrollment__cohort__study", "enrollment__cohort__task")
+            )
             # The claim: committed before the call, and only one caller's UPDATE matches.
             if rows.update(state=BonusPayment.State.PAYING) != len(members) or not members:
                 continue
@@ -145,7 +149,13 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             )
             audit(study, "prolific bonus paid", f"bulk {bulk_id}: {len(members)} bonus(es)", actor=actor)
             report.paid += [(m.enrollment.worker.external_id, m.amount) for m in members]
+            report.paid_parts += [_part_text(m) for m in members]
     return report
+
+
+def _part_text(row: BonusPayment) -> str:
+    parts = len(cohort_estimate(row.enrollment.cohort).parts)
+    return f"part {row.part} of {parts}" if parts > 1 else ""
 
 
 def _set_up(client, study: Study, cohort, part: int, part_study: str, report: PayReport, actor: str) -> None:

@@ -98,3 +98,40 @@ def test_the_dashboard_form_with_defaults_fits_every_task_and_warns_of_a_figure_
     form.update(name="typed", expected_minutes="30", tasks=["record"], shots=["10"])
     html = client.post("/dashboard/studies/new/", form, follow=True).content.decode()
     assert "your expected duration of 30 minutes is -86% off the estimate of 210 minutes" in html
+
+
+def test_the_readme_figures_are_the_estimate_functions(researcher):
+    """The README's table of a paper-sized study is what ``annotation.estimates`` gives for the official test sets."""
+    import math
+    import re
+    from pathlib import Path
+
+    from annotation.estimates import estimate, test_items_of
+    from tasks_data.models import Task
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("<!-- estimate-table") : readme.index("<!-- /estimate-table -->")]
+    rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    names = {spec.name: slug for slug, spec in TASKS.items()}
+    study = Study(pay_rate=Decimal(12), sitting_minutes=60)
+    total = Decimal(0)
+    for name, _shots, items, minutes, sittings, pay in (map(str.strip, r) for r in rows):
+        slug = names[name]
+        spec, test_items = TASKS[slug], test_items_of(Task.objects.get(slug=slug))
+        shown = []
+        for k in (0, 10, 30):
+            e = estimate(
+                study=study, task_slug=slug, training_items=k * spec.train_rows_per_shot, test_items=test_items
+            )
+            shown.append((e.training_items + e.test_items, math.ceil(e.minutes - 1e-9), len(e.parts), e))
+        assert items == " / ".join(str(n) for n, *_ in shown)
+        assert minutes == " / ".join(str(m) for _, m, *_ in shown) + " min"
+        first = " / ".join(str(e.parts[0].listed_minutes) for *_, e in shown)
+        assert sittings == f"{shown[0][2]} ({first})" and len({p for _, _, p, _ in shown}) == 1
+        assert pay == " / ".join(f"${e.total_pay}" for *_, e in shown)
+        for k in (0, 10, 20, 30):
+            e = estimate(
+                study=study, task_slug=slug, training_items=k * spec.train_rows_per_shot, test_items=test_items
+            )
+            total += 3 * e.total_pay
+    assert len(rows) == 6 and f"${total:,}" in re.sub(r"\s+", " ", readme)
