@@ -291,7 +291,7 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
     ctx = _base_context(enrollment)
     outcome = services.completion(enrollment=enrollment)
     if page is WorkerPage.DONE:
-        ctx.update(view="done", completion=outcome, info=_step_info(enrollment))
+        ctx.update(view="done", completion=outcome)
     elif page is WorkerPage.FILTERED:
         ctx.update(view="filtered", completion=outcome)
     elif page is WorkerPage.BETWEEN:

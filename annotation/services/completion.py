@@ -13,7 +13,8 @@ def completion(*, enrollment: Enrollment) -> crowd.Completion | None:
     """The code for a completed or filtered worker, one between parts (the part's code) or one who stopped in the
     middle of a part (paid for the time worked), and where the crowd platform wants it; None otherwise."""
     study = enrollment.cohort.study
-    parts = len(cohort_estimate(enrollment.cohort).parts) if enrollment.state in (State.BETWEEN, State.COMPLETED) else 1
+    # Only a part's code needs the parts: the last part's is the study's completion code.
+    parts = len(cohort_estimate(enrollment.cohort).parts) if enrollment.state == State.BETWEEN else 1
     code = code_for(study, enrollment.state, part=enrollment.part, parts=parts, stopped=bool(enrollment.stopped_at))
     if not code:
         return None

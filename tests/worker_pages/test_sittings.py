@@ -12,7 +12,7 @@ from annotation import selectors, services
 from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Enrollment
 from annotation.protocol import active_seconds, pay
-from tests.annotation.factories import gold_answer, trim_test_set
+from tests.annotation.factories import WorkerClient, gold_answer, trim_test_set
 from tests.worker_pages.factories import cohort_of, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -140,3 +140,21 @@ def test_a_long_test_step_in_sittings_on_the_generic_link(clock):
     assert enrollment.state == Enrollment.State.COMPLETED and enrollment.part == 2
     assert study.completion_code in second.get("/work/").content.decode()
     assert Enrollment.objects.filter(selectors.in_results(), pk=enrollment.pk).exists()
+
+
+def test_the_worker_api_ends_a_part_and_starts_the_next(clock):
+    trim_test_set("sst2", 150)
+    study = generic_study(sitting_minutes=10, workers_per_cohort=2)
+    cohort = cohort_of(study, "sst2", 0)
+    worker = WorkerClient(cohort, params={"worker_id": "api"})
+    assert worker.send("post", "/api/work/next-part/").status_code == 409, "no part to start yet"
+    for _ in range(75):
+        state = worker.current().json()
+        clock.advance(8)
+        assert worker.answer(state["item"]["id"], gold_answer(worker.example(state["item"]["id"]))).status_code == 201
+    state = worker.current().json()
+    assert state["step"] == "between" and state["completion"]["code"] == f"{study.completion_code}P1"
+    started = worker.send("post", "/api/work/next-part/").json()
+    assert started["step"] == "test" and started["progress"]["done"] == 75
+    stopped = worker.send("post", "/api/work/stop/").json()
+    assert stopped["step"] == "expired" and stopped["completion"]["code"] == study.screenout_code
