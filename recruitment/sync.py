@@ -111,7 +111,7 @@ FILTERED_SENT_COMPLETION = "filtered after training, but sent the completion cod
 
 
 # An unverified enrollment the sync cannot match expires whatever it did: it never held a place nor counted.
-_UNMATCHED_EXPIRE = (*ACTIVE_STATES, State.COMPLETED, State.FILTERED)
+_UNMATCHED_EXPIRE = (*ACTIVE_STATES, State.BETWEEN, State.COMPLETED, State.FILTERED)
 
 
 def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:

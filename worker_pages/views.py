@@ -76,7 +76,7 @@ def _step_info(enrollment: Enrollment) -> dict:
     spec, study = cohort.task.spec, cohort.study
     return {
         "training_items": estimate.training_items,
-        "test_items": estimate.test_items,
+        "test_items": _test_total(enrollment),  # the attention checks too: the progress bar counts them
         "shots": cohort.shots,
         "repeats": spec.train_rows_per_shot,
         "seconds_per_item": round(estimate.seconds_per_item),

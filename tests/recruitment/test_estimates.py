@@ -135,3 +135,16 @@ def test_the_readme_figures_are_the_estimate_functions(researcher):
             )
             total += 3 * e.total_pay
     assert len(rows) == 6 and f"${total:,}" in re.sub(r"\s+", " ", readme)
+
+
+def test_launch_study_warns_of_a_duration_far_off_the_estimate(researcher):
+    err = StringIO()
+    call_command(
+        "launch_study",
+        *("--name", "typed", "--tasks", "conll03", "--shots", "0", "--expected-minutes", "30", "--owner", "rita"),
+        stdout=StringIO(),
+        stderr=err,
+    )
+    assert "warning: conll03 0-shot: your expected duration of 30 minutes is -80% off the estimate of 150" in (
+        err.getvalue()
+    )
