@@ -19,6 +19,8 @@ import statistics
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
+from django.db.models import Count
+
 from tasks_data.models import Example, Task, TrainingSetItem
 from tasks_data.registry import TASKS
 
@@ -153,10 +155,14 @@ def estimate(
         sitting_minutes=study.sitting_minutes,
     )
     per_item = measured_seconds or spec.seconds_per_item
-    raw = [((training_items if i == 0 else 0) + end - first) * per_item / 60 for i, (first, end) in enumerate(bounds)]
+    items = [(training_items if i == 0 else 0) + end - first for i, (first, end) in enumerate(bounds)]
+    raw = [n * per_item / 60 for n in items]
+    # The time limits follow the task's figure, never the measured one: a part's limit is the platform's maximum
+    # time, fixed once its listing is published, and the worker's pages read it without a query.
+    planned = [n * spec.seconds_per_item / 60 for n in items]
     if study.expected_minutes:
-        total = sum(raw) or 1.0
-        raw = [m * study.expected_minutes / total for m in raw]
+        raw = [m * study.expected_minutes / (sum(raw) or 1.0) for m in raw]
+        planned = [m * study.expected_minutes / (sum(planned) or 1.0) for m in planned]
     parts = tuple(
         Part(
             number=i + 1,
@@ -165,9 +171,9 @@ def estimate(
             end=end,
             training_items=training_items if i == 0 else 0,
             minutes=minutes,
-            time_limit=time_limit(minutes, study),
+            time_limit=time_limit(fixed, study),
         )
-        for i, ((first, end), minutes) in enumerate(zip(bounds, raw, strict=True))
+        for i, ((first, end), minutes, fixed) in enumerate(zip(bounds, raw, planned, strict=True))
     )
     return Estimate(
         training_items=training_items,
@@ -207,30 +213,72 @@ def planned_estimate(*, study: Study, task: Task, shots: int) -> Estimate:
 
 def measured_seconds_per_item(cohort: Cohort) -> float | None:
     """The median active seconds per item of the cohort's first workers who finished a part (at least
-    ``MEASURED_AFTER`` of them), or None. The gaps between a worker's consecutive answers, each capped at
-    the idle cap (rule 7); the first answer of a sitting also counts the reading of the page, so it is left out."""
-    finished = list(
-        Enrollment.objects.filter(cohort=cohort)
-        .filter(state__in=(Enrollment.State.COMPLETED, Enrollment.State.BETWEEN))
+    ``MEASURED_AFTER`` of them), or None: the gaps between a worker's consecutive answers, a gap at the idle cap or
+    longer (a break, or the time between sittings) left out (rule 7's measure of active time)."""
+    return _measured([cohort]).get(cohort.pk)
+
+
+def cohort_estimates(cohorts, *, study: Study | None = None) -> dict[int, Estimate]:
+    """``cohort_estimate`` of each cohort (with its task loaded, and its study, or all of ``study``), in a constant
+    number of queries."""
+    cohorts = list(cohorts)
+    for cohort in cohorts if study is not None else ():
+        cohort.study = study
+    if not cohorts:
+        return {}
+    tests = dict(
+        Example.objects.filter(task_id__in={c.task_id for c in cohorts}, role=Example.Role.TEST)
+        .values_list("task_id")
+        .annotate(n=Count("pk"))
+        .values_list("task_id", "n")
+    )
+    trainings = dict(
+        TrainingSetItem.objects.filter(training_set__cohorts__in=cohorts)
+        .values_list("training_set_id")
+        .annotate(n=Count("pk", distinct=True))
+        .values_list("training_set_id", "n")
+    )
+    measured = _measured(cohorts)
+    return {
+        c.pk: estimate(
+            study=c.study,
+            task_slug=c.task.slug,
+            training_items=trainings.get(c.training_set_id, 0) if c.shots else 0,
+            test_items=tests.get(c.task_id, 0),
+            measured_seconds=measured.get(c.pk),
+        )
+        for c in cohorts
+    }
+
+
+def _measured(cohorts: list[Cohort]) -> dict[int, float]:
+    """``measured_seconds_per_item`` of each cohort that has one, in two queries."""
+    first: dict[int, list[int]] = {}
+    for cohort_id, enrollment_id in (
+        Enrollment.objects.filter(cohort__in=cohorts, state__in=(Enrollment.State.COMPLETED, Enrollment.State.BETWEEN))
         .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
         .order_by("pk")
-        .values_list("pk", flat=True)[:MEASURED_AFTER]
-    )
-    if len(finished) < MEASURED_AFTER:
-        return None
-    cap = cohort.study.idle_cap_seconds
-    gaps: list[float] = []
-    times: dict[int, list] = {}
-    for enrollment_id, at in (
-        Answer.objects.filter(enrollment_id__in=finished)
-        .order_by("answered_at")
-        .values_list("enrollment_id", "answered_at")
+        .values_list("cohort_id", "pk")
     ):
+        if len(first.setdefault(cohort_id, [])) < MEASURED_AFTER:
+            first[cohort_id].append(enrollment_id)
+    ready = {c: ids for c, ids in first.items() if len(ids) >= MEASURED_AFTER}
+    owner = {e: c for c, ids in ready.items() for e in ids}
+    caps = {c.pk: c.study.idle_cap_seconds for c in cohorts}
+    times: dict[int, list] = {}
+    # One query whether or not a cohort is measured yet (an empty list would skip it): the callers' query counts
+    # never depend on the data.
+    answers = Answer.objects.filter(enrollment_id__in=list(owner) or [-1]).order_by("answered_at")
+    for enrollment_id, at in answers.values_list("enrollment_id", "answered_at"):
         times.setdefault(enrollment_id, []).append(at)
-    for answered in times.values():
-        gaps += [min((b - a).total_seconds(), cap) for a, b in zip(answered, answered[1:], strict=False)]
-    gaps = [g for g in gaps if g < cap]  # a capped gap is a break between sittings, not an item
-    return statistics.median(gaps) if gaps else None
+    gaps: dict[int, list[float]] = {}
+    for enrollment_id, answered in times.items():
+        cohort_id = owner[enrollment_id]
+        cap = caps[cohort_id]
+        gaps.setdefault(cohort_id, []).extend(
+            g for a, b in zip(answered, answered[1:], strict=False) if (g := (b - a).total_seconds()) < cap
+        )
+    return {c: statistics.median(g) for c, g in gaps.items() if g}
 
 
 def cohort_estimate(cohort: Cohort) -> Estimate:
@@ -277,8 +325,10 @@ def study_listing(study: Study) -> list[dict]:
     """Per cohort of the study: its estimate in the words the researcher's pages use (the dashboard's study page,
     the crowd platform's page), one row per part: the same figures the worker and the platform are shown."""
     rows = []
-    for cohort in study.cohorts.select_related("task", "study").order_by("task__slug", "shots"):
-        est = cohort_estimate(cohort)
+    cohorts = list(study.cohorts.select_related("task", "study").order_by("task__slug", "shots"))
+    estimates = cohort_estimates(cohorts)
+    for cohort in cohorts:
+        est = estimates[cohort.pk]
         for p in est.parts:
             rows.append(
                 {

@@ -17,16 +17,13 @@ def study_id_of(cohort: Cohort | int) -> str:
 
 
 def part_studies(cohort: Cohort) -> dict[str, int]:
-    """{Prolific study id: part} of the cohort's parts published on Prolific (part 1 is the cohort's study)."""
-    out = {
-        sid: number
-        for sid, number in ProlificPart.objects.filter(cohort=cohort).values_list("prolific_study_id", "number")
-        if sid
-    }
+    """{Prolific study id: part} of the cohort's parts published on Prolific (part 1 is the cohort's study); one
+    query for a cohort not on Prolific."""
     first = study_id_of(cohort)
-    if first:
-        out[first] = 1
-    return out
+    if not first:
+        return {}
+    rows = ProlificPart.objects.filter(cohort=cohort).values_list("prolific_study_id", "number")
+    return {**{sid: number for sid, number in rows if sid}, first: 1}
 
 
 def published_cohorts(study: Study) -> QuerySet[Cohort]:

@@ -297,7 +297,10 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
     elif page is WorkerPage.BETWEEN:
         ctx.update(view="between", completion=outcome, **_between_context(enrollment))
     else:
-        ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(enrollment.stopped_at))
+        stopped = enrollment.stopped_at
+        ended_early = bool(stopped) and stopped < services.part_deadline(enrollment)
+        ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(stopped), ended_early=ended_early)
+        ctx["parts"] = _part_label(enrollment)
     return ctx
 
 

@@ -13,6 +13,9 @@ from django.db import transaction
 from django.db.models import Avg
 from django.utils import timezone
 
+from tasks_data.models import Example, TrainingSetItem
+
+from ..estimates import estimate
 from ..models import Answer, AuditEvent, Cohort, Enrollment
 from ..protocol import (
     COMPARISON_EXCLUDES,
@@ -47,11 +50,31 @@ def is_stale(enrollment: Enrollment, now: datetime) -> bool:
 
 
 def part_deadline(enrollment: Enrollment) -> datetime | None:
-    """When the part's time limit passes (between parts: when the worker's place is offered again)."""
-    limit = enrollment.timer_minutes or enrollment.cohort.study.time_limit  # the study's: set before parts
-    if not limit:
-        return None
+    """When the part's time limit passes (between parts: when the worker's place is offered again). Part 1's clock
+    starts at joining, with its limit from the cohort's estimate (``estimates.Part.time_limit``: the task's figure,
+    so it needs only the item counts the worker's hot path reads with the enrollment); a later part's is set as it
+    starts."""
+    limit = enrollment.timer_minutes or first_part_limit(enrollment)
     return (enrollment.timer_started_at or enrollment.enrolled_at) + timedelta(minutes=limit)
+
+
+def first_part_limit(enrollment: Enrollment) -> int:
+    cohort = enrollment.cohort
+    training = getattr(enrollment, "training_total", None)
+    test = getattr(enrollment, "test_total", None)
+    if training is None or test is None:  # not read by the hot path: count them
+        training = TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
+        test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    return (
+        estimate(
+            study=cohort.study,
+            task_slug=cohort.task.slug,
+            training_items=training if cohort.shots else 0,
+            test_items=test,
+        )
+        .part(1)
+        .time_limit
+    )
 
 
 def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:

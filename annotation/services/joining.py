@@ -11,7 +11,6 @@ from django.db.models import Count
 
 import crowd
 
-from ..estimates import cohort_estimate
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import (
     MAX_UNVERIFIED_WAITING,
@@ -269,7 +268,6 @@ def join(
         check_accepting(cohort)
         verification = verification_of(cohort, who)  # before any lock: it may call the platform
 
-    first_limit = cohort_estimate(cohort).part(1).time_limit  # read before the cohort's lock is taken
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
             platform=study.platform,
@@ -299,8 +297,7 @@ def join(
             platform_data=who.data,
             verification=verification,
             resume_code=new_resume_code() if study.provider.offers_resume_code else "",
-            part=1,
-            timer_minutes=first_limit,
+            part=1,  # its clock starts at joining, its limit the cohort's estimate's (filtering.part_deadline)
         )
         try:
             transition(

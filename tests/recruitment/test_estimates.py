@@ -76,7 +76,10 @@ def _fits(study: Study) -> list[str]:
 @pytest.mark.parametrize("slug", sorted(TASKS))
 def test_launch_study_with_defaults_fits_every_task(slug, researcher):
     out, err = StringIO(), StringIO()
-    call_command("launch_study", "--name", f"paper {slug}", "--tasks", slug, "--owner", "rita", stdout=out, stderr=err)
+    name = f"paper {slug}"
+    call_command(
+        "launch_study", "--name", name, "--tasks", slug, "--owner", "rita", stdout=out, stderr=err, verbosity=2
+    )
     study = Study.objects.get(name=f"paper {slug}")
     assert study.cohorts.count() == 4 and study.expected_minutes is None and study.time_limit is None
     assert _fits(study) == []

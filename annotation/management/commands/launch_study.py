@@ -163,11 +163,12 @@ class Command(BaseCommand):
         for cohort in cohorts:
             est = estimates.cohort_estimate(cohort)
             longest = max(p.listed_minutes for p in est.parts)
-            self.stderr.write(
-                f"{cohort.task.slug} {cohort.shots}-shot: about {math.ceil(est.minutes)} min "
-                f"({est.source}) in {len(est.parts)} part(s) of at most {longest} min, each with a time limit of "
-                f"{max(p.time_limit for p in est.parts)} min; pays {est.total_pay} {study.pay_currency}"
-            )
+            if options["verbosity"] > 1:  # the study page and the Prolific page show it too
+                self.stderr.write(
+                    f"{cohort.task.slug} {cohort.shots}-shot: about {math.ceil(est.minutes)} min "
+                    f"({est.source}) in {len(est.parts)} part(s) of at most {longest} min, each with a time limit of "
+                    f"{max(p.time_limit for p in est.parts)} min; pays {est.total_pay} {study.pay_currency}"
+                )
             warning = estimates.override_warning(study=study, task=cohort.task, shots=cohort.shots)
             if warning:
                 self.stderr.write(f"warning: {warning}")
