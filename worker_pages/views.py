@@ -330,9 +330,7 @@ WARN_SHARE = 0.2
 def _time_left(enrollment: Enrollment) -> dict | None:
     """Minutes left before the part's time limit, when few are left (the page warns), else None."""
     deadline = services.part_deadline(enrollment)
-    if deadline is None:
-        return None
-    limit = enrollment.timer_minutes or enrollment.cohort.study.time_limit or 0
+    limit = (deadline - (enrollment.timer_started_at or enrollment.enrolled_at)).total_seconds() / 60
     left = (deadline - timezone.now()).total_seconds() / 60
     if left > max(5.0, WARN_SHARE * limit):
         return None

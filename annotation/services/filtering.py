@@ -46,10 +46,10 @@ def is_stale(enrollment: Enrollment, now: datetime) -> bool:
     if enrollment.state not in STEP_OF_STATE and enrollment.state != State.BETWEEN:
         return False
     deadline = part_deadline(enrollment)
-    return bool(deadline and now > deadline)
+    return now > deadline
 
 
-def part_deadline(enrollment: Enrollment) -> datetime | None:
+def part_deadline(enrollment: Enrollment) -> datetime:
     """When the part's time limit passes (between parts: when the worker's place is offered again). Part 1's clock
     starts at joining, with its limit from the cohort's estimate (``estimates.Part.time_limit``: the task's figure,
     so it needs only the item counts the worker's hot path reads with the enrollment); a later part's is set as it
