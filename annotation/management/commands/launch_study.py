@@ -163,7 +163,7 @@ class Command(BaseCommand):
         for cohort in cohorts:
             est = estimates.cohort_estimate(cohort)
             longest = max(p.listed_minutes for p in est.parts)
-            if options["verbosity"] > 1:  # the study page and the Prolific page show it too
+            if options["verbosity"] > 1:  # the study page shows it too
                 self.stderr.write(
                     f"{cohort.task.slug} {cohort.shots}-shot: about {math.ceil(est.minutes)} min "
                     f"({est.source}) in {len(est.parts)} part(s) of at most {longest} min, each with a time limit of "
