@@ -4,8 +4,10 @@ human pace: the clock is moved, never slept."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from annotation import services
@@ -161,12 +163,18 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
     assert cell["n"] == 1 and cell["expected_minutes"] == pytest.approx(cohort_estimate(record).minutes)
 
     # Pay per part through the ledger: each approved part topped up to the rate over its active time, once.
-    first = pay_bonuses(study)
-    ledger = set(BonusPayment.objects.values_list("enrollment__worker__external_id", "part"))
-    assert ledger == {*((ada, n) for n in range(1, parts + 1)), (bob, 1)}
-    assert fake.paid_total(bob) > 0 and len(first.paid) == parts + 1
+    out = StringIO()
+    call_command("pay_bonuses", study=study.pk, stdout=out)
+    ledger = dict(
+        ((pid, part), amount)
+        for pid, part, amount in BonusPayment.objects.values_list("enrollment__worker__external_id", "part", "amount")
+    )
+    assert set(ledger) == {*((ada, n) for n in range(1, parts + 1)), (bob, 1)}
+    assert f"paid {bob} {ledger[bob, 1]:.2f} (part 1 of 4)" in out.getvalue()
+    assert f"paid {ada} {ledger[ada, 4]:.2f} (part 4 of 4)" in out.getvalue()
+    assert fake.paid_total(bob) == float(ledger[bob, 1]) > 0
     again = pay_bonuses(study)
-    assert again.paid == [] and fake.paid_total(bob) == float(sum(a for p, a in first.paid if p == bob))
+    assert again.paid == [] and fake.paid_total(bob) == float(ledger[bob, 1]), "never paid twice"
     rows = bonus_rows(study)
     assert [r["part"] for r in rows if r["worker"] == bob] == ["1 of 4"]
     page = Client()
