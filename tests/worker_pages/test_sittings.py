@@ -158,3 +158,24 @@ def test_the_worker_api_ends_a_part_and_starts_the_next(clock):
     assert started["step"] == "test" and started["progress"]["done"] == 75
     stopped = worker.send("post", "/api/work/stop/").json()
     assert stopped["step"] == "expired" and stopped["completion"]["code"] == study.screenout_code
+
+
+def test_the_estimate_becomes_the_measured_median_once_three_workers_finished(clock, researcher):
+    trim_test_set("sst2", 10)
+    study = generic_study(workers_per_cohort=5, created_by=researcher)
+    cohort = cohort_of(study, "sst2", 0)
+    assert cohort_estimate(cohort).seconds_per_item == 8 and not cohort_estimate(cohort).measured
+    for n, pace in enumerate((19, 20, 21)):
+        client = Client()
+        enrollment = join(client, cohort, f"w{n}")
+        client.post("/work/start/")
+        answer_items(client, enrollment, clock, 10, pace=pace)
+        assert cohort_estimate(cohort).measured == (n == 2)
+    estimate = cohort_estimate(cohort)
+    assert estimate.seconds_per_item == 20 and estimate.minutes == pytest.approx(10 * 20 / 60)
+    html = Client().get(cohort.join_path, {"worker_id": "new"}, follow=True).content.decode()
+    assert "(about 20 seconds an item)" in html and "Time: about 5 min in all" in html
+    researcher_client = Client()
+    researcher_client.force_login(researcher)
+    page = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "20.0 s (measured)" in page and 'data-minutes="4"' in page
