@@ -294,9 +294,8 @@ def cohort_estimate(cohort: Cohort) -> Estimate:
 
 def override_warning(*, study: Study, task: Task, shots: int) -> str:
     """A warning when the researcher's own expected duration is more than ``OVERRIDE_TOLERANCE`` off the
-    estimate from the cohort's items, or when it puts a part past the sitting cap; "" otherwise."""
-    if not study.expected_minutes:
-        return ""
+    estimate from the cohort's items, or when their time limit is shorter than a part's estimate (its workers
+    would be cut off); "" otherwise."""
     own = study.expected_minutes
     study.expected_minutes = None
     try:
@@ -304,12 +303,19 @@ def override_warning(*, study: Study, task: Task, shots: int) -> str:
     finally:
         study.expected_minutes = own
     minutes = estimated.minutes
-    if minutes and abs(own - minutes) / minutes > OVERRIDE_TOLERANCE:
+    if own and minutes and abs(own - minutes) / minutes > OVERRIDE_TOLERANCE:
         return (
             f"{task.slug} {shots}-shot: your expected duration of {own} minutes is "
             f"{round(100 * (own - minutes) / minutes):+d}% off the estimate of {math.ceil(minutes)} minutes "
             f"({estimated.training_items + estimated.test_items} items x {estimated.task_seconds_per_item:g} s): "
             "the platform's reward and time limit follow your figure"
+        )
+    longest = max(p.listed_minutes for p in estimated.parts)
+    if study.time_limit_minutes and study.time_limit_minutes < longest:
+        return (
+            f"{task.slug} {shots}-shot: your time limit of {study.time_limit_minutes} minutes is shorter than a "
+            f"part's estimate of {longest} minutes: its workers would run out of time (they get the screen-out code "
+            "and the pay for the time worked); leave the time limit empty for twice each part's estimate"
         )
     return ""
 

@@ -151,3 +151,10 @@ def test_launch_study_warns_of_a_duration_far_off_the_estimate(researcher):
     assert "warning: conll03 0-shot: your expected duration of 30 minutes is -80% off the estimate of 150" in (
         err.getvalue()
     )
+
+
+def test_a_time_limit_shorter_than_a_part_is_warned_about(researcher):
+    err = StringIO()
+    options = ("--name", "tight", "--tasks", "record", "--shots", "10", "--time-limit", "20", "--owner", "rita")
+    call_command("launch_study", *options, stdout=StringIO(), stderr=err)
+    assert "your time limit of 20 minutes is shorter than a part's estimate of 53 minutes" in err.getvalue()
