@@ -298,7 +298,7 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
         ctx.update(view="between", completion=outcome, **_between_context(enrollment))
     else:
         stopped = enrollment.stopped_at
-        ended_early = bool(stopped) and stopped < services.part_deadline(enrollment)
+        ended_early = stopped is not None and stopped < services.part_deadline(enrollment)
         ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(stopped), ended_early=ended_early)
         ctx["parts"] = _part_label(enrollment)
     return ctx
