@@ -131,11 +131,23 @@ class Study(models.Model):
         verbose_name="worker-id pattern",
         help_text="Generic link only: a regular expression the worker id must match.",
     )
+    # The duration of a cohort is estimated from its items (``annotation.estimates``); this is the researcher's
+    # own figure, an override compared with the estimate (a warning when far off).
     expected_minutes = models.PositiveIntegerField(
-        default=30,
+        null=True,
+        blank=True,
+        default=None,
         validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
         verbose_name="expected duration (minutes)",
-        help_text="The platform's reward and the default time limit (twice it) follow.",
+        help_text="Empty: estimated per cohort from its items (recommended). A figure of yours overrides the "
+        "estimate for the platform's reward and time limit.",
+    )
+    sitting_minutes = models.PositiveIntegerField(
+        default=60,
+        validators=_bounds(10, MAX_TIME_LIMIT_MINUTES),
+        verbose_name="sitting cap (minutes)",
+        help_text="A test step estimated longer than this is split into parts (sittings), each with its own "
+        "start, time limit, code and pay.",
     )
     test_order = models.CharField(max_length=10, choices=TestOrder.choices, default=TestOrder.FILE)
     idle_cap_seconds = models.PositiveIntegerField(
@@ -149,7 +161,7 @@ class Study(models.Model):
         blank=True,
         validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
         verbose_name="time limit (minutes)",
-        help_text="Enrollments older than this expire. Empty: twice the expected duration.",
+        help_text="Minutes a part (sitting) may take before it ends. Empty: twice its estimate.",
     )
     closed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
@@ -206,9 +218,10 @@ class Study(models.Model):
             raise ValidationError(errors)
 
     @property
-    def time_limit(self) -> int:
-        """Minutes an enrollment may take: the study's own limit, or twice the expected duration."""
-        return self.time_limit_minutes or 2 * self.expected_minutes
+    def time_limit(self) -> int | None:
+        """The study's own time limit, or twice the researcher's expected duration; None when neither is set
+        (each cohort's part then has twice its estimate: ``annotation.estimates``)."""
+        return self.time_limit_minutes or (2 * self.expected_minutes if self.expected_minutes else None)
 
 
 class Cohort(models.Model):
@@ -276,6 +289,8 @@ class Enrollment(models.Model):
         TRAINING = "training"
         TESTING = "testing"
         COMPLETED = "completed"
+        # A part (sitting) of a test step in several parts is done; the worker comes back for the next one.
+        BETWEEN = "between", "between parts"
         FILTERED = "filtered"
         WITHDRAWN = "withdrawn"
         EXPIRED = "expired"
@@ -291,6 +306,16 @@ class Enrollment(models.Model):
     training_s1 = models.FloatField(null=True, blank=True, help_text="Mean training-item S1, 0-1.")
     order_seed = models.BigIntegerField(help_text="Seeds this worker's test order when the study shuffles.")
     current_served_at = models.DateTimeField(null=True, blank=True, help_text="When the current item was served.")
+    # The part (sitting) the worker is in, or last finished while between parts.
+    part = models.PositiveSmallIntegerField(default=1)
+    # The clock of the part the worker is in (between parts: of their wait for the next one): when it started
+    # (empty: at joining) and its minutes, set as the part starts from the cohort's estimate
+    # (``annotation.estimates``), so that the worker's requests read no estimate.
+    timer_started_at = models.DateTimeField(null=True, blank=True)
+    timer_minutes = models.PositiveIntegerField(null=True, blank=True)
+    # When the worker stopped in the middle of a part (the time limit passed, or they chose to end it): they got
+    # the study's partial-pay code and are paid for the time worked; their answers are kept.
+    stopped_at = models.DateTimeField(null=True, blank=True)
     # What the recruitment platform sent on joining (its study and session ids, an assignment...), as its provider
     # read it from the join link (``crowd.Identity``).
     platform_session = models.CharField(max_length=200, blank=True)

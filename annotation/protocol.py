@@ -36,10 +36,11 @@ The state machine:
 
     (join, k > 0 shots) -> training -> testing -> completed
     (join, 0 shots)     ->             testing -> completed
+    testing -> between -> testing   (a test step in parts: a part done, the worker comes back for the next)
     training -> filtered            (training S1 below the study's rule, or by a researcher)
     testing  -> filtered            (by a researcher, only before the first test answer)
     filtered -> testing | training  (a researcher reinstates)
-    training | testing -> withdrawn | expired
+    training | testing | between -> withdrawn | expired   (expired: time ran out, or did not come back)
     completed | filtered -> expired (only one admitted unverified that the platform never confirmed)
 
 Every transition goes through ``transition``, is written to the audit log, and is told to the study's
@@ -66,7 +67,8 @@ State = Enrollment.State
 ALLOWED: dict[str | None, set[str]] = {
     None: {State.TRAINING, State.TESTING},
     State.TRAINING: {State.TESTING, State.FILTERED, State.WITHDRAWN, State.EXPIRED},
-    State.TESTING: {State.COMPLETED, State.FILTERED, State.WITHDRAWN, State.EXPIRED},
+    State.TESTING: {State.COMPLETED, State.BETWEEN, State.FILTERED, State.WITHDRAWN, State.EXPIRED},
+    State.BETWEEN: {State.TESTING, State.WITHDRAWN, State.EXPIRED},
     State.FILTERED: {State.TESTING, State.TRAINING, State.EXPIRED},
     State.COMPLETED: {State.EXPIRED},
     State.WITHDRAWN: set(),
@@ -78,7 +80,7 @@ ALLOWED: dict[str | None, set[str]] = {
 UNVERIFIED_ONLY = frozenset({(State.COMPLETED, State.EXPIRED), (State.FILTERED, State.EXPIRED)})
 
 # The states in which an enrollment keeps one of the cohort's places (rule 2); the others freed theirs.
-HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.COMPLETED})
+HOLDS_SLOT = frozenset({State.TRAINING, State.TESTING, State.BETWEEN, State.COMPLETED})
 # How many enrollments admitted unverified may wait in a cohort (outside its places) for the platform to confirm
 # them: while the platform cannot be asked, a further join is asked to come back in a few minutes.
 MAX_UNVERIFIED_WAITING = 5
@@ -102,7 +104,15 @@ COMPARISON_EXCLUDES = frozenset({State.FILTERED, State.WITHDRAWN, State.EXPIRED}
 # Enrollments in a step (their worker is expected to come back and answer).
 ACTIVE_STATES = frozenset({State.TRAINING, State.TESTING})
 # The worker-facing step of each state (the worker API's "step").
-STEP_NAMES: dict[str, str] = {State.TRAINING: "training", State.TESTING: "test", State.COMPLETED: "done"}
+STEP_NAMES: dict[str, str] = {
+    State.TRAINING: "training",
+    State.TESTING: "test",
+    State.COMPLETED: "done",
+    State.BETWEEN: "between",
+}
+# How long a worker between parts has to start the next one before their place is offered again (they keep
+# the pay of the parts they did).
+RETURN_DAYS = 7
 
 
 # The crowd provider's hook told of each move (the entry into a first state: ``on_join``). A state that is
@@ -110,6 +120,7 @@ STEP_NAMES: dict[str, str] = {State.TRAINING: "training", State.TESTING: "test",
 PROVIDER_HOOKS: dict[str | None, str] = {
     None: "on_join",
     State.COMPLETED: "on_finish",
+    State.BETWEEN: "on_finish",  # a part finished (``Outcome.part`` of ``Outcome.parts``)
     State.FILTERED: "on_filter",
     State.EXPIRED: "on_expire",
     State.WITHDRAWN: "on_withdraw",
@@ -120,12 +131,23 @@ class TransitionNotAllowed(Exception):
     pass
 
 
-def code_for(study: Study, state: str) -> str:
-    """The code a worker gets in ``state``: the completion code when completed, the screen-out code when
-    filtered (paid for the training), "" otherwise."""
-    if state == State.COMPLETED:
+def part_code(study: Study, part: int, parts: int) -> str:
+    """The completion code of a part: the study's completion code for the last (or only) part, and one of
+    its own for each earlier part (letters and digits, as every code)."""
+    if part >= parts:
         return study.completion_code
-    if state == State.FILTERED:
+    return f"{study.completion_code[:40]}P{part}"
+
+
+def code_for(study: Study, state: str, *, part: int = 1, parts: int = 1, stopped: bool = False) -> str:
+    """The code a worker gets in ``state``: the completion code when completed (a part's code between parts),
+    the screen-out code when filtered (paid for the training) or stopped in the middle of a part (the time
+    limit, or their choice: paid for the time worked), "" otherwise."""
+    if state == State.COMPLETED:
+        return part_code(study, parts, parts)
+    if state == State.BETWEEN:
+        return part_code(study, part, parts)
+    if state == State.FILTERED or (state == State.EXPIRED and stopped):
         return study.screenout_code
     return ""
 
@@ -138,9 +160,11 @@ def transition(
     action: str,
     reason: str = "",
     update_fields: tuple[str, ...] = (),
+    parts: int = 1,
 ) -> AuditEvent:
     """Move ``enrollment`` to ``to_state`` (saving it), record the event and tell the study's crowd provider
-    (``PROVIDER_HOOKS``), in the caller's transaction."""
+    (``PROVIDER_HOOKS``), in the caller's transaction. ``parts``: how many parts the cohort's test step has
+    (the enrollment's ``part`` is the one concerned)."""
     from_state = enrollment.state if enrollment.pk else None
     if to_state not in ALLOWED[from_state] or (
         (from_state, to_state) in UNVERIFIED_ONLY and enrollment.verification != Enrollment.UNVERIFIED
@@ -163,7 +187,9 @@ def transition(
     hook = PROVIDER_HOOKS.get(to_state if from_state else None)
     if hook:
         study = enrollment.cohort.study
-        outcome = crowd.Outcome(code=code_for(study, to_state), reason=reason, actor=actor)
+        part = min(enrollment.part or 1, parts)
+        code = code_for(study, to_state, part=part, parts=parts, stopped=bool(enrollment.stopped_at))
+        outcome = crowd.Outcome(code=code, reason=reason, actor=actor, part=part, parts=parts)
         getattr(study.provider, hook)(enrollment, outcome)
     return event
 
@@ -347,6 +373,7 @@ class WorkerPage(str, enum.Enum):
     ITEM = "item"  # the current item of the training or test step
     DONE = "done"  # completed: the completion code
     FILTERED = "filtered"  # filtered after training: the screen-out code
+    BETWEEN = "between"  # a part of the test step done: its code, and what comes next
     ENDED = "ended"  # withdrawn or expired
 
 
@@ -355,6 +382,7 @@ _PAGE_OF_STEP = {
     "test": WorkerPage.ITEM,
     "done": WorkerPage.DONE,
     "filtered": WorkerPage.FILTERED,
+    "between": WorkerPage.BETWEEN,
 }
 
 

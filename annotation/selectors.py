@@ -31,6 +31,7 @@ from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import TASKS
 from tasks_data.scoring import as_published
 
+from .estimates import split
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
 from .protocol import (
     ACTIVE_STATES,
@@ -304,9 +305,33 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
                 **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
                 # Only a completed enrollment has a test S1: the mean over every test item.
                 "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
+                "sitting": sitting_text(e, test_done=len(test), test_items=n_test.get(e.task_id, 0)),
             }
         )
     return rows
+
+
+def sitting_text(enrollment: Enrollment, *, test_done: int, test_items: int) -> str:
+    """Where a worker of a cohort in parts stands, for the researcher ("" for a cohort in one part): no query, the
+    parts from the items (``estimates.split``)."""
+    cohort = enrollment.cohort
+    spec = cohort.task.spec
+    bounds = split(
+        training_items=cohort.shots * spec.train_rows_per_shot,
+        test_items=test_items,
+        seconds_per_item=spec.seconds_per_item,
+        sitting_minutes=cohort.study.sitting_minutes,
+    )
+    parts, part = len(bounds), enrollment.part
+    if parts < 2:
+        return ""
+    if enrollment.state == State.BETWEEN:
+        return f"part {part} of {parts} done; expected back for part {part + 1}"
+    if enrollment.state == State.EXPIRED and enrollment.stopped_at:
+        return f"stopped in part {part} of {parts}; paid for the time worked"
+    if enrollment.state == State.EXPIRED and test_done >= bounds[part - 1][1]:
+        return f"did not come back after part {part} of {parts}; paid for it; place offered again"
+    return f"part {part} of {parts}"
 
 
 def study_enrollments(

@@ -13,6 +13,8 @@ urlpatterns = [
     path("api/work/answer/", api.WorkAnswerView.as_view(), name="work-answer"),
     path("api/work/withdraw/", api.WorkWithdrawView.as_view(), name="work-withdraw"),
     path("api/work/revise/", api.WorkReviseView.as_view(), name="work-revise-api"),
+    path("api/work/next-part/", api.WorkNextPartView.as_view(), name="work-next-part-api"),
+    path("api/work/stop/", api.WorkStopView.as_view(), name="work-stop-api"),
     # Researchers.
     path("api/studies/", api.StudyListView.as_view(), name="study-list"),
     path("api/studies/<int:pk>/", api.StudyDetailView.as_view(), name="study-detail"),

@@ -201,6 +201,30 @@ class WorkWithdrawView(WorkerView):
         return Response(work_state_payload(services.current_item(enrollment_id=self.enrollment_id)))
 
 
+class WorkNextPartView(WorkerView):
+    @extend_schema(
+        tags=["work"],
+        request=None,
+        responses={200: WorkStateSerializer},
+        summary="A worker between parts starts the next part (409 when there is none to start from here).",
+    )
+    def post(self, request):
+        services.start_next_part(enrollment_id=self.enrollment_id)
+        return Response(work_state_payload(services.current_item(enrollment_id=self.enrollment_id)))
+
+
+class WorkStopView(WorkerView):
+    @extend_schema(
+        tags=["work"],
+        request=None,
+        responses={200: WorkStateSerializer},
+        summary="The worker ends the part now: the partial-pay code, paid for the time worked, answers kept.",
+    )
+    def post(self, request):
+        services.stop_part(enrollment_id=self.enrollment_id)
+        return Response(work_state_payload(services.current_item(enrollment_id=self.enrollment_id)))
+
+
 # ---------------------------------------------------------------- researchers
 
 

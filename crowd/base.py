@@ -135,6 +135,16 @@ class CrowdProvider:
             raise InvalidIdentity(f"the {name} parameter is too long")
         return value
 
+    def part_of_session(self, cohort: Any, identity: Identity) -> int:
+        """The part of a cohort in parts that the platform session of a returning worker is for (0: not known).
+        A platform that lists each part as a study of its own says which; the others continue the same session."""
+        return 0
+
+    def may_start_part(self, enrollment: Any, part: int) -> bool:
+        """Whether a worker between parts may start ``part`` from where they are now: on a platform that lists each
+        part as a study of its own, only from that part's study (so the part is paid there)."""
+        return True
+
     # ---------------------------------------------------------------- finishing
 
     def completion(self, code: str, *, data: Mapping[str, Any]) -> Completion:

@@ -55,8 +55,8 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("completion_code", "screenout_code", "pay_currency"):
-            self.fields[name].required = False  # generated (codes) or the model's default (currency) when empty
+        for name in ("completion_code", "screenout_code", "pay_currency", "sitting_minutes"):
+            self.fields[name].required = False  # generated (codes) or the model's default when empty
         for name in ("platform", "test_order"):
             choice = self.fields[name]
             assert isinstance(choice, forms.ChoiceField)
@@ -109,8 +109,9 @@ class StudyForm(forms.ModelForm):
         data = {name: self.cleaned_data[name] for name in (*Study.parameters(), "launch")}
         for key in ("completion_code", "screenout_code"):
             data[key] = data[key].strip()
-        if not data["pay_currency"]:
-            del data["pay_currency"]  # the model's default
+        for name in ("pay_currency", "sitting_minutes"):
+            if data[name] in (None, ""):
+                del data[name]  # the model's default
         for name, slug in self.setting_platform.items():
             value = self.cleaned_data.get(name)
             if slug == data["platform"] and value not in (None, ""):  # left empty: the setting's default

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import attention, selectors, services
+from annotation import attention, estimates, selectors, services
 from annotation.access import actor, cohort_for, enrollment_for, researcher_required, study_for
 from annotation.models import Cohort, Study
 from annotation.protocol import (
@@ -72,6 +72,10 @@ def study_new(request: HttpRequest) -> HttpResponse:
             except ValidationError as exc:
                 form.add_service_errors(exc)
             else:
+                for cohort in study.cohorts.select_related("task"):
+                    warning = estimates.override_warning(study=study, task=cohort.task, shots=cohort.shots)
+                    if warning:
+                        messages.warning(request, warning)
                 if form.cleaned_data["launch"]:
                     messages.success(
                         request,
@@ -140,6 +144,12 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         r["shots_label"] = f"{r['shots']} shots"
     # A count, not a flag: the page says how many links refuse workers.
     ctx.update(
+        listing=estimates.study_listing(study),
+        override_warnings=[
+            w
+            for c in study.cohorts.select_related("task")
+            if (w := estimates.override_warning(study=study, task=c.task, shots=c.shots))
+        ],
         platform_note=study.provider.link_note(study),
         close_form=CloseForm(),
         any_unlaunched=sum(

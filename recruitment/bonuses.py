@@ -1,5 +1,6 @@
-"""Fair pay on Prolific: top each approved worker up to the hourly rate over their active time (rule 7),
-through a ledger that never pays twice (``BonusPayment``)."""
+"""Fair pay on Prolific: top each part a worker was paid for (approved, or screened out when they stopped in the
+middle of it) up to the hourly rate over its active time (rule 7), through a ledger that never pays a part twice
+(``BonusPayment``)."""
 
 from __future__ import annotations
 
@@ -10,32 +11,83 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Enrollment, Study
 from annotation.protocol import State, active_seconds, pay
 
 from . import client as prolific
 from . import records
 from .audit import audit
-from .models import BonusPayment
-from .publish import reward_cents
+from .models import BonusPayment, ProlificSubmission
+from .publish import reward_cents, screenout_reward_cents
+from .sync import finished_part
 from .tokens import NO_TOKEN, client_for
 
 
-def planned_bonus(enrollment: Enrollment) -> tuple[Decimal, float]:
-    """(bonus, active seconds): max(0, active time x rate - base reward)."""
+def part_active_seconds(enrollment: Enrollment, part: int) -> float:
+    """Rule 7's active time of one part: the gaps up to each of the part's answers (the training step's in part 1),
+    each capped at the idle cap; a part's first gap runs from the answer before it (or from joining)."""
     study = enrollment.cohort.study
-    answered = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
-    seconds = active_seconds(
-        enrolled_at=enrollment.enrolled_at, answered_at=answered, idle_cap_seconds=study.idle_cap_seconds
+    estimate = cohort_estimate(enrollment.cohort)
+    this = estimate.part(part)
+    answers = list(
+        Answer.objects.filter(enrollment=enrollment)
+        .order_by("answered_at")
+        .values_list("step", "position", "answered_at")
     )
+    seconds, before = 0.0, enrollment.enrolled_at
+    for step, position, at in answers:
+        mine = (step == Answer.Step.TRAINING and part == 1) or (
+            step == Answer.Step.TEST and this.first <= position < this.end
+        )
+        if mine:
+            seconds += active_seconds(enrolled_at=before, answered_at=[at], idle_cap_seconds=study.idle_cap_seconds)
+        before = at
+    return seconds
+
+
+def base_of(enrollment: Enrollment, part: int, *, stopped: bool) -> Decimal:
+    """What Prolific pays for the part by itself: its reward, or the fixed screen-out reward when the worker
+    stopped in the middle of it."""
+    cents = screenout_reward_cents(enrollment.cohort, part) if stopped else reward_cents(enrollment.cohort, part)
+    return Decimal(cents) / 100
+
+
+def planned_bonus(enrollment: Enrollment, part: int = 1, *, stopped: bool = False) -> tuple[Decimal, float]:
+    """(bonus, active seconds) of one part: max(0, its active time x rate - what Prolific pays for it)."""
+    study = enrollment.cohort.study
+    seconds = part_active_seconds(enrollment, part)
     earned = pay(seconds=seconds, rate_per_hour=study.pay_rate)
-    base = Decimal(reward_cents(study)) / 100
-    return max(Decimal("0.00"), earned - base), seconds
+    return max(Decimal("0.00"), earned - base_of(enrollment, part, stopped=stopped)), seconds
+
+
+def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
+    """(enrollment, part, stopped) for every part Prolific paid for: a finished part's submission approved, or the
+    submission of a part the worker stopped in the middle of (the time limit, or their choice) screened out."""
+    out = []
+    rows = (
+        ProlificSubmission.objects.filter(enrollment__cohort__study=study)
+        .filter(status__in=(prolific.APPROVED, prolific.SCREENED_OUT))
+        .exclude(enrollment__verification=Enrollment.UNVERIFIED)
+        .select_related("enrollment__cohort__study", "enrollment__cohort__task", "enrollment__worker")
+        .order_by("enrollment_id", "part")
+    )
+    for row in rows:
+        enrollment = row.enrollment
+        if row.status == prolific.APPROVED:
+            finished, _ = finished_part(enrollment, row.part)
+            if finished and enrollment.state != State.FILTERED:
+                out.append((enrollment, row.part, False))
+        elif enrollment.stopped_at and row.part == enrollment.part:
+            out.append((enrollment, row.part, True))
+    return out
 
 
 @dataclass
 class PayReport:
     paid: list[tuple[str, Decimal]] = field(default_factory=list)
+    # Beside ``paid``, in its order: the part each bonus was for ("part 2 of 4"; "" for a cohort in one part).
+    paid_parts: list[str] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
@@ -53,23 +105,17 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
     client = client_for(study)
     if client is None:
         raise ValueError(NO_TOKEN)
-    approved = (
-        Enrollment.objects.filter(
-            cohort__study=study, state=State.COMPLETED, prolific_submission__status=prolific.APPROVED
-        )
-        .exclude(verification=Enrollment.UNVERIFIED)
-        .select_related("cohort__study", "worker")
-    )
-    for enrollment in approved:
-        if not BonusPayment.objects.filter(enrollment=enrollment).exists():
-            amount, seconds = planned_bonus(enrollment)
+    for enrollment, part, stopped in payable_parts(study):
+        if not BonusPayment.objects.filter(enrollment=enrollment, part=part).exists():
+            amount, seconds = planned_bonus(enrollment, part, stopped=stopped)
             if amount > 0:
                 BonusPayment.objects.get_or_create(
-                    enrollment=enrollment, defaults={"amount": amount, "active_seconds": seconds}
+                    enrollment=enrollment, part=part, defaults={"amount": amount, "active_seconds": seconds}
                 )
     with client:
         for cohort in records.published_cohorts(study):
-            _set_up(client, study, cohort, report, actor)
+            for part_study, part in sorted(records.part_studies(cohort).items(), key=lambda kv: kv[1]):
+                _set_up(client, study, cohort, part, part_study, report, actor)
         bulk_ids = (
             BonusPayment.objects.filter(enrollment__cohort__study=study, state=BonusPayment.State.SET_UP)
             .values_list("prolific_bulk_id", flat=True)
@@ -77,7 +123,9 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
         )
         for bulk_id in list(bulk_ids):
             rows = BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.SET_UP)
-            members = list(rows.select_related("enrollment__worker"))
+            members = list(
+                rows.select_related("enrollment__worker", "enrollment__cohort__study", "enrollment__cohort__task")
+            )
             # The claim: committed before the call, and only one caller's UPDATE matches.
             if rows.update(state=BonusPayment.State.PAYING) != len(members) or not members:
                 continue
@@ -101,18 +149,25 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             )
             audit(study, "prolific bonus paid", f"bulk {bulk_id}: {len(members)} bonus(es)", actor=actor)
             report.paid += [(m.enrollment.worker.external_id, m.amount) for m in members]
+            report.paid_parts += [_part_text(m) for m in members]
     return report
 
 
-def _set_up(client, study: Study, cohort, report: PayReport, actor: str) -> None:
-    """Set up one bulk bonus on Prolific for the cohort's planned rows (it pays nothing yet).
+def _part_text(row: BonusPayment) -> str:
+    parts = len(cohort_estimate(row.enrollment.cohort).parts)
+    return f"part {row.part} of {parts}" if parts > 1 else ""
+
+
+def _set_up(client, study: Study, cohort, part: int, part_study: str, report: PayReport, actor: str) -> None:
+    """Set up one bulk bonus on Prolific for the planned rows of the cohort's ``part`` (it pays nothing yet), on
+    that part's Prolific study.
 
     The rows are locked for the call: a concurrent pay run waits, then finds them set up, so Prolific gets one
     set-up per row and no orphan bulk (SQLite: the transaction takes the write lock, ``transaction_mode``)."""
     with transaction.atomic():
         planned = list(
             BonusPayment.objects.select_for_update(of=("self",))
-            .filter(enrollment__cohort=cohort, state=BonusPayment.State.PLANNED)
+            .filter(enrollment__cohort=cohort, part=part, state=BonusPayment.State.PLANNED)
             .select_related("enrollment__worker")
             .order_by("pk")
         )
@@ -120,7 +175,7 @@ def _set_up(client, study: Study, cohort, report: PayReport, actor: str) -> None
             return
         lines = [(b.enrollment.worker.external_id, f"{b.amount:.2f}") for b in planned]
         try:
-            bulk = client.set_up_bonuses(cohort.prolific.prolific_study_id, lines)
+            bulk = client.set_up_bonuses(part_study, lines)
         except prolific.ProlificError as exc:
             audit(study, "prolific bonus set-up failed", str(exc), actor=actor)
             report.failed += [b.enrollment.worker.external_id for b in planned]
@@ -191,24 +246,35 @@ def settle(study: Study, *, bulk_id: str, paid: bool, actor: str = "system") -> 
 
 
 def bonus_rows(study: Study) -> list[dict]:
-    """Per approved or completed worker: base reward, bonus (planned/paid) and effective hourly rate."""
-    base = Decimal(reward_cents(study)) / 100
-    rows = []
+    """Per part Prolific paid for (``payable_parts``), and per completed worker not yet approved: the part, base
+    reward, bonus (planned/paid) and effective hourly rate."""
+    seen = set()
+    pairs = []
+    for enrollment, part, stopped in payable_parts(study):
+        pairs.append((enrollment, part, stopped))
+        seen.add((enrollment.pk, part))
     for e in (
         Enrollment.objects.filter(cohort__study=study, state=State.COMPLETED)
-        .select_related("worker", "cohort__task", "cohort__study", "prolific_submission")
+        .select_related("worker", "cohort__task", "cohort__study")
         .order_by("pk")
     ):
-        ledger = BonusPayment.objects.filter(enrollment=e).first()
-        amount, seconds = (ledger.amount, ledger.active_seconds) if ledger else planned_bonus(e)
+        if (e.pk, e.part) not in seen:
+            pairs.append((e, e.part, False))
+    rows = []
+    for e, part, stopped in sorted(pairs, key=lambda p: (p[0].pk, p[1])):
+        ledger = BonusPayment.objects.filter(enrollment=e, part=part).first()
+        amount, seconds = (ledger.amount, ledger.active_seconds) if ledger else planned_bonus(e, part, stopped=stopped)
+        base = base_of(e, part, stopped=stopped)
         hours = seconds / 3600
+        parts = len(cohort_estimate(e.cohort).parts)
         rows.append(
             {
                 "worker": e.worker.external_id,
                 "task": e.cohort.task.slug,
                 "task_name": e.cohort.task.spec.name,
                 "shots": e.cohort.shots,
-                "prolific_status": records.status_of(e),
+                "part": f"{part} of {parts}" + (" (stopped)" if stopped else ""),
+                "prolific_status": records.status_of(e, part),
                 "active_minutes": round(seconds / 60, 1),
                 "base": base,
                 "bonus": amount,

@@ -39,6 +39,7 @@ FIXED_SCREEN_OUT_PAYMENT = "FIXED_SCREEN_OUT_PAYMENT"
 SUBMISSION_STATUS_CHANGE = "submission.status.change"
 # Filter ids (a study's ``filters``): https://docs.prolific.com/api-reference/participant-groups
 PARTICIPANT_GROUP_BLOCKLIST = "participant_group_blocklist"
+PARTICIPANT_GROUP_ALLOWLIST = "participant_group_allowlist"
 # Prolific ids (studies, submissions, participants, groups) are 24 hexadecimal characters; a
 # wider letters-and-digits check keeps anything that could change the request path out.
 SAFE_ID = re.compile(r"[A-Za-z0-9]{1,64}\Z")

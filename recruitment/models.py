@@ -35,7 +35,8 @@ class ParticipantGroup(models.Model):
 
 
 class BonusPayment(models.Model):
-    """The never-pay-twice ledger: one row per enrollment, written before Prolific is called.
+    """The never-pay-twice ledger: one row per enrollment and part (1 for a cohort in one part), written before
+    Prolific is called.
 
     planned -> set_up (Prolific's bulk bonus id stored) -> paying (committed before the pay
     call) -> paid. A row left in ``paying`` (a crash or a lost answer during the pay call) is
@@ -48,13 +49,17 @@ class BonusPayment(models.Model):
         PAYING = "paying"
         PAID = "paid"
 
-    enrollment = models.OneToOneField("annotation.Enrollment", on_delete=models.PROTECT, related_name="bonus")
+    enrollment = models.ForeignKey("annotation.Enrollment", on_delete=models.PROTECT, related_name="bonuses")
+    part = models.PositiveSmallIntegerField(default=1)
     amount = models.DecimalField(max_digits=8, decimal_places=2)
     active_seconds = models.FloatField()
     state = models.CharField(max_length=8, choices=State.choices, default=State.PLANNED)
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["enrollment", "part"], name="bonus_once_per_part")]
 
 
 class ProlificStudy(models.Model):
@@ -90,14 +95,33 @@ class ProlificCohort(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
 
-class ProlificSubmission(models.Model):
-    """The last status of an enrollment's submission seen on Prolific (the sync, a webhook, an approval)."""
+class ProlificPart(models.Model):
+    """A part of a cohort whose test step comes in parts: its own Prolific study (part 1's is the cohort's), and
+    the participant group of those who finished it (the next part's filter)."""
 
-    enrollment = models.OneToOneField(
-        "annotation.Enrollment", on_delete=models.CASCADE, related_name="prolific_submission"
+    cohort = models.ForeignKey("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_parts")
+    number = models.PositiveSmallIntegerField()
+    prolific_study_id = models.CharField(max_length=64, blank=True)
+    finishers_group = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["cohort", "number"]
+        constraints = [models.UniqueConstraint(fields=["cohort", "number"], name="prolific_part_once")]
+
+
+class ProlificSubmission(models.Model):
+    """The last status seen on Prolific (the sync, a webhook, an approval) of an enrollment's submission to the
+    Prolific study of one part (1 for a cohort in one part)."""
+
+    enrollment = models.ForeignKey(
+        "annotation.Enrollment", on_delete=models.CASCADE, related_name="prolific_submissions"
     )
+    part = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(max_length=20, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["enrollment", "part"], name="prolific_submission_per_part")]
 
 
 class WebhookSubscription(models.Model):

@@ -26,17 +26,19 @@ def places_owed(cohort: Cohort) -> int:
     Prolific place; a withdrawn or expired one keeps it too once the submission was sent
     (awaiting review, approved, screened out). Returned, timed-out and rejected submissions free
     their place on Prolific already (the submission object's reference), so they are not counted:
-    counting them would recruit too many. An enrollment admitted unverified (or superseded by the
+    counting them would recruit too many. Places are the first part's (a worker who did not come back for a
+    later part frees one there: a new worker starts at part 1). An enrollment admitted unverified (or superseded by the
     genuine participant) never counts: Prolific never gave it a place, so none is owed for it.
     """
     kept = [prolific.AWAITING_REVIEW, prolific.APPROVED, prolific.SCREENED_OUT, prolific.PARTIALLY_APPROVED]
     freed = (
         Enrollment.objects.filter(cohort=cohort)
         .exclude(state__in=HOLDS_SLOT)
-        .exclude(prolific_submission__status__in=prolific.FREES_PROLIFIC_PLACE)
+        .exclude(prolific_submissions__part=1, prolific_submissions__status__in=prolific.FREES_PROLIFIC_PLACE)
         .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
     )
-    return (freed.filter(state=State.FILTERED) | freed.filter(prolific_submission__status__in=kept)).distinct().count()
+    kept_there = freed.filter(prolific_submissions__part=1, prolific_submissions__status__in=kept)
+    return (freed.filter(state=State.FILTERED) | kept_there).distinct().count()
 
 
 def places_for(cohort: Cohort) -> int:

@@ -21,7 +21,7 @@ from django.db import models, transaction
 from crowd import Identity, Outcome
 from crowd.prolific import Prolific
 
-from . import sync, tasks
+from . import records, sync, tasks
 from .models import ProlificCohort, ProlificStudy
 from .tokens import NO_TOKEN, owner_has_token
 
@@ -55,6 +55,15 @@ class ProlificProvider(Prolific):
 
     def service_fee(self) -> float:
         return float(settings.PROLIFIC_SERVICE_FEE)
+
+    # ---------------------------------------------------------------- parts
+
+    def part_of_session(self, cohort: Any, identity: Identity) -> int:
+        return records.part_studies(cohort).get(str(identity.data.get("STUDY_ID") or ""), 0)
+
+    def may_start_part(self, enrollment: Any, part: int) -> bool:
+        studies = {number: sid for sid, number in records.part_studies(enrollment.cohort).items()}
+        return part not in studies or (enrollment.platform_data or {}).get("STUDY_ID") == studies[part]
 
     # ---------------------------------------------------------------- the protocol's events
 

@@ -1,4 +1,6 @@
-"""Publishing a study on Prolific: one Prolific study per cohort, with its reward, codes and places."""
+"""Publishing a study on Prolific: one Prolific study per cohort, with its reward, codes and places; a cohort whose
+test step comes in parts (``annotation.estimates``) has one Prolific study per part, each later part open only to
+the participants who finished the part before (a participant group as its filter, Prolific's multi-part studies)."""
 
 from __future__ import annotations
 
@@ -7,31 +9,33 @@ from decimal import ROUND_CEILING, Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.estimates import cohort_estimate
 from annotation.models import Cohort, Study
+from annotation.protocol import part_code
 from tasks_data.registry import TASKS
-from tasks_data.selectors import test_examples
 
 from . import client as prolific
 from . import webhooks
 from .audit import audit
-from .models import ParticipantGroup, ProlificCohort
+from .models import ParticipantGroup, ProlificCohort, ProlificPart
 from .places import places_for
 from .tokens import NO_TOKEN, client_for, on_prolific
 
 
-def reward_cents(study: Study) -> int:
-    """The base reward in the smallest unit (pence / cents) of ``study.pay_currency``: the hourly rate
-    over the expected duration, rounded up, so never below the rate."""
-    amount = Decimal(study.pay_rate) * study.expected_minutes / 60 * 100
-    return int(amount.to_integral_value(rounding=ROUND_CEILING))
+def reward_cents(cohort: Cohort, part: int = 1) -> int:
+    """A part's base reward in the smallest unit (pence / cents) of the study's pay currency: the cohort's
+    estimate (``annotation.estimates``), the hourly rate over the part's listed minutes, rounded up."""
+    return int(cohort_estimate(cohort).reward(part) * 100)
 
 
-def screenout_reward_cents(study: Study, cohort: Cohort) -> int:
-    """What a filtered worker is paid (Prolific's fixed screen-out reward): the reward's share of the
-    training step (k of the k + test items), rounded up, and strictly below the reward as Prolific asks."""
-    reward = reward_cents(study)
-    items = cohort.shots + test_examples(cohort.task).count()
-    share = Decimal(reward) * cohort.shots / max(items, 1)
+def screenout_reward_cents(cohort: Cohort, part: int = 1) -> int:
+    """What a filtered worker, or one who stopped in the middle of a part, is paid by Prolific's fixed
+    screen-out reward: the part's reward's share of the training step (k of the part's items), rounded up, at
+    least a cent, and strictly below the reward as Prolific asks. The time worked is topped up by a bonus."""
+    estimate = cohort_estimate(cohort)
+    reward = int(estimate.reward(part) * 100)
+    this = estimate.part(part)
+    share = Decimal(reward) * this.training_items / max(this.items, 1)
     return max(1, min(reward - 1, int(share.to_integral_value(rounding=ROUND_CEILING))))
 
 
@@ -67,31 +71,50 @@ def _group(client: prolific.ProlificClient, study: Study, cohort: Cohort) -> str
     return row.prolific_id
 
 
-def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> dict:
+def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, part: int = 1, groups=()) -> dict:
+    """The Prolific study of a cohort's ``part``: its time, reward and maximum time from the cohort's estimate.
+    ``groups``: the participant groups of the cohort's parts (who finished each), when it has several: a part's
+    completion code adds its finisher to its group, and a later part is open only to the previous part's group."""
     spec = TASKS[cohort.task.slug]
+    estimate = cohort_estimate(cohort)
+    this, parts = estimate.part(part), len(estimate.parts)
     add = [{"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": group_id}]
+    if part < parts:  # the last part has no next one to open
+        add.append({"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": groups[part - 1]})
+    reward = reward_cents(cohort, part)
     screen_out = {
         "action": prolific.FIXED_SCREEN_OUT_PAYMENT,
-        "fixed_screen_out_reward": screenout_reward_cents(study, cohort),
+        "fixed_screen_out_reward": screenout_reward_cents(cohort, part),
         "slots": cohort.target,
     }  # more screen-outs than the target pauses the study: look at it
-    training = f" with {cohort.shots} training examples first" if cohort.shots else ""
+    training = f" with {cohort.shots} training examples first" if cohort.shots and part == 1 else ""
+    named = f" (part {part} of {parts})" if parts > 1 else ""
+    sittings = (
+        f" Part {part} of {parts}: each part is a study of its own on Prolific, open to those who finished the "
+        "part before."
+        if parts > 1
+        else ""
+    )
+    filters = [{"filter_id": prolific.PARTICIPANT_GROUP_BLOCKLIST, "selected_values": [group_id]}]
+    if part > 1:
+        # Only those who finished the part before may take this one (Prolific's multi-part studies).
+        filters = [{"filter_id": prolific.PARTICIPANT_GROUP_ALLOWLIST, "selected_values": [groups[part - 2]]}]
     return {
-        "name": f"{spec.name}: mark the answers in short texts",
-        "internal_name": f"{study.name} / {cohort.task.slug} / {cohort.shots}-shot",
+        "name": f"{spec.name}: mark the answers in short texts{named}",
+        "internal_name": f"{study.name} / {cohort.task.slug} / {cohort.shots}-shot{named}",
         "description": f"{spec.name}{training}. You mark the answer in each text. About "
-        f"{study.expected_minutes} minutes. A training step can end the study early "
+        f"{this.listed_minutes} minutes.{sittings} A training step can end the study early "
         "(you are paid for it).",
         "external_study_url": external_url(site_url, cohort),
         "prolific_id_option": "url_parameters",
-        "total_available_places": places_for(cohort),
-        "estimated_completion_time": study.expected_minutes,
-        "maximum_allowed_time": study.time_limit,
-        "reward": reward_cents(study),
+        "total_available_places": places_for(cohort) if part == 1 else cohort.target,
+        "estimated_completion_time": this.listed_minutes,
+        "maximum_allowed_time": this.time_limit,
+        "reward": reward,
         "device_compatibility": ["desktop"],
         "completion_codes": [
             {
-                "code": study.completion_code,
+                "code": part_code(study, part, parts),
                 "code_type": prolific.CODE_COMPLETED,
                 "actor": "participant",
                 "actions": [{"action": prolific.MANUALLY_REVIEW}, *add],
@@ -100,11 +123,59 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str) -> di
                 "code": study.screenout_code,
                 "code_type": prolific.CODE_FIXED_SCREENOUT,
                 "actor": "participant",
-                "actions": [screen_out, *add],
+                "actions": [screen_out, *add[:1]],
             },
         ],
-        "filters": [{"filter_id": prolific.PARTICIPANT_GROUP_BLOCKLIST, "selected_values": [group_id]}],
+        "filters": filters,
     }
+
+
+def _part_groups(client: prolific.ProlificClient, study: Study, cohort: Cohort, parts: int) -> list[str]:
+    """One participant group per part of a cohort in several parts: who finished it (kept, so a rerun reuses them)."""
+    if parts < 2:
+        return []
+    groups = []
+    workspace = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+    for number in range(1, parts):
+        row = ProlificPart.objects.filter(cohort=cohort, number=number).first()
+        if row is None or not row.finishers_group:
+            answer = client.create_participant_group(
+                f"CLUES {cohort.task.slug} {cohort.shots}-shot: finished part {number}", workspace
+            )
+            row, _ = ProlificPart.objects.update_or_create(
+                cohort=cohort, number=number, defaults={"finishers_group": answer["id"]}
+            )
+            audit(study, "prolific create group", f"{cohort.task.slug} part {number} finishers: {answer['id']}")
+        groups.append(row.finishers_group)
+    return groups
+
+
+def _publish_later_parts(client, study: Study, cohort: Cohort, site_url: str, *, draft: bool, actor: str) -> None:
+    """The cohort's parts after the first, each a Prolific study open only to the finishers of the part before."""
+    parts = len(cohort_estimate(cohort).parts)
+    if parts < 2:
+        return
+    groups = _part_groups(client, study, cohort, parts)
+    group_id = _group(client, study, cohort)
+    for number in range(2, parts + 1):
+        row = ProlificPart.objects.filter(cohort=cohort, number=number).first()
+        if row is not None and row.prolific_study_id:
+            continue
+        body = study_body(study, cohort, site_url, group_id, part=number, groups=groups)
+        created = client.create_study(body)
+        ProlificPart.objects.update_or_create(
+            cohort=cohort, number=number, defaults={"prolific_study_id": created["id"]}
+        )
+        audit(
+            study,
+            "prolific create study",
+            f"{cohort.task.slug} {cohort.shots}-shot part {number} of {parts}: {created['id']}, "
+            f"reward {body['reward']} ({study.pay_currency} cents), about {body['estimated_completion_time']} minutes",
+            actor=actor,
+        )
+        if not draft:
+            client.transition_study(created["id"], "PUBLISH")
+            audit(study, "prolific publish", created["id"], actor=actor)
 
 
 def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "system") -> list[tuple[str, int, str]]:
@@ -129,7 +200,9 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
             check_currency(client, study)
         for cohort in cohorts:
             if cohort.pk not in published:
-                body = study_body(study, cohort, site_url, _group(client, study, cohort))
+                parts = len(cohort_estimate(cohort).parts)
+                groups = _part_groups(client, study, cohort, parts)
+                body = study_body(study, cohort, site_url, _group(client, study, cohort), groups=groups)
                 created = client.create_study(body)
                 prolific_study_id = published[cohort.pk] = created["id"]
                 ProlificCohort.objects.update_or_create(
@@ -151,8 +224,13 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
                 if not draft:
                     client.transition_study(prolific_study_id, "PUBLISH")
                     audit(study, "prolific publish", prolific_study_id, actor=actor)
+                if parts > 1:
+                    ProlificPart.objects.update_or_create(
+                        cohort=cohort, number=1, defaults={"prolific_study_id": prolific_study_id}
+                    )
                 if cohort.launched_at is None and not draft:
                     Cohort.objects.filter(pk=cohort.pk).update(launched_at=timezone.now())
+            _publish_later_parts(client, study, cohort, site_url, draft=draft, actor=actor)
             lines.append((cohort.task.slug, cohort.shots, published[cohort.pk]))
         if not draft:
             # Submission status changes acted on at once (the sync remains the safety net); never fails the publish.

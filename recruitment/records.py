@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 
 from annotation.models import Cohort, Enrollment, Study
 
-from .models import ProlificCohort, ProlificStudy, ProlificSubmission
+from .models import ProlificCohort, ProlificPart, ProlificStudy, ProlificSubmission
 
 
 def study_id_of(cohort: Cohort | int) -> str:
@@ -16,23 +16,38 @@ def study_id_of(cohort: Cohort | int) -> str:
     return ProlificCohort.objects.filter(cohort_id=cohort_id).values_list("prolific_study_id", flat=True).first() or ""
 
 
+def part_studies(cohort: Cohort) -> dict[str, int]:
+    """{Prolific study id: part} of the cohort's parts published on Prolific (part 1 is the cohort's study); one
+    query for a cohort not on Prolific."""
+    first = study_id_of(cohort)
+    if not first:
+        return {}
+    rows = ProlificPart.objects.filter(cohort=cohort).values_list("prolific_study_id", "number")
+    return {**{sid: number for sid, number in rows if sid}, first: 1}
+
+
 def published_cohorts(study: Study) -> QuerySet[Cohort]:
     """The study's cohorts published on Prolific, with their record (``cohort.prolific``)."""
     return study.cohorts.filter(prolific__prolific_study_id__gt="").select_related("task", "prolific")
 
 
-def status_of(enrollment: Enrollment) -> str:
-    """The last status of the enrollment's submission seen on Prolific ("" when none was seen); no query when
-    the enrollment was read with ``select_related("prolific_submission")``."""
-    try:
-        return enrollment.prolific_submission.status
-    except ProlificSubmission.DoesNotExist:
-        return ""
+def status_of(enrollment: Enrollment, part: int | None = None) -> str:
+    """The last status seen on Prolific of the enrollment's submission to ``part``'s study (default: the part the
+    worker is in), "" when none was seen; no query when the enrollment was read with
+    ``prefetch_related("prolific_submissions")``."""
+    part = part or enrollment.part or 1
+    cached = getattr(enrollment, "_prefetched_objects_cache", {}).get("prolific_submissions")
+    if cached is not None:
+        return next((s.status for s in cached if s.part == part), "")
+    rows = ProlificSubmission.objects.filter(enrollment_id=enrollment.pk, part=part)
+    return rows.values_list("status", flat=True).first() or ""
 
 
-def set_status(enrollment: Enrollment, status: str) -> None:
-    """Record the status Prolific reports for the enrollment's submission (when it changed)."""
-    ProlificSubmission.objects.update_or_create(enrollment_id=enrollment.pk, defaults={"status": status[:20]})
+def set_status(enrollment: Enrollment, status: str, part: int | None = None) -> None:
+    """Record the status Prolific reports for the enrollment's submission to ``part``'s study."""
+    ProlificSubmission.objects.update_or_create(
+        enrollment_id=enrollment.pk, part=part or enrollment.part or 1, defaults={"status": status[:20]}
+    )
 
 
 def manual_review(study: Study) -> bool:

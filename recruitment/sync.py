@@ -15,8 +15,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Cohort, Enrollment, Study
-from annotation.protocol import ACTIVE_STATES, State, transition
+from annotation.estimates import cohort_estimate
+from annotation.models import Answer, Cohort, Enrollment, Study
+from annotation.protocol import ACTIVE_STATES, State, part_code, transition
 from crowd import NotVerified
 
 from . import client as prolific
@@ -52,8 +53,8 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
     study = cohort.study
     if not on_prolific(study):
         return ""
-    prolific_study_id = records.study_id_of(cohort)
-    if not prolific_study_id:
+    part_studies = records.part_studies(cohort)
+    if not part_studies:
         return ""
     client = client_for(study)
     if client is None:
@@ -82,7 +83,7 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
         audit(study, "prolific verify refused", f"Prolific answered {exc.status}: the join was refused")
         raise NotVerified(CANNOT_CHECK) from None
     participant = str(submission.get("participant") or "").lower()  # the single submission's field name
-    if participant != pid or submission.get("study_id") != prolific_study_id:
+    if participant != pid or submission.get("study_id") not in part_studies:
         raise NotVerified(REFUSED)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
         raise NotVerified(
@@ -110,7 +111,7 @@ FILTERED_SENT_COMPLETION = "filtered after training, but sent the completion cod
 
 
 # An unverified enrollment the sync cannot match expires whatever it did: it never held a place nor counted.
-_UNMATCHED_EXPIRE = (*ACTIVE_STATES, State.COMPLETED, State.FILTERED)
+_UNMATCHED_EXPIRE = (*ACTIVE_STATES, State.BETWEEN, State.COMPLETED, State.FILTERED)
 
 
 def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:
@@ -158,16 +159,20 @@ def sync(study: Study, *, actor: str = "system") -> SyncReport:
                 .exclude(verification=SUPERSEDED)
                 .select_related("worker")
             }
-            for sub in client.study_submissions(prolific_study_id):
-                reconcile_submission(client, study, cohort, sub, enrollments, report, actor)
+            for part_study, part in sorted(records.part_studies(cohort).items(), key=lambda kv: kv[1]):
+                for sub in client.study_submissions(part_study):
+                    reconcile_submission(client, study, cohort, sub, enrollments, report, actor, part=part)
             report.expired += _expire_unmatched(cohort, actor)
             # The safety net of the give-back queued when a place is freed (the provider's hooks).
             report.places[prolific_study_id] = give_back_places(cohort.pk, actor=actor)
     return report
 
 
-def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str) -> None:
-    """One submission as Prolific lists it (the sync) or reports it (a webhook): idempotent, whoever calls."""
+def reconcile_submission(
+    client, study, cohort, sub: dict, enrollments: dict, report: SyncReport, actor: str, *, part: int = 1
+) -> None:
+    """One submission as Prolific lists it (the sync) or reports it (a webhook), to the Prolific study of the
+    cohort's ``part``: idempotent, whoever calls."""
     sub_id, status = str(sub.get("id", "")), sub.get("status", "")
     pid = str(sub.get("participant_id") or "").lower()  # the list's field name (get-study-submissions)
     enrollment = enrollments.get(pid)
@@ -186,14 +191,14 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
             enrollment.save(update_fields=["verification"])
             report.verified.append(pid)
             audit(study, "prolific verified", f"submission {sub_id}", enrollment, actor)
-        recorded = records.status_of(enrollment)
+        recorded = records.status_of(enrollment, part)
         if recorded == prolific.APPROVED:
             # Approved already, by whoever held this lock before (a webhook and the sync race): final on Prolific,
             # so a listing read before that approval changes nothing and is never approved again.
             return
         if recorded != status:
-            records.set_status(enrollment, status)
-        if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING):
+            records.set_status(enrollment, status, part)
+        if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING) and part == enrollment.part:
             transition(
                 enrollment,
                 _FREES[status],
@@ -206,13 +211,22 @@ def reconcile_submission(client, study, cohort, sub: dict, enrollments: dict, re
         if status == prolific.AWAITING_REVIEW:
             # Under the enrollment's row lock: whoever races this call (the sync, a webhook) waits, then finds the
             # approval recorded above, so Prolific is asked to approve a submission once.
-            _review(client, study, enrollment, sub, report, actor)
+            _review(client, study, enrollment, sub, report, actor, part)
 
 
-def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str) -> None:
+def finished_part(enrollment: Enrollment, part: int) -> tuple[bool, int]:
+    """(whether the worker answered every test item of ``part``, how many parts the cohort has)."""
+    estimate = cohort_estimate(enrollment.cohort)
+    done = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).count()
+    return done >= estimate.part(part).end, len(estimate.parts)
+
+
+def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str, part: int = 1) -> None:
     """A submission awaiting review ends approved or listed for the researcher, never silently left."""
     sub_id, code = str(sub.get("id", "")), str(sub.get("study_code") or "")
     pid = enrollment.worker.external_id
+    finished, parts = finished_part(enrollment, part)
+    expected = part_code(study, part, parts)
     if enrollment.state == State.FILTERED:
         # The screen-out code makes the submission SCREENED OUT (paid by Prolific); any other code leaves it
         # awaiting review: never approved automatically, always listed.
@@ -228,9 +242,9 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
             report.attention.append(
                 (sub_id, pid, "filtered after training; the submission carries another code than the screen-out code")
             )
-    elif enrollment.state != State.COMPLETED:
+    elif not finished:
         report.attention.append((sub_id, pid, f"the enrollment is {enrollment.state}, not completed"))
-    elif code != study.completion_code:
+    elif code != expected:
         report.attention.append((sub_id, pid, "the submission carries another code than the study's"))
     elif enrollment.verification == UNVERIFIED:
         report.attention.append((sub_id, pid, "the enrollment is not verified (another SESSION_ID)"))
@@ -243,8 +257,14 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
             audit(study, "prolific approve failed", f"{sub_id}: {exc}", enrollment, actor)
             report.attention.append((sub_id, pid, f"approval failed: {exc}"))
             return
-        records.set_status(enrollment, prolific.APPROVED)
-        audit(study, "prolific approve", f"submission {sub_id}", enrollment, actor)
+        records.set_status(enrollment, prolific.APPROVED, part)
+        audit(
+            study,
+            "prolific approve",
+            f"submission {sub_id}" + (f" (part {part})" if parts > 1 else ""),
+            enrollment,
+            actor,
+        )
         report.approved.append(pid)
 
 

@@ -9,11 +9,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from annotation.access import actor, researcher_required, study_for
+from annotation.estimates import study_listing
 from annotation.models import Study
 
 from . import bonuses, client, records, tokens, webhooks
 from .publish import publish as publish_study
-from .publish import reward_cents
 from .sync import awaiting_review
 from .sync import sync as sync_study
 
@@ -29,7 +29,7 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> 
             "manual_review": records.manual_review(study),
             "has_token": tokens.has_token(study),
             "can_store": bool(settings.PROLIFIC_TOKEN_KEY),
-            "reward_cents": reward_cents(study),
+            "listing": study_listing(study),
             "bonuses": bonuses.bonus_rows(study),
             "awaiting_review": awaiting_review(study),
             "money": bonuses.money_states(study),

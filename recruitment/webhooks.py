@@ -31,6 +31,7 @@ from django.db import IntegrityError, transaction
 from annotation.models import Enrollment, Study
 
 from . import client as prolific
+from . import records
 from .audit import audit
 from .models import WebhookEvent, WebhookSubscription
 from .sync import SyncReport, reconcile_submission
@@ -159,7 +160,8 @@ def _act(submission_id: str) -> Outcome:
         return Outcome(200, "no Prolific token for this study")
     with client:
         submission = client.get_submission(submission_id)  # the truth, whatever the event said
-        if submission.get("study_id") != enrollment.cohort.prolific.prolific_study_id:
+        part = records.part_studies(enrollment.cohort).get(str(submission.get("study_id") or ""))
+        if part is None:
             return Outcome(200, "not this cohort's submission")
         row = {
             "id": submission_id,
@@ -176,5 +178,6 @@ def _act(submission_id: str) -> Outcome:
             {enrollment.worker.external_id: enrollment},
             report,
             actor="prolific webhook",
+            part=part,
         )
     return Outcome(200, "handled")

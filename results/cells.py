@@ -8,14 +8,12 @@ writes them.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 
 import numpy as np
 from django.db.models import Avg
 
 from annotation.models import Answer, Study
-from annotation.protocol import pay
 from annotation.selectors import in_results, study_cohorts
 from baselines.selectors import agreement_with, completed_runs
 from tasks_data.s1 import check_mrc_gold, corpus_s1
@@ -157,10 +155,11 @@ DEFAULT_TARGET_POINTS = 5.0  # the planner's default target: a 95% interval of �
 DEFAULT_ASSURANCE = 0.8  # the planner's: the share of studies of the planned size that reach the target
 
 
-def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: float) -> dict:
+def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_points: float) -> dict:
     """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance over the pilot's noise
-    and the study's) and their price:
-    each paid the cohort's mean active time at the study's rate, plus the platform's service fee."""
+    and the study's) and their price: each paid the cohort's estimate (``annotation.estimates``: the figure the
+    workers and the platform are shown, measured once the cohort's first workers finished) at the study's rate,
+    every part, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
     out: dict[str, object] = {
         "planned": planned,
@@ -170,15 +169,15 @@ def _plan(study: Study, scores: CohortScores, s1: list[float], target_points: fl
         "planned_fee": None,
         "currency": study.pay_currency,
     }
-    if scores.active_seconds:
-        seconds = statistics.fmean(scores.active_seconds.values())
-        out["expected_minutes"] = seconds / 60
-        if planned is not None:
-            share = fee_share(study)
-            cost = plan_cost(
-                annotators=planned, pay_each=pay(seconds=seconds, rate_per_hour=study.pay_rate), fee_share=share
-            )
-            out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, share
+    estimate = scores.estimate  # kept with the cached scores; a cohort without annotators has no plan to price
+    if estimate is None:
+        return out
+    out["expected_minutes"] = estimate.minutes
+    out["parts"] = len(estimate.parts)
+    if planned is not None:
+        share = fee_share(study)
+        cost = plan_cost(annotators=planned, pay_each=estimate.total_pay, fee_share=share)
+        out["planned_cost"], out["planned_fee"], out["fee_share"] = cost.total, cost.fee, share
     return out
 
 
@@ -194,8 +193,8 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
     without annotators); ``flags``: what makes the intervals doubtful (keys of ``results.uncertainty.FLAGS``:
     an annotator at chance, near-ceiling items); the planner: ``planned`` (annotators a cell needs for a 95%
     interval on this test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
-    or 1000 are not enough), ``expected_minutes`` (the cohort's mean active time), ``planned_cost``
-    and ``planned_fee`` (Decimal, in ``currency``: planned annotators x expected time x the study's
+    or 1000 are not enough), ``expected_minutes`` (the cohort's estimate, ``annotation.estimates``), ``planned_cost``
+    and ``planned_fee`` (Decimal, in ``currency``: planned annotators x the estimate's pay at the study's
     rate, plus the platform's service fee, ``study.provider.service_fee()``) and ``target_points``.
     """
     check_mrc_gold(mrc_gold)
@@ -232,7 +231,7 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
                 items=len(cell_scores.example_ids),
                 matrix=cell_scores.matrix(mrc_gold) if cell_scores.complete else None,
             )
-        cell.update(_plan(study, cell_scores, s1, target_points))
+        cell.update(_plan(study, cohort, cell_scores, s1, target_points))
         if s1:
             majority = cell_scores.majority_s1[mrc_gold]
             cell["majority"] = 100 * corpus_s1(majority[np.isfinite(majority)])

@@ -28,6 +28,7 @@ import numpy as np
 from django.db.models import Count, Max, Sum
 
 from annotation import selectors
+from annotation.estimates import Estimate, cohort_estimates
 from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
 from tasks_data.models import Example
@@ -67,6 +68,8 @@ class CohortScores:
     fleiss_kappa: float | None = None
     krippendorff_alpha: float | None = None
     alpha_distance: str | None = None
+    # The cohort's estimate (``annotation.estimates``) as of these scores: the planner's time and price.
+    estimate: Estimate | None = None
 
     @property
     def n(self) -> int:
@@ -125,7 +128,7 @@ def _key(study: Study, cohort_id: int, fingerprint: str) -> str:
 
 
 def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict[int, dict[int, str]]]:
-    """Scores of ``cohorts`` from their stored answers, and their annotators' prediction files (5 queries)."""
+    """Scores of ``cohorts`` from their stored answers, and their annotators' prediction files (9 queries)."""
     files: dict[int, dict[int, str]] = {}
     by_cohort = {c.pk: c for c in cohorts}
     answers: dict[int, dict[int, dict[int, tuple]]] = defaultdict(lambda: defaultdict(dict))
@@ -159,9 +162,11 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
     for row in selectors.study_enrollments(study, cohorts=by_cohort, results=True):
         rows[row["enrollment"].cohort_id].append(row)
     out = {}
+    estimates = cohort_estimates(by_cohort.values(), study=study)
     for cohort_id, cohort in by_cohort.items():
         kind = cohort.task.spec.answer_kind
         scores = CohortScores(cohort_id, cohort.task.slug, cohort.shots)
+        scores.estimate = estimates[cohort_id]
         by_annotator = answers.get(cohort_id, {})
         order = sorted(items.get(cohort_id, {}).items(), key=lambda kv: (kv[1][0], kv[0]))
         scores.annotators = sorted(by_annotator)

@@ -41,7 +41,10 @@ class TableCellSerializer(serializers.Serializer):
     )
     assurance = serializers.FloatField(required=False)
     expected_minutes = serializers.FloatField(
-        allow_null=True, required=False, help_text="The cohort's mean active time per annotator."
+        allow_null=True,
+        required=False,
+        help_text="The cohort's estimated minutes per annotator (annotation.estimates): the items x the time per item, "
+        "measured once its first workers finished a part.",
     )
     planned_cost = serializers.DecimalField(
         max_digits=12,

@@ -18,4 +18,6 @@ urlpatterns = [
     path("work/answer/", views.answer, name="work-answer"),
     path("work/next/", views.next_item, name="work-next"),
     path("work/revise/", views.revise, name="work-revise"),
+    path("work/next-part/", views.next_part, name="work-next-part"),
+    path("work/stop/", views.stop, name="work-stop"),
 ]

@@ -15,13 +15,15 @@ import re
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
+from annotation.estimates import cohort_estimate, duration_text
 from annotation.models import Answer, Enrollment
-from annotation.protocol import State, WorkerPage, page_of_step, pay, worker_page
+from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
 from clues_http.negotiation import HtmxHttpRequest
 from tasks_data.models import Example
@@ -67,31 +69,36 @@ def _labels_in_order(spec: TaskSpec, question: str) -> str:
 
 
 def _step_info(enrollment: Enrollment) -> dict:
+    """Time, pay and parts as the cohort's estimate has them (``annotation.estimates``: the same figures as the
+    platform's listing and the researcher's pages)."""
     cohort = enrollment.cohort
-    training = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING)) if cohort.shots else 0
-    test = _test_total(enrollment)
+    estimate = cohort_estimate(cohort)
+    part = estimate.part(enrollment.part)
     spec, study = cohort.task.spec, cohort.study
-    seconds = (training + test) * spec.seconds_per_item
     return {
-        "training_items": training,
-        "test_items": test,
+        "training_items": estimate.training_items,
+        "test_items": _test_total(enrollment),  # the attention checks too: the progress bar counts them
         "shots": cohort.shots,
         "repeats": spec.train_rows_per_shot,
-        "seconds_per_item": round(spec.seconds_per_item),
-        "duration": _duration(seconds),
-        "test_duration": _duration(test * spec.seconds_per_item),
-        "pay": pay(seconds=seconds, rate_per_hour=study.pay_rate),
+        "seconds_per_item": round(estimate.seconds_per_item),
+        "duration": duration_text(part.listed_minutes),
+        "test_duration": duration_text(estimate.test_minutes),
+        "pay": estimate.reward(part.number),
         "rate": study.pay_rate,
         "currency": study.pay_currency,
         "idle_minutes": max(1, round(study.idle_cap_seconds / 60)),
+        "part": part,
+        "parts": len(estimate.parts),
+        "all_parts": [
+            {"number": p.number, "items": p.items, "duration": duration_text(p.listed_minutes)} for p in estimate.parts
+        ],
+        "time_limit": part.time_limit,
     }
 
 
 def _duration(seconds: float) -> str:
     """A duration as a worker reads it: "2 h 35 min", "40 min" (rounded up to 5 minutes)."""
-    minutes = max(5, -(-int(seconds) // 300) * 5)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours and minutes else (f"{hours} h" if hours else f"{minutes} min")
+    return duration_text(seconds / 60)
 
 
 def _test_total(enrollment: Enrollment) -> int:
@@ -137,6 +144,8 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
     ctx = _base_context(enrollment)
     ctx.update(
         view="item",
+        time_left=_time_left(enrollment),
+        part=_part_label(enrollment),
         item=item,
         item_handle=state.item_handle,
         step=state.step,
@@ -159,6 +168,14 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
             ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(spec, last)}
     ctx.update(kind.widget_context(spec, item, PIECES, revising=revising.texts if revising is not None else None))
     return ctx
+
+
+def _part_label(enrollment: Enrollment) -> dict | None:
+    """ "Part k of n" for a test step in parts (from the counts read with the enrollment: no query), else None."""
+    if not hasattr(enrollment, "test_total"):
+        return None
+    parts = len(services.part_bounds(enrollment))
+    return {"number": enrollment.part, "parts": parts} if parts > 1 else None
 
 
 def _texts_display(texts) -> list[str]:
@@ -281,9 +298,47 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
         ctx.update(view="done", completion=outcome)
     elif page is WorkerPage.FILTERED:
         ctx.update(view="filtered", completion=outcome)
+    elif page is WorkerPage.BETWEEN:
+        ctx.update(view="between", completion=outcome, **_between_context(enrollment))
     else:
-        ctx.update(view="ended", reason=state.step)
+        stopped = enrollment.stopped_at
+        ended_early = stopped is not None and stopped < services.part_deadline(enrollment)
+        ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(stopped), ended_early=ended_early)
+        ctx["parts"] = _part_label(enrollment)
     return ctx
+
+
+def _between_context(enrollment: Enrollment) -> dict:
+    """A part done: its code, the next part, and how to come back for it."""
+    estimate = cohort_estimate(enrollment.cohort)
+    following = estimate.part(enrollment.part + 1)
+    deadline = services.part_deadline(enrollment)
+    return {
+        "info": _step_info(enrollment),
+        "next_part": {
+            "number": following.number,
+            "items": following.items,
+            "duration": duration_text(following.listed_minutes),
+            "pay": estimate.reward(following.number),
+            "time_limit": following.time_limit,
+        },
+        "return_by": deadline,
+        "may_start": enrollment.cohort.study.provider.may_start_part(enrollment, following.number),
+    }
+
+
+# The worker is warned, and offered to end the part, once this share of the part's time limit is left.
+WARN_SHARE = 0.2
+
+
+def _time_left(enrollment: Enrollment) -> dict | None:
+    """Minutes left before the part's time limit, when few are left (the page warns), else None."""
+    deadline = services.part_deadline(enrollment)
+    limit = (deadline - (enrollment.timer_started_at or enrollment.enrolled_at)).total_seconds() / 60
+    left = (deadline - timezone.now()).total_seconds() / 60
+    if left > max(5.0, WARN_SHARE * limit):
+        return None
+    return {"minutes": max(0, int(left)), "deadline": deadline}
 
 
 def _enrollment(request: HttpRequest) -> Enrollment | None:
@@ -393,6 +448,43 @@ def answer(request: HtmxHttpRequest) -> HttpResponse:
     if enrollment.state == State.COMPLETED:
         # A full page load for the completion page: it may redirect or post to the platform.
         response["HX-Redirect"] = request.build_absolute_uri("/work/")
+    return response
+
+
+@require_POST
+def next_part(request: HtmxHttpRequest) -> HttpResponse:
+    """A worker between parts starts the next one."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        services.start_next_part(enrollment_id=enrollment.pk)
+    except services.Conflict as exc:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=f"{exc}.")
+    session.record_start(request, enrollment.pk)
+    enrollment.refresh_from_db()
+    if not request.htmx:
+        return redirect("work")
+    return _render_stage(request, enrollment)
+
+
+@require_POST
+def stop(request: HtmxHttpRequest) -> HttpResponse:
+    """The worker ends the part now, before its time limit: a code and the pay for the time worked."""
+    enrollment = _enrollment(request)
+    if enrollment is None:
+        return _no_enrollment(request)
+    try:
+        services.stop_part(enrollment_id=enrollment.pk)
+    except services.Conflict as exc:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=f"{exc}.")
+    enrollment.refresh_from_db()
+    if not request.htmx:
+        return redirect("work")
+    response = _render_stage(request, enrollment)
+    response["HX-Redirect"] = request.build_absolute_uri("/work/")
     return response
 
 

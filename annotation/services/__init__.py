@@ -26,7 +26,9 @@ from .answering import (
     current_item,
     item_order,
     last_test_answer,
+    part_bounds,
     revise_last_test_answer,
+    start_next_part,
     submit_answer,
 )
 from .completion import completion
@@ -35,8 +37,10 @@ from .filtering import (
     expire_stale,
     filter_enrollment,
     leave_out_of_results,
+    part_deadline,
     put_back_in_results,
     reinstate_enrollment,
+    stop_part,
     withdraw,
 )
 from .joining import NOT_ALLOWED, RESUME_PARAM, JoinOutcome, join
@@ -69,6 +73,10 @@ __all__ = [
     "last_test_answer",
     "LastAnswer",
     "completion",
+    "start_next_part",
+    "part_bounds",
+    "part_deadline",
+    "stop_part",
     "item_handle",
     "is_item_handle",
     # researchers' actions and the clock

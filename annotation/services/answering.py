@@ -15,9 +15,10 @@ from tasks_data.s1 import item_s1
 
 from .. import attention
 from ..answers import validate_answer
+from ..estimates import cohort_estimate, split
 from ..handles import is_handle_of, item_handle
 from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
-from ..protocol import State, step_name, transition
+from ..protocol import RETURN_DAYS, State, step_name, transition
 from .errors import Conflict
 from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
 from .hot_paths import hot_path
@@ -65,6 +66,43 @@ def item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
     if example is not None:
         example.task = cohort.task  # loaded with the enrollment
     return example
+
+
+def part_bounds(enrollment: Enrollment) -> list[tuple[int, int]]:
+    """(first, end) test positions of each part of the cohort's test step (``estimates.split``), from the
+    counts the hot path read with the enrollment: no query."""
+    spec = enrollment.cohort.task.spec
+    return split(
+        training_items=enrollment.training_total if enrollment.cohort.shots else 0,
+        test_items=enrollment.test_total,
+        seconds_per_item=spec.seconds_per_item,
+        sitting_minutes=enrollment.cohort.study.sitting_minutes,
+    )
+
+
+def start_next_part(*, enrollment_id: int) -> Enrollment:
+    """A worker between parts starts the next one: its own start and time limit (the cohort's estimate)."""
+    now = timezone.now()
+    with transaction.atomic():
+        enrollment = hot_path().fetch(enrollment_id, lock=True)
+        if expire_if_stale(enrollment, now):
+            raise Conflict("your place in this study was offered again: you did not come back in time")
+        if enrollment.state != State.BETWEEN:
+            raise Conflict(f"there is no next part to start: your enrollment is {enrollment.state}")
+        part = enrollment.part + 1
+        if not enrollment.cohort.study.provider.may_start_part(enrollment, part):
+            raise Conflict(f"open part {part} from its own study on {enrollment.cohort.study.provider.name}")
+        limit = cohort_estimate(enrollment.cohort).part(part).time_limit
+        enrollment.part, enrollment.timer_started_at, enrollment.timer_minutes = part, now, limit
+        transition(
+            enrollment,
+            State.TESTING,
+            actor="worker",
+            action="start part",
+            reason=f"part {part} of {len(part_bounds(enrollment))}, time limit {limit} minutes",
+            update_fields=("part", "timer_started_at", "timer_minutes"),
+        )
+        return enrollment
 
 
 def step_total(enrollment: Enrollment, step: str) -> int:
@@ -214,6 +252,20 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
                 actor="worker",
                 action="complete test step",
                 update_fields=("completed_at", "current_served_at"),
+                parts=len(part_bounds(enrollment)),
+            )
+        elif done == part_bounds(enrollment)[enrollment.part - 1][1]:
+            # The end of a part: the worker gets its code and comes back for the next (RETURN_DAYS to do so).
+            bounds = part_bounds(enrollment)
+            enrollment.timer_started_at, enrollment.timer_minutes = now, RETURN_DAYS * 24 * 60
+            transition(
+                enrollment,
+                State.BETWEEN,
+                actor="worker",
+                action="finish part",
+                reason=f"part {enrollment.part} of {len(bounds)}",
+                update_fields=("timer_started_at", "timer_minutes", "current_served_at"),
+                parts=len(bounds),
             )
         if done < total and served is not None:
             hot_path().mark_served(enrollment.pk, None)

@@ -13,9 +13,13 @@ from django.db import transaction
 from django.db.models import Avg
 from django.utils import timezone
 
+from tasks_data.models import Example, TrainingSetItem
+
+from ..estimates import estimate
 from ..models import Answer, AuditEvent, Cohort, Enrollment
 from ..protocol import (
     COMPARISON_EXCLUDES,
+    RETURN_DAYS,
     State,
     filter_refusal,
     filtering_decision,
@@ -38,18 +42,89 @@ def load_enrollment(enrollment_id: int, *, lock: bool) -> Enrollment:
 
 
 def is_stale(enrollment: Enrollment, now: datetime) -> bool:
-    limit = enrollment.cohort.study.time_limit  # every enrollment has one: a join without one is refused
-    return bool(limit and enrollment.state in STEP_OF_STATE and now - enrollment.enrolled_at > timedelta(minutes=limit))
+    """Past the deadline of the part the worker is in (between parts: of the wait for the next part)."""
+    if enrollment.state not in STEP_OF_STATE and enrollment.state != State.BETWEEN:
+        return False
+    deadline = part_deadline(enrollment)
+    return now > deadline
+
+
+def part_deadline(enrollment: Enrollment) -> datetime:
+    """When the part's time limit passes (between parts: when the worker's place is offered again). Part 1's clock
+    starts at joining, with its limit from the cohort's estimate (``estimates.Part.time_limit``: the task's figure,
+    so it needs only the item counts the worker's hot path reads with the enrollment); a later part's is set as it
+    starts."""
+    limit = enrollment.timer_minutes or first_part_limit(enrollment)
+    return (enrollment.timer_started_at or enrollment.enrolled_at) + timedelta(minutes=limit)
+
+
+def first_part_limit(enrollment: Enrollment) -> int:
+    cohort = enrollment.cohort
+    training = getattr(enrollment, "training_total", None)
+    test = getattr(enrollment, "test_total", None)
+    if training is None or test is None:  # not read by the hot path: count them
+        training = TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
+        test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    return (
+        estimate(
+            study=cohort.study,
+            task_slug=cohort.task.slug,
+            training_items=training if cohort.shots else 0,
+            test_items=test,
+        )
+        .part(1)
+        .time_limit
+    )
 
 
 def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
-    if is_stale(enrollment, now):
-        limit = enrollment.cohort.study.time_limit
+    """Expire an enrollment past its deadline. One in the middle of a part stops there: it gets the study's
+    partial-pay code and is paid for the time worked, its answers kept; one between parts did not come back
+    and keeps the pay of the parts done. Either way its place is offered again."""
+    if not is_stale(enrollment, now):
+        return False
+    if enrollment.state == State.BETWEEN:
         transition(
-            enrollment, State.EXPIRED, actor="system", action="expire", reason=f"time limit of {limit} minutes passed"
+            enrollment,
+            State.EXPIRED,
+            actor="system",
+            action="expire",
+            reason=f"did not start part {enrollment.part + 1} within {RETURN_DAYS} days: their place is offered "
+            f"again (paid for part(s) 1-{enrollment.part})",
         )
         return True
-    return False
+    enrollment.stopped_at = now
+    transition(
+        enrollment,
+        State.EXPIRED,
+        actor="system",
+        action="expire",
+        reason=f"the time limit of part {enrollment.part} passed: given the partial-pay code, paid for the time worked",
+        update_fields=("stopped_at",),
+    )
+    return True
+
+
+def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
+    """The worker ends the part they are in now, before its time limit: as when it passes, they get the
+    partial-pay code and are paid for the time worked; their answers are kept."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        enrollment = load_enrollment(enrollment_id, lock=True)
+        if expire_if_stale(enrollment, now):
+            return enrollment
+        if enrollment.state not in STEP_OF_STATE:
+            raise Conflict(f"there is no part to end now: your enrollment is {enrollment.state}")
+        enrollment.stopped_at = now
+        transition(
+            enrollment,
+            State.EXPIRED,
+            actor="worker",
+            action="stop",
+            reason=f"ended part {enrollment.part} before its end: given the partial-pay code, paid for the time worked",
+            update_fields=("stopped_at",),
+        )
+        return enrollment
 
 
 def finish_training(enrollment: Enrollment, now: datetime) -> None:
@@ -182,10 +257,10 @@ def withdraw(*, enrollment_id: int, actor: str, reason: str = "") -> Enrollment:
 
 
 def expire_stale(*, now: datetime | None = None) -> int:
-    """Expire every active enrollment past its study's time limit; returns how many."""
+    """Expire every enrollment past its part's deadline (``expire_if_stale``); returns how many."""
     now = now or timezone.now()
     count = 0
-    candidates = Enrollment.objects.filter(state__in=STEP_OF_STATE)
+    candidates = Enrollment.objects.filter(state__in=(*STEP_OF_STATE, State.BETWEEN))
     for enrollment_id in candidates.values_list("pk", flat=True):
         with transaction.atomic():
             count += expire_if_stale(load_enrollment(enrollment_id, lock=True), now)

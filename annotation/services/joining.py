@@ -118,6 +118,9 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
     if verification == Enrollment.VERIFIED:
         if who.session == existing.platform_session:
             return "rebind"
+        if existing.state == State.BETWEEN and study.provider.part_of_session(cohort, who) == existing.part + 1:
+            _continue_in_session(existing, study, who)
+            return "rebind"
         if existing.verification == Enrollment.UNVERIFIED:
             return "supersede"
         return ""
@@ -127,6 +130,30 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
         )
     # A platform that vouches for nothing (an assignment id in the link): its own session is the worker's.
     return "rebind" if who.session == existing.platform_session else ""
+
+
+def _continue_if_next_part(existing: Enrollment, cohort: Cohort, who: crowd.Identity) -> None:
+    """A worker between parts who comes with the platform's session of the next part (a platform that lists each
+    part as a study of its own), confirmed by the platform, continues under it."""
+    if existing.state != State.BETWEEN or not who.session or who.session == existing.platform_session:
+        return
+    if cohort.study.provider.part_of_session(cohort, who) != existing.part + 1:
+        return
+    if verification_of(cohort, who, returning=True) == Enrollment.VERIFIED:
+        _continue_in_session(existing, cohort.study, who)
+
+
+def _continue_in_session(existing: Enrollment, study: Study, who: crowd.Identity) -> None:
+    """The enrollment continues under the platform's session of the next part (its submission there)."""
+    Enrollment.objects.filter(pk=existing.pk).update(platform_session=who.session, platform_data=who.data)
+    existing.platform_session, existing.platform_data = who.session, who.data
+    AuditEvent.objects.create(
+        study=study,
+        enrollment=existing,
+        actor="worker",
+        action="rebind",
+        reason=f"came back for part {existing.part + 1}; session confirmed by {study.provider.name}",
+    )
 
 
 def _holder_elsewhere(existing: Enrollment, cohort: Cohort, who: crowd.Identity) -> Enrollment:
@@ -216,6 +243,7 @@ def join(
         # A returning worker: the same browser session or the same logged-in account; from another browser,
         # the way back (``_way_back``).
         if bound_enrollment_id == existing.pk or existing.pk in seen or study.provider.uses_accounts:
+            _continue_if_next_part(existing, cohort, who)
             return JoinOutcome(cohort, existing)
         way = _way_back(existing, cohort, who, params)
         if way == "rebind":
@@ -269,6 +297,7 @@ def join(
             platform_data=who.data,
             verification=verification,
             resume_code=new_resume_code() if study.provider.offers_resume_code else "",
+            part=1,  # its clock starts at joining, its limit the cohort's estimate's (filtering.part_deadline)
         )
         try:
             transition(

@@ -142,7 +142,7 @@ def test_action_bar_on_screen_for_every_squad2_test_item(pages, clues_data):
     """Submit and "No answer" on screen without scrolling, at 1366x800 and 390x844, on the official SQuADv2 test
     items: the 40 with the longest paragraph or question in the suite (about 30 s), all of them with
     CLUES_UX_ALL=1 (about 3 min)."""
-    study = make_study(tasks=("squad2",), shots=(0,))
+    study = make_study(tasks=("squad2",), shots=(0,), sitting_minutes=240)  # every item in one sitting
     cohort = cohort_of(study, "squad2", 0)
     laptop = pages.new(viewport=LAPTOP)
     enrollment = _join_and_start(laptop, cohort, "SQ-BAR")

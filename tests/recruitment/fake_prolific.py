@@ -8,8 +8,11 @@ relies on:
 - completion codes: documented code types and actions only; ADD_TO_PARTICIPANT_GROUP needs an
   existing group; at most one FIXED_SCREEN_OUT_PAYMENT code, whose reward is below the study's;
 - a participant group needs a workspace (or organisation) id;
-- a participant takes a place only while the study is ACTIVE, has a free place and is not in a
-  blocklisted group; RETURNED, TIMED-OUT and REJECTED submissions give their place back;
+- a participant takes a place only while the study is ACTIVE, has a free place, is not in a
+  blocklisted group and, where the study has a participant group allowlist (a later part of a
+  multi-part study), is in one of its groups; a study's maximum time is at least its estimated time;
+  a group's participants are listed (GET participant-groups/{id}/participants/); RETURNED, TIMED-OUT
+  and REJECTED submissions give their place back;
 - submitting a code runs its actions (add to the group, screen out with the fixed reward, or
   await review); a submission is approved only from AWAITING REVIEW;
 - the bonus pay call is NOT idempotent (paying a bulk bonus twice pays twice), as documented.
@@ -182,6 +185,10 @@ class FakeProlific:
                         pid in self.groups[g]["participants"] for g in f["selected_values"]
                     ):
                         raise Refused("the participant is in a blocklisted group")
+                    if f["filter_id"] == "participant_group_allowlist" and not any(
+                        pid in self.groups[g]["participants"] for g in f["selected_values"]
+                    ):
+                        raise Refused("the participant is in no allowlisted group")
                 if any(s["study_id"] == study_id and s["participant"] == pid for s in self.submissions.values()):
                     raise Refused("the participant already took part")
                 if self.places_taken(study_id) >= study["total_available_places"]:
@@ -324,6 +331,12 @@ class FakeProlific:
         if m := re.fullmatch(r"submissions/(\w+)/", path):
             sub = self.submissions.get(m[1])
             return (200, dict(sub)) if sub else (404, _error(404, "Not found."))
+        if m := re.fullmatch(r"participant-groups/(\w+)/participants/", path):
+            # Prolific's "list the participants of a group" (GET /api/v1/participant-groups/{id}/participants/).
+            group = self.groups.get(m[1])
+            if group is None:
+                return 404, _error(404, "Not found.")
+            return 200, {"results": [{"participant_id": p} for p in sorted(group["participants"])]}
         if method == "POST" and path == "participant-groups/":
             if not (body or {}).get("name") or not (body.get("workspace_id") or body.get("organisation_id")):
                 return 400, _error(400, "Either a workspace or organisation ID must be specified.")
@@ -409,10 +422,14 @@ class FakeProlific:
         if screen_outs > 1:
             problems.append("only one completion code may pay a fixed screen-out")
         for f in body.get("filters") or []:
-            if f.get("filter_id") == "participant_group_blocklist" and not set(f.get("selected_values", [])) <= set(
-                self.groups
-            ):
-                problems.append("participant_group_blocklist: no such group")
+            if f.get("filter_id") in ("participant_group_blocklist", "participant_group_allowlist") and not set(
+                f.get("selected_values", [])
+            ) <= set(self.groups):
+                problems.append(f"{f['filter_id']}: no such group")
+        if body.get("estimated_completion_time", 0) < 1 or body.get("maximum_allowed_time", 0) < body.get(
+            "estimated_completion_time", 0
+        ):
+            problems.append("maximum_allowed_time must be at least the estimated_completion_time")
         if problems:
             return 400, _error(400, problems)
         sid = self.new_id()

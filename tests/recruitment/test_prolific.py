@@ -86,7 +86,8 @@ def test_publishing_refuses_a_pay_currency_that_is_not_the_accounts(fake, resear
     fake.currency = "GBP"
     publish(study, site_url=SITE)
     (body,) = fake.studies.values()
-    assert body["currency_code"] == "GBP" and body["reward"] == 600  # 12 GBP/h x 30 min, in pence
+    # 12 GBP/h x the cohort's estimate: 3 items x 8 s, listed as 1 minute (rounded up), in pence.
+    assert body["currency_code"] == "GBP" and body["reward"] == 20 and body["estimated_completion_time"] == 1
 
 
 def test_publishing_needs_a_workspace_for_the_participant_group_and_says_so(fake, researcher, settings):

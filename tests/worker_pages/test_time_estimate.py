@@ -29,5 +29,6 @@ def test_the_description_gives_time_and_pay_from_the_registry_and_the_rate(demo_
     assert per_item == 15
     assert "Test: 12 items</strong> (about 5 min)" in html  # 12 x 15 s = 3 min, rounded up to 5
     assert "Time: about 15 min in all</strong> (about 15 seconds an item)" in html  # 42 x 15 s = 10.5 min
-    assert "pays about 1.75 USD at 10.00 USD an hour" in html  # 630 s at 10/h
+    # 630 s, listed as 11 minutes (rounded up, as the platform's listing) at 10/h, rounded up to the cent.
+    assert "pays about 1.84 USD at 10.00 USD an hour" in html
     assert "counts up to 4 minutes" in html

@@ -1,6 +1,7 @@
 """manage.py launch_study: one option per study parameter, derived from the Study model (``Study.parameters``),
 and one per crowd platform setting (``annotation.platform_settings``), for that platform only."""
 
+import math
 from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth import get_user_model
@@ -9,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import models
 
 import crowd
-from annotation import platform_settings, services
+from annotation import estimates, platform_settings, services
 from annotation.models import Study
 from annotation.selectors import is_researcher
 
@@ -158,6 +159,20 @@ class Command(BaseCommand):
         cohorts = sorted(study.cohorts.select_related("task"), key=lambda c: (tasks.index(c.task.slug), c.shots))
         for cohort in cohorts:
             self.stdout.write(f"{cohort.task.slug} {cohort.shots} {cohort.join_path}")
+        # The estimate each cohort's workers and platform are shown (annotation.estimates), and a figure of the
+        # researcher's own that is far off it.
+        for cohort in cohorts:
+            est = estimates.cohort_estimate(cohort)
+            longest = max(p.listed_minutes for p in est.parts)
+            if options["verbosity"] > 1:  # the study page shows it too
+                self.stderr.write(
+                    f"{cohort.task.slug} {cohort.shots}-shot: about {math.ceil(est.minutes)} min "
+                    f"({est.source}) in {len(est.parts)} part(s) of at most {longest} min, each with a time limit of "
+                    f"{max(p.time_limit for p in est.parts)} min; pays {est.total_pay} {study.pay_currency}"
+                )
+            warning = estimates.override_warning(study=study, task=cohort.task, shots=cohort.shots)
+            if warning:
+                self.stderr.write(f"warning: {warning}")
         if trial:
             query = study.provider.join_query(study).replace("{WORKER_ID}", "me")
             self.stderr.write(

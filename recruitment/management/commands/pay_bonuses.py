@@ -36,8 +36,8 @@ class Command(StudyCommand):
             report = pay_bonuses(study)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        for pid, amount in report.paid:
-            self.stdout.write(f"paid {pid} {amount:.2f}")
+        for (pid, amount), part in zip(report.paid, report.paid_parts, strict=True):
+            self.stdout.write(f"paid {pid} {amount:.2f}" + (f" ({part})" if part else ""))
         for pid in report.failed:
             self.stdout.write(f"not paid {pid}: Prolific refused; run again later")
         states = money_states(study)

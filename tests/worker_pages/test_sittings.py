@@ -1,0 +1,181 @@
+"""Never a dead end, and a long test step in sittings, through the worker's pages on the generic link: a warning and an
+"end now" before the part's time limit, a code and the pay for the time worked when it runs out (answers kept), and
+"part k of n" with the resume code between parts. The clock is moved, never slept."""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from annotation import selectors, services
+from annotation.estimates import cohort_estimate
+from annotation.models import Answer, Enrollment
+from annotation.protocol import active_seconds, pay
+from tests.annotation.factories import WorkerClient, gold_answer, trim_test_set
+from tests.worker_pages.factories import cohort_of, make_study
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
+
+
+class Clock:
+    def __init__(self):
+        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds: float):
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr("django.utils.timezone.now", clock)
+    return clock
+
+
+def generic_study(**options):
+    return make_study(
+        shots=(0,),
+        platform="generic",
+        worker_id_param="worker_id",
+        pay_rate=Decimal("12"),
+        idle_cap_seconds=300,
+        **options,
+    )
+
+
+def join(client: Client, cohort, worker_id: str, **extra):
+    response = client.get(cohort.join_path, {"worker_id": worker_id, **extra})
+    assert response.status_code == 302, response.content.decode()[:300]
+    return Enrollment.objects.get(worker__external_id=worker_id)
+
+
+def answer_items(client: Client, enrollment: Enrollment, clock: Clock, count: int, pace: float) -> None:
+    """Answer ``count`` items through the page's form (htmx off: a redirect after each), ``pace`` seconds each."""
+    for _ in range(count):
+        state = services.current_item(enrollment_id=enrollment.pk)
+        assert state.item is not None
+        clock.advance(pace)
+        label = gold_answer(state.item)[0]
+        response = client.post("/work/answer/", {"item": state.item_handle, "label": label})
+        assert response.status_code == 302, response.content.decode()[:300]
+
+
+def test_a_worker_whose_time_runs_out_in_a_part_gets_a_code_and_the_pay_for_the_time_worked(clock):
+    trim_test_set("sst2", 60)
+    study = generic_study()
+    cohort = cohort_of(study, "sst2", 0)
+    limit = cohort_estimate(cohort).part(1).time_limit
+    assert limit == 30  # 60 items x 8 s = 8 min: twice that, at least 30 minutes
+    client = Client()
+    enrollment = join(client, cohort, "slow")
+    client.post("/work/start/")
+    answer_items(client, enrollment, clock, 10, pace=60)  # 10 minutes: no warning yet
+    assert 'data-role="time-left"' not in client.get("/work/").content.decode()
+    clock.advance(15 * 60)  # 25 of 30 minutes gone: the page warns and offers to end the part
+    html = client.get("/work/").content.decode()
+    assert 'data-role="time-left"' in html and "About 5 minutes left" in html and 'data-role="stop"' in html
+    clock.advance(6 * 60)  # the time limit passes
+    html = client.get("/work/").content.decode()
+    assert 'data-role="stopped"' in html and study.screenout_code in html and "paid for the time you worked" in html
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.EXPIRED and enrollment.stopped_at is not None
+    answers = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
+    assert len(answers) == 10, "every answer kept"
+    row = selectors.enrollment_row(enrollment)
+    seconds = active_seconds(enrolled_at=enrollment.enrolled_at, answered_at=answers, idle_cap_seconds=300)
+    assert seconds == 10 * 60 and row["active_seconds"] == seconds
+    assert row["pay"] == pay(seconds=seconds, rate_per_hour=Decimal("12")) == Decimal("2.00")
+    # The place is offered again.
+    assert join(Client(), cohort, "next").state == Enrollment.State.TESTING
+
+
+def test_a_worker_may_end_the_part_now_and_get_the_code(clock):
+    trim_test_set("sst2", 60)
+    study = generic_study()
+    client = Client()
+    enrollment = join(client, cohort_of(study, "sst2", 0), "tired")
+    client.post("/work/start/")
+    answer_items(client, enrollment, clock, 3, pace=20)
+    assert client.post("/work/stop/").status_code == 302
+    html = client.get("/work/").content.decode()
+    assert study.screenout_code in html and 'data-role="stopped"' in html
+    assert Answer.objects.filter(enrollment=enrollment).count() == 3
+
+
+def test_a_long_test_step_in_sittings_on_the_generic_link(clock):
+    trim_test_set("sst2", 150)
+    study = generic_study(sitting_minutes=10, workers_per_cohort=1)  # 75 items of 8 s a sitting: 2 parts
+    cohort = cohort_of(study, "sst2", 0)
+    estimate = cohort_estimate(cohort)
+    assert [(p.first, p.end) for p in estimate.parts] == [(0, 75), (75, 150)]
+    assert all(p.listed_minutes <= 10 < p.time_limit for p in estimate.parts)
+    first = Client()
+    enrollment = join(first, cohort, "ann")
+    description = first.get("/work/").content.decode()
+    assert "Part 1 of 2" in description and "In 2 parts (sittings)" in description
+    first.post("/work/start/")
+    answer_items(first, enrollment, clock, 75, pace=8)
+    html = first.get("/work/").content.decode()
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.BETWEEN
+    assert "Part 1 of 2 done" in html and f"{study.completion_code}P1" in html and "Part 2 of 2:" in html
+    assert enrollment.resume_code in html and 'data-role="next-part-start"' in html
+    # The cohort is full while Ann is between parts: her place waits for her.
+    assert Client().get(cohort.join_path, {"worker_id": "late"}).status_code != 302
+
+    # The next day, in another browser: the resume code continues the enrollment, and part 2 starts.
+    clock.advance(24 * 3600)
+    second = Client()
+    back = second.post(f"{cohort.join_path}?worker_id=ann", {"resume_code": enrollment.resume_code})
+    assert back.status_code == 302, back.content.decode()[:300]
+    assert second.post("/work/next-part/").status_code == 302
+    html = second.get("/work/").content.decode()
+    assert "Part 2 of 2" in html
+    answer_items(second, enrollment, clock, 75, pace=8)
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.COMPLETED and enrollment.part == 2
+    assert study.completion_code in second.get("/work/").content.decode()
+    assert Enrollment.objects.filter(selectors.in_results(), pk=enrollment.pk).exists()
+
+
+def test_the_worker_api_ends_a_part_and_starts_the_next(clock):
+    trim_test_set("sst2", 150)
+    study = generic_study(sitting_minutes=10, workers_per_cohort=2)
+    cohort = cohort_of(study, "sst2", 0)
+    worker = WorkerClient(cohort, params={"worker_id": "api"})
+    assert worker.send("post", "/api/work/next-part/").status_code == 409, "no part to start yet"
+    for _ in range(75):
+        state = worker.current().json()
+        clock.advance(8)
+        assert worker.answer(state["item"]["id"], gold_answer(worker.example(state["item"]["id"]))).status_code == 201
+    state = worker.current().json()
+    assert state["step"] == "between" and state["completion"]["code"] == f"{study.completion_code}P1"
+    started = worker.send("post", "/api/work/next-part/").json()
+    assert started["step"] == "test" and started["progress"]["done"] == 75
+    stopped = worker.send("post", "/api/work/stop/").json()
+    assert stopped["step"] == "expired" and stopped["completion"]["code"] == study.screenout_code
+
+
+def test_the_estimate_becomes_the_measured_median_once_three_workers_finished(clock, researcher):
+    trim_test_set("sst2", 10)
+    study = generic_study(workers_per_cohort=5, created_by=researcher)
+    cohort = cohort_of(study, "sst2", 0)
+    assert cohort_estimate(cohort).seconds_per_item == 8 and not cohort_estimate(cohort).measured
+    for n, pace in enumerate((19, 20, 21)):
+        client = Client()
+        enrollment = join(client, cohort, f"w{n}")
+        client.post("/work/start/")
+        answer_items(client, enrollment, clock, 10, pace=pace)
+        assert cohort_estimate(cohort).measured == (n == 2)
+    estimate = cohort_estimate(cohort)
+    assert estimate.seconds_per_item == 20 and estimate.minutes == pytest.approx(10 * 20 / 60)
+    html = Client().get(cohort.join_path, {"worker_id": "new"}, follow=True).content.decode()
+    assert "(about 20 seconds an item)" in html and "Time: about 5 min in all" in html
+    researcher_client = Client()
+    researcher_client.force_login(researcher)
+    page = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "20.0 s (measured)" in page and 'data-minutes="4"' in page
