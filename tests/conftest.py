@@ -62,9 +62,7 @@ def clues_zip() -> Path:
 @pytest.fixture
 def clues_data(db, clues_zip):
     """The official release imported into the test database; returns the ImportReport."""
-    from tasks_data.importer import import_release
-
-    return import_release(clues_zip, source=f"CLUES release {clues_zip.name}")
+    return import_once(clues_zip, source=f"CLUES release {clues_zip.name}")
 
 
 @pytest.fixture(scope="session")
@@ -79,10 +77,9 @@ def demo_path() -> Path:
 @pytest.fixture
 def demo_data(db, demo_path):
     """The bundled demo data imported into the test database; returns the ImportReport."""
-    from tasks_data.importer import import_release
     from tasks_data.management.commands.import_clues import DEMO_SOURCE
 
-    return import_release(demo_path, source=DEMO_SOURCE)
+    return import_once(demo_path, source=DEMO_SOURCE)
 
 
 @pytest.fixture(scope="session", autouse=True)
