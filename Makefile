@@ -63,6 +63,16 @@ baselines: $(STAMP_BASELINES)
 manage: $(STAMP_RUNTIME)
 	$(PY) manage.py $(ARGS)
 
+# `make run` checks its address before any set-up: a busy one fails at once, in one line (runserver would say so
+# only after the set-up and the import). Not under make -n, which runs nothing.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+ifneq ($(shell $(PYTHON) -c 'import socket, sys; host = sys.argv[1]; socket.create_server((host, int(sys.argv[2])), family=socket.AF_INET6 if ":" in host else socket.AF_INET).close()' '$(HOST)' '$(PORT)' 2>/dev/null && echo free),free)
+$(error make run: $(HOST):$(PORT) is busy (or not an address of this machine); stop what uses it or choose another: PORT=8001 make run)
+endif
+endif
+endif
+
 run: $(STAMP_RUNTIME)
 	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
