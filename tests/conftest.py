@@ -103,11 +103,29 @@ def _fresh_local_cache():
             cache.clear()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (-n N) each worker has its own test database (pytest-django adds the worker's name to it);
+    its cache keys get the worker's name too, so that workers sharing a Redis never count each other's requests."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        from django.conf import settings as django_settings
+
+        for alias in django_settings.CACHES.values():
+            alias["KEY_PREFIX"] = f"{alias.get('KEY_PREFIX', '')}{worker}"
+
+
+# Fixtures that flush the one Redis database of the real-broker tests: their tests share one xdist worker.
+SHARED_BROKER_FIXTURES = {"celery_broker", "celery_worker_process"}
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests using the official data carry the official_data marker (deselect: -m "not official_data")."""
     for item in items:
-        if "clues_zip" in getattr(item, "fixturenames", ()):
+        names = set(getattr(item, "fixturenames", ()))
+        if "clues_zip" in names:
             item.add_marker(pytest.mark.official_data)
+        if names & SHARED_BROKER_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("redis-broker"))
 
 
 @contextlib.contextmanager
