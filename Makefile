@@ -2,8 +2,8 @@
 #   make run        set up (runtime packages only), create the PostgreSQL database of DATABASE_URL if missing,
 #                   import the data, create the local researcher login, serve
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
-#   make test       set up everything in .venv-test, then run the whole test suite on 2 processes (PYTEST_ARGS="-k s1 -x"
-#                   passes options, TEST_PROCESSES=0 runs it in one); a `make run` server's .venv is left alone
+#   make test       set up everything in .venv-test, then run the whole test suite (on SQLite, on 2 processes;
+#                   PYTEST_ARGS="-k s1 -x" passes options, TEST_PROCESSES=0 runs it in one); .venv is left alone
 #   make lint       ruff check and format check, import contracts and the type checker (mypy)
 #   make bench      run benchmarks/*.py (BENCH=load runs one)
 #   make baselines  add torch + transformers for manage.py run_baselines
@@ -27,9 +27,9 @@ STAMP_DEV := $(or $(STAMP_DIR),$(TEST_VENV))/.stamp-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
-# The suite runs on this many processes (pytest-xdist, a test database each; the real-broker tests share one);
-# 0 runs it in this process (pytest -s, pdb).
-TEST_PROCESSES ?= 2
+# The suite runs on this many processes (pytest-xdist, a test database each); 0 runs it in this process (pytest -s,
+# pdb). On PostgreSQL it runs in one: the real Celery worker tests (they skip on SQLite) share the broker's queues.
+TEST_PROCESSES ?= $(if $(DATABASE_URL),0,2)
 
 ARGS ?=
 
