@@ -2,8 +2,8 @@
 #   make run        set up (runtime packages only), create the PostgreSQL database of DATABASE_URL if missing,
 #                   import the data, create the local researcher login, serve
 #                   on 127.0.0.1:8000 (HOST=... PORT=... to change; CLUES_DATA=path to use a local CLUES zip)
-#   make test       set up everything in .venv-test, then run the whole test suite (PYTEST_ARGS="-k s1 -x" passes
-#                   options); a `make run` server's .venv is left alone
+#   make test       set up everything in .venv-test, then run the whole test suite (on SQLite, on 2 processes;
+#                   PYTEST_ARGS="-k s1 -x" passes options, TEST_PROCESSES=0 runs it in one); .venv is left alone
 #   make lint       ruff check and format check, import contracts, the type checker (mypy) and that every model
 #                   change has its migration (makemigrations --check)
 #   make bench      run benchmarks/*.py (BENCH=load runs one)
@@ -28,6 +28,9 @@ STAMP_DEV := $(or $(STAMP_DIR),$(TEST_VENV))/.stamp-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# The suite runs on this many processes (pytest-xdist, a test database each); 0 runs it in this process (pytest -s,
+# pdb). On PostgreSQL it runs in one: the real Celery worker tests (they skip on SQLite) share the broker's queues.
+TEST_PROCESSES ?= $(if $(DATABASE_URL),0,2)
 
 ARGS ?=
 
@@ -64,6 +67,16 @@ baselines: $(STAMP_BASELINES)
 manage: $(STAMP_RUNTIME)
 	$(PY) manage.py $(ARGS)
 
+# `make run` checks its address before any set-up: a busy one fails at once, in one line (runserver would say so
+# only after the set-up and the import). Not under make -n, which runs nothing.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+ifneq ($(shell $(PYTHON) -c 'import socket, sys; host = sys.argv[1]; socket.create_server((host, int(sys.argv[2])), family=socket.AF_INET6 if ":" in host else socket.AF_INET).close()' '$(HOST)' '$(PORT)' 2>/dev/null && echo free),free)
+$(error make run: $(HOST):$(PORT) is busy (or not an address of this machine); stop what uses it or choose another: PORT=8001 make run)
+endif
+endif
+endif
+
 run: $(STAMP_RUNTIME)
 	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
@@ -81,7 +94,7 @@ run: $(STAMP_RUNTIME)
 	exec $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(STAMP_DEV)
-	$(TPY) -m pytest $(PYTEST_ARGS)
+	$(TPY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP_DEV)
 	$(TPY) -m ruff check .

@@ -314,6 +314,14 @@ LOGGING = {
     },
 }
 
+# This platform's address as people reach it, for links written outside a request (launch_study's join links):
+# SITE_URL, else the address `make run` serves on (HOST and PORT, as the Makefile reads them).
+_SERVED_HOST = os.environ.get("HOST") or "127.0.0.1"
+SITE_URL = (
+    os.environ.get("SITE_URL")
+    or f"http://{'127.0.0.1' if _SERVED_HOST in ('0.0.0.0', '::') else _SERVED_HOST}:{os.environ.get('PORT') or 8000}"
+).rstrip("/")
+
 # Prolific (the recruitment app).
 PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")  # or per researcher, stored encrypted

@@ -4,11 +4,15 @@
   repository); the test is skipped, with the reason, when it is absent.
 * ``clues_data``: the official release imported into the test database (an ImportReport).
 * ``demo_data``: the bundled demo data (tasks_data/demo/CLUES-JSON) imported (an ImportReport).
-* ``clues``: the CLUES data imported once per test module, inside a transaction rolled back after the
+* ``clues``: the CLUES data in the database for a test module, inside a transaction rolled back after the
   module (each test runs in its own nested transaction): the official CLUES-JSON.zip when found, else
   the demo data; the tests that use it read sizes and gold answers from the database, so they hold on either.
+  It is imported once per session; the next modules get the same rows written back directly (``import_once``).
 * Users: ``researcher`` (rita; ``researcher_client`` is logged in as her), ``other_researcher`` (oscar),
   ``superuser`` (root), ``plain_user`` (paula).
+
+Every test starts with an empty local-memory cache (results, rate limits), and passwords are hashed with MD5:
+a real hash costs about 0.3 s a user, and no test is about the hash's strength.
 """
 
 import contextlib
@@ -59,9 +63,7 @@ def clues_zip() -> Path:
 @pytest.fixture
 def clues_data(db, clues_zip):
     """The official release imported into the test database; returns the ImportReport."""
-    from tasks_data.importer import import_release
-
-    return import_release(clues_zip, source=f"CLUES release {clues_zip.name}")
+    return import_once(clues_zip, source=f"CLUES release {clues_zip.name}")
 
 
 @pytest.fixture(scope="session")
@@ -76,17 +78,55 @@ def demo_path() -> Path:
 @pytest.fixture
 def demo_data(db, demo_path):
     """The bundled demo data imported into the test database; returns the ImportReport."""
-    from tasks_data.importer import import_release
     from tasks_data.management.commands.import_clues import DEMO_SOURCE
 
-    return import_release(demo_path, source=DEMO_SOURCE)
+    return import_once(demo_path, source=DEMO_SOURCE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher():
+    from django.conf import settings as django_settings
+    from django.contrib.auth.hashers import get_hashers
+
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_hashers.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_local_cache():
+    """A value cached by one test never answers in another (a rolled-back test's ids are reused on SQLite).
+    Only the per-process cache is cleared: a Redis database may be shared with other runs."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    for cache in caches.all(initialized_only=True):
+        if isinstance(cache, LocMemCache):
+            cache.clear()
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (-n N) each worker has its own test database (pytest-django adds the worker's name to it);
+    its cache keys get the worker's name too, so that workers sharing a Redis never count each other's requests."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        from django.conf import settings as django_settings
+
+        for alias in django_settings.CACHES.values():
+            alias["KEY_PREFIX"] = f"{alias.get('KEY_PREFIX', '')}{worker}"
+
+
+# Fixtures that flush the one Redis database of the real-broker tests: their tests share one xdist worker.
+SHARED_BROKER_FIXTURES = {"celery_broker", "celery_worker_process"}
 
 
 def pytest_collection_modifyitems(config, items):
     """Tests using the official data carry the official_data marker (deselect: -m "not official_data")."""
     for item in items:
-        if "clues_zip" in getattr(item, "fixturenames", ()):
+        names = set(getattr(item, "fixturenames", ()))
+        if "clues_zip" in names:
             item.add_marker(pytest.mark.official_data)
+        if names & SHARED_BROKER_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("redis-broker"))
 
 
 @contextlib.contextmanager
@@ -122,14 +162,57 @@ def release_path() -> Path | None:
     return next((p for p in candidates if p.exists()), None)
 
 
+# What import_once wrote, by path: the ImportReport and each table's rows, written back by the next calls.
+_IMPORTED: dict[str, tuple[object, list]] = {}
+
+
+def _release_tables():
+    from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
+
+    return (Task, Example, TrainingSet, TrainingSetItem)  # in the order their foreign keys need
+
+
+def import_once(path: Path, **options):
+    """``import_release(path)`` into an empty database, the first time in the session; the next times, the rows it
+    wrote, written back with one INSERT per table (a fraction of an import's cost: the reading, validation and
+    model objects are paid once). The ids are the first import's (on PostgreSQL below the sequences, which never
+    go back, so new rows never collide with them); the caller rolls the rows back as it would an import."""
+    from django.db import connection
+
+    from tasks_data.importer import import_release
+    from tasks_data.models import Task
+
+    key = f"{path}|{sorted(options.items())}"
+    if Task.objects.exists():  # only an import into an empty database can be replayed
+        return import_release(path, **options)
+    if key not in _IMPORTED:
+        report = import_release(path, **options)
+        tables = []
+        for model in _release_tables():
+            fields = list(model._meta.concrete_fields)
+            rows = list(model.objects.order_by("pk").values_list(*[f.attname for f in fields]))
+            tables.append((model, fields, rows))
+        _IMPORTED[key] = (report, tables)
+        return report
+    report, tables = _IMPORTED[key]
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        for model, fields, rows in tables:
+            columns = ", ".join(quote(f.column) for f in fields)
+            marks = ", ".join(["%s"] * len(fields))
+            cursor.executemany(
+                f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({marks})",
+                [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)] for row in rows],
+            )
+    return report
+
+
 @pytest.fixture(scope="module")
 def clues(django_db_setup, django_db_blocker):
-    from tasks_data.importer import import_release
-
     path = release_path()
     if path is None:
         pytest.skip("no CLUES data: neither CLUES-JSON.zip nor tasks_data/demo/CLUES-JSON found")
-    with imported_for_module(django_db_blocker, lambda: import_release(path)) as report:
+    with imported_for_module(django_db_blocker, lambda: import_once(path)) as report:
         yield report
 
 

@@ -1,9 +1,9 @@
 """The whole API, fuzzed from its OpenAPI schema with schemathesis: no 5xx, and every 4xx has a message.
 
 The harness is benchmarks/fuzz_api.py; run by hand it sends thousands of cases
-(``.venv/bin/python benchmarks/fuzz_api.py``). Here each operation gets FUZZ_EXAMPLES (default 25,
-the same cases every run; random ones when FUZZ_EXAMPLES is set) cases that fit the schema and as
-many that do not, as a researcher (token), a worker (session and CSRF header), an anonymous
+(``.venv/bin/python benchmarks/fuzz_api.py``). Here each operation gets FUZZ_EXAMPLES (default 25 in CI,
+10 in a plain ``make test``: the same cases every run; random ones when FUZZ_EXAMPLES is set) cases that fit the
+schema and as many that do not, as a researcher (token), a worker (session and CSRF header), an anonymous
 client, or the other role.
 """
 
@@ -23,7 +23,7 @@ from tests.annotation.factories import WorkerClient, cohort, complete, gold_answ
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues"), pytest.mark.slow]
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25" if os.environ.get("CI") else "10"))
 
 
 def test_fuzz_the_api_from_its_schema(researcher):

@@ -22,6 +22,8 @@ def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_pa
         "10",
         "--data",
         str(REPO / "tasks_data" / "demo" / "CLUES-JSON"),
+        "--repeats",  # what is checked is that it runs on SQLite and rolls back, not the timing
+        "1",
     ]
 
     unmigrated = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

@@ -8,11 +8,13 @@ were enough for "database is locked" 500s.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import threading
 from collections import Counter
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,17 +28,26 @@ WORKERS = 20
 ANSWERS = 5  # per worker, after all have joined
 
 
-@contextmanager
-def lab_server(tmp, workers: int, **env_extra):
-    """migrate, demo data, one launched SST-2 zero-shot cohort, then runserver (as `make run`) on a free port."""
-    db = tmp / "db.sqlite3"
-    env = sqlite_env(db, **env_extra)
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    """A SQLite file as `make run` leaves it: migrated, the demo data, the local researcher (made once, copied)."""
+    tmp = tmp_path_factory.mktemp("sqlite-prepared")
+    env = sqlite_env(tmp / "db.sqlite3")
     manage(env, "migrate", "--noinput", "-v0")
+    manage(env, "import_clues", "--demo")
+    manage(env, "ensure_local_researcher", "--password-file", str(tmp / "researcher-password"))  # the study's owner
+    return tmp / "db.sqlite3"
+
+
+@contextmanager
+def lab_server(tmp, prepared: Path, workers: int, **env_extra):
+    """The prepared database, one launched SST-2 zero-shot cohort, then runserver (as `make run`) on a free port."""
+    db = tmp / "db.sqlite3"
+    shutil.copyfile(prepared, db)  # its last connection closed: the write-ahead log is in the file
+    env = sqlite_env(db, **env_extra)
     if env.get("DEBUG") == "0":  # production serves the collected, hashed static files
         env["STATIC_ROOT"] = str(tmp / "static")
         manage(env, "collectstatic", "--noinput", "-v0")
-    manage(env, "import_clues", "--demo")
-    manage(env, "ensure_local_researcher", "--password-file", str(tmp / "researcher-password"))  # the study's owner
     out = manage(
         env,
         "launch_study",
@@ -73,8 +84,8 @@ def lab_server(tmp, workers: int, **env_extra):
 
 
 @pytest.fixture(scope="module")
-def sqlite_server(tmp_path_factory):
-    with lab_server(tmp_path_factory.mktemp("sqlite-lab"), WORKERS, DEBUG="1") as server:
+def sqlite_server(tmp_path_factory, prepared):
+    with lab_server(tmp_path_factory.mktemp("sqlite-lab"), prepared, WORKERS, DEBUG="1") as server:
         yield server
 
 
@@ -139,7 +150,7 @@ def test_twenty_workers_answer_at_once_on_sqlite_without_an_error(sqlite_server)
     assert stored == {pid: len(ack) for pid, (_, ack) in results.items()}
 
 
-def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_through_after(tmp_path):
+def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_through_after(tmp_path, prepared):
     """Production settings (DEBUG=0, the error handlers), a 1-second lock wait and a writer that holds the lock."""
     env = {
         "DEBUG": "0",
@@ -150,7 +161,10 @@ def test_a_database_locked_too_long_answers_503_saying_so_and_the_answer_goes_th
         "SQLITE_TIMEOUT": "1",
         "JOIN_RATE_LIMIT": "0",
     }
-    with lab_server(tmp_path, 1, **env) as (base, join_path, db, log), httpx.Client(base_url=base, timeout=30) as c:
+    with (
+        lab_server(tmp_path, prepared, 1, **env) as (base, join_path, db, log),
+        httpx.Client(base_url=base, timeout=30) as c,
+    ):
         assert c.get(join_path, params={"PROLIFIC_PID": "b" * 24, "SESSION_ID": "s1"}).status_code == 302
         headers = {"X-CSRFToken": c.cookies.get("csrftoken", ""), "Referer": base}
         item = c.get("/api/work/current/").json()["item"]

@@ -13,6 +13,7 @@ import crowd
 from annotation import estimates, platform_settings, services
 from annotation.models import Study
 from annotation.selectors import is_researcher
+from clues_http.links import site_link
 
 # The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
 # the study shows on that researcher's dashboard.
@@ -179,6 +180,6 @@ class Command(BaseCommand):
                 f"{preferred.configuration_help}, so the study recruits through a {study.provider.name} "
                 f"(--platform {study.platform}); give --platform {preferred.slug} to recruit on "
                 f"{preferred.name}. Try it "
-                f"yourself: open http://127.0.0.1:8000{cohorts[0].join_path}{query} (any worker id; a new id is a "
+                f"yourself: open {site_link(cohorts[0].join_path + query)} (any worker id; a new id is a "
                 f"new worker)."
             )

@@ -118,11 +118,36 @@ class Command(BaseCommand):
             report = import_release(path, source=label, progress=progress)
         except CluesImportError as exc:
             raise CommandError(
-                f"{len(exc.errors)} problem(s) in {path}; nothing was imported:\n  " + "\n  ".join(exc.errors)
+                f"{len(exc.errors)} problem(s) in {path}; nothing was imported:\n  "
+                + "\n  ".join(exc.errors)
+                + self._fresh_database_hint(path, label)
             ) from None
         finally:
             bar.close()
         self._print(report)
+
+    @staticmethod
+    def _fresh_database_hint(path: Path, label: str) -> str:
+        """From the demo to real data: the demo's studies refer to its items, so the real data goes into a fresh
+        database (the demo's is kept as it is); the exact command for this database."""
+        if label == DEMO_SOURCE or not Task.objects.filter(source=DEMO_SOURCE).exists():
+            return ""
+        database = settings.DATABASES["default"]
+        data = Path(path).resolve()
+        if database["ENGINE"].endswith("sqlite3"):
+            name = Path(database["NAME"])
+            command = f"mv {name} {name.with_name(name.name + '.demo')} && CLUES_DATA={data} make run"
+        else:
+            # make run creates the database DATABASE_URL names (ensure_database); the password, if any, is left out.
+            user = database.get("USER") or "postgres"
+            password = ":<password>" if database.get("PASSWORD") else ""
+            where = f"{database.get('HOST') or '127.0.0.1'}:{database.get('PORT') or 5432}"
+            url = f"postgres://{user}{password}@{where}/{database['NAME']}_clues"
+            command = f"DATABASE_URL={url} CLUES_DATA={data} make run"
+        return (
+            "\nThis database holds studies on the demo data, which the CLUES data would replace. Start the CLUES "
+            f"data in a fresh database (the demo's is kept as it is): {command}"
+        )
 
     def _print(self, report: ImportReport):
         out = self.stdout.write
