@@ -11,6 +11,7 @@ from django.test import Client
 
 from annotation import attention, services
 from annotation.models import AttentionCheck, Cohort, Enrollment
+from annotation.protocol import State
 from annotation.session import SESSION_KEY
 from tasks_data.models import Example
 
@@ -199,13 +200,17 @@ FORBIDDEN_KEYS = {"gold", "clues_id", "is_impossible", "answer", "answers", "s1"
 
 
 def complete(cohort_: Cohort, pid: str, *, wrong_test: set[int] = frozenset(), wrong_training: set[int] = frozenset()):
-    """A worker who joins and answers everything: gold except at the given 0-based positions."""
+    """A worker who joins and answers everything, every part of a test step in sittings: gold except at the given
+    0-based positions (counted over the whole step)."""
     enrollment = join(cohort_, pid)
     while True:
         state = services.current_item(enrollment_id=enrollment.pk)
         if state.item is None:
             enrollment.refresh_from_db()
-            return enrollment
+            if enrollment.state != State.BETWEEN:
+                return enrollment
+            services.start_next_part(enrollment_id=enrollment.pk)
+            continue
         wrong = wrong_training if state.step == "training" else wrong_test
         choose = wrong_answer if state.done in wrong else gold_answer
         services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=choose(state.item))
