@@ -1,0 +1,64 @@
+"""Never a dead end, in Chromium on a phone and a laptop: near a part's time limit the item page warns and offers
+to end the part now, on screen without scrolling; ending it gives a code and keeps every answer. Time is moved
+by setting the part's start back (the server's clock is not patched), never slept."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from annotation import services
+from annotation.estimates import cohort_estimate
+from annotation.models import Answer, Enrollment
+from tests.annotation.factories import gold_answer, pid_for
+from tests.browser.conftest import SCREENSHOTS
+from tests.browser.journeys import LAPTOP, PHONE, wait_view
+from tests.worker_pages.factories import cohort_of, make_study
+
+expect = pytest.importorskip("playwright.sync_api").expect
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROLIFIC = "?PROLIFIC_PID={pid}&STUDY_ID=STUDY1&SESSION_ID=SESS-{pid}"
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_kept(pages, demo_data, size):
+    study = make_study(tasks=("sst2",), shots=(0,))
+    cohort = cohort_of(study, "sst2", 0)
+    touch = {"has_touch": True, "is_mobile": True} if size == "phone" else {}
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page = pages.new(viewport=PHONE if size == "phone" else LAPTOP, **touch)
+    pid = pid_for(f"LIMIT-{size}")
+    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
+    wait_view(page, "description")
+    page.get_by_role("button", name="Start").click()
+    wait_view(page, "item")
+    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    for _ in range(2):
+        state = services.current_item(enrollment_id=enrollment.pk)
+        services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
+    expect(page.locator('[data-role="time-left"]')).to_have_count(0)  # far from the limit: no warning
+
+    # Four minutes before the part's limit.
+    limit = cohort_estimate(cohort).part(1).time_limit
+    Enrollment.objects.filter(pk=enrollment.pk).update(
+        enrolled_at=enrollment.enrolled_at - timedelta(minutes=limit - 4)
+    )
+    page.reload()
+    wait_view(page, "item")
+    banner = page.locator('[data-role="time-left"]')
+    expect(banner).to_contain_text("minutes left")
+    stop = page.locator('[data-role="stop"]')
+    box = stop.bounding_box()
+    height = page.viewport_size["height"]
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, "End now needs no scrolling"
+    page.screenshot(path=str(SCREENSHOTS / f"27-time-left-{size}.png"))
+    stop.click()
+    stopped = page.locator('[data-role="stopped"]')
+    expect(stopped).to_be_visible()
+    expect(page.locator("#stage")).to_contain_text(study.screenout_code)
+    page.screenshot(path=str(SCREENSHOTS / f"28-ended-with-a-code-{size}.png"))
+    enrollment.refresh_from_db()
+    assert enrollment.stopped_at is not None
+    assert Answer.objects.filter(enrollment=enrollment).count() == 2, "every answer kept"
