@@ -321,8 +321,9 @@ def override_warning(*, study: Study, task: Task, shots: int) -> str:
 
 
 def duration_text(minutes: float) -> str:
-    """A duration as a person reads it: "2 h 35 min", "40 min" (rounded up to 5 minutes)."""
-    rounded = max(5, -(-math.ceil(minutes * 60) // 300) * 5)
+    """A duration as a person reads it: "2 h 33 min", "40 min": rounded up to the minute, as the crowd platform's
+    listing is, so that the worker reads the same figure there and here (and the pay matches it)."""
+    rounded = max(1, -(-math.ceil(minutes * 60) // 60))
     hours, rest = divmod(rounded, 60)
     return f"{hours} h {rest} min" if hours and rest else (f"{hours} h" if hours else f"{rest} min")
 

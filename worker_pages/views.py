@@ -97,7 +97,7 @@ def _step_info(enrollment: Enrollment) -> dict:
 
 
 def _duration(seconds: float) -> str:
-    """A duration as a worker reads it: "2 h 35 min", "40 min" (rounded up to 5 minutes)."""
+    """A duration as a worker reads it (``annotation.estimates.duration_text``)."""
     return duration_text(seconds / 60)
 
 

@@ -174,7 +174,7 @@ def test_the_estimate_becomes_the_measured_median_once_three_workers_finished(cl
     estimate = cohort_estimate(cohort)
     assert estimate.seconds_per_item == 20 and estimate.minutes == pytest.approx(10 * 20 / 60)
     html = Client().get(cohort.join_path, {"worker_id": "new"}, follow=True).content.decode()
-    assert "(about 20 seconds an item)" in html and "Time: about 5 min in all" in html
+    assert "(about 20 seconds an item)" in html and "Time: about 4 min in all" in html  # 3.3 min, listed as 4
     researcher_client = Client()
     researcher_client.force_login(researcher)
     page = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()

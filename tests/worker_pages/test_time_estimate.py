@@ -11,8 +11,10 @@ from tests.worker_pages.factories import bind, cohort_of, enroll, make_study
 from worker_pages.views import _duration
 
 
-@pytest.mark.parametrize(("seconds", "shown"), [(10, "5 min"), (301, "10 min"), (3600, "1 h"), (9300, "2 h 35 min")])
-def test_durations_round_up_to_five_minutes(seconds, shown):
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(10, "1 min"), (301, "6 min"), (3600, "1 h"), (9250, "2 h 35 min"), (9300, "2 h 35 min")]
+)
+def test_durations_round_up_to_the_minute_as_the_listing(seconds, shown):
     assert _duration(seconds) == shown
 
 
@@ -27,8 +29,9 @@ def test_the_description_gives_time_and_pay_from_the_registry_and_the_rate(demo_
     html = bind(Client(), enrollment, started=False).get("/work/").content.decode()
     per_item = TASKS["conll03"].seconds_per_item  # 30 training rows and the demo's 12 test items
     assert per_item == 15
-    assert "Test: 12 items</strong> (about 5 min)" in html  # 12 x 15 s = 3 min, rounded up to 5
-    assert "Time: about 15 min in all</strong> (about 15 seconds an item)" in html  # 42 x 15 s = 10.5 min
+    assert "Test: 12 items</strong> (about 3 min)" in html  # 12 x 15 s = 3 min
+    # 42 x 15 s = 10.5 min: 11, as the platform lists it and pays for it.
+    assert "Time: about 11 min in all</strong> (about 15 seconds an item)" in html
     # 630 s, listed as 11 minutes (rounded up, as the platform's listing) at 10/h, rounded up to the cent.
     assert "pays about 1.84 USD at 10.00 USD an hour" in html
     assert "counts up to 4 minutes" in html
