@@ -58,6 +58,7 @@ def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_ke
     stopped = page.locator('[data-role="stopped"]')
     expect(stopped).to_be_visible()
     expect(page.locator("#stage")).to_contain_text(study.screenout_code)
+    expect(page.locator("#stage")).not_to_contain_text("mistake")  # the worker chose to end: nothing to dispute
     page.screenshot(path=str(SCREENSHOTS / f"28-ended-with-a-code-{size}.png"))
     enrollment.refresh_from_db()
     assert enrollment.stopped_at is not None
