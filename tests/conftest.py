@@ -8,6 +8,7 @@
   module (each test runs in its own nested transaction): the official CLUES-JSON.zip when found, else
   the demo data; the tests that use it read sizes and gold answers from the database, so they hold on either.
   It is imported once per session; the next modules get the same rows written back directly (``import_once``).
+* ``clock``: Django's clock (``timezone.now``) at a fixed moment, moved by ``clock.advance(seconds)``.
 * Users: ``researcher`` (rita; ``researcher_client`` is logged in as her), ``other_researcher`` (oscar),
   ``superuser`` (root), ``plain_user`` (paula).
 
@@ -23,6 +24,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, User
 from hypothesis import HealthCheck, settings
+
+from tests.clock import Clock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
@@ -214,6 +217,14 @@ def clues(django_db_setup, django_db_blocker):
         pytest.skip("no CLUES data: neither CLUES-JSON.zip nor tasks_data/demo/CLUES-JSON found")
     with imported_for_module(django_db_blocker, lambda: import_once(path)) as report:
         yield report
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """``django.utils.timezone.now`` on a clock the test moves."""
+    clock = Clock()
+    monkeypatch.setattr("django.utils.timezone.now", clock)
+    return clock
 
 
 @pytest.fixture

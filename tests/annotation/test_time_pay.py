@@ -15,24 +15,6 @@ from tests.annotation.factories import cohort, gold_answer, join, make_study, tr
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 
-class Clock:
-    def __init__(self):
-        self.now = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, seconds: float):
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr("django.utils.timezone.now", clock)
-    return clock
-
-
 def test_active_seconds_caps_each_idle_gap():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     times = [t0 + timedelta(seconds=s) for s in (10, 1010, 1040)]

@@ -2,7 +2,6 @@
 Prolific study open only to the previous part's finishers, and pay per part through the ledger. Workers answer at a
 human pace: the clock is moved, never slept."""
 
-from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from io import StringIO
 
@@ -20,29 +19,12 @@ from recruitment.sync import sync
 from results.cells import annotator_test_s1, table_cells
 from tasks_data.registry import TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
+from tests.clock import Clock
 from tests.recruitment.fake_prolific import Refused
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 SITE = "https://clues.example"
 PACE = 66  # seconds a worker spends on an item: 10% slower than ReCoRD's figure of 60
-
-
-class Clock:
-    def __init__(self):
-        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, seconds: float):
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr("django.utils.timezone.now", clock)
-    return clock
 
 
 def part_studies(cohort_) -> dict[int, str]:

@@ -2,7 +2,6 @@
 "end now" before the part's time limit, a code and the pay for the time worked when it runs out (answers kept), and
 "part k of n" with the resume code between parts. The clock is moved, never slept."""
 
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -13,27 +12,10 @@ from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Enrollment
 from annotation.protocol import active_seconds, pay
 from tests.annotation.factories import WorkerClient, gold_answer, trim_test_set
+from tests.clock import Clock
 from tests.worker_pages.factories import cohort_of, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
-
-
-class Clock:
-    def __init__(self):
-        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, seconds: float):
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr("django.utils.timezone.now", clock)
-    return clock
 
 
 def generic_study(**options):
