@@ -22,6 +22,18 @@ def _redis_client():
     return client
 
 
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker, demo_path):
+    """The bundled demo data, imported once for the module that asks for it (each test rolls back its own
+    changes)."""
+    from tasks_data.importer import import_release
+    from tasks_data.management.commands.import_clues import DEMO_SOURCE
+    from tests.conftest import imported_for_module
+
+    with imported_for_module(django_db_blocker, lambda: import_release(demo_path, source=DEMO_SOURCE)) as report:
+        yield report
+
+
 @pytest.fixture
 def celery_broker(monkeypatch):
     """Point this process's Celery app at a real Redis broker (not eager) for the test."""

@@ -24,16 +24,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker, demo_path):
-    from tasks_data.importer import import_release
-    from tasks_data.management.commands.import_clues import DEMO_SOURCE
-    from tests.conftest import imported_for_module
-
-    with imported_for_module(django_db_blocker, lambda: import_release(demo_path, source=DEMO_SOURCE)) as report:
-        yield report
-
-
 @pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", TOKEN)

@@ -30,16 +30,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.usefixtures("
 TASKS = ("sst2", "conll03")
 
 
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker, demo_path):
-    from tasks_data.importer import import_release
-    from tasks_data.management.commands.import_clues import DEMO_SOURCE
-    from tests.conftest import imported_for_module
-
-    with imported_for_module(django_db_blocker, lambda: import_release(demo_path, source=DEMO_SOURCE)) as report:
-        yield report
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
