@@ -53,6 +53,7 @@ from results.uncertainty import (
     TEST_SET,
     annotators_for,
     annotators_needed,
+    gap_interval,
     interval_flags,
     plan_cost,
     t_interval,
@@ -146,6 +147,74 @@ def coverage_flagged(
 def population_target_b(b_mean: float, b_sd: float) -> float:
     """E[logistic(theta - b)] for b ~ N(b_mean, b_sd)."""
     return float((expit(MU_THETA - b_mean + np.hypot(SD_THETA, b_sd) * _NODES) * _WEIGHTS).sum())
+
+
+# ---------------------------------------------------------------- the human-minus-model gap
+
+# The model: a run on training split s gets item i right with probability logistic(phi_s - c_i), phi_s ~
+# N(MU_PHI, SD_PHI) (the split's luck: S1 over splits spreads ~6 points, as the paper's Tables 6-7), and the
+# model's item difficulty c_i = RHO b_i + sqrt(1 - RHO^2) e_i, e ~ N(0, SD_B): correlated with the humans'.
+MU_PHI, SD_PHI, RHO, SPLITS = 0.4, 0.35, 0.6, 5
+
+
+def model_items(rng, b: np.ndarray) -> np.ndarray:
+    return RHO * b + np.sqrt(1 - RHO**2) * rng.normal(0, SD_B, len(b))
+
+
+def model_test_set_target(c: np.ndarray) -> float:
+    """The mean run's expected S1 on items of model difficulty c (quadrature over phi)."""
+    phi = MU_PHI + SD_PHI * _NODES
+    return float((expit(phi[:, None] - c[None, :]) * _WEIGHTS[:, None]).sum(axis=0).mean())
+
+
+def model_population_target() -> float:
+    return float((expit(MU_PHI + np.hypot(SD_PHI, SD_B) * _NODES) * _WEIGHTS).sum())
+
+
+def gap_coverage(
+    target: str,
+    annotators: int,
+    *,
+    replicates: int,
+    items: int,
+    seed: int,
+    chance: float = 0.5,
+    share: float = 0.0,
+    matched: bool = False,
+):
+    """(coverage, flagged share, covered-or-flagged share, median width) of the gap interval: ``annotators``
+    humans (a ``share`` of the population guessing at ``chance``) minus a model row of ``SPLITS`` runs, or,
+    ``matched``, minus the one run on the humans' own split (the target then fixes that split)."""
+    rng = np.random.default_rng([seed, 11, annotators, target == TASK_ITEMS, int(100 * share), matched])
+    hits = flagged = either = 0
+    widths = []
+    for _ in range(replicates):
+        b = rng.normal(0, SD_B, items)
+        c = model_items(rng, b)
+        theta = rng.normal(MU_THETA, SD_THETA, annotators)
+        p = expit(theta[:, None] - b[None, :])
+        p[rng.random(annotators) < share, :] = chance
+        h = scores(rng, p, "binary")
+        phi = rng.normal(MU_PHI, SD_PHI, 1 if matched else SPLITS)
+        pm = expit(phi[:, None] - c[None, :])
+        m = scores(rng, pm, "binary")
+        human_truth = (1 - share) * (test_set_target(b) if target == TEST_SET else population_target()) + share * chance
+        if matched:
+            # The run on the humans' split is the model on that split: on this test set its S1 is what it is.
+            # On the task's items: E over c ~ N(0, SD_B) of logistic(phi - c).
+            model_truth = (
+                float(m.mean()) if target == TEST_SET else float((expit(phi[0] + SD_B * _NODES) * _WEIGHTS).sum())
+            )
+        else:
+            model_truth = model_test_set_target(c) if target == TEST_SET else model_population_target()
+        interval = gap_interval(h, m, target=target)
+        hit = interval.low <= human_truth - model_truth <= interval.high
+        flag = bool(interval_flags(list(h.mean(axis=1)), chance=chance, items=items, matrix=h))
+        hits += hit
+        flagged += flag
+        either += hit or flag
+        widths.append(interval.width)
+    return hits / replicates, flagged / replicates, either / replicates, float(np.median(widths))
 
 
 def annotator_pool(kind: str, *, items: int, size: int, seed: int) -> np.ndarray:

@@ -25,13 +25,13 @@ import numpy as np
 
 from annotation.models import Answer, Study
 from annotation.selectors import in_results, study_cohorts
-from baselines.selectors import completed_runs, row_label
+from baselines.selectors import completed_runs, row_identity
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, item_s1
 
 from .cache import VERSION, cached_many, keep_many
 from .fits import CohortFit, stored_fits
-from .runs import model_item_means, runs_fingerprint
+from .runs import labels as row_labels, model_item_means, runs_fingerprint
 from .scores import study_scores
 
 SOLVED_PERCENT = 50.0
@@ -139,11 +139,12 @@ def item_rows(
     found = cached_many(list(keys.values()))
     if len(found) < len(keys):
         models = model_item_means(mrc_gold)
+        names = row_labels()
         for cell in cells:
             if keys[cell.cohort_id] not in found:
                 rows_of = {
-                    row_label(method, model, server): items
-                    for (task, method, model, server, shots), items in models.items()
+                    names[(method, model, backend, server)]: items
+                    for (task, method, model, backend, server, shots), items in models.items()
                     if task == cell.task and shots == cell.shots
                 }
                 found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
@@ -200,12 +201,13 @@ def item_detail(study: Study, cohort_id: int, clues_id: str, *, mrc_gold: str = 
         .values_list("enrollment_id", "enrollment__worker__external_id", "texts", "s1")
     ]
     predictions = []
+    names = row_labels()
     for run in completed_runs().filter(task=cohort.task, shots=cohort.shots).order_by("method", "model", "split"):
         found = next((p for p in run.predictions or () if str(p.get("id")) == str(clues_id)), None)
         if found is not None:
             predictions.append(
                 {
-                    "model_row": row_label(run.method, run.model, run.server),
+                    "model_row": names[row_identity(run)],
                     "split": run.split,
                     "prediction": found["prediction"],
                     "s1_percent": 100
