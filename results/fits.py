@@ -11,10 +11,13 @@
   axis because they answered the same items. py-irt, the IRT package of the NLP papers that put models and
   items on one scale, pins pandas < 3 and cannot be installed beside this project's pandas 3.
 * **Aggregated answers** (``aggregate``): crowd-kit's Dawid-Skene over the cohort's answers, scored with
-  S1 like the majority answer: for label tasks on the labels; for span-set tasks (NER) on one yes/no
-  decision per span an annotator marked ("is this span in the answer?"); not for MRC (SQuADv2, ReCoRD):
-  an answer there is a span of the item's own text, and Dawid-Skene's per-annotator confusion matrix needs
-  one label set shared by every item (``NOT_FITTED``).
+  S1 like the majority answer: for label tasks on the labels; for span-set tasks (NER) on tokens: every
+  whitespace token an annotator saw gets a BIO label from each annotator of the item (unmarked: O, so an
+  unmarked token is evidence against a span), crowd-kit aggregates the labels and they are decoded back to
+  spans; beside it the whole answer as one category (``answers``). Not for MRC (SQuADv2, ReCoRD): an answer
+  there is a span of the item's own text, and Dawid-Skene's per-annotator confusion matrix needs one label
+  set shared by every item (``NOT_FITTED``). With fewer than 3 annotators better than chance the aggregate
+  cannot be identified (which annotators to trust is then a guess), and the row says so instead of a number.
 
 A stored fit names what it was fitted on (``basis``: the cohort's results fingerprint, and the runs of
 its task and shots); a fit of older results is shown as out of date, never as current.
@@ -36,6 +39,7 @@ from baselines.selectors import completed_runs
 from tasks_data.models import Example
 from tasks_data.registry import TASKS, AnswerKind
 from tasks_data.s1 import MRC_GOLD, as_set, corpus_s1, item_s1
+from tasks_data.text_spans import find_occurrences, tokenize
 
 from .models import CohortFit
 from .runs import run_item_scores
@@ -154,55 +158,142 @@ def ability_result(scores: CohortScores, runs: list[dict]) -> dict | None:
 
 # ---------------------------------------------------------------- aggregated answers (crowd-kit)
 
+# How a reading names its rows: the method stored, and what the table calls it.
+READING_METHODS = {
+    "labels": DAWID_SKENE,
+    "tokens": f"{DAWID_SKENE} on tokens",
+    "answers": f"{DAWID_SKENE} on whole answers",
+}
+NOT_IDENTIFIABLE = "not identifiable"
+MIN_INFORMATIVE = 3  # Dawid-Skene needs 3 annotators better than chance to tell whose answers to trust
+OUTSIDE = "O"
+
 
 def crowd_representation(kind: AnswerKind) -> str | None:
-    """How a task's answers enter Dawid-Skene: ``labels``, ``span decisions`` (one yes/no per marked span), or
-    None where it does not fit (the kind says)."""
+    """How a task's answers enter Dawid-Skene first: ``labels``, ``tokens`` (token-level BIO), or None where it
+    does not fit (the kind says)."""
     return kind.crowd_aggregation
 
 
-def dawid_skene(answers: dict, representation: str) -> dict[str, list[str]]:
-    """{annotator: {item: answer}} -> {item: aggregated answer} by crowd-kit's Dawid-Skene."""
+def crowd_readings(kind: AnswerKind) -> list[str]:
+    """Every reading fitted for a kind: labels alone; for span sets, the tokens and, beside them, the whole
+    answer as one category (``answers``); none for MRC."""
+    first = crowd_representation(kind)
+    if first is None:
+        return []
+    return [first] if first == "labels" else [first, "answers"]
+
+
+def bio_labels(context: str, answer) -> list[str]:
+    """The BIO label of every whitespace token of ``context`` (the words a worker marks) for an answer (a set of
+    span strings): B on a span's first token, I on the next ones, O elsewhere. A span is marked wherever it stands
+    on token boundaries (S1 reads an answer as a set of strings, not of places)."""
+    tokens = tokenize(context)
+    starts = {a: i for i, (a, _b) in enumerate(tokens)}
+    ends = {b: i for i, (_a, b) in enumerate(tokens)}
+    labels = [OUTSIDE] * len(tokens)
+    for span in sorted(as_set(answer), key=len, reverse=True):  # a longer span wins a token it shares
+        for start, end in find_occurrences(context, span):
+            if start in starts and end in ends:
+                first, last = starts[start], ends[end]
+                if all(label == OUTSIDE for label in labels[first : last + 1]):
+                    labels[first] = "B"
+                    labels[first + 1 : last + 1] = ["I"] * (last - first)
+    return labels
+
+
+def decode_bio(context: str, labels) -> list[str]:
+    """The span strings of a BIO sequence over ``context``'s whitespace tokens (an I after O starts a span)."""
+    tokens = tokenize(context)
+    spans, current = [], None
+    for (start, end), label in zip(tokens, labels, strict=True):
+        if label == "B" or (label == "I" and current is None):
+            if current:
+                spans.append(current)
+            current = [start, end]
+        elif label == "I" and current is not None:
+            current[1] = end
+        else:
+            if current:
+                spans.append(current)
+            current = None
+    if current:
+        spans.append(current)
+    return sorted({context[a:b] for a, b in spans})
+
+
+def crowd_records(answers: dict, representation: str, contexts: dict[str, str] | None = None) -> list[tuple]:
+    """The (worker, task, label) rows crowd-kit reads, for ``{annotator: {item: answer}}``. ``labels``: one row
+    per answer; ``answers``: the whole answer as one category (its sorted strings); ``tokens``: one row per token
+    of the item's context (``contexts``) per annotator who answered the item, unmarked tokens included as O, so
+    that an annotator who did not mark a token is evidence against it."""
+    records: list[tuple] = []
+    for worker, per in answers.items():
+        for item, answer in per.items():
+            if representation == "labels":
+                chosen = as_set(answer)
+                records.append((str(worker), str(item), sorted(chosen)[0] if chosen else ""))
+            elif representation == "answers":
+                records.append((str(worker), str(item), "\x1f".join(sorted(as_set(answer)))))
+            elif representation == "tokens":
+                assert contexts is not None, "token labels need each item's context"
+                for j, label in enumerate(bio_labels(contexts[str(item)], answer)):
+                    records.append((str(worker), f"{item}\x1f{j}", label))
+            else:
+                raise ValueError(f"unknown reading {representation!r}")
+    return records
+
+
+def crowdkit_dawid_skene(records: list[tuple]):
+    """crowd-kit's Dawid-Skene on (worker, task, label) rows: {task: label} (a pandas Series)."""
     import pandas as pd
     from crowdkit.aggregation import DawidSkene  # the model set: never imported by the web app
 
-    records: list[tuple[str, str, str | int]] = []  # (worker, task, label), or a 0/1 decision per span
-    items = sorted({str(x) for per in answers.values() for x in per})
-    if representation == "labels":
-        for worker, per in answers.items():
-            for item, answer in per.items():
-                records.append((str(worker), str(item), sorted(as_set(answer))[0] if as_set(answer) else ""))
-    else:
-        spans: dict[str, set[str]] = defaultdict(set)
-        for per in answers.values():
-            for item, answer in per.items():
-                spans[str(item)] |= as_set(answer)
-        for worker, per in answers.items():
-            for item, answer in per.items():
-                chosen = as_set(answer)
-                for span in sorted(spans[str(item)]):
-                    records.append((str(worker), f"{item}\x1f{span}", int(span in chosen)))
-    if not records:
-        return {}
     frame = pd.DataFrame(records, columns=["worker", "task", "label"])
     with warnings.catch_warnings():  # the library's own pandas deprecation notices, dozens per fit
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
-        predicted = DawidSkene(n_iter=100).fit_predict(frame)
+        return DawidSkene(n_iter=100).fit_predict(frame)
+
+
+def dawid_skene(answers: dict, representation: str, contexts: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """{annotator: {item: answer}} -> {item: aggregated answer} by crowd-kit's Dawid-Skene, in one reading
+    (``crowd_records``); token labels are decoded back to spans."""
+    items = sorted({str(x) for per in answers.values() for x in per})
+    records = crowd_records(answers, representation, contexts)
+    if not records:
+        return {}
+    predicted = crowdkit_dawid_skene(records)
     if representation == "labels":
         return {item: [str(predicted[item])] if predicted[item] != "" else [] for item in items}
-    out: dict[str, list[str]] = {item: [] for item in items}
-    for task, label in predicted.items():
-        item, span = str(task).split("\x1f", 1)
-        if int(label) == 1:
-            out[item].append(span)
-    return {item: sorted(v) for item, v in out.items()}
+    if representation == "answers":
+        return {item: [x for x in str(predicted[item]).split("\x1f") if x] for item in items}
+    assert contexts is not None
+    out = {}
+    for item in items:
+        n = len(tokenize(contexts[item]))
+        out[item] = decode_bio(contexts[item], [predicted.get(f"{item}\x1f{j}", OUTSIDE) for j in range(n)])
+    return out
 
 
-def aggregate_result(cohort: Cohort, scores: CohortScores) -> dict | None:
-    """The stored shape of one cohort's Dawid-Skene answers with their S1 (percent, both MRC readings)."""
+def informative(scores: CohortScores) -> tuple[int, int]:
+    """(annotators better than chance, annotators): better than chance by more than binomial noise over the items,
+    as the at-chance flag reads it (``results.uncertainty``)."""
+    s1 = list(scores.annotator_s1().values())
+    chance = scores.chance_s1
+    if chance is None or not scores.example_ids:
+        return len(s1), len(s1)
+    margin = 1.96 * np.sqrt(max(chance * (1 - chance), 0.0) / len(scores.example_ids))
+    return sum(1 for v in s1 if v > chance + margin), len(s1)
+
+
+def aggregate_result(cohort: Cohort, scores: CohortScores, representation: str | None = None) -> dict | None:
+    """The stored shape of one cohort's Dawid-Skene answers in one reading (the kind's first by default), with
+    their S1 (percent, both MRC readings), and whether the aggregate is identifiable: with fewer than 3
+    annotators better than chance Dawid-Skene cannot tell whose answers to trust, and the row says so instead of
+    a number."""
     kind = cohort.task.spec.answer_kind
-    representation = crowd_representation(kind)
+    representation = representation or crowd_representation(kind)
     if representation is None or scores.n < 2:
         return None
     answers: dict[int, dict[str, list[str]]] = defaultdict(dict)
@@ -210,12 +301,11 @@ def aggregate_result(cohort: Cohort, scores: CohortScores) -> dict | None:
         in_results("enrollment__"), enrollment__cohort=cohort, step=Answer.Step.TEST
     ).values_list("enrollment_id", "example__clues_id", "texts"):
         answers[enrollment_id][str(clues_id)] = texts
-    aggregated = dawid_skene(answers, representation)
-    golds = dict(
-        Example.objects.filter(task=cohort.task, role=Example.Role.TEST, clues_id__in=list(aggregated)).values_list(
-            "clues_id", "gold"
-        )
-    )
+    examples = Example.objects.filter(task=cohort.task, role=Example.Role.TEST, clues_id__in=scores.clues_ids)
+    golds, contexts = {}, {}
+    for clues_id, gold, context in examples.values_list("clues_id", "gold", "context"):
+        golds[str(clues_id)], contexts[str(clues_id)] = gold, context
+    aggregated = dawid_skene(answers, representation, contexts)
     s1 = {
         reading: 100
         * corpus_s1(
@@ -225,7 +315,18 @@ def aggregate_result(cohort: Cohort, scores: CohortScores) -> dict | None:
         )
         for reading in MRC_GOLD
     }
-    return {"representation": representation, "answers": aggregated, "s1_percent": s1}
+    better, n = informative(scores)
+    identifiable = better >= MIN_INFORMATIVE
+    return {
+        "representation": representation,
+        "answers": aggregated,
+        "s1_percent": s1,
+        "identifiable": identifiable,
+        "reason": None
+        if identifiable
+        else f"{better} of {n} annotators better than chance: Dawid-Skene needs {MIN_INFORMATIVE} to tell whose "
+        "answers to trust",
+    }
 
 
 # ---------------------------------------------------------------- fitting and storing a study's fits
@@ -244,8 +345,16 @@ def fit_study(study: Study, *, kinds=tuple(CohortFit.Kind)) -> list[CohortFit]:
             result = ability_result(cell, run_item_scores(cell.task, cell.shots))
             fits.append((CohortFit.Kind.ABILITY, ABILITY_METHOD, library_version(ABILITY_LIBRARY), result))
         if CohortFit.Kind.AGGREGATE in kinds:
-            result = aggregate_result(cohort, cell)
-            fits.append((CohortFit.Kind.AGGREGATE, DAWID_SKENE, library_version(AGGREGATE_LIBRARY), result))
+            readings = crowd_readings(cohort.task.spec.answer_kind)
+            # A fit of a reading no longer made (an older encoding) is not kept beside the current ones.
+            CohortFit.objects.filter(cohort=cohort, kind=CohortFit.Kind.AGGREGATE).exclude(
+                method__in=[READING_METHODS[r] for r in readings]
+            ).delete()
+            for reading in readings:
+                result = aggregate_result(cohort, cell, reading)
+                fits.append(
+                    (CohortFit.Kind.AGGREGATE, READING_METHODS[reading], library_version(AGGREGATE_LIBRARY), result)
+                )
         for kind, method, library, result in fits:
             if result is None:
                 CohortFit.objects.filter(cohort=cohort, kind=kind, method=method).delete()
@@ -299,21 +408,25 @@ def fits_version(study: Study) -> str:
 
 
 def aggregate_cells(study: Study, *, mrc_gold: str = "best") -> list[dict]:
-    """The aggregated human rows' cells: ``{"task", "shots", "method", "s1", "n", "current"}`` (percent) per
-    cohort and stored method (only fits of the cohort's current results)."""
+    """The aggregated human rows' cells: ``{"task", "shots", "method", "s1", "n", "identifiable", "reason"}``
+    (percent) per cohort and stored reading (only fits of the cohort's current results, in a reading made now:
+    the former one yes/no per marked span, which could not say no, is left out)."""
     scores = study_scores(study)
     out = []
     for cohort_id, fits in stored_fits(study, CohortFit.Kind.AGGREGATE).items():
         cell = scores.get(cohort_id)
         for fit in fits:
-            if cell is not None and fit["current"]:
+            result = fit["result"]
+            if cell is not None and fit["current"] and result.get("representation") in READING_METHODS:
                 out.append(
                     {
                         "task": cell.task,
                         "shots": cell.shots,
                         "method": f"{fit['method']} ({fit['library'].split(' ')[0]})",
-                        "s1": fit["result"]["s1_percent"][mrc_gold],
+                        "s1": result["s1_percent"][mrc_gold],
                         "n": cell.n,
+                        "identifiable": result.get("identifiable", True),
+                        "reason": result.get("reason"),
                     }
                 )
     return out

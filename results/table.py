@@ -51,8 +51,11 @@ INTERVAL_NOTE = (
 )
 AGGREGATE_NOTE = (
     "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
-    "scored as one more annotator."
+    "scored as one more annotator; span sets on tokens (a BIO label per word from every annotator, so an unmarked "
+    "word counts against a span) and, beside them, on whole answers. “not identifiable”: fewer than 3 of the "
+    "cohort's annotators are better than chance, and Dawid-Skene cannot tell whose answers to trust."
 )
+NOT_IDENTIFIABLE = "not identifiable"
 GAP_NOTE = (
     f"Gap rows (human − model): the difference, then two 95% intervals: [{GAP_INTERVALS['ci']}] and "
     f"{{{GAP_INTERVALS['ci_two_level']}}}."
@@ -411,7 +414,9 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
     ]
     by_method: dict[tuple[str, int], dict[str, Cell]] = {}
     for a in aggregates:
-        by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(format_cell(a["s1"], None), a.get("n"))
+        # An aggregate that cannot be identified says so instead of a number that reads as better than the vote.
+        text = format_cell(a["s1"], None) if a.get("identifiable", True) else NOT_IDENTIFIABLE
+        by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(text, a.get("n"))
     rows += [
         Row("aggregate", method, k, tuple(by_task.get(s, Cell(MISSING, 0)) for s in tasks))
         for (method, k), by_task in sorted(by_method.items(), key=lambda kv: (cohort_key("", kv[0][1]), kv[0][0]))

@@ -47,7 +47,7 @@ def study(researcher):
     """SST-2, 40 test items, 10 shots: four annotators (0, 8, 16, 24 wrong) and a served LLM as a worker (13 wrong)."""
     trim_test_set("sst2", 40)
     s = make_study(
-        tasks=["sst2"], shots=[10], created_by=researcher, filter_floor=None, filter_fraction=None, workers_per_cohort=5
+        tasks=["sst2"], shots=[10], created_by=researcher, filter_floor=None, filter_fraction=None, workers_per_cohort=6
     )
     ten = cohort(s, "sst2", 10)
     for name, wrong in HUMANS.items():
@@ -119,6 +119,7 @@ def test_abilities_order_humans_and_an_llm_worker_by_s1_and_equal_the_librarys_o
 
 
 def test_the_dawid_skene_row_is_crowd_kits_output_on_the_same_answers(study, researcher):
+    complete(cohort(study, "sst2", 10), "E", wrong_test={0, 1})  # a third annotator well above chance
     _fit(study)
     (fit,) = CohortFit.objects.filter(cohort__study=study, kind=CohortFit.Kind.AGGREGATE)
     rows = Answer.objects.filter(enrollment__cohort__study=study, step=Answer.Step.TEST).values_list(
@@ -129,22 +130,45 @@ def test_the_dawid_skene_row_is_crowd_kits_output_on_the_same_answers(study, res
     frame = pd.DataFrame([(str(e), str(x), t[0]) for e, x, t in rows], columns=["worker", "task", "label"])
     expected = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(frame)
     assert fit.result["answers"] == {task: [label] for task, label in expected.items()}
+    assert fit.result["identifiable"] is True and fit.result["reason"] is None
     gold = dict(Example.objects.filter(task__slug="sst2", role="test").values_list("clues_id", "gold"))
     s1 = 100 * np.mean([float(expected[x] == gold[x][0]) for x in expected.index])
     assert fit.result["s1_percent"]["best"] == pytest.approx(s1)
     client = Client()
     client.force_login(researcher)
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
-    assert f"| Dawid-Skene (crowd-kit) | 10 | {s1:.1f} (n=4) |" in md and "| Majority vote | 10 |" in md
+    assert f"| Dawid-Skene (crowd-kit) | 10 | {s1:.1f} (n=5) |" in md and "| Majority vote | 10 |" in md
     payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
     assert payload["aggregates"] == [
-        {"task": "sst2", "shots": 10, "method": "Dawid-Skene (crowd-kit)", "s1": pytest.approx(s1), "n": 4}
+        {
+            "task": "sst2",
+            "shots": 10,
+            "method": "Dawid-Skene (crowd-kit)",
+            "s1": pytest.approx(s1),
+            "n": 5,
+            "identifiable": True,
+            "reason": None,
+        }
     ]
     # One more annotator: the fit is of older results, and its row leaves the table until fitted again.
-    complete(cohort(study, "sst2", 10), "E")
+    complete(cohort(study, "sst2", 10), "F")
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
     assert "Dawid-Skene" not in md
     assert not fits.stored_fits(study, CohortFit.Kind.AGGREGATE)[fit.cohort_id][0]["current"]
+
+
+def test_an_aggregate_of_two_annotators_better_than_chance_says_it_cannot_be_identified(study, researcher):
+    """The fixture's cohort: 2 of 4 annotators better than chance (C at 60% and D at 40% are within 40 items'
+    noise of a coin): Dawid-Skene cannot tell whose answers to trust; the row says so, never a number."""
+    _fit(study)
+    (fit,) = CohortFit.objects.filter(cohort__study=study, kind=CohortFit.Kind.AGGREGATE)
+    assert fit.result["identifiable"] is False and fit.result["reason"].startswith("2 of 4 annotators")
+    client = Client()
+    client.force_login(researcher)
+    md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
+    assert "| Dawid-Skene (crowd-kit) | 10 | not identifiable (n=4) |" in md
+    html = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert '<span class="value">not identifiable</span>' in html
 
 
 def test_the_command_says_how_to_install_the_model_set_when_a_library_is_missing(study, monkeypatch):
@@ -157,31 +181,85 @@ def test_the_command_says_how_to_install_the_model_set_when_a_library_is_missing
     assert not CohortFit.objects.exists()
 
 
-def test_ner_spans_enter_dawid_skene_as_one_decision_per_marked_span():
-    """Each span an annotator marked is a yes/no question to every annotator of the item; the aggregated answer
-    is crowd-kit's yes spans (here as a strict majority would have it: unanimous and 2-of-3 spans in, 1-of-3 out)."""
+CONTEXTS = {
+    "1": "Obama met Le Pen in Paris on Monday .",
+    "2": "Rome and Paris are far from Kenya .",
+    "3": "Nothing here , said the New York Times .",
+}
+
+
+def _token_frame(answers):
+    """The token matrix built here by hand: every word of the item from every annotator who answered it."""
     import pandas as pd
 
+    rows = []
+    for worker, per in answers.items():
+        for item, answer in per.items():
+            words = CONTEXTS[item].split(" ")
+            labels = ["O"] * len(words)
+            for span in answer:
+                parts = span.split(" ")
+                for k in range(len(words) - len(parts) + 1):
+                    if words[k : k + len(parts)] == parts:
+                        labels[k : k + len(parts)] = ["B"] + ["I"] * (len(parts) - 1)
+            rows += [(worker, f"{item}\x1f{j}", label) for j, label in enumerate(labels)]
+    return pd.DataFrame(rows, columns=["worker", "task", "label"])
+
+
+def test_bio_labels_round_trip_multi_word_spans():
+    answer = ["Le Pen", "Paris", "Obama"]
+    labels = fits.bio_labels(CONTEXTS["1"], answer)
+    assert labels == ["B", "O", "B", "I", "O", "B", "O", "O", "O"]
+    assert fits.decode_bio(CONTEXTS["1"], labels) == sorted(answer)
+    assert fits.decode_bio(CONTEXTS["3"], ["O"] * 5 + ["I", "I", "I", "O"]) == ["New York Times"]  # I after O
+    assert fits.bio_labels(CONTEXTS["3"], []) == ["O"] * 9
+
+
+def test_ner_dawid_skene_reads_tokens_and_whole_answers_as_crowd_kit_does_on_the_same_matrix():
+    """Three careful annotators and one who marks a span of their own on every item: on tokens, each unmarked word
+    is a vote against, so the lone spans are out and the others' in; both readings are crowd-kit's output on the
+    same matrix (built here by hand for the tokens)."""
+    import pandas as pd
+
+    gold = {"1": ["Le Pen", "Obama", "Paris"], "2": ["Kenya", "Paris", "Rome"], "3": ["New York Times"]}
     answers = {
-        1: {"a": ["Paris", "Obama"], "b": [], "c": ["Kenya"]},
-        2: {"a": ["Paris"], "b": [], "c": ["Kenya"]},
-        3: {"a": ["Paris", "Obama", "Rome"], "b": [], "c": []},
+        "a": dict(gold),
+        "b": {"1": ["Le Pen", "Obama", "Paris"], "2": ["Kenya", "Paris", "Rome"], "3": ["New York Times"]},
+        "c": {"1": ["Obama", "Paris"], "2": ["Kenya", "Paris", "Rome"], "3": ["New York Times"]},
+        "d": {"1": ["Monday", "Obama"], "2": ["far"], "3": ["Nothing"]},
     }
-    got = fits.dawid_skene(answers, "span decisions")
+    got = fits.dawid_skene(answers, "tokens", CONTEXTS)
+    decided = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(_token_frame(answers))
+    by_hand = {
+        item: fits.decode_bio(CONTEXTS[item], [decided[f"{item}\x1f{j}"] for j in range(len(CONTEXTS[item].split()))])
+        for item in CONTEXTS
+    }
+    assert got == by_hand == gold  # no lone span kept: "Monday", "far", "Nothing" are out
+    whole = fits.dawid_skene(answers, "answers")
     frame = pd.DataFrame(
-        [
-            (str(w), f"{i}\x1f{span}", int(span in a))
-            for w, per in answers.items()
-            for i, a in per.items()
-            for span in sorted({x for p in answers.values() for x in p[i]})
-        ],
+        [(w, i, "\x1f".join(sorted(a))) for w, per in answers.items() for i, a in per.items()],
         columns=["worker", "task", "label"],
     )
-    decided = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(frame)
-    expected = {
-        i: sorted(t.split("\x1f")[1] for t, v in decided.items() if t.startswith(f"{i}\x1f") and v == 1)
-        for i in ("a", "b", "c")
-    }
-    assert got == expected
-    assert got["b"] == [] and "Paris" in got["a"] and "Rome" not in got["a"]
+    expected = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(frame)
+    assert whole == {i: [x for x in expected[i].split("\x1f") if x] for i in CONTEXTS}
+    assert fits.crowd_readings(fits.TASKS["conll03"].answer_kind) == ["tokens", "answers"]
+    assert fits.crowd_readings(fits.TASKS["sst2"].answer_kind) == ["labels"]
     assert fits.crowd_representation(fits.TASKS["record"].answer_kind) is None  # MRC: not fitted, and the page says why
+
+
+def test_a_near_chance_annotators_lone_spans_do_not_survive_on_tokens():
+    """Two careful annotators and one who marks a random word on most items: on tokens every word the careful two
+    left unmarked is their vote against it, no lone span survives, and the aggregate is the careful answer."""
+    rng = np.random.default_rng(0)
+    contexts, answers = {}, {"a": {}, "b": {}, "c": {}}
+    for i in range(40):
+        words = [f"w{i}x{j}" for j in range(12)]
+        contexts[str(i)] = " ".join(words)
+        named = [words[3]] if i % 2 else []
+        answers["a"][str(i)] = named
+        answers["b"][str(i)] = named if i % 7 else []  # misses one name in seven
+        answers["c"][str(i)] = [words[int(rng.integers(0, 12))]] if rng.random() < 0.8 else []
+    got = fits.dawid_skene(answers, "tokens", contexts)
+    lone = sum(1 for i in contexts if set(answers["c"][i]) - set(answers["a"][i]) & set(got[i]))
+    assert lone == 0
+    assert sum(got[i] == answers["a"][i] for i in contexts) >= 36
