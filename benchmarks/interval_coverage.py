@@ -262,6 +262,49 @@ def needed_by_simulation(pool, half_width, *, assurance, studies, seed) -> int:
     return low
 
 
+def print_gaps(args) -> None:
+    """The gap section: coverage of ``gap_interval`` with and without guessers, all splits and like for like."""
+    print(
+        f"\nThe human-minus-model gap (binary scores; the model: {SPLITS} runs, each on its own training split, "
+        f"phi ~ N({MU_PHI}, {SD_PHI}), item difficulty correlated {RHO} with the humans'):"
+    )
+    print(
+        f"{'row':22s} {'guessers':>8s} {'target':18s} {'annotators':>10s} {'coverage':>9s} {'flagged':>8s} "
+        f"{'covered or flagged':>19s} {'median width':>13s} {'before':>7s}"
+    )
+    gap_unmet = gap_small = 0
+    gap_cover = []
+    for matched in (False, True):
+        for share in (0.0, 0.2):
+            for target in (TEST_SET, TASK_ITEMS):
+                for a in (*ANNOTATORS, 20):
+                    cover, flagged, either, width, before = gap_coverage(
+                        target,
+                        a,
+                        replicates=args.replicates,
+                        items=args.items,
+                        seed=args.seed,
+                        share=share,
+                        matched=matched,
+                    )
+                    ok = GOAL[0] <= cover <= GOAL[1] or (cover < GOAL[0] and either >= GOAL[0])
+                    model_based = not ok and a < MODEL_BASED_BELOW and share > 0
+                    gap_unmet += not ok and not model_based
+                    gap_small += model_based
+                    gap_cover.append(cover)
+                    row = "like for like (1 run)" if matched else f"all {SPLITS} splits"
+                    print(
+                        f"{row:22s} {round(100 * share):7d}% {target:18s} {a:10d} {100 * cover:8.1f}% "
+                        f"{100 * flagged:7.1f}% {100 * either:18.1f}% {100 * width:9.1f} pts "
+                        f"{'' if before is None else f'{100 * before:6.1f}%'}{_verdict(ok, model_based)}"
+                    )
+    print(
+        f"gap coverage {100 * min(gap_cover):.1f}-{100 * max(gap_cover):.1f}%; rows neither within 93-97% nor "
+        f"covered or flagged >= 93%: {gap_unmet}, and {gap_small} of cells under {MODEL_BASED_BELOW} annotators "
+        "from a population with guessers (model-based)"
+    )
+
+
 def _verdict(ok: bool, model_based: bool) -> str:
     if ok:
         return ""
@@ -332,40 +375,7 @@ def main(argv=None) -> int:
         f"cells under {MODEL_BASED_BELOW} annotators (shown with their values and a model-based interval)"
     )
 
-    print(
-        f"\nThe human-minus-model gap (binary scores; the model: {SPLITS} runs, each on its own training split, "
-        f"phi ~ N({MU_PHI}, {SD_PHI}), item difficulty correlated {RHO} with the humans'):"
-    )
-    print(
-        f"{'row':22s} {'guessers':>8s} {'target':18s} {'annotators':>10s} {'coverage':>9s} {'flagged':>8s} "
-        f"{'covered or flagged':>19s} {'median width':>13s} {'before':>7s}"
-    )
-    gap_unmet = gap_small = 0
-    gap_cover = []
-    for matched in (False, True):
-        for share in (0.0, 0.2):
-            for target in (TEST_SET, TASK_ITEMS):
-                for a in (*ANNOTATORS, 20):
-                    cover, flagged, either, width, before = gap_coverage(
-                        target, a, replicates=args.replicates, items=args.items, seed=args.seed, share=share,
-                        matched=matched,
-                    )
-                    ok = GOAL[0] <= cover <= GOAL[1] or (cover < GOAL[0] and either >= GOAL[0])
-                    model_based = not ok and a < MODEL_BASED_BELOW and share > 0
-                    gap_unmet += not ok and not model_based
-                    gap_small += model_based
-                    gap_cover.append(cover)
-                    row = "like for like (1 run)" if matched else f"all {SPLITS} splits"
-                    print(
-                        f"{row:22s} {round(100 * share):7d}% {target:18s} {a:10d} {100 * cover:8.1f}% "
-                        f"{100 * flagged:7.1f}% {100 * either:18.1f}% {100 * width:9.1f} pts "
-                        f"{'' if before is None else f'{100 * before:6.1f}%'}{_verdict(ok, model_based)}"
-                    )
-    print(
-        f"gap coverage {100 * min(gap_cover):.1f}-{100 * max(gap_cover):.1f}%; rows neither within 93-97% nor "
-        f"covered or flagged >= 93%: {gap_unmet}, and {gap_small} of cells under {MODEL_BASED_BELOW} annotators "
-        "from a population with guessers (model-based)"
-    )
+    print_gaps(args)
 
     print("\nPlanner (target: this test set, 80% assurance) against simulation:")
     print(

@@ -37,7 +37,7 @@ from scipy.special import expit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from results.uncertainty import (  # noqa: E402  (the path above first)
+from results.uncertainty import (
     MAX_ANNOTATORS,
     PLAN_CONFIDENCE,
     annotators_needed,
@@ -137,8 +137,10 @@ def main(argv=None) -> int:
                 spread = pilots.std(axis=1, ddof=1)
                 lowest = spread <= np.quantile(spread, 0.2)
                 row = [f"{name:10s} {100 * values.std():5.1f} {points:4.0f} {size:5d}"]
-                for plan_of in (lambda p: annotators_needed(p, h) or MAX_ANNOTATORS, lambda p: former_plan(p, h)):
-                    plans = np.array([plan_of(p) for p in pilots])
+                for former in (False, True):
+                    plans = np.array(
+                        [former_plan(p, h) if former else annotators_needed(p, h) or MAX_ANNOTATORS for p in pilots]
+                    )
                     assured = np.array([reach(int(n)) for n in plans])
                     p10, p50, p90 = np.percentile(plans, [10, 50, 90])
                     kept = float((assured >= ASSURANCE).mean())

@@ -25,9 +25,9 @@ from .scores import CohortScores, study_scores
 from .uncertainty import (
     MODEL_BASED_BELOW,
     ONE_RUN,
+    PLAN_CONFIDENCE,
     TASK_ITEMS,
     TEST_SET,
-    PLAN_CONFIDENCE,
     annotators_needed,
     gap_interval,
     interval_flags,
@@ -218,7 +218,8 @@ DEFAULT_ASSURANCE = 0.8  # the planner's: the share of studies of the planned si
 def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_points: float) -> dict:
     """The planner's annotators for ± ``target_points`` ("this test set": 80% of studies reach it, with 90%
     confidence over this pilot, ``results.uncertainty.annotators_needed``), the range of plans another pilot of
-    this size could give (``plan_low``, ``plan_high``) and their price: each paid the cohort's estimate (``annotation.estimates``: the figure the
+    this size could give (``plan_low``, ``plan_high``) and their price: each paid the cohort's estimate
+    (``annotation.estimates``: the figure the
     workers and the platform are shown, measured once the cohort's first workers finished) at the study's rate,
     every part, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)

@@ -31,7 +31,8 @@ from tasks_data.s1 import check_mrc_gold, item_s1
 
 from .cache import VERSION, cached_many, keep_many
 from .fits import CohortFit, stored_fits
-from .runs import labels as row_labels, model_item_means, runs_fingerprint
+from .runs import labels as row_labels
+from .runs import model_item_means, runs_fingerprint
 from .scores import study_scores
 
 SOLVED_PERCENT = 50.0

@@ -23,7 +23,7 @@ from tasks_data.registry import TASKS, Category
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 from tasks_data.stats import STD_DDOF
 
-from .uncertainty import FLAGS, ONE_RUN, PLAN_CONFIDENCE, TARGETS, TASK_ITEMS, TEST_SET
+from .uncertainty import FLAGS, ONE_RUN, TARGETS, TASK_ITEMS, TEST_SET
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"

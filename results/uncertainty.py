@@ -34,8 +34,8 @@ holds for this pilot with 90% confidence, whatever its spread happened to be (a 
 taken as the truth reached the target in ~55-75% of studies from a pilot of 3; one from the F predictive,
 ``plan_assurance``, kept 80% on average over pilots but a third of the time after the pilots of lowest spread).
 ``plan_range`` shows how far plans from pilots of the same size move. ``benchmarks/planner_assurance.py``
-measures the assurance per pilot for normal, skewed and guessing populations. ``plan_cost`` prices a plan: annotators x (expected active time x hourly
-rate, ``annotation.protocol.pay``), plus the platform's service fee.
+measures the assurance per pilot for normal, skewed and guessing populations. ``plan_cost`` prices a plan:
+annotators x (expected active time x hourly rate, ``annotation.protocol.pay``), plus the platform's service fee.
 
 Plain numpy (scipy imported where it is used), no Django import.
 """

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from scipy import stats
 
-from annotation.models import Cohort, Answer
+from annotation.models import Answer, Cohort
 from baselines.models import BaselineRun
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study, pid_for, trim_test_set
