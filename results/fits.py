@@ -1,15 +1,18 @@
 """Fits that need the model set's libraries, computed by ``manage.py fit_results`` and stored
 (``results.models.CohortFit``); the pages, exports and API only read them.
 
-* **The joint ability scale** (``fit_ability``): an item-response model, the 1PL (Rasch) model of
-  ``mirt`` fitted by marginal maximum likelihood (EM), over the respondents x items matrix of one cohort's
-  test items: each annotator in results and each completed model run of the same task and shots is a
-  respondent, its response to an item 1 when the item's S1 is 1 (fully right, as ``human_share_correct``
-  counts it), else 0 (partial S1 on span tasks counts as wrong: the 1PL takes binary responses). Per
-  respondent: ability (EAP) with a 95% interval (± 1.96 posterior SD); per item: difficulty with its
-  standard error (items everyone got right, or wrong, sit at the bound, ±6). Humans and models are on one
-  axis because they answered the same items. py-irt, the IRT package of the NLP papers that put models and
-  items on one scale, pins pandas < 3 and cannot be installed beside this project's pandas 3.
+* **The joint ability scale** (``fit_ability``): an item-response model of ``mirt`` fitted by marginal maximum
+  likelihood (EM) over the respondents x items matrix of one cohort's test items: each annotator in results and
+  each completed model run of the same task and shots is a respondent. Where S1 can be partial (span sets),
+  the partial credit model (0 wrong, 1 partly right, 2 fully right); where every S1 is 0 or 1 (labels), the 1PL
+  (``RESPONSES``, stated beside the scale). Per respondent: ability (EAP) with a 95% interval (± 1.96 posterior
+  SD), both summed on a 2,001-point grid (``posterior``); per item: its difficulty. A Rasch scale is set by its
+  respondents: the pool it was fitted on is named beside every ability (``pool``), and no scale is fitted for a
+  cell without both groups (2 annotators and 2 model runs at least, 6 respondents in all): one group alone has
+  nothing to be compared with, and 3 annotators alone give a scale of nothing. Items everyone got fully right
+  (or wrong) carry no information: they are left out and counted, as are difficulties at mirt's bound. py-irt,
+  the IRT package of the NLP papers that put models and items on one scale, pins pandas < 3 and cannot be
+  installed beside this project's pandas 3.
 * **Aggregated answers** (``aggregate``): crowd-kit's Dawid-Skene over the cohort's answers, scored with
   S1 like the majority answer: for label tasks on the labels; for span-set tasks (NER) on tokens: every
   whitespace token an annotator saw gets a BIO label from each annotator of the item (unmarked: O, so an
@@ -50,7 +53,14 @@ ABILITY_METHOD = "1PL IRT"
 ABILITY_LIBRARY = "mirt"
 AGGREGATE_LIBRARY = "crowd-kit"
 DAWID_SKENE = "Dawid-Skene"
-RESPONSE = "1 when the item's S1 is 1 (fully right), else 0"
+RESPONSES = {
+    "1PL": "right (1) when the item's S1 is 1, else wrong (0): every S1 here is 0 or 1",
+    "PCM": "partial credit: 0 when the item's S1 is 0, 1 when it is partly right (0 < S1 < 1), 2 when it is 1",
+}
+MIN_PER_GROUP = 2  # annotators, and model runs, a joint ability scale needs at least
+MIN_RESPONDENTS = 6  # respondents in all
+DIFFICULTY_BOUND = 6.0  # mirt's bound on a difficulty
+POSTERIOR_GRID = 2001  # points of the grid on which abilities' posterior mean and SD are summed
 Z95 = 1.959963984540054
 NOT_FITTED = (
     "Dawid-Skene is not fitted for machine reading comprehension (SQuADv2, ReCoRD): an answer is a span of the "
@@ -87,19 +97,17 @@ def basis(kind: str, scores: CohortScores, runs: dict[tuple[str, int], str]) -> 
 
 
 def ability_matrix(scores: CohortScores, runs: list[dict]) -> tuple[np.ndarray, list[dict]]:
-    """(respondents x items responses, 1 / 0 / NaN for unanswered; the respondents) of one cohort: its
-    annotators in results (ascending enrollment id), then the model runs (``results.runs.run_item_scores``)."""
+    """(respondents x items S1, 0-1 / NaN for unanswered; the respondents) of one cohort: its annotators in results
+    (ascending enrollment id), then the model runs (``results.runs.run_item_scores``)."""
     s1 = scores.matrix()
     human_s1 = scores.annotator_s1()
-    rows = [np.where(np.isfinite(row), (row == 1.0).astype(float), np.nan) for row in s1]
+    rows = [np.where(np.isfinite(row), row, np.nan) for row in s1]
     respondents = [
         {"kind": "human", "id": e, "label": f"annotator {e}", "s1_percent": 100 * human_s1[e]}
         for e in scores.annotators
     ]
     for run in runs:
-        rows.append(
-            np.array([float(run["items"][x] == 1.0) if x in run["items"] else np.nan for x in scores.clues_ids])
-        )
+        rows.append(np.array([float(run["items"][x]) if x in run["items"] else np.nan for x in scores.clues_ids]))
         respondents.append(
             {
                 "kind": "model",
@@ -112,48 +120,136 @@ def ability_matrix(scores: CohortScores, runs: list[dict]) -> tuple[np.ndarray, 
     return np.array(rows, dtype=float).reshape(len(rows), len(scores.clues_ids)), respondents
 
 
-def fit_ability(responses: np.ndarray) -> dict:
-    """mirt's 1PL fit of a respondents x items matrix (1/0, NaN missing): ``theta``, ``theta_se`` per
-    respondent (EAP, posterior SD), ``difficulty``, ``difficulty_se`` per item, ``converged``."""
+def responses_of(s1: np.ndarray) -> tuple[np.ndarray, str]:
+    """(responses, model) from a respondents x items S1 matrix: partial credit where any S1 is partial (0 wrong,
+    1 partly right, 2 fully right: mirt's partial credit model, ``PCM``), else right (S1 = 1) or wrong (``1PL``)."""
+    finite = np.isfinite(s1)
+    partial = bool(((s1 > 0) & (s1 < 1) & finite).any())
+    if partial:
+        out = np.where(s1 >= 1, 2.0, np.where(s1 > 0, 1.0, 0.0))
+        return np.where(finite, out, np.nan), "PCM"
+    return np.where(finite, (s1 >= 1).astype(float), np.nan), ABILITY_MODEL
+
+
+def posterior(responses: np.ndarray, steps: np.ndarray, *, grid: int = POSTERIOR_GRID) -> tuple[np.ndarray, ...]:
+    """(EAP, posterior SD) per respondent under a standard normal prior, by summing over ``grid`` points on
+    [-8, 8] (a 49-point grid snapped abilities to its nodes and under-stated the SD on 600-item tasks). ``steps``:
+    items x categories-1 step difficulties (one column for the 1PL); responses 0..K, NaN unanswered."""
+    theta = np.linspace(-8.0, 8.0, grid)
+    log_like = np.zeros((responses.shape[0], grid))
+    categories = steps.shape[1] + 1
+    # Partial credit: P(k | theta) proportional to exp(sum_{j <= k} (theta - step_j)); k = 0 has the empty sum.
+    cumulative = np.concatenate(
+        [np.zeros((steps.shape[0], 1, grid)), np.cumsum(theta[None, None, :] - steps[:, :, None], axis=1)], axis=1
+    )
+    log_p = cumulative - np.logaddexp.reduce(cumulative, axis=1, keepdims=True)  # items x categories x grid
+    for k in range(categories):
+        hit = responses == k  # respondents x items
+        log_like += hit.astype(float) @ log_p[:, k, :]
+    log_post = log_like - theta[None, :] ** 2 / 2
+    w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    mean = w @ theta
+    sd = np.sqrt(np.maximum(w @ theta**2 - mean**2, 0.0))
+    return mean, sd
+
+
+def fit_ability(responses: np.ndarray, model: str = ABILITY_MODEL) -> dict:
+    """mirt's fit (1PL, or the partial credit model ``PCM``) of a respondents x items matrix (0..K, NaN missing):
+    ``theta``, ``theta_se`` per respondent (EAP and posterior SD on a 2,001-point grid, ``posterior``; mirt's own
+    EAP on 401 points beside them, ``theta_mirt``), ``difficulty`` (the item's location: its mean step),
+    ``difficulty_se`` per item, ``converged``."""
     import mirt  # the model set (requirements/baselines.txt): never imported by the web app
 
-    fit = mirt.fit_mirt(responses, model=ABILITY_MODEL, verbose=False)
-    scored = mirt.fscores(fit, responses, method="EAP")
+    if model == "PCM":
+        fit = mirt.fit_mirt(responses, model="PCM", n_categories=3, verbose=False)
+    else:
+        fit = mirt.fit_mirt(responses, model=model, verbose=False)
     coef = fit.coef_with_se()
+    if model == "PCM":
+        steps = coef[["steps_1", "steps_2"]].to_numpy(dtype=float)
+        difficulty, difficulty_se = steps.mean(axis=1), [None] * len(steps)
+    else:
+        steps = coef[["difficulty"]].to_numpy(dtype=float)
+        difficulty = steps[:, 0]
+        difficulty_se = [None if not np.isfinite(v) else float(v) for v in coef["difficulty_se"].astype(float)]
+    theta, sd = posterior(responses, steps)
+    scored = mirt.fscores(fit, responses, method="EAP", n_quadpts=401)
     return {
-        "theta": np.asarray(scored.theta, dtype=float).ravel().tolist(),
-        "theta_se": np.asarray(scored.standard_error, dtype=float).ravel().tolist(),
-        "difficulty": coef["difficulty"].astype(float).tolist(),
-        "difficulty_se": [None if not np.isfinite(v) else float(v) for v in coef["difficulty_se"].astype(float)],
+        "theta": theta.tolist(),
+        "theta_se": sd.tolist(),
+        "theta_mirt": np.asarray(scored.theta, dtype=float).ravel().tolist(),
+        "difficulty": [float(v) for v in difficulty],
+        "difficulty_se": difficulty_se,
         "converged": bool(fit.converged),
     }
 
 
-def ability_result(scores: CohortScores, runs: list[dict]) -> dict | None:
-    """The stored shape of one cohort's joint ability scale; None with fewer than 2 respondents or 2 items
-    that any respondent answered."""
-    responses, respondents = ability_matrix(scores, runs)
-    answered = np.isfinite(responses).any(axis=0)
-    keep = np.isfinite(responses).any(axis=1)
-    if keep.sum() < 2 or answered.sum() < 2:
-        return None
-    responses = responses[keep][:, answered]
+def pool_text(respondents: list[dict]) -> str:
+    """ "3 annotators and 5 model runs (1 model row: ft bert)": who the scale was fitted on (it moves with them)."""
+    humans = sum(1 for r in respondents if r["kind"] == "human")
+    rows = sorted({r["row"] for r in respondents if r["kind"] == "model"})
+    runs = sum(1 for r in respondents if r["kind"] == "model")
+    text = f"{humans} annotator{'s' * (humans != 1)} and {runs} model run{'s' * (runs != 1)}"
+    return text + (f" ({len(rows)} model row{'s' * (len(rows) != 1)}: {'; '.join(rows)})" if rows else "")
+
+
+def ability_result(scores: CohortScores, runs: list[dict]) -> dict:
+    """The stored shape of one cohort's joint ability scale, or, for a cell where the scale would mean nothing,
+    ``{"fitted": False, "reason", "pool"}``: it needs both respondent groups (at least ``MIN_PER_GROUP``
+    annotators and as many model runs: one group alone has no other to be compared with) and
+    ``MIN_RESPONDENTS`` in all. Items every respondent got fully right (or wrong) carry no information on a
+    Rasch scale: they are left out of the fit and counted (``items_all_right``, ``items_all_wrong``), and
+    fitted difficulties at mirt's bound (±6) are counted (``items_at_bound``)."""
+    s1, respondents = ability_matrix(scores, runs)
+    keep = np.isfinite(s1).any(axis=1)
+    s1 = s1[keep]
     respondents = [r for r, k in zip(respondents, keep, strict=True) if k]
-    fit = fit_ability(responses)
+    pool = pool_text(respondents)
+    humans = sum(1 for r in respondents if r["kind"] == "human")
+    models = len(respondents) - humans
+    if humans < MIN_PER_GROUP or models < MIN_PER_GROUP or len(respondents) < MIN_RESPONDENTS:
+        return {
+            "fitted": False,
+            "pool": pool,
+            "reason": f"{pool}: a joint scale needs at least {MIN_PER_GROUP} annotators and {MIN_PER_GROUP} model "
+            f"runs, {MIN_RESPONDENTS} respondents in all",
+        }
+    responses, model = responses_of(s1)
+    top = 2.0 if model == "PCM" else 1.0
+    answered = np.isfinite(responses).any(axis=0)
+    all_right = answered & np.all((responses == top) | ~np.isfinite(responses), axis=0)
+    all_wrong = answered & np.all((responses == 0) | ~np.isfinite(responses), axis=0)
+    informative = answered & ~all_right & ~all_wrong
+    ids = [x for x, a in zip(scores.clues_ids, informative, strict=True) if a]
+    if len(ids) < 2:
+        return {"fitted": False, "pool": pool, "reason": f"{pool}: fewer than 2 items on which the respondents differ"}
+    responses = responses[:, informative]
+    fit = fit_ability(responses, model)
     for r, theta, se in zip(respondents, fit["theta"], fit["theta_se"], strict=True):
-        r.update(theta=theta, theta_se=se, low=theta - Z95 * se, high=theta + Z95 * se)
-    ids = [x for x, a in zip(scores.clues_ids, answered, strict=True) if a]
-    right = np.nansum(responses, axis=0) / np.maximum(np.isfinite(responses).sum(axis=0), 1)
+        r.update(theta=theta, theta_se=se, low=theta - Z95 * se, high=theta + Z95 * se, pool=pool)
+    share = np.nansum(responses == top, axis=0) / np.maximum(np.isfinite(responses).sum(axis=0), 1)
+    at_bound = sum(1 for b in fit["difficulty"] if abs(b) >= DIFFICULTY_BOUND - 0.01)
     return {
-        "model": ABILITY_MODEL,
-        "response": RESPONSE,
+        "fitted": True,
+        "model": model,
+        "response": RESPONSES[model],
+        "pool": pool,
         "converged": fit["converged"],
         "respondents": respondents,
         "items": [
             {"clues_id": x, "difficulty": b, "difficulty_se": se, "share_right": float(p)}
-            for x, b, se, p in zip(ids, fit["difficulty"], fit["difficulty_se"], right, strict=True)
+            for x, b, se, p in zip(ids, fit["difficulty"], fit["difficulty_se"], share, strict=True)
         ],
+        "items_all_right": int(all_right.sum()),
+        "items_all_wrong": int(all_wrong.sum()),
+        "items_at_bound": at_bound,
     }
+
+
+def is_fitted(result: dict | None) -> bool:
+    """A stored ability result with a scale (older rows, stored before the checks, have no ``fitted`` key)."""
+    return bool(result) and result.get("fitted", True) and "respondents" in result
 
 
 # ---------------------------------------------------------------- aggregated answers (crowd-kit)
@@ -342,8 +438,8 @@ def fit_study(study: Study, *, kinds=tuple(CohortFit.Kind)) -> list[CohortFit]:
         cell = scores[cohort.pk]
         fits = []
         if CohortFit.Kind.ABILITY in kinds:
-            result = ability_result(cell, run_item_scores(cell.task, cell.shots))
-            fits.append((CohortFit.Kind.ABILITY, ABILITY_METHOD, library_version(ABILITY_LIBRARY), result))
+            ability = ability_result(cell, run_item_scores(cell.task, cell.shots))
+            fits.append((CohortFit.Kind.ABILITY, ABILITY_METHOD, library_version(ABILITY_LIBRARY), ability))
         if CohortFit.Kind.AGGREGATE in kinds:
             readings = crowd_readings(cohort.task.spec.answer_kind)
             # A fit of a reading no longer made (an older encoding) is not kept beside the current ones.

@@ -30,7 +30,7 @@ from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, item_s1
 
 from .cache import VERSION, cached_many, keep_many
-from .fits import CohortFit, stored_fits
+from .fits import CohortFit, is_fitted, stored_fits
 from .runs import labels as row_labels
 from .runs import model_item_means, runs_fingerprint
 from .scores import study_scores
@@ -43,8 +43,8 @@ MODEL_PREFIX = "s1_percent "
 DEFINITIONS = {
     "human_share_correct": "share (0-1) of the cohort's annotators whose answer is fully right (item S1 = 1)",
     "irt_difficulty": "the item's difficulty on the joint ability scale of the cohort's annotators and model runs "
-    "(1PL item response model, stored by manage.py fit_results; empty when not fitted, or fitted on older "
-    "results); items everyone got right or wrong sit at the bound, -6 or 6",
+    "(item response model, stored by manage.py fit_results; empty when not fitted, fitted on older results, or "
+    "for an item every respondent got fully right or wrong: such an item carries no information on the scale)",
     "human_s1_percent": "the annotators' item S1, averaged (percent)",
     "majority_s1_percent": "item S1 of the cohort's majority answer (percent)",
     MODEL_PREFIX + "<method> <model>": "the model row's item S1, averaged over its splits (percent)",
@@ -168,7 +168,7 @@ def _difficulties(study: Study, cohorts: list[int]) -> dict[int, dict[str, float
         cohort_id: {i["clues_id"]: i["difficulty"] for i in fit["result"]["items"]}
         for cohort_id, found in stored_fits(study, CohortFit.Kind.ABILITY, cohorts=cohorts).items()
         for fit in found
-        if fit["current"]
+        if fit["current"] and is_fitted(fit["result"])
     }
 
 

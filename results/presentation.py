@@ -164,4 +164,10 @@ def ability_chart(task: str, shots: int, fit: dict) -> dict:
         "marks": marks,
         "humans": sum(1 for r in people if r["kind"] == "human"),
         "models": sum(1 for r in people if r["kind"] != "human"),
+        "pool": result.get("pool", ""),
+        "response": result.get("response", ""),
+        "items": len(result.get("items", ())),
+        "all_right": result.get("items_all_right"),
+        "all_wrong": result.get("items_all_wrong"),
+        "at_bound": result.get("items_at_bound"),
     }

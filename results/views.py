@@ -118,7 +118,17 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "agreement": agree,
         "charts": [chart(t, table.cells, table.model_rows) for t in TASKS if t in study.tasks],
         "ability_charts": [
-            ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit) for c in cohorts for fit in abilities.get(c, ())
+            ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit)
+            for c in cohorts
+            for fit in abilities.get(c, ())
+            if fits.is_fitted(fit["result"])
+        ],
+        # Cells whose scale would mean nothing (one respondent group, too few respondents): said, not drawn.
+        "ability_not_fitted": [
+            {"name": TASKS[cohorts[c].task.slug].name, "shots": cohorts[c].shots, "reason": fit["result"]["reason"]}
+            for c in cohorts
+            for fit in abilities.get(c, ())
+            if not fits.is_fitted(fit["result"]) and fit["current"]
         ],
         "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
         "model_rows": table.model_rows,

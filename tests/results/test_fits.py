@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 WORKER_SERVER = "http://127.0.0.1:8000/v1"
 HUMANS = {"A": set(), "B": set(range(0, 40, 5)), "C": set(range(0, 40, 5)) | set(range(1, 40, 5)), "D": set(range(24))}
 WORKER_WRONG = set(range(2, 40, 3))  # 13 of 40: between B (8 wrong) and C (16 wrong)
+WORKER_WRONG_2 = set(range(1, 40, 4))  # split 2: 10 of 40, between B and split 1
 
 
 def test_the_fit_recovers_simulated_abilities():
@@ -53,27 +54,28 @@ def study(researcher):
     for name, wrong in HUMANS.items():
         complete(ten, name, wrong_test=wrong)
     tests = list(Example.objects.filter(task__slug="sst2", role="test").order_by("position"))
-    BaselineRun.objects.create(
-        task=tests[0].task,
-        method="worker",
-        model="qwen-tiny",
-        server=WORKER_SERVER,
-        shots=10,
-        split=1,
-        seed=0,
-        status=BaselineRun.Status.COMPLETED,
-        s1=1 - len(WORKER_WRONG) / 40,
-        predictions=[
-            {
-                "id": int(e.clues_id) if e.clues_id_is_number else e.clues_id,
-                "prediction": [next(x for x in ("positive", "negative") if x != e.gold[0])]
-                if i in WORKER_WRONG
-                else [e.gold[0]],
-            }
-            for i, e in enumerate(tests)
-        ],
-        item_scores=[0.0 if i in WORKER_WRONG else 1.0 for i in range(40)],
-    )
+    for split, wrong in ((1, WORKER_WRONG), (2, WORKER_WRONG_2)):
+        BaselineRun.objects.create(
+            task=tests[0].task,
+            method="worker",
+            model="qwen-tiny",
+            server=WORKER_SERVER,
+            shots=10,
+            split=split,
+            seed=0,
+            status=BaselineRun.Status.COMPLETED,
+            s1=1 - len(wrong) / 40,
+            predictions=[
+                {
+                    "id": int(e.clues_id) if e.clues_id_is_number else e.clues_id,
+                    "prediction": [next(x for x in ("positive", "negative") if x != e.gold[0])]
+                    if i in wrong
+                    else [e.gold[0]],
+                }
+                for i, e in enumerate(tests)
+            ],
+            item_scores=[0.0 if i in wrong else 1.0 for i in range(40)],
+        )
     return s
 
 
@@ -88,34 +90,110 @@ def test_abilities_order_humans_and_an_llm_worker_by_s1_and_equal_the_librarys_o
     assert "1PL IRT (mirt 1.2.0)" in printed and "Dawid-Skene (crowd-kit 1.4.2)" in printed
     (fit,) = CohortFit.objects.filter(cohort__study=study, kind=CohortFit.Kind.ABILITY)
     respondents = fit.result["respondents"]
-    assert [r["kind"] for r in respondents] == ["human"] * 4 + ["model"]
+    assert [r["kind"] for r in respondents] == ["human"] * 4 + ["model"] * 2
     by_s1 = sorted(respondents, key=lambda r: -r["s1_percent"])
     by_theta = sorted(respondents, key=lambda r: -r["theta"])
     assert [r["label"] for r in by_theta] == [r["label"] for r in by_s1]
     assert by_theta[2]["row"].startswith("qwen-tiny (as a worker, 127.0.0.1:8000)")  # between B and C, as its S1
-    # The same matrix built here from what each respondent got wrong, fitted by mirt directly.
-    matrix = np.ones((5, 40))
-    for row, wrong in enumerate([*HUMANS.values(), WORKER_WRONG]):
+    # The pool is named beside every ability; SST-2's S1 is 0 or 1: right or wrong (1PL), stated.
+    pool = "4 annotators and 2 model runs (1 model row: qwen-tiny (as a worker, 127.0.0.1:8000))"
+    assert fit.result["pool"] == pool and all(r["pool"] == pool for r in respondents)
+    assert fit.result["model"] == "1PL" and fit.result["response"].startswith("right (1)")
+    # The same matrix built here from what each respondent got wrong, without the items everyone got right
+    # (no information), fitted by mirt directly.
+    matrix = np.ones((6, 40))
+    for row, wrong in enumerate([*HUMANS.values(), WORKER_WRONG, WORKER_WRONG_2]):
         matrix[row, sorted(wrong)] = 0.0
-    own = mirt.fit_mirt(matrix, model="1PL", verbose=False)
-    scored = mirt.fscores(own, matrix, method="EAP")
-    assert [r["theta"] for r in respondents] == pytest.approx(np.ravel(scored.theta).tolist(), abs=1e-9)
-    assert [r["theta_se"] for r in respondents] == pytest.approx(np.ravel(scored.standard_error).tolist(), abs=1e-9)
+    varied = matrix.min(axis=0) < matrix.max(axis=0)
+    assert fit.result["items_all_right"] == int((matrix.min(axis=0) == 1).sum()) > 0
+    assert fit.result["items_all_wrong"] == int((matrix.max(axis=0) == 0).sum())
+    own = mirt.fit_mirt(matrix[:, varied], model="1PL", verbose=False)
+    scored = mirt.fscores(own, matrix[:, varied], method="EAP", n_quadpts=401)
+    assert [r["theta"] for r in respondents] == pytest.approx(np.ravel(scored.theta).tolist(), abs=2e-3)
+    assert [r["theta_se"] for r in respondents] == pytest.approx(np.ravel(scored.standard_error).tolist(), abs=2e-3)
     assert [i["difficulty"] for i in fit.result["items"]] == pytest.approx(own.coef()["difficulty"].tolist(), abs=1e-9)
     # The page, the items view, the export and the API read the stored fit.
     client = Client()
     client.force_login(researcher)
     page = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
     assert 'class="chart ability-chart"' in page and page.count('<g class="human">') == 4
-    assert page.count('<g class="model">') == 1
+    assert page.count('<g class="model">') == 2 and f"Scale fitted on {pool}" in page.replace("&#x27;", "'")
     items = client.get(f"/dashboard/studies/{study.pk}/results/items/").content.decode()
     assert "Difficulty (IRT)" in items and 'data-column="irt_difficulty">' in items
     rows = json.loads(client.get(f"/api/studies/{study.pk}/export/abilities/", {"fmt": "json"}).content)["rows"]
     assert [r["ability"] for r in rows] == [r["theta"] for r in respondents] and all(r["current"] for r in rows)
+    assert {r["pool"] for r in rows} == {pool}
     api = client.get(f"/api/studies/{study.pk}/results/").json()
     assert [r["ability"] for r in api["abilities"]] == [r["theta"] for r in respondents]
     item_rows = json.loads(client.get(f"/api/studies/{study.pk}/export/items/", {"fmt": "json"}).content)["rows"]
-    assert [r["irt_difficulty"] for r in item_rows] == [i["difficulty"] for i in fit.result["items"]]
+    assert [r["irt_difficulty"] for r in item_rows if r["irt_difficulty"] is not None] == [
+        i["difficulty"] for i in fit.result["items"]
+    ]
+    assert sum(r["irt_difficulty"] is None for r in item_rows) == fit.result["items_all_right"]
+
+
+def test_no_scale_for_a_cell_of_one_respondent_group(study, researcher):
+    """Annotators alone (the runs gone): no scale is fitted, and the page says why instead of drawing one."""
+    BaselineRun.objects.all().delete()
+    _fit(study)
+    (fit,) = CohortFit.objects.filter(cohort__study=study, kind=CohortFit.Kind.ABILITY)
+    assert fit.result["fitted"] is False and "respondents" not in fit.result
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert 'class="chart ability-chart"' not in page
+    assert "SST-2, 10 shots: no scale (4 annotators and 0 model runs: a joint scale needs at least 2" in page
+    assert json.loads(client.get(f"/api/studies/{study.pk}/export/abilities/", {"fmt": "json"}).content)["rows"] == []
+
+
+def test_abilities_are_the_posterior_on_a_fine_grid_for_a_long_test():
+    """600 items, 8 respondents: each ability's posterior mean and SD, re-derived here by scipy's quadrature on the
+    fitted difficulties, are what is stored; mirt's default 49-point EAP snaps to its nodes and under-states the SD
+    (the posterior is narrower than the grid's spacing)."""
+    from scipy import integrate
+    from scipy.special import expit
+
+    rng = np.random.default_rng(7)
+    theta, b = rng.normal(0, 1, 8), rng.normal(-1, 1.5, 600)
+    responses = (rng.random((8, 600)) < expit(theta[:, None] - b[None, :])).astype(float)
+    fit = fits.fit_ability(responses)
+    d = np.array(fit["difficulty"])
+    for j in range(3):
+        x = responses[j]
+
+        def density(t, x=x):
+            p = expit(t - d)
+            return np.exp(np.sum(x * np.log(p) + (1 - x) * np.log1p(-p)) - t**2 / 2 + 300)
+
+        mode = fit["theta"][j]
+        z = integrate.quad(density, mode - 3, mode + 3, points=[mode], limit=200)[0]
+        mean = integrate.quad(lambda t: t * density(t), mode - 3, mode + 3, points=[mode], limit=200)[0] / z
+        second = integrate.quad(lambda t: t * t * density(t), mode - 3, mode + 3, points=[mode], limit=200)[0] / z
+        assert fit["theta"][j] == pytest.approx(mean, abs=1e-3)
+        assert fit["theta_se"][j] == pytest.approx(np.sqrt(second - mean**2), rel=0.02)
+    coarse = mirt.fscores(mirt.fit_mirt(responses, model="1PL", verbose=False), responses, method="EAP")
+    assert np.mean(np.ravel(coarse.standard_error)) < 0.8 * np.mean(fit["theta_se"])
+
+
+def test_partial_credit_where_s1_is_partial():
+    """Span answers with partial S1: three categories (wrong, partly right, fully right) and mirt's partial credit
+    model; the stored abilities are the posterior under that model (mirt's own EAP on 401 points beside)."""
+    s1 = np.array([[1.0, 0.5, 0.0, 1.0], [0.5, 0.5, 0.0, 1.0], [0.0, 0.0, 0.0, 0.67]])
+    responses, model = fits.responses_of(s1)
+    assert model == "PCM" and responses.tolist() == [[2, 1, 0, 2], [1, 1, 0, 2], [0, 0, 0, 1]]
+    assert fits.responses_of(np.array([[1.0, 0.0], [0.0, np.nan]]))[1] == "1PL"
+    rng = np.random.default_rng(2)
+    t, b = rng.normal(0, 1, 10), rng.normal(0, 1, 120)
+    graded = np.clip(rng.beta(2 * expit_(t[:, None] - b), 2 * (1 - expit_(t[:, None] - b))), 0, 1)
+    graded[graded > 0.9], graded[graded < 0.1] = 1.0, 0.0
+    responses, model = fits.responses_of(graded)
+    fit = fits.fit_ability(responses, model)
+    assert fit["theta"] == pytest.approx(fit["theta_mirt"], abs=5e-3)
+    assert stats.spearmanr(fit["theta"], t).statistic >= 0.8
+
+
+def expit_(x):
+    return 1 / (1 + np.exp(-x))
 
 
 def test_the_dawid_skene_row_is_crowd_kits_output_on_the_same_answers(study, researcher):
