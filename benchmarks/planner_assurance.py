@@ -95,7 +95,8 @@ class Reach:
     (memoised per n: plans repeat)."""
 
     def __init__(self, values: np.ndarray, h: float, rng):
-        self.values, self.h, self.rng, self.memo = values, h, rng, {}
+        self.values, self.h, self.rng = values, h, rng
+        self.memo: dict[int, float] = {}
 
     def __call__(self, n: int) -> float:
         if n not in self.memo:

@@ -164,8 +164,9 @@ def fit_ability(responses: np.ndarray, model: str = ABILITY_MODEL) -> dict:
     if model == "PCM":
         fit = mirt.fit_mirt(responses, model="PCM", n_categories=3, verbose=False)
     else:
-        fit = mirt.fit_mirt(responses, model=model, verbose=False)
+        fit = mirt.fit_mirt(responses, model="1PL", verbose=False)
     coef = fit.coef_with_se()
+    difficulty_se: list[float | None]
     if model == "PCM":
         steps = coef[["steps_1", "steps_2"]].to_numpy(dtype=float)
         difficulty, difficulty_se = steps.mean(axis=1), [None] * len(steps)
@@ -249,7 +250,7 @@ def ability_result(scores: CohortScores, runs: list[dict]) -> dict:
 
 def is_fitted(result: dict | None) -> bool:
     """A stored ability result with a scale (older rows, stored before the checks, have no ``fitted`` key)."""
-    return bool(result) and result.get("fitted", True) and "respondents" in result
+    return result is not None and bool(result.get("fitted", True)) and "respondents" in result
 
 
 # ---------------------------------------------------------------- aggregated answers (crowd-kit)
@@ -436,7 +437,7 @@ def fit_study(study: Study, *, kinds=tuple(CohortFit.Kind)) -> list[CohortFit]:
     stored = []
     for cohort in Cohort.objects.filter(pk__in=[c for c, s in scores.items() if s.n]).select_related("task"):
         cell = scores[cohort.pk]
-        fits = []
+        fits: list[tuple[str, str, str, dict | None]] = []
         if CohortFit.Kind.ABILITY in kinds:
             ability = ability_result(cell, run_item_scores(cell.task, cell.shots))
             fits.append((CohortFit.Kind.ABILITY, ABILITY_METHOD, library_version(ABILITY_LIBRARY), ability))
