@@ -194,7 +194,9 @@ def gap_coverage(
     gap interval: ``annotators`` humans (a ``share`` of the population guessing at ``chance``) minus a model row
     of ``SPLITS`` runs, or, ``matched``, minus the one run on the humans' own split (the target then fixes that
     split; no former interval). "Flagged": the human cell's flags (the gap carries them)."""
-    rng = np.random.default_rng([seed, 11, annotators, target == TASK_ITEMS, int(100 * share), matched])
+    rng = np.random.default_rng(
+        [seed, 11, annotators, target == TASK_ITEMS, int(100 * share), int(1000 * chance), matched]
+    )
     hits = flagged = either = before = 0
     widths = []
     for _ in range(replicates):
@@ -269,13 +271,13 @@ def print_gaps(args) -> None:
         f"phi ~ N({MU_PHI}, {SD_PHI}), item difficulty correlated {RHO} with the humans'):"
     )
     print(
-        f"{'row':22s} {'guessers':>8s} {'target':18s} {'annotators':>10s} {'coverage':>9s} {'flagged':>8s} "
+        f"{'row':22s} {'guessers':>12s} {'target':18s} {'annotators':>10s} {'coverage':>9s} {'flagged':>8s} "
         f"{'covered or flagged':>19s} {'median width':>13s} {'before':>7s}"
     )
     gap_unmet = gap_small = 0
     gap_cover = []
     for matched in (False, True):
-        for share in (0.0, 0.2):
+        for chance, share in ((0.5, 0.0), (0.5, 0.2), (1 / 3, 0.2)):
             for target in (TEST_SET, TASK_ITEMS):
                 for a in (*ANNOTATORS, 20):
                     cover, flagged, either, width, before = gap_coverage(
@@ -284,6 +286,7 @@ def print_gaps(args) -> None:
                         replicates=args.replicates,
                         items=args.items,
                         seed=args.seed,
+                        chance=chance,
                         share=share,
                         matched=matched,
                     )
@@ -293,8 +296,9 @@ def print_gaps(args) -> None:
                     gap_small += model_based
                     gap_cover.append(cover)
                     row = "like for like (1 run)" if matched else f"all {SPLITS} splits"
+                    guess = f"{round(100 * share)}% at {chance:.2f}" if share else "none"
                     print(
-                        f"{row:22s} {round(100 * share):7d}% {target:18s} {a:10d} {100 * cover:8.1f}% "
+                        f"{row:22s} {guess:>12s} {target:18s} {a:10d} {100 * cover:8.1f}% "
                         f"{100 * flagged:7.1f}% {100 * either:18.1f}% {100 * width:9.1f} pts "
                         f"{'' if before is None else f'{100 * before:6.1f}%'}{_verdict(ok, model_based)}"
                     )
