@@ -329,10 +329,10 @@ class Table:
 
 
 def _plan_range(low: int | None, high: int | None) -> str:
-    """ "22-360": the plans that pilots of this size give (10th to 90th percentile); "–" without a pilot."""
+    """ "22 to 360": the plans that pilots of this size give (10th to 90th percentile); "–" without a pilot."""
     if low is None and high is None:
         return "–"
-    return f"{low if low is not None else '>1000'}-{high if high is not None else '>1000'}"
+    return f"{low if low is not None else '>1000'} to {high if high is not None else '>1000'}"
 
 
 def _label(row: Mapping) -> str:
