@@ -91,9 +91,10 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     ``ci_two_level_low``/``ci_two_level_high``: the task's items, annotators, items and runs random;
     ``results.uncertainty.gap_interval``), ``gap_flags`` (the cohort's flags, and ``one_run``), the like-for-like
     gap against the row's runs on the cohort's own training split (``matched``: ``split``, ``runs``, ``diff`` and
-    both intervals; None at 0 shots or without such a run), and ``agreement``: the share (percent) of items where
-    the model's answer is the cohort's majority answer. MRC cells read with ``mrc_gold``, the human and the
-    model side alike. Kept per cohort until a run or the cohort's results change."""
+    both intervals; None at 0 shots, without such a run, or when every run of the row is on it), and
+    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer. MRC
+    cells read with ``mrc_gold``, the human and the model side alike. Kept per cohort until a run or the
+    cohort's results change."""
     check_mrc_gold(mrc_gold)
     if study is None:
         return runs.model_rows(mrc_gold)
@@ -179,7 +180,7 @@ def _gap(cell: CohortScores, members: list[dict], mrc_gold: str, *, split: int |
     out["gap_flags"] = [f for f in interval_flags_of(cell, mrc_gold)] + ([ONE_RUN] if len(members) == 1 else [])
     same = [r for r in members if split is not None and r["split"] == split]
     out["matched"] = None
-    if split is not None and same:
+    if split is not None and same and len(same) < len(members):  # all of them on it: the gap row says it already
         # The humans' own training split: the split is fixed, only the run's seeds (if several) vary.
         out["matched"] = {"split": split, **_gap_of(h, model(same), model_random=True)}
     return out
