@@ -34,7 +34,7 @@ from .presentation import ability_chart, chart
 from .scores import study_key, study_scores
 from .serializers import ResultsSerializer
 from .table import NO_HUMAN_COHORT, NOTE
-from .uncertainty import PLAN_CONFIDENCE, TARGETS
+from .uncertainty import PLAN_CONFIDENCE, PLAN_MEASURED, TARGETS
 
 
 class BadParameter(ValueError):
@@ -149,6 +149,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "target": target,
         "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
         "plan_confidence_percent": round(100 * PLAN_CONFIDENCE),
+        "plan_measured": PLAN_MEASURED,
         "fee_share": share,
         "fee_percent": round(100 * share, 1),
     }

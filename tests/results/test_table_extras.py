@@ -137,6 +137,13 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert shown and all(0 <= float(low) <= float(high) <= 100 for low, high in shown)
     assert ("100.0",) in {(high,) for _, high in shown}
     assert "Annotators for ± 5.0" in html and "95% interval: this test set" in html
+    # The plan's promise holds per pilot (the spread's upper 90% bound), the measured assurance beside it, and the
+    # range of plans another pilot of 3 would give.
+    assert "with 90% confidence" in html and "78-85% for a left-skewed population" in html
+    (ten,) = [c for c in table_cells(sst) if c["shots"] == 10]
+    assert ten["plan_low"] < ten["planned"] and ten["plan_confidence"] == 0.9
+    assert ten["plan_high"] is None  # a pilot of 3 this spread out: another could ask for more than 1000
+    assert f'<td class="num" data-plan-range>{ten["plan_low"]} to &gt;1000</td>' in html
     assert "95% interval: the task's items" in html
     (cell,) = [c for c in table_cells(sst) if c["shots"] == 10]
     assert cell["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.05)
