@@ -47,7 +47,10 @@ INTERVAL_NOTE = (
     f"[low, high]: 95% interval of the cell's mean for {TEST_SET} ({TARGETS[TEST_SET]}); the interval for "
     f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Intervals are "
     "clipped to the scale they live on (S1: 0 to 100; a gap: -100 to +100): a normal interval of few annotators "
-    "can reach past it. Majority vote: S1 of the cohort's majority answer, scored as one more annotator."
+    "can reach past it. Majority vote: S1 of the cohort's majority answer, scored as one more annotator. The "
+    "intervals take the population to hold no guessers beyond those a cell's flags show: a cohort of 3-5 from a "
+    "population where one in five guesses holds none a third to half of the time, and nothing in its values can "
+    "show them (benchmarks/interval_coverage.py)."
 )
 AGGREGATE_NOTE = (
     "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
