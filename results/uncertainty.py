@@ -17,15 +17,21 @@ interval; both are given, each named by its target (``TARGETS``):
   cell); each part is scaled by its own t quantile (A - 1 and I - 1 degrees of freedom).
 
 ``benchmarks/interval_coverage.py`` simulates both targets (logistic ability/difficulty, binary and
-graded item scores, 3/5/10 annotators) and prints each interval's coverage and the planner's error.
+graded item scores, 3/5/10/20 annotators) and prints each interval's coverage, the gap intervals' and the
+planner's.
 
-Both intervals assume that the annotators' S1 spread roughly normally around their mean. When an
-annotator of the cohort is at chance (a population with guessers: bimodal), or the annotators differ on
-fewer than 10 items (a few near-certain items: the items' spread is measured from almost no
-variation), they can cover less than 95%; with fewer than 14 annotators a population's guessers are
-too often absent from the cohort for the first test to see them. ``interval_flags`` names what fails
-or cannot be checked, and the page and the files say it beside the cell (``FLAGS``; coverage with and without guessers:
+Both intervals assume that the annotators' S1 spread roughly normally around their mean. ``interval_flags``
+names what this cell's own values show against it, beside the cell (``FLAGS``): an annotator at chance (a
+population with guessers: bimodal), an outlier annotator, a t interval past the scale, annotators who differ
+on fewer than 10 items (near-certain items: the items' spread is measured from almost no variation). A cell
+of fewer than ``MODEL_BASED_BELOW`` annotators is shown with its values and a model-based interval: so few
+values cannot check the normal model. What no cell can show, guessers of the population that the cohort
+happened not to draw, is said once in the table's note (coverage with and without guessers:
 ``benchmarks/interval_coverage.py``).
+
+The human-minus-model gap (``gap_interval``) lets the model's runs on its training splits vary too: Welch's
+interval over the annotators' S1 and the runs' S1 on this test set, the crossed design's items part added on
+the task's items.
 
 The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
 interval's half-width is at most the target in a share ``assurance`` (default 0.8) of studies when the
@@ -83,8 +89,6 @@ OUTLIER_ALARMS = 0.05  # the share of normal cells with an OUTLIER flag (Bonferr
 # Below this many annotators the cohort's values are shown beside its interval, which then rests on the
 # normal model alone: so few values cannot check it (the paper's cells hold 3).
 MODEL_BASED_BELOW = 5
-# Kept for readers of older exports: the blanket size flag that every 3-annotator cell carried.
-FEW_ANNOTATORS = "few_annotators"
 
 
 def _matrix(matrix) -> np.ndarray:
