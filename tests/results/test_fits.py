@@ -146,6 +146,7 @@ def test_no_scale_for_a_cell_of_one_respondent_group(study, researcher):
     assert json.loads(client.get(f"/api/studies/{study.pk}/export/abilities/", {"fmt": "json"}).content)["rows"] == []
 
 
+@pytest.mark.slow  # a 600-item mirt fit: ~3 s on a quiet machine
 def test_abilities_are_the_posterior_on_a_fine_grid_for_a_long_test():
     """600 items, 8 respondents: each ability's posterior mean and SD, re-derived here by scipy's quadrature on the
     fitted difficulties, are what is stored; mirt's default 49-point EAP snaps to its nodes and under-states the SD
