@@ -2,9 +2,11 @@
 
 Units: percent (S1 x 100), not rounded. ``results`` lays these rows out beside the human ones.
 
-A model row is one (task, method, model, server, shots): its runs over splits and seeds (sampling) give the
-mean ± std and n. The server is part of a model's identity: the same model name served at two addresses is
-two rows, never one.
+A model row is one (task, method, model, backend, server, shots): its runs over splits and seeds (sampling) give
+the mean ± std and n. Its identity is everything but the task and shots (``row_identity``): the method, the model
+as named (its owner included: ``alice/llama-7b`` and ``bob/llama-7b`` are two models), the backend and the server's
+URL with its path (``gpu-a:8000/v1`` and ``gpu-a:8000/v2`` are two servers). Two identities never share a label
+(``row_labels``): where the short label would, it says what tells them apart.
 """
 
 from __future__ import annotations
@@ -38,27 +40,84 @@ def completed_runs():
     return BaselineRun.objects.filter(status=BaselineRun.Status.COMPLETED).select_related("task")
 
 
-def row_key(run: BaselineRun) -> tuple[str, str, str, str, int]:
-    return run.task.slug, run.method, run.model, run.server, run.shots
+Identity = tuple[str, str, str, str]  # (method, model, backend, server)
+
+
+def row_identity(run: BaselineRun) -> Identity:
+    return run.method, run.model, run.backend, run.server
+
+
+def row_key(run: BaselineRun) -> tuple[str, str, str, str, str, int]:
+    """(task, method, model, backend, server, shots): one model row of one table cell."""
+    return run.task.slug, run.method, run.model, run.backend, run.server, run.shots
 
 
 def row_label(method: str, model: str, server: str = "") -> str:
-    """A model row's name in the tables. A model on a server: "Qwen2.5-7B-Instruct (as a worker, gpu-box:8000)",
-    its name, how it answered and where (the same name on two servers is two rows); in process: "ft MODEL"."""
+    """A model row's short name in the tables. A model on a server: "Qwen2.5-7B-Instruct (as a worker,
+    gpu-box:8000)", its name, how it answered and where; in process: "ft MODEL". Two rows may share it:
+    ``row_labels`` gives each its own."""
     if not server:
         return f"{method} {model}".strip()
     name = model.rstrip("/").rsplit("/", 1)[-1] or method
     return f"{name} ({METHOD_WORDS.get(method, method)}, {urlsplit(server).netloc})"
 
 
+def _server_with_path(server: str) -> str:
+    parts = urlsplit(server)
+    return (parts.netloc + parts.path.rstrip("/")) or server
+
+
+def _full_label(identity: Identity, parts: set[str]) -> str:
+    """The label naming ``parts`` of the identity beyond the short label: ``owner`` (the model as named),
+    ``path`` (the server's URL with its path), ``backend``."""
+    method, model, backend, server = identity
+    name = model.rstrip("/") if "owner" in parts else (model.rstrip("/").rsplit("/", 1)[-1] or method)
+    if not server:
+        label = f"{method} {name}".strip()
+        return f"{label} ({backend})" if "backend" in parts and backend else label
+    where = _server_with_path(server) if "path" in parts else urlsplit(server).netloc
+    words = [METHOD_WORDS.get(method, method), where]
+    if "backend" in parts and backend:
+        words.append(backend)
+    return f"{name} ({', '.join(words)})"
+
+
+def row_labels(identities: Iterable[Identity]) -> dict[Identity, str]:
+    """{identity: label}, no two alike: the short label (``row_label``) where it is one identity's alone, else
+    it adds what tells the identities sharing it apart (the model's owner, the server's path, the backend)."""
+    unique = sorted(set(identities))
+    by_short: dict[str, list[Identity]] = defaultdict(list)
+    for identity in unique:
+        by_short[row_label(identity[0], identity[1], identity[3])].append(identity)
+    out: dict[Identity, str] = {}
+    for short, group in by_short.items():
+        if len(group) == 1:
+            out[group[0]] = short
+            continue
+        parts = set()
+        if len({g[1] for g in group}) > 1:
+            parts.add("owner")
+        if len({_server_with_path(g[3]) for g in group}) > 1:
+            parts.add("path")
+        if len({g[2] for g in group}) > 1:
+            parts.add("backend")
+        labels = {g: _full_label(g, parts) for g in group}
+        for g in group:  # what the label cannot spell (a trailing slash, a scheme) still never merges two rows
+            same = [h for h in group if labels[h] == labels[g]]
+            out[g] = labels[g] if len(same) == 1 else f"{labels[g]} #{same.index(g) + 1}"
+    return out
+
+
 def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
-    """Mean and sample std (ddof=1) of S1 over the runs (splits, seeds) per (task, method, model, server, shots),
-    percent; each row has its ``label``, ``n`` and the ``splits`` and ``seeds`` it covers."""
+    """Mean and sample std (ddof=1) of S1 over the runs (splits, seeds) per (task, method, model, backend, server,
+    shots), percent; each row has its ``label`` (its own: ``row_labels``), ``n`` and the ``splits`` and ``seeds``
+    it covers."""
     groups: dict[tuple, list[BaselineRun]] = defaultdict(list)
     for run in runs:
         groups[row_key(run)].append(run)
+    labels = row_labels(key[1:5] for key in groups)
     rows = []
-    for (task, method, model, server, shots), members in sorted(
+    for (task, method, model, backend, server, shots), members in sorted(
         groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])
     ):
         mean, std = mean_std(100 * r.s1 for r in members if r.s1 is not None)  # completed runs: each has its S1
@@ -67,9 +126,10 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
                 "task": task,
                 "method": method,
                 "model": model,
+                "backend": backend,
                 "server": server,
                 "shots": shots,
-                "label": row_label(method, model, server),
+                "label": labels[(method, model, backend, server)],
                 "mean": mean,
                 "std": std,
                 "n": len(members),

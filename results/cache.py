@@ -14,7 +14,7 @@ from django.core.cache import cache
 
 log = logging.getLogger(__name__)
 
-VERSION = 3  # bump when what is kept, or how it is computed, changes
+VERSION = 4  # bump when what is kept, or how it is computed, changes
 CACHE_SECONDS = 7 * 24 * 3600
 
 

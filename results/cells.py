@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 from django.db.models import Avg
 
-from annotation.models import Answer, Study
+from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results, study_cohorts
 from baselines.selectors import agreement_with, completed_runs
 from tasks_data.s1 import check_mrc_gold, corpus_s1
@@ -22,8 +22,20 @@ from tasks_data.stats import mean_std
 from . import runs
 from .cache import VERSION, cached_many, keep_many
 from .scores import CohortScores, study_scores
-from .stats import paired_gap
-from .uncertainty import annotators_needed, interval_flags, plan_cost, t_interval, two_level_interval
+from .uncertainty import (
+    MODEL_BASED_BELOW,
+    ONE_RUN,
+    PLAN_CONFIDENCE,
+    TASK_ITEMS,
+    TEST_SET,
+    annotators_needed,
+    gap_interval,
+    interval_flags,
+    plan_cost,
+    plan_range,
+    t_interval,
+    two_level_interval,
+)
 
 
 def annotator_test_s1(study: Study) -> dict[int, tuple[int, float]]:
@@ -65,17 +77,24 @@ def fee_share(study: Study) -> float:
     return study.provider.service_fee()
 
 
+def cohort_splits(study: Study) -> dict[int, int | None]:
+    """{cohort id: the split of its training file} (None at 0 shots: no training step), 1 query."""
+    return dict(Cohort.objects.filter(study=study).values_list("pk", "training_set__split"))
+
+
 def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[dict]:
     """Model cells (mean ± std over splits, ``results.runs.model_rows``); with a study, the rows of its tasks,
-    each with ``beside_humans``: whether the study has a human cohort of the same task and shots (else the row
-    is listed apart: "no human cohort"). A row beside a cohort with annotators in results also carries the
-    human-minus-model gap: ``diff`` (percent),
-    ``items``, and two 95% intervals, each named by what it lets vary: ``ci_low``/``ci_high`` over the test
-    items with the annotators fixed (paired bootstrap, ``results.stats``), ``ci_two_level_low``/
-    ``ci_two_level_high`` over annotators and items (``results.uncertainty.two_level_interval``); and
-    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer.
-    MRC cells read with ``mrc_gold``, the human and the model side alike. Kept per cohort until a run or
-    the cohort's results change."""
+    each with ``beside_humans``: whether the study has a cohort of the same task and shots with a completed
+    annotator in results (else the row is listed apart: "no human cohort"). A row beside humans also carries
+    the human-minus-model gap (``_gap``): ``diff`` (percent), ``items``, ``runs``, two 95% intervals each named
+    by its target (``ci_low``/``ci_high``: this test set, annotators and the model's runs random;
+    ``ci_two_level_low``/``ci_two_level_high``: the task's items, annotators, items and runs random;
+    ``results.uncertainty.gap_interval``), ``gap_flags`` (the cohort's flags, and ``one_run``), the like-for-like
+    gap against the row's runs on the cohort's own training split (``matched``: ``split``, ``runs``, ``diff`` and
+    both intervals; None at 0 shots, without such a run, or when every run of the row is on it), and
+    ``agreement``: the share (percent) of items where the model's answer is the cohort's majority answer. MRC
+    cells read with ``mrc_gold``, the human and the model side alike. Kept per cohort until a run or the
+    cohort's results change."""
     check_mrc_gold(mrc_gold)
     if study is None:
         return runs.model_rows(mrc_gold)
@@ -83,9 +102,8 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     runs_fp = runs.runs_fingerprint()
     rows = [dict(r) for r in runs.model_rows(mrc_gold, runs=runs_fp) if r["task"] in study.tasks]
     by_cell = {(s.task, s.shots): s for s in scores.values() if s.n}
-    cohorts = {(c.task.slug, c.shots) for c in study_cohorts(study)}
     for row in rows:
-        row["beside_humans"] = (row["task"], row["shots"]) in cohorts
+        row["beside_humans"] = (row["task"], row["shots"]) in by_cell
     wanted = {(row["task"], row["shots"]) for row in rows} & set(by_cell)
     # Each cohort's gaps are kept under its own fingerprint: a new result computes that cohort's again only.
     keys = {
@@ -96,46 +114,89 @@ def model_rows(study: Study | None = None, *, mrc_gold: str = "best") -> list[di
     gaps = cached_many(list(keys.values()))
     missing = [cell for cell in wanted if keys[cell] not in gaps]
     if missing:
-        model = runs.model_item_means(mrc_gold)
+        splits = cohort_splits(study)
         agreement = agreement_with(
             completed_runs().filter(task__slug__in={c[0] for c in missing}),
             {cell: by_cell[cell].majority for cell in missing},
         )
         for cell in missing:
             found = {}
+            of_cell = runs.run_item_scores(cell[0], cell[1], mrc_gold)
             for row in rows:
                 if (row["task"], row["shots"]) == cell:
-                    key = (row["task"], row["method"], row["model"], row["server"], row["shots"])
-                    found[key[1:4]] = {
-                        **_gap(by_cell[cell], model.get(key, {}), mrc_gold),
-                        "agreement": agreement.get(key),
+                    identity = _identity(row)
+                    members = [r for r in of_cell if r["key"][1:5] == identity]
+                    found[identity] = {
+                        **_gap(by_cell[cell], members, mrc_gold, split=splits.get(by_cell[cell].cohort_id)),
+                        "agreement": agreement.get((row["task"], *identity, row["shots"])),
                     }
             gaps[keys[cell]] = found
         keep_many({keys[cell]: gaps[keys[cell]] for cell in missing})
     for row in rows:
         cell = (row["task"], row["shots"])
         if cell in keys:
-            row.update(gaps[keys[cell]].get((row["method"], row["model"], row["server"]), {}))
+            row.update(gaps[keys[cell]].get(_identity(row), {}))
     return rows
 
 
-def _gap(cell: CohortScores, items: dict[str, float], mrc_gold: str) -> dict:
-    """The gap of one model row on one cohort, with both intervals."""
-    means = np.nanmean(cell.matrix(mrc_gold), axis=0)
-    human = {i: float(v) for i, v in zip(cell.clues_ids, means, strict=True) if np.isfinite(v)}
-    return {**paired_gap(human, items), **_gap_two_level(cell, items, mrc_gold)}
+def _identity(row: dict) -> tuple[str, str, str, str]:
+    return row["method"], row["model"], row.get("backend", ""), row["server"]
 
 
-def _gap_two_level(cell, model: dict[str, float], mrc_gold: str) -> dict:
-    out: dict[str, float | None] = {"ci_two_level_low": None, "ci_two_level_high": None}
-    cols = [i for i, x in enumerate(cell.clues_ids) if x in model]
-    m = cell.matrix(mrc_gold)[:, cols]
-    if cell.n < 2 or len(cols) < 2 or not np.isfinite(m).all():
+GAP_KEYS = ("diff", "items", "runs", "ci_low", "ci_high", "ci_two_level_low", "ci_two_level_high")
+
+
+def _gap_of(human: np.ndarray, model: np.ndarray, *, model_random: bool) -> dict:
+    """The gap (percent) of a complete annotators x items matrix against a runs x items one, both intervals."""
+    out: dict = dict.fromkeys(GAP_KEYS)
+    out["items"], out["runs"] = int(human.shape[1]), int(model.shape[0])
+    if human.shape[1] == 0 or model.shape[0] == 0:
         return out
-    diffs = 100 * (m - np.array([model[cell.clues_ids[i]] for i in cols])[None, :])
-    interval = two_level_interval(diffs)
-    out["ci_two_level_low"], out["ci_two_level_high"] = interval.low, interval.high
+    out["diff"] = 100 * float(human.mean() - model.mean())
+    if human.shape[0] >= 2 and human.shape[1] >= 2:
+        for prefix, target in (("ci", TEST_SET), ("ci_two_level", TASK_ITEMS)):
+            interval = gap_interval(human, model, target=target, model_random=model_random)
+            out[f"{prefix}_low"], out[f"{prefix}_high"] = 100 * interval.low, 100 * interval.high
     return out
+
+
+def _gap(cell: CohortScores, members: list[dict], mrc_gold: str, *, split: int | None) -> dict:
+    """The gap of one model row (its runs, ``results.runs.run_item_scores``) on one cohort: against every run
+    (the training splits random), and like for like against the runs on the cohort's own split."""
+    human = cell.matrix(mrc_gold)
+    # The items every annotator answered and every run scored (a cohort's annotators answer the same test set).
+    cols = [
+        j
+        for j, x in enumerate(cell.clues_ids)
+        if np.isfinite(human[:, j]).all() and all(x in r["items"] for r in members)
+    ]
+    h = human[:, cols]
+    ids = [cell.clues_ids[j] for j in cols]
+
+    def model(of: list[dict]) -> np.ndarray:
+        return np.array([[r["items"][x] for x in ids] for r in of], dtype=float).reshape(len(of), len(ids))
+
+    out = _gap_of(h, model(members), model_random=True)
+    out["gap_flags"] = [f for f in interval_flags_of(cell, mrc_gold)] + ([ONE_RUN] if len(members) == 1 else [])
+    same = [r for r in members if split is not None and r["split"] == split]
+    out["matched"] = None
+    if split is not None and same and len(same) < len(members):  # all of them on it: the gap row says it already
+        # The humans' own training split: the split is fixed, only the run's seeds (if several) vary.
+        out["matched"] = {"split": split, **_gap_of(h, model(same), model_random=True)}
+    return out
+
+
+def interval_flags_of(cell: CohortScores, mrc_gold: str) -> list[str]:
+    """The cohort's interval flags (``results.uncertainty.interval_flags``), as its cell in the table has them."""
+    s1 = list(cell.annotator_s1(mrc_gold).values())
+    if len(s1) < 2:
+        return []
+    return interval_flags(
+        s1,
+        chance=cell.chance_s1,
+        items=len(cell.example_ids),
+        matrix=cell.matrix(mrc_gold) if cell.complete else None,
+    )
 
 
 def annotator_test_s1_read(study: Study, mrc_gold: str) -> dict[int, float]:
@@ -156,14 +217,20 @@ DEFAULT_ASSURANCE = 0.8  # the planner's: the share of studies of the planned si
 
 
 def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_points: float) -> dict:
-    """The planner's annotators for ± ``target_points`` ("this test set", 80% assurance over the pilot's noise
-    and the study's) and their price: each paid the cohort's estimate (``annotation.estimates``: the figure the
+    """The planner's annotators for ± ``target_points`` ("this test set": 80% of studies reach it, with 90%
+    confidence over this pilot, ``results.uncertainty.annotators_needed``), the range of plans another pilot of
+    this size could give (``plan_low``, ``plan_high``) and their price: each paid the cohort's estimate
+    (``annotation.estimates``: the figure the
     workers and the platform are shown, measured once the cohort's first workers finished) at the study's rate,
     every part, plus the platform's service fee."""
     planned = annotators_needed(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
+    low, high = plan_range(s1, target_points / 100, assurance=DEFAULT_ASSURANCE)
     out: dict[str, object] = {
         "planned": planned,
+        "plan_low": low,
+        "plan_high": high,
         "assurance": DEFAULT_ASSURANCE,
+        "plan_confidence": PLAN_CONFIDENCE,
         "expected_minutes": None,
         "planned_cost": None,
         "planned_fee": None,
@@ -225,12 +292,11 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
             if cell_scores.complete and len(cell_scores.example_ids) >= 2:
                 task = two_level_interval(cell_scores.matrix(mrc_gold)).clipped()
                 cell["ci_task_low"], cell["ci_task_high"] = 100 * task.low, 100 * task.high
-            cell["flags"] = interval_flags(
-                s1,
-                chance=cell_scores.chance_s1,
-                items=len(cell_scores.example_ids),
-                matrix=cell_scores.matrix(mrc_gold) if cell_scores.complete else None,
-            )
+            cell["flags"] = interval_flags_of(cell_scores, mrc_gold)
+            # A handful of values cannot check the normal model the interval rests on: show them beside it.
+            cell["model_based"] = len(s1) < MODEL_BASED_BELOW
+            if cell["model_based"]:
+                cell["values"] = sorted(100 * v for v in s1)
         cell.update(_plan(study, cohort, cell_scores, s1, target_points))
         if s1:
             majority = cell_scores.majority_s1[mrc_gold]

@@ -82,6 +82,7 @@ ABILITY_COLUMNS = (
     "ability_se",
     "ability_low",
     "ability_high",
+    "pool",
     "method",
     "library",
     "current",
@@ -123,6 +124,8 @@ def ability_rows(study: Study) -> list[dict]:
     out = []
     for cohort in selectors.study_cohorts(study):
         for fit in stored.get(cohort.pk, ()):
+            if not fits.is_fitted(fit["result"]):
+                continue
             for r in fit["result"]["respondents"]:
                 out.append(
                     {
@@ -137,6 +140,8 @@ def ability_rows(study: Study) -> list[dict]:
                         "ability_se": r["theta_se"],
                         "ability_low": r["low"],
                         "ability_high": r["high"],
+                        # The scale is set by who it was fitted on: an ability means something beside its pool.
+                        "pool": fit["result"].get("pool", ""),
                         "method": fit["method"],
                         "library": fit["library"],
                         "current": fit["current"],

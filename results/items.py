@@ -25,12 +25,13 @@ import numpy as np
 
 from annotation.models import Answer, Study
 from annotation.selectors import in_results, study_cohorts
-from baselines.selectors import completed_runs, row_label
+from baselines.selectors import completed_runs, row_identity
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, item_s1
 
 from .cache import VERSION, cached_many, keep_many
-from .fits import CohortFit, stored_fits
+from .fits import CohortFit, is_fitted, stored_fits
+from .runs import labels as row_labels
 from .runs import model_item_means, runs_fingerprint
 from .scores import study_scores
 
@@ -42,8 +43,8 @@ MODEL_PREFIX = "s1_percent "
 DEFINITIONS = {
     "human_share_correct": "share (0-1) of the cohort's annotators whose answer is fully right (item S1 = 1)",
     "irt_difficulty": "the item's difficulty on the joint ability scale of the cohort's annotators and model runs "
-    "(1PL item response model, stored by manage.py fit_results; empty when not fitted, or fitted on older "
-    "results); items everyone got right or wrong sit at the bound, -6 or 6",
+    "(item response model, stored by manage.py fit_results; empty when not fitted, fitted on older results, or "
+    "for an item every respondent got fully right or wrong: such an item carries no information on the scale)",
     "human_s1_percent": "the annotators' item S1, averaged (percent)",
     "majority_s1_percent": "item S1 of the cohort's majority answer (percent)",
     MODEL_PREFIX + "<method> <model>": "the model row's item S1, averaged over its splits (percent)",
@@ -139,11 +140,12 @@ def item_rows(
     found = cached_many(list(keys.values()))
     if len(found) < len(keys):
         models = model_item_means(mrc_gold)
+        names = row_labels()
         for cell in cells:
             if keys[cell.cohort_id] not in found:
                 rows_of = {
-                    row_label(method, model, server): items
-                    for (task, method, model, server, shots), items in models.items()
+                    names[(method, model, backend, server)]: items
+                    for (task, method, model, backend, server, shots), items in models.items()
                     if task == cell.task and shots == cell.shots
                 }
                 found[keys[cell.cohort_id]] = _cohort_items(cell, rows_of, mrc_gold)
@@ -166,7 +168,7 @@ def _difficulties(study: Study, cohorts: list[int]) -> dict[int, dict[str, float
         cohort_id: {i["clues_id"]: i["difficulty"] for i in fit["result"]["items"]}
         for cohort_id, found in stored_fits(study, CohortFit.Kind.ABILITY, cohorts=cohorts).items()
         for fit in found
-        if fit["current"]
+        if fit["current"] and is_fitted(fit["result"])
     }
 
 
@@ -200,12 +202,13 @@ def item_detail(study: Study, cohort_id: int, clues_id: str, *, mrc_gold: str = 
         .values_list("enrollment_id", "enrollment__worker__external_id", "texts", "s1")
     ]
     predictions = []
+    names = row_labels()
     for run in completed_runs().filter(task=cohort.task, shots=cohort.shots).order_by("method", "model", "split"):
         found = next((p for p in run.predictions or () if str(p.get("id")) == str(clues_id)), None)
         if found is not None:
             predictions.append(
                 {
-                    "model_row": row_label(run.method, run.model, run.server),
+                    "model_row": names[row_identity(run)],
                     "split": run.split,
                     "prediction": found["prediction"],
                     "s1_percent": 100

@@ -27,17 +27,19 @@ def _series(task: str, cells: list[dict], rows: list[dict], xs: list[int]) -> li
             "points": [(c["shots"], _num(c["mean"]), _num(c["std"]), c["n"]) for c in cells if c["task"] == task],
         }
     ]
-    by_model: dict[str, list] = {}
+    by_model: dict[tuple, list] = {}
+    names: dict[tuple, str] = {}
     for r in rows:
         if r.get("task") == task and r.get("shots") in xs:
-            # One series per row identity: its label names the server too (the same model on two servers
-            # is two rows, never one series with two points per shot).
-            label = r.get("label") or f"{r.get('method', '')} {r.get('model', '')}".strip()
-            by_model.setdefault(label, []).append(
+            # One series per row identity (method, model as named, backend, server with its path): two rows
+            # are never one series with two points per shot, whatever their labels.
+            identity = (r.get("method", ""), r.get("model", ""), r.get("backend", ""), r.get("server", ""))
+            names[identity] = r.get("label") or f"{r.get('method', '')} {r.get('model', '')}".strip()
+            by_model.setdefault(identity, []).append(
                 (int(r["shots"]), _num(r.get("mean")), _num(r.get("std")), r.get("n"))
             )
-    for label, points in sorted(by_model.items()):
-        series.append({"name": label, "human": False, "points": points})
+    for identity, points in sorted(by_model.items(), key=lambda kv: (names[kv[0]], kv[0])):
+        series.append({"name": names[identity], "human": False, "points": points})
     return series
 
 
@@ -162,4 +164,10 @@ def ability_chart(task: str, shots: int, fit: dict) -> dict:
         "marks": marks,
         "humans": sum(1 for r in people if r["kind"] == "human"),
         "models": sum(1 for r in people if r["kind"] != "human"),
+        "pool": result.get("pool", ""),
+        "response": result.get("response", ""),
+        "items": len(result.get("items", ())),
+        "all_right": result.get("items_all_right"),
+        "all_wrong": result.get("items_all_wrong"),
+        "at_bound": result.get("items_at_bound"),
     }

@@ -2,7 +2,8 @@
 
 ``runs_fingerprint()`` names what the completed runs are (their content, so that a run deleted and
 another stored with the same id never shares a key); ``model_rows`` (mean ± std over splits per
-(task, method, model, server, shots), ``baselines.selectors.model_cells``), ``model_item_means``
+(task, method, model, backend, server, shots), ``baselines.selectors.model_cells``), ``labels`` (each row
+identity's own label), ``model_item_means``
 (per model row and test item) and ``run_item_scores`` (per run and test item), each read under an MRC
 gold rule (MRC runs rescored from their stored predictions) and kept until the completed runs change.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from baselines.models import BaselineRun
-from baselines.selectors import completed_runs, model_cells, row_key, row_label
+from baselines.selectors import completed_runs, model_cells, row_identity, row_key, row_labels
 from baselines.selectors import model_item_means as item_means_of_runs
 from tasks_data.models import Example
 from tasks_data.s1 import check_mrc_gold, corpus_s1, item_s1
@@ -63,8 +64,14 @@ def model_rows(mrc_gold: str = "best", *, runs: str | None = None) -> list[dict]
     )
 
 
+def labels() -> dict[tuple, str]:
+    """{(method, model, backend, server): label} of every completed run's row identity, no two alike (1 query):
+    the labels of ``model_rows``, for what reads runs one by one."""
+    return row_labels(completed_runs().order_by().values_list("method", "model", "backend", "server").distinct())
+
+
 def model_item_means(mrc_gold: str = "best") -> dict[tuple, dict[str, float]]:
-    """Per model row (task, method, model, server, shots): per test item (CLUES id), S1 averaged over its runs
+    """Per model row (task, method, model, backend, server, shots): per test item (CLUES id), S1 averaged over its runs
     (MRC read by ``mrc_gold``); cached until the completed runs change (2 queries when cached: none to decode)."""
     return remember(
         f"results:model-items:v{VERSION}:{check_mrc_gold(mrc_gold)}:{runs_fingerprint()}",
@@ -76,11 +83,12 @@ def run_item_scores(task: str, shots: int, mrc_gold: str = "best") -> list[dict]
     """Each completed run of ``task`` at ``shots``: ``{"run", "key", "label", "split", "seed", "s1", "items"}``,
     ``items`` its S1 (0-1) per test item (CLUES id), MRC read by ``mrc_gold``."""
     runs = rescored(list(completed_runs().filter(task__slug=task, shots=shots).order_by("pk")), mrc_gold)
+    names = labels() if runs else {}
     return [
         {
             "run": run.pk,
             "key": row_key(run),
-            "label": row_label(run.method, run.model, run.server),
+            "label": names[row_identity(run)],
             "method": run.method,
             "split": run.split,
             "seed": run.seed,

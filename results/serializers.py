@@ -31,15 +31,29 @@ class TableCellSerializer(serializers.Serializer):
     flags = serializers.ListField(
         child=serializers.CharField(),
         required=False,
-        help_text="What makes the cell's intervals doubtful: at_chance, near_ceiling (meanings in interval_flags).",
+        help_text="What this cell's own values show against its intervals: at_chance, outlier, past_scale, "
+        "near_ceiling (meanings in interval_flags).",
+    )
+    model_based = serializers.BooleanField(
+        required=False, help_text="Fewer than 5 annotators: the intervals rest on the normal model alone."
+    )
+    values = serializers.ListField(
+        child=serializers.FloatField(), required=False, help_text="Percent: a model-based cell's annotators' S1."
     )
     planned = serializers.IntegerField(
         allow_null=True,
         required=False,
-        help_text="Annotators needed for a 95% interval (this test set) of "
-        "± target_points, with probability assurance.",
+        help_text="Annotators needed for a 95% interval (this test set) of ± target_points in a share assurance of "
+        "studies, with confidence plan_confidence over this pilot (the spread's upper confidence bound).",
+    )
+    plan_low = serializers.IntegerField(
+        allow_null=True, required=False, help_text="10th percentile of the plans another pilot of this size gives."
+    )
+    plan_high = serializers.IntegerField(
+        allow_null=True, required=False, help_text="90th percentile of the plans another pilot of this size gives."
     )
     assurance = serializers.FloatField(required=False)
+    plan_confidence = serializers.FloatField(required=False)
     expected_minutes = serializers.FloatField(
         allow_null=True,
         required=False,

@@ -23,26 +23,42 @@ from tasks_data.registry import TASKS, Category
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 from tasks_data.stats import STD_DDOF
 
-from .uncertainty import FLAGS, TARGETS, TASK_ITEMS, TEST_SET
+from .uncertainty import FLAGS, ONE_RUN, TARGETS, TASK_ITEMS, TEST_SET
 
 HUMAN_LABEL = "Human"
 MAJORITY_LABEL = "Majority vote"
 GAP_INTERVALS = {
-    "ci": "95% interval of the gap over the test items, annotators fixed (paired bootstrap)",
-    "ci_two_level": "95% interval of the gap over annotators and items (two-level)",
+    "ci": "95% interval of the gap on this test set: the annotators and the model's runs (training splits) "
+    "random, Welch's t over the annotators' S1 and the runs' S1",
+    "ci_two_level": "95% interval of the gap on the task's items: annotators, items and the model's runs random "
+    "(crossed random effects; the items' part with its own t quantile)",
 }
+MATCHED_NOTE = (
+    "Like-for-like gap rows (“split s, as the humans”): the humans minus the model's runs on the cohort's own "
+    "training split, the split fixed (each human cohort saw one split; the model row averages all of them)."
+)
+MODEL_BASED_NOTE = (
+    "Cells of fewer than 5 annotators list their values: their intervals rest on the normal model alone, "
+    "which so few values cannot check."
+)
 S1_SCALE = (0.0, 100.0)  # S1 in percent: no interval of a mean is shown beyond it
 GAP_SCALE = (-100.0, 100.0)  # human minus model S1, percent points
 INTERVAL_NOTE = (
     f"[low, high]: 95% interval of the cell's mean for {TEST_SET} ({TARGETS[TEST_SET]}); the interval for "
     f"{TASK_ITEMS} ({TARGETS[TASK_ITEMS]}) is in the CSV and JSON files and on the results page. Intervals are "
     "clipped to the scale they live on (S1: 0 to 100; a gap: -100 to +100): a normal interval of few annotators "
-    "can reach past it. Majority vote: S1 of the cohort's majority answer, scored as one more annotator."
+    "can reach past it. Majority vote: S1 of the cohort's majority answer, scored as one more annotator. The "
+    "intervals take the population to hold no guessers beyond those a cell's flags show: a cohort of 3-5 from a "
+    "population where one in five guesses holds none a third to half of the time, and nothing in its values can "
+    "show them (benchmarks/interval_coverage.py)."
 )
 AGGREGATE_NOTE = (
     "Dawid-Skene (crowd-kit): the cohort's answers aggregated by crowd-kit's Dawid-Skene (manage.py fit_results), "
-    "scored as one more annotator."
+    "scored as one more annotator; span sets on tokens (a BIO label per word from every annotator, so an unmarked "
+    "word counts against a span) and, beside them, on whole answers. “not identifiable”: fewer than 3 of the "
+    "cohort's annotators are better than chance, and Dawid-Skene cannot tell whose answers to trust."
 )
+NOT_IDENTIFIABLE = "not identifiable"
 GAP_NOTE = (
     f"Gap rows (human − model): the difference, then two 95% intervals: [{GAP_INTERVALS['ci']}] and "
     f"{{{GAP_INTERVALS['ci_two_level']}}}."
@@ -103,8 +119,9 @@ class Cell:
     n: int | None = None
     ci: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for this test set
     ci_task: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for the task's items
-    flags: tuple[str, ...] = ()  # human cells only: what makes the intervals doubtful (keys of FLAGS)
+    flags: tuple[str, ...] = ()  # human and gap cells: what makes the intervals doubtful (keys of FLAGS)
     head: str | None = None  # gap cells: the difference alone (``text`` has its intervals too)
+    values: tuple[float, ...] = ()  # human cells of fewer than MODEL_BASED_BELOW annotators: their S1 (percent)
 
     @property
     def short(self) -> str:
@@ -118,14 +135,21 @@ class Cell:
             parts = self.text[len(self.head) :].replace("] {", "]\n{").split("\n")
         else:
             parts = [f"± {self.text.split(' ± ', 1)[1]}"] if " ± " in self.text else []
-            parts += [format_interval(*self.ci)] if self.ci else []
+            parts += [format_interval(*self.ci) + (" model-based" if self.values else "")] if self.ci else []
+            parts += [self.values_text] if self.values else []
         parts = [p.strip() for p in parts if p.strip()]
         return parts + ([f"n={self.n}"] if self.n is not None and self.text != MISSING else [])
 
     @property
+    def values_text(self) -> str:
+        """ "values 82.4, 83.1, 84.0": the annotators' S1 of a small cell, beside its model-based interval."""
+        return "values " + ", ".join(f"{v:.1f}" for v in self.values) if self.values else ""
+
+    @property
     def full_text(self) -> str:
-        """Mean ± std with the 95% interval beside it (md, tex, html)."""
-        return f"{self.text} {format_interval(*self.ci)}" if self.ci else self.text
+        """Mean ± std with the 95% interval beside it (md, tex, html), and a small cell's values."""
+        text = f"{self.text} {format_interval(*self.ci)}" if self.ci else self.text
+        return f"{text} ({self.values_text})" if self.values else text
 
     @property
     def flag_texts(self) -> list[str]:
@@ -134,7 +158,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # "human", "majority", "model", "gap" or "agreement"
+    kind: str  # "human", "majority", "aggregate", "model", "gap", "gap_matched" (like for like) or "agreement"
     method: str  # HUMAN_LABEL, MAJORITY_LABEL, "<method> <model>" or "Human − <method> <model>"
     shots: int
     cells: tuple[Cell, ...]
@@ -165,17 +189,29 @@ class Table:
 
     @property
     def flag_note(self) -> str | None:
-        """The caption's note on flagged cells: which, and why."""
-        if not self.flagged:
+        """The caption's note on flagged cells and gaps: which, and why."""
+        found = [*self.flagged, *self.flagged_gaps]
+        if not found:
             return None
-        # One part per reason, naming its cells: a reason most cells share (few annotators) is said once.
+        # One part per reason, naming its cells.
         cells_by_flag: dict[str, list[str]] = {}
-        for f in self.flagged:
+        for f in found:
             name = TASKS[f["task"]].name if f["task"] in TASKS else f["task"]
+            where = f"{name} {f['shots']} shots" + (f" ({f['row']})" if f.get("row") else "")
             for key in f["flags"]:
-                cells_by_flag.setdefault(key, []).append(f"{name} {f['shots']} shots")
+                cells_by_flag.setdefault(key, []).append(where)
         parts = [f"{', '.join(cells)}: {FLAGS[key]}" for key, cells in cells_by_flag.items()]
         return f"{FLAG_MARK} Intervals in doubt: " + " | ".join(parts) + "."
+
+    @property
+    def flagged_gaps(self) -> list[dict]:
+        """The gaps flagged for what only a gap has (a model row of one run): ``{"task", "shots", "row", "flags"}``
+        (the cohort's own flags are said once, on its human cell)."""
+        return [
+            {"task": m["task"], "shots": m["shots"], "row": m.get("label", ""), "flags": [ONE_RUN]}
+            for m in self.model_rows
+            if ONE_RUN in (m.get("gap_flags") or ())
+        ]
 
     @property
     def has_intervals(self) -> bool:
@@ -196,8 +232,12 @@ class Table:
             notes.append(INTERVAL_NOTE)
         if self.aggregates:
             notes.append(AGGREGATE_NOTE)
+        if any(c.values for row in self.rows for c in row.cells):
+            notes.append(MODEL_BASED_NOTE)
         if any(r.kind == "gap" for r in self.rows):
             notes.append(GAP_NOTE)
+        if any(r.kind == "gap_matched" for r in self.rows):
+            notes.append(MATCHED_NOTE)
         if self.flag_note:
             notes.append(self.flag_note)
         if self.mrc_gold_note:
@@ -250,6 +290,7 @@ class Table:
                     "test_set": format_interval(c.get("ci_low"), c.get("ci_high")) or "–",
                     "task_items": format_interval(c.get("ci_task_low"), c.get("ci_task_high")) or "–",
                     "planned": planned_text,
+                    "plan_range": _plan_range(c.get("plan_low"), c.get("plan_high")),
                     "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:.1f}",
                     "cost": None if cost is None else f"{cost} {c.get('currency', '')}".strip(),
                     "fee": c.get("planned_fee") or None,
@@ -290,6 +331,13 @@ class Table:
         return [r for r in self.rows if r.kind == "human"]
 
 
+def _plan_range(low: int | None, high: int | None) -> str:
+    """ "22 to 360": the plans that pilots of this size give (10th to 90th percentile); "–" without a pilot."""
+    if low is None and high is None:
+        return "–"
+    return f"{low if low is not None else '>1000'} to {high if high is not None else '>1000'}"
+
+
 def _label(row: Mapping) -> str:
     return row.get("label") or f"{row['method']} {row['model']}".strip()
 
@@ -317,11 +365,30 @@ def build_table(
     )
 
 
+def _gap_cell(gap: Mapping, flags: tuple[str, ...]) -> Cell:
+    text = format_gap(
+        gap["diff"], gap.get("ci_low"), gap.get("ci_high"), gap.get("ci_two_level_low"), gap.get("ci_two_level_high")
+    )
+    return Cell(text, gap.get("items"), flags=flags, head=f"{gap['diff']:+.1f}")
+
+
+def _distinct_labels(model_rows: list[dict]) -> list[dict]:
+    """The model rows, each cell's label its own: two rows of one task and shots under one label (rows from
+    another source than ``results.runs``, whose labels are distinct already) are numbered, never merged."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for m in model_rows:
+        key = (m["task"], int(m["shots"]), _label(m))
+        seen[key] = seen.get(key, 0) + 1
+        out.append(m if seen[key] == 1 else {**m, "label": f"{_label(m)} #{seen[key]}"})
+    return out
+
+
 def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dict], *, mrc_gold: str) -> Table:
     """build_table on its own copies of the rows (the table keeps them)."""
     unpaired: list[dict] = []
     if cells:
-        with_humans = {(c["task"], c["shots"]) for c in cells}
+        with_humans = {(c["task"], c["shots"]) for c in cells if c.get("n")}  # a completed annotator, at least
         model_rows = [m for m in model_rows if m["task"] in {c["task"] for c in cells}]
         unpaired = [m for m in model_rows if not m.get("beside_humans", (m["task"], m["shots"]) in with_humans)]
         model_rows = [m for m in model_rows if m.get("beside_humans", (m["task"], m["shots"]) in with_humans)]
@@ -329,7 +396,12 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
         human.setdefault(c["shots"], {})[c["task"]] = Cell(
-            format_cell(c["mean"], c["std"]), c.get("n"), _ci(c), _ci(c, "ci_task"), tuple(c.get("flags") or ())
+            format_cell(c["mean"], c["std"]),
+            c.get("n"),
+            _ci(c),
+            _ci(c, "ci_task"),
+            tuple(c.get("flags") or ()),
+            values=tuple(c.get("values") or ()),
         )
     rows = [
         Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))
@@ -345,30 +417,35 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
     ]
     by_method: dict[tuple[str, int], dict[str, Cell]] = {}
     for a in aggregates:
-        by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(format_cell(a["s1"], None), a.get("n"))
+        # An aggregate that cannot be identified says so instead of a number that reads as better than the vote.
+        text = format_cell(a["s1"], None) if a.get("identifiable", True) else NOT_IDENTIFIABLE
+        by_method.setdefault((a["method"], a["shots"]), {})[a["task"]] = Cell(text, a.get("n"))
     rows += [
         Row("aggregate", method, k, tuple(by_task.get(s, Cell(MISSING, 0)) for s in tasks))
         for (method, k), by_task in sorted(by_method.items(), key=lambda kv: (cohort_key("", kv[0][1]), kv[0][0]))
     ]
     models: dict[tuple[str, int], dict[str, Cell]] = {}
     gaps: dict[tuple[str, int], dict[str, Cell]] = {}
+    matched: dict[tuple[str, int], dict[str, Cell]] = {}
     agree: dict[tuple[str, int], dict[str, Cell]] = {}
-    for m in model_rows:
+    for m in _distinct_labels(model_rows):
         key = (_label(m), int(m["shots"]))
         models.setdefault(key, {})[m["task"]] = Cell(format_cell(m.get("mean"), m.get("std")), m.get("n"))
         if m.get("diff") is not None:
-            gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = Cell(
-                format_gap(
-                    m["diff"], m.get("ci_low"), m.get("ci_high"), m.get("ci_two_level_low"), m.get("ci_two_level_high")
-                ),
-                m.get("items"),
-                head=f"{m['diff']:+.1f}",
+            gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = _gap_cell(
+                m, tuple(f for f in m.get("gap_flags") or () if f in FLAGS)
+            )
+        same = m.get("matched")
+        if same and same.get("diff") is not None:
+            label = f"{HUMAN_LABEL} − {key[0]} (split {same['split']}, as the humans)"
+            matched.setdefault((label, key[1]), {})[m["task"]] = _gap_cell(
+                same, tuple(f for f in m.get("gap_flags") or () if f in FLAGS and f != ONE_RUN)
             )
         if m.get("agreement") is not None:  # share of items where the model gives the human majority's answer
             agree.setdefault((f"{key[0]} = {MAJORITY_LABEL} (% items)", key[1]), {})[m["task"]] = Cell(
                 format_cell(m["agreement"], None), m.get("n")
             )
-    for kind, group in (("model", models), ("gap", gaps), ("agreement", agree)):
+    for kind, group in (("model", models), ("gap", gaps), ("gap_matched", matched), ("agreement", agree)):
         for (label, k), by_task in sorted(group.items(), key=lambda kv: (kv[0][0], cohort_key("", kv[0][1]))):
             rows.append(Row(kind, label, k, tuple(by_task.get(s, Cell(MISSING)) for s in tasks)))
     return Table(

@@ -17,23 +17,31 @@ interval; both are given, each named by its target (``TARGETS``):
   cell); each part is scaled by its own t quantile (A - 1 and I - 1 degrees of freedom).
 
 ``benchmarks/interval_coverage.py`` simulates both targets (logistic ability/difficulty, binary and
-graded item scores, 3/5/10 annotators) and prints each interval's coverage and the planner's error.
+graded item scores, 3/5/10/20 annotators) and prints each interval's coverage, the gap intervals' and the
+planner's.
 
-Both intervals assume that the annotators' S1 spread roughly normally around their mean. When an
-annotator of the cohort is at chance (a population with guessers: bimodal), or the annotators differ on
-fewer than 10 items (a few near-certain items: the items' spread is measured from almost no
-variation), they can cover less than 95%; with fewer than 14 annotators a population's guessers are
-too often absent from the cohort for the first test to see them. ``interval_flags`` names what fails
-or cannot be checked, and the page and the files say it beside the cell (``FLAGS``; coverage with and without guessers:
+Both intervals assume that the annotators' S1 spread roughly normally around their mean. ``interval_flags``
+names what this cell's own values show against it, beside the cell (``FLAGS``): an annotator at chance (a
+population with guessers: bimodal), an outlier annotator, a t interval past the scale, annotators who differ
+on fewer than 10 items (near-certain items: the items' spread is measured from almost no variation). A cell
+of fewer than ``MODEL_BASED_BELOW`` annotators is shown with its values and a model-based interval: so few
+values cannot check the normal model. What no cell can show, guessers of the population that the cohort
+happened not to draw, is said once in the table's note (coverage with and without guessers:
 ``benchmarks/interval_coverage.py``).
 
+The human-minus-model gap (``gap_interval``) lets the model's runs on its training splits vary too: Welch's
+interval over the annotators' S1 and the runs' S1 on this test set, the crossed design's items part added on
+the task's items.
+
 The planner (``annotators_needed``) plans for "this test set": the fewest annotators whose t
-interval's half-width is at most the target in a share ``assurance`` (default 0.8) of studies, the
-pilot's noise included: the study's variance over the pilot's is F(n - 1, pilot - 1) distributed
-(normal annotator S1), so the assurance is a probability over both the pilot and the study to come
-(``plan_assurance``; a plan from the pilot's spread taken as the truth reached the target in ~55-75% of
-studies from a pilot of 3). ``plan_cost`` prices a plan: annotators x (expected active time x hourly
-rate, ``annotation.protocol.pay``), plus the platform's service fee.
+interval's half-width is at most the target in a share ``assurance`` (default 0.8) of studies when the
+population's spread is the pilot's upper 90% confidence bound (``spread_upper_bound``), so that the promise
+holds for this pilot with 90% confidence, whatever its spread happened to be (a plan from the pilot's spread
+taken as the truth reached the target in ~55-75% of studies from a pilot of 3; one from the F predictive,
+``plan_assurance``, kept 80% on average over pilots but a third of the time after the pilots of lowest spread).
+``plan_range`` shows how far plans from pilots of the same size move. ``benchmarks/planner_assurance.py``
+measures the assurance per pilot for normal, skewed and guessing populations. ``plan_cost`` prices a plan:
+annotators x (expected active time x hourly rate, ``annotation.protocol.pay``), plus the platform's service fee.
 
 Plain numpy (scipy imported where it is used), no Django import.
 """
@@ -61,20 +69,26 @@ TARGETS = {
 }
 AT_CHANCE = "at_chance"
 NEAR_CEILING = "near_ceiling"
-FEW_ANNOTATORS = "few_annotators"
+OUTLIER = "outlier"
+PAST_SCALE = "past_scale"
+ONE_RUN = "one_run"
 FLAGS = {
     AT_CHANCE: "an annotator's S1 is at chance (within binomial noise of the task's chance level, or below): "
     "the annotators' S1 is not one normal spread (guessers), and the 95% intervals may cover much less",
+    OUTLIER: "an annotator's S1 lies outside the prediction interval of the others' (t, normal annotators; 5% "
+    "false alarms per cell): the annotators' S1 is not one normal spread, and the 95% intervals may cover less",
+    PAST_SCALE: "the t interval of the annotators' S1 reaches past 0 or 100: a spread this wide on a bounded "
+    "scale is not a normal one, and the interval (shown clipped) may cover less than 95%",
     NEAR_CEILING: "the annotators differ on fewer than 10 items (near-certain items): the items' spread is "
     "measured from almost no variation, and the task's-items interval may cover less than 95%",
-    FEW_ANNOTATORS: "fewer than 14 annotators: the intervals assume that nobody in the population answers at "
-    "chance, and a cohort this small can hold no such worker even where some are (one in five guessing: "
-    "a cohort of 5 holds none a third of the time), so where guessers exist the intervals may cover less than 95%",
+    ONE_RUN: "the model row has one run: its spread over training splits cannot be measured, and the gap's "
+    "intervals count the annotators (and items) only",
 }
 MIN_VARYING_ITEMS = 10  # below this many items on which the annotators' S1 differ: NEAR_CEILING
-# The smallest cohort that holds a guesser in 95% of draws when one in five of the population guesses
-# (1 - 0.8^n >= 0.95): below it the at-chance flag too often has no one to see (FEW_ANNOTATORS).
-MIN_ANNOTATORS_SEEN = 14
+OUTLIER_ALARMS = 0.05  # the share of normal cells with an OUTLIER flag (Bonferroni over the annotators)
+# Below this many annotators the cohort's values are shown beside its interval, which then rests on the
+# normal model alone: so few values cannot check it (the paper's cells hold 3).
+MODEL_BASED_BELOW = 5
 
 
 def _matrix(matrix) -> np.ndarray:
@@ -123,10 +137,31 @@ def _t(confidence: float, df: float) -> float:
     return float(special.stdtrit(df, 0.5 + confidence / 2))
 
 
+def outliers(s1: Sequence[float], *, alarms: float = OUTLIER_ALARMS) -> list[int]:
+    """Positions of the annotators whose S1 lies outside the prediction interval of the others' (mean ± t(m - 1)
+    s sqrt(1 + 1/m) over the m others: exact for normal annotator S1), each at confidence 1 - ``alarms`` / n so
+    that a normal cohort is flagged in at most ``alarms`` of cells. Needs 4 annotators (3 others, so that their
+    spread has 2 degrees of freedom); none is named otherwise."""
+    x = np.asarray(s1, dtype=float)
+    if len(x) < 4:
+        return []
+    confidence = 1 - alarms / len(x)
+    out = []
+    for j in range(len(x)):
+        others = np.delete(x, j)
+        m, sd = mean_std(others)
+        assert m is not None and sd is not None  # 3 others or more
+        half = _t(confidence, len(others) - 1) * sd * np.sqrt(1 + 1 / len(others))
+        if abs(x[j] - m) > half + 1e-12:
+            out.append(j)
+    return out
+
+
 def interval_flags(s1: Sequence[float], *, chance: float | None, items: int, matrix=None) -> list[str]:
-    """What makes a cell's 95% intervals doubtful (keys of ``FLAGS``), from its annotators' S1 (0-1), the
+    """What makes this cell's 95% intervals doubtful (keys of ``FLAGS``), from its annotators' S1 (0-1), the
     task's chance level on these items (``TaskSpec.chance_item_s1``, averaged) and the test set's size;
-    ``matrix`` (annotators x items S1) for the ceiling."""
+    ``matrix`` (annotators x items S1) for the ceiling. Each flag is a diagnostic of this cell's own values:
+    an annotator at chance, an outlier annotator, a spread that reaches past the scale, near-certain items."""
     flags = []
     if chance is not None and items > 0 and len(s1) >= 2:
         # Binomial noise of a guesser's S1 over the items (one-sided 97.5%): a guesser scores above chance by
@@ -134,8 +169,12 @@ def interval_flags(s1: Sequence[float], *, chance: float | None, items: int, mat
         margin = 1.96 * np.sqrt(max(chance * (1 - chance), 0.0) / items)
         if any(v <= chance + margin for v in s1):
             flags.append(AT_CHANCE)
-    if 2 <= len(s1) < MIN_ANNOTATORS_SEEN:
-        flags.append(FEW_ANNOTATORS)
+    if outliers(s1):
+        flags.append(OUTLIER)
+    if len(s1) >= 2:
+        interval = t_interval(s1)
+        if interval.low < 0 or interval.high > 1:
+            flags.append(PAST_SCALE)
     if matrix is not None:
         m = np.asarray(matrix, dtype=float)
         if m.ndim == 2 and m.shape[0] >= 2 and m.shape[1] >= 2 and np.isfinite(m).all():
@@ -205,6 +244,53 @@ def two_level_interval(matrix, *, confidence: float = CONFIDENCE, target: str = 
     return Interval(mean, mean - half, mean + half, confidence, a - 1, target)
 
 
+# ---------------------------------------------------------------- the human-minus-model gap
+
+
+def _welch(v_h: float, df_h: int, v_m: float, df_m: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of v_h + v_m (each a variance of a mean with its own df)."""
+    total = v_h + v_m
+    parts = (v_h**2 / df_h if df_h > 0 else 0.0) + (v_m**2 / df_m if df_m > 0 else 0.0)
+    if parts <= 0:
+        return float(max(df_h, 1))
+    return total**2 / parts
+
+
+def gap_interval(
+    human, model, *, target: str = TEST_SET, confidence: float = CONFIDENCE, model_random: bool = True
+) -> Interval:
+    """95% interval of the human-minus-model gap: the mean of the annotators x items matrix ``human`` minus the
+    mean of the runs x items matrix ``model`` (the model's runs on its training splits), on the same items.
+
+    Annotators and runs are two independent samples: "this test set" (items fixed) is Welch's interval on
+    the annotators' S1 and the runs' S1, var = s_h^2 / A + s_m^2 / S with Welch-Satterthwaite df (a single
+    run, or ``model_random=False`` for runs of one split, adds nothing: the split is then part of the
+    target). "The task's items" adds the items' part of the gap, estimated without bias from the crossed
+    design: (var_i(d_i) - MS_res(human) / A - MS_res(model) / S) / I, where d_i is the item's human mean minus
+    its model mean; the item part is scaled by its own t quantile (I - 1 df), as in ``two_level_interval``.
+    """
+    h, m = _matrix(human), np.asarray(model, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] != h.shape[1] or not np.isfinite(m).all():
+        raise ValueError(f"need a runs x items model matrix on the human matrix's {h.shape[1]} items, got {m.shape}")
+    a, i = h.shape
+    s = m.shape[0]
+    diff = float(h.mean() - m.mean())
+    v_h = float(h.mean(axis=1).var(ddof=1)) / a
+    v_m = float(m.mean(axis=1).var(ddof=1)) / s if s >= 2 and model_random else 0.0
+    df = _welch(v_h, a - 1, v_m, s - 1)
+    half_sq = _t(confidence, df) ** 2 * (v_h + v_m)
+    if target == TASK_ITEMS:
+        d = h.mean(axis=0) - m.mean(axis=0)
+        res_h = variance_components(h).ms_residual
+        res_m = variance_components(m).ms_residual if s >= 2 else 0.0
+        items_part = max(float(d.var(ddof=1)) - res_h / a - res_m / s, 0.0) / i
+        half_sq += _t(confidence, i - 1) ** 2 * items_part
+    elif target != TEST_SET:
+        raise ValueError(f"target must be {TEST_SET!r} or {TASK_ITEMS!r}")
+    half = float(np.sqrt(half_sq))
+    return Interval(diff, diff - half, diff + half, confidence, df, target)
+
+
 # ---------------------------------------------------------------- the planner and its price
 
 
@@ -259,32 +345,74 @@ def annotators_for(
     return low
 
 
-def annotators_needed(
-    pilot_s1: Sequence[float], half_width: float, *, confidence: float = CONFIDENCE, assurance: float = 0.8
-) -> int | None:
-    """From a pilot cohort's annotator S1 (0-1), the annotators a cell needs for a t interval ("this test
-    set") of ± ``half_width`` (0-1 units) in a share ``assurance`` of studies, the pilot's own noise included
-    (``plan_assurance``). None when it cannot be estimated (fewer than 2) or 1000 are not
-    enough."""
-    _check_plan(half_width, assurance)
+PLAN_CONFIDENCE = 0.9  # the confidence, over the pilot, that the plan keeps its assurance (``annotators_needed``)
+# What benchmarks/planner_assurance.py measured (2,000 pilots of 3, 5 and 10 each, targets ± 5 and ± 3 points):
+# the page states it beside the plan. Measure again when the planner changes.
+PLAN_MEASURED = (
+    "the share of pilots whose plan reached the target in at least 80% of studies was 89-91% for normal "
+    "annotators, 89-92% with 20% of them guessing, 89-90% for annotators of the logistic ability model, and "
+    "78-85% for a left-skewed population (the bound assumes a normal spread); over all pilots, 87-95% of the "
+    "planned studies reached the target"
+)
+
+
+def spread_upper_bound(pilot_s1: Sequence[float], *, confidence: float = PLAN_CONFIDENCE) -> float | None:
+    """Upper ``confidence`` bound of the population's spread from a pilot's annotator S1: s sqrt((n - 1) /
+    chi2_{1 - confidence}(n - 1)), exact for normal annotator S1. None below 2 values."""
     x = np.asarray(pilot_s1, dtype=float)
     if len(x) < 2:
         return None
-    variance, df = float(x.var(ddof=1)), len(x) - 1
+    from scipy import special
 
-    def reaches(n: int) -> bool:
-        return plan_assurance(variance, df, n, half_width, confidence=confidence) >= assurance
+    df = len(x) - 1
+    return float(np.sqrt(df * x.var(ddof=1) / special.chdtri(df, confidence)))  # chdtri: the upper-tail inverse
 
-    if not reaches(MAX_ANNOTATORS):
+
+def annotators_needed(
+    pilot_s1: Sequence[float],
+    half_width: float,
+    *,
+    confidence: float = CONFIDENCE,
+    assurance: float = 0.8,
+    bound: float = PLAN_CONFIDENCE,
+) -> int | None:
+    """From a pilot cohort's annotator S1 (0-1), the annotators a cell needs for a t interval ("this test set")
+    of ± ``half_width`` (0-1 units) in a share ``assurance`` of studies, planned from the upper ``bound``
+    confidence bound of the spread (``spread_upper_bound``): the promise holds for this pilot with confidence
+    ``bound``, not only on average over pilots (a plan from the F predictive, ``plan_assurance``, kept its 80%
+    on average but reached the width in a third of studies after the pilots of lowest spread). None when it
+    cannot be estimated (fewer than 2) or 1000 are not enough."""
+    _check_plan(half_width, assurance)
+    sigma = spread_upper_bound(pilot_s1, confidence=bound)
+    if sigma is None:
         return None
-    low, high = 2, MAX_ANNOTATORS  # the assurance grows with n: bisect
-    while low < high:
-        mid = (low + high) // 2
-        if reaches(mid):
-            high = mid
-        else:
-            low = mid + 1
-    return low
+    return annotators_for(sigma, half_width, confidence=confidence, assurance=assurance)
+
+
+def plan_range(
+    pilot_s1: Sequence[float],
+    half_width: float,
+    *,
+    assurance: float = 0.8,
+    bound: float = PLAN_CONFIDENCE,
+    quantiles: tuple[float, float] = (0.1, 0.9),
+) -> tuple[int | None, int | None]:
+    """The plans (10th and 90th percentiles) that another pilot of the same size would give if the population's
+    spread were this pilot's: how much a plan from so few annotators moves from one pilot to the next. The plan
+    grows with the pilot's spread, s^2 (n - 1) / sigma^2 is chi2(n - 1): its percentiles are the plans at the
+    spread's. (None, None) below 2 values; None for a plan past 1000."""
+    x = np.asarray(pilot_s1, dtype=float)
+    if len(x) < 2:
+        return None, None
+    from scipy import special
+
+    df, sd = len(x) - 1, float(mean_std(x)[1] or 0.0)
+    out = []
+    for q in quantiles:
+        s = sd * np.sqrt(special.chdtri(df, 1 - q) / df)  # the q-th percentile of a pilot's s when sigma = sd
+        upper = float(np.sqrt(df * s**2 / special.chdtri(df, bound)))
+        out.append(annotators_for(upper, half_width, assurance=assurance))
+    return out[0], out[1]
 
 
 def _check_plan(half_width: float, assurance: float) -> None:

@@ -34,7 +34,7 @@ from .presentation import ability_chart, chart
 from .scores import study_key, study_scores
 from .serializers import ResultsSerializer
 from .table import NO_HUMAN_COHORT, NOTE
-from .uncertainty import TARGETS
+from .uncertainty import PLAN_CONFIDENCE, PLAN_MEASURED, TARGETS
 
 
 class BadParameter(ValueError):
@@ -118,7 +118,17 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "agreement": agree,
         "charts": [chart(t, table.cells, table.model_rows) for t in TASKS if t in study.tasks],
         "ability_charts": [
-            ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit) for c in cohorts for fit in abilities.get(c, ())
+            ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit)
+            for c in cohorts
+            for fit in abilities.get(c, ())
+            if fits.is_fitted(fit["result"])
+        ],
+        # Cells whose scale would mean nothing (one respondent group, too few respondents): said, not drawn.
+        "ability_not_fitted": [
+            {"name": TASKS[cohorts[c].task.slug].name, "shots": cohorts[c].shots, "reason": fit["result"]["reason"]}
+            for c in cohorts
+            for fit in abilities.get(c, ())
+            if not fits.is_fitted(fit["result"]) and fit["current"]
         ],
         "formats": [(fmt, formats.TABLE_WRITERS[fmt].label) for fmt in formats.TABLE_FORMATS],
         "model_rows": table.model_rows,
@@ -138,6 +148,8 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "planner": table.planner,
         "target": target,
         "assurance_percent": round(100 * cells.DEFAULT_ASSURANCE),
+        "plan_confidence_percent": round(100 * PLAN_CONFIDENCE),
+        "plan_measured": PLAN_MEASURED,
         "fee_share": share,
         "fee_percent": round(100 * share, 1),
     }

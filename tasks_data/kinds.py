@@ -128,8 +128,8 @@ class AnswerKind(abc.ABC):
     from_labels: ClassVar[bool] = False  # the answer is one of the task's labels
     from_candidates: ClassVar[bool] = False  # the answer is one of the item's candidate spans
     alpha_distance: ClassVar[str] = "jaccard"  # Krippendorff's alpha between two answers (results.measures)
-    # How answers enter crowd-kit's Dawid-Skene (results.fits): "labels", "span decisions" (one yes/no per
-    # marked span), or None where it does not fit (an answer that is a span of the item's own text).
+    # How answers enter crowd-kit's Dawid-Skene (results.fits): "labels", "tokens" (a BIO label per word of the
+    # context from every annotator), or None where it does not fit (an answer that is a span of the item's text).
     crowd_aggregation: ClassVar[str | None] = None
 
     # The worker pages.
@@ -564,7 +564,7 @@ _EXACT_SPANS_CHAT = (
 class SpansKind(_MarkedSpans):
     """A set of context spans, possibly empty (NER: every name of one kind)."""
 
-    crowd_aggregation = "span decisions"
+    crowd_aggregation = "tokens"
 
     name = "spans"
     title = "spans"

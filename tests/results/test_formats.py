@@ -13,7 +13,7 @@ from annotation import services
 from annotation.models import Enrollment
 from results.formats import TABLE_WRITERS, neutralise, render
 from results.table import build_table
-from tests.annotation.factories import baseline_runs, cohort, gold_answer, make_study
+from tests.annotation.factories import baseline_runs, cohort, complete, gold_answer, make_study, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -63,7 +63,9 @@ def test_a_worker_id_formula_is_neutralised_in_csv_and_markdown_and_raw_in_json(
 
 
 def test_a_model_name_formula_is_neutralised_in_the_table_and_negative_gaps_stay_numbers(researcher):
-    study = make_study(shots=[0, 10], created_by=researcher)
+    trim_test_set("sst2", 5)
+    study = make_study(shots=[0, 10], created_by=researcher, filter_floor=None, filter_fraction=None)
+    complete(cohort(study, "sst2", 10), "A")  # model rows stand in the table beside a completed annotator
     baseline_runs("sst2", 10, "ft", "@evil", [0.5, 0.7])
     client = Client()
     client.force_login(researcher)

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from scipy import stats
 
-from annotation.models import Answer
+from annotation.models import Answer, Cohort
 from baselines.models import BaselineRun
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study, pid_for, trim_test_set
@@ -200,8 +200,9 @@ def test_another_researcher_sees_no_item(study, other_researcher):
 
 
 def test_the_gap_has_both_intervals_each_named(study, researcher):
-    """Beside the paired bootstrap over items (annotators fixed), the two-level interval over annotators and
-    items of human minus model, re-derived here from the stored answers and predictions."""
+    """The gap's two intervals, re-derived here from the stored answers and predictions: on this test set,
+    Welch's interval of the annotators' S1 against the runs' S1 (scipy's); on the task's items, that plus the
+    items' part of the crossed design; and the like-for-like gap against the run on the cohort's own split."""
     client = _client(researcher)
     payload = json.loads(
         client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json", "with_baselines": "1"}).content
@@ -216,22 +217,39 @@ def test_the_gap_has_both_intervals_each_named(study, researcher):
         )
     }
     annotators = sorted({e for e, _ in answers})
-    expected = _by_hand(study)
-    d = np.array([[100 * answers[(a, t.pk)] - expected[t.clues_id]["model"] for t in tests] for a in annotators])
-    rows, cols = d.mean(axis=1), d.mean(axis=0)
-    ms_a, ms_i = d.shape[1] * rows.var(ddof=1), d.shape[0] * cols.var(ddof=1)
-    ms_e = ((d - rows[:, None] - cols[None, :] + d.mean()) ** 2).sum() / ((d.shape[0] - 1) * (d.shape[1] - 1))
-    cells = d.size
-    half = math.sqrt(
-        stats.t.ppf(0.975, d.shape[0] - 1) ** 2 * ms_a / cells
-        + stats.t.ppf(0.975, d.shape[1] - 1) ** 2 * max(ms_i - ms_e, 0) / cells
+    h = 100 * np.array([[answers[(a, t.pk)] for t in tests] for a in annotators])
+    runs = list(BaselineRun.objects.filter(model="tiny").order_by("split"))
+    m = 100 * np.array([r.item_scores for r in runs])
+    welch = stats.ttest_ind(h.mean(axis=1), m.mean(axis=1), equal_var=False).confidence_interval(0.95)
+    assert row["diff"] == pytest.approx(h.mean() - m.mean())
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(welch.low), pytest.approx(welch.high))
+    assert row["runs"] == 2 and row["items"] == len(tests)
+
+    def residual(x):
+        r = x - x.mean(axis=1)[:, None] - x.mean(axis=0)[None, :] + x.mean()
+        return (r**2).sum() / ((x.shape[0] - 1) * (x.shape[1] - 1))
+
+    v_h, v_m = h.mean(axis=1).var(ddof=1) / len(h), m.mean(axis=1).var(ddof=1) / len(m)
+    df = (v_h + v_m) ** 2 / (v_h**2 / (len(h) - 1) + v_m**2 / (len(m) - 1))
+    d = h.mean(axis=0) - m.mean(axis=0)
+    items = max(d.var(ddof=1) - residual(h) / len(h) - residual(m) / len(m), 0) / len(tests)
+    half = math.sqrt(stats.t.ppf(0.975, df) ** 2 * (v_h + v_m) + stats.t.ppf(0.975, len(tests) - 1) ** 2 * items)
+    assert row["ci_two_level_low"] == pytest.approx(h.mean() - m.mean() - half)
+    assert row["ci_two_level_high"] == pytest.approx(h.mean() - m.mean() + half)
+    # Like for like: the cohort's 10-shot training file is split 1 of chain 1; the run on it alone.
+    split = Cohort.objects.get(study=study, shots=10).training_set.split
+    same = 100 * np.array([r.item_scores for r in runs if r.split == split])
+    assert row["matched"]["split"] == split and row["matched"]["runs"] == 1
+    assert row["matched"]["diff"] == pytest.approx(h.mean() - same.mean())
+    t = stats.t.ppf(0.975, len(h) - 1) * h.mean(axis=1).std(ddof=1) / math.sqrt(len(h))
+    assert (row["matched"]["ci_low"], row["matched"]["ci_high"]) == (
+        pytest.approx(h.mean() - same.mean() - t),
+        pytest.approx(h.mean() - same.mean() + t),
     )
-    assert row["diff"] == pytest.approx(d.mean())
-    assert row["ci_two_level_low"] == pytest.approx(d.mean() - half)
-    assert row["ci_two_level_high"] == pytest.approx(d.mean() + half)
-    assert row["ci_low"] <= row["diff"] <= row["ci_high"]
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md", "with_baselines": "1"}).content.decode()
-    assert f"{{{d.mean() - half:+.1f}, {d.mean() + half:+.1f}}}" in md and "over annotators and items" in md
+    assert f"{{{h.mean() - m.mean() - half:+.1f}, {h.mean() - m.mean() + half:+.1f}}}" in md
+    assert "gap on the task's items" in md
+    assert f"Human − icl tiny (split {split}, as the humans)" in md
 
 
 def test_learning_curves_and_every_output_leave_out_unverified_workers(study, researcher):

@@ -103,7 +103,8 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
     assert ["Majority vote", "10", "80.0", "3", "", "", "", ""] in rows
     md = client.get(url, {"fmt": "md"}).content.decode()
     low, high = interval["low"], interval["high"]
-    assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] (n=3) |" in md
+    # Three annotators: their values beside the (model-based) interval, as the paper's cells of three.
+    assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] (values 60.0, 80.0, 100.0) (n=3) |" in md
     assert "| Majority vote | 10 | 80.0 (n=3) |" in md
     tex = client.get(url, {"fmt": "tex"}).content.decode()
     assert f"80.0 $\\pm$ 20.0 [{low:.1f}, {high:.1f}]" in tex and "Majority vote" in tex
@@ -112,12 +113,16 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
 
 
 def _planned_by_hand(s1: list[float], half_width: float, assurance: float = 0.8) -> int:
-    """The planner re-derived: the fewest n whose t half-width t s / sqrt(n) is at most the target with
-    probability ``assurance`` over the pilot and the study, s^2 / s_pilot^2 ~ F(n - 1, pilot - 1)."""
+    """The planner re-derived: the spread's upper 90% confidence bound from the pilot (chi-square), then the
+    fewest n whose t half-width t s / sqrt(n) is at most the target with probability ``assurance`` when the
+    spread is that bound, s^2 (n - 1) / sigma^2 ~ chi2(n - 1)."""
     df = len(s1) - 1
-    pilot = np.var(s1, ddof=1)
+    sigma2 = df * np.var(s1, ddof=1) / scipy_stats.chi2.ppf(0.1, df)
     n = 2
-    while scipy_stats.f.cdf(n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * pilot), n - 1, df) < assurance:
+    while (
+        scipy_stats.chi2.cdf((n - 1) * n * half_width**2 / (scipy_stats.t.ppf(0.975, n - 1) ** 2 * sigma2), n - 1)
+        < assurance
+    ):
         n += 1
     return n
 
@@ -128,10 +133,17 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert "Majority vote" in html and '<span class="value">80.0</span>' in html
     assert '<small class="muted detail">± 20.0</small>' in html
     # Its interval beneath it, never past S1's scale (three annotators' normal interval reaches above 100).
-    shown = re.findall(r'<small class="muted detail">\[([-0-9.]+), ([-0-9.]+)\]</small>', html)
+    shown = re.findall(r'<small class="muted detail">\[([-0-9.]+), ([-0-9.]+)\](?: model-based)?</small>', html)
     assert shown and all(0 <= float(low) <= float(high) <= 100 for low, high in shown)
     assert ("100.0",) in {(high,) for _, high in shown}
     assert "Annotators for ± 5.0" in html and "95% interval: this test set" in html
+    # The plan's promise holds per pilot (the spread's upper 90% bound), the measured assurance beside it, and the
+    # range of plans another pilot of 3 would give.
+    assert "with 90% confidence" in html and "78-85% for a left-skewed population" in html
+    (ten,) = [c for c in table_cells(sst) if c["shots"] == 10]
+    assert ten["plan_low"] < ten["planned"] and ten["plan_confidence"] == 0.9
+    assert ten["plan_high"] is None  # a pilot of 3 this spread out: another could ask for more than 1000
+    assert f'<td class="num" data-plan-range>{ten["plan_low"]} to &gt;1000</td>' in html
     assert "95% interval: the task's items" in html
     (cell,) = [c for c in table_cells(sst) if c["shots"] == 10]
     assert cell["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.05)
@@ -339,23 +351,25 @@ def test_a_cell_with_an_annotator_at_chance_is_flagged_on_the_page_and_in_the_fi
     client = _client(researcher)
     payload = json.loads(client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "json"}).content)
     meanings = payload["interval_flag_meanings"]
-    # Three annotators each: both cells say the population's guessers could go unseen; only the 10-shot
-    # cohort holds one.
+    # Flags point at a cell: the 10-shot cohort holds an annotator at chance (and its three values' t interval
+    # reaches past 100); the 20-shot cohort of three earnest annotators carries no flag.
     assert payload["interval_flags"] == [
         {
             "task": "sst2",
             "shots": 10,
-            "flags": ["at_chance", "few_annotators"],
-            "texts": [meanings["at_chance"], meanings["few_annotators"]],
+            "flags": ["at_chance", "past_scale"],
+            "texts": [meanings["at_chance"], meanings["past_scale"]],
         },
-        {"task": "sst2", "shots": 20, "flags": ["few_annotators"], "texts": [meanings["few_annotators"]]},
     ]
+    assert "few_annotators" not in meanings
     html = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
     assert "Intervals in doubt: SST-2 10 shots: an annotator" in html
     assert html.count("an annotator&#x27;s S1 is at chance") + html.count("an annotator's S1 is at chance") >= 1
     md = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
     assert "† Intervals in doubt: SST-2 10 shots: an annotator's S1 is at chance" in md
-    assert "| SST-2 10 shots, SST-2 20 shots: fewer than 14 annotators" in md
+    assert "SST-2 20 shots" not in md.split("Intervals in doubt")[1]
+    # The three values of each cell beside its interval, which rests on the normal model alone.
+    assert "(values 50.0, 75.0, 87.5)" in md and "(values 80.0, 80.0, 80.0)" in md
 
 
 def test_intervals_are_never_shown_past_their_scale():
