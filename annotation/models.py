@@ -17,7 +17,7 @@ from django.db import models
 
 import crowd
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data.registry import SHOTS, SPLITS, find_task
 
 RESEARCHERS_GROUP = "researchers"
 
@@ -200,7 +200,7 @@ class Study(models.Model):
             errors.setdefault("tasks", []).append("a list of task slugs")
         elif not tasks:
             errors.setdefault("tasks", []).append("choose at least one task")
-        unknown = [t for t in tasks if isinstance(t, str) and t not in TASKS]
+        unknown = [t for t in tasks if isinstance(t, str) and not find_task(t)]
         if unknown:
             errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(unknown)}")
         shots = self.shots if isinstance(self.shots, list) else None

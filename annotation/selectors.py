@@ -28,7 +28,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet
 
 from tasks_data.models import Example, TrainingSetItem
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task, task_order
 from tasks_data.scoring import as_published
 
 from .estimates import split
@@ -59,10 +59,6 @@ def in_results(prefix: str = "") -> Q:
     )
 
 
-_TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
-_SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
-
-
 # ---------------------------------------------------------------- who sees what
 
 
@@ -85,9 +81,9 @@ def studies_visible_to(user) -> QuerySet[Study]:
     return qs
 
 
-def cohort_key(slug: str, shots: int) -> tuple[int, int]:
-    """Registry order of tasks, then 0/10/20/30 shots: the order of every table."""
-    return _TASK_ORDER.get(slug, len(_TASK_ORDER)), _SHOT_ORDER.get(shots, shots)
+def cohort_key(slug: str, shots: int) -> tuple[tuple[int, str], int]:
+    """Registry order of tasks, then shots (0, 10, 20, 30): the order of every table."""
+    return task_order(slug), shots
 
 
 def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
@@ -184,7 +180,7 @@ def training_chance(training_set_ids: Iterable[int | None]) -> dict[int | None, 
         "training_set_id", "training_set__task__slug", "example__gold", "example__context", "example__candidates"
     )
     for set_id, slug, gold, context, candidates in rows:
-        spec = TASKS.get(slug)
+        spec = find_task(slug)
         if spec is not None:
             texts = [context[a:b] for a, b in candidates or ()]
             per_set[set_id].append(spec.chance_item_s1(gold, texts))

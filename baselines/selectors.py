@@ -14,13 +14,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from tasks_data.registry import TASKS
+from tasks_data.registry import task_order
 from tasks_data.s1 import as_set
 from tasks_data.stats import mean_std
 
 from .models import BaselineResponse, BaselineRun
 
-_TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 #: How a row names its method (the results table: "Qwen2.5-7B (as a worker)").
 METHOD_WORDS = {
     "worker": "as a worker",
@@ -59,7 +58,7 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
         groups[row_key(run)].append(run)
     rows = []
     for (task, method, model, server, shots), members in sorted(
-        groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])
+        groups.items(), key=lambda kv: (task_order(kv[0][0]), *kv[0][1:])
     ):
         mean, std = mean_std(100 * r.s1 for r in members if r.s1 is not None)  # completed runs: each has its S1
         rows.append(

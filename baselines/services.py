@@ -17,8 +17,9 @@ from django.utils import timezone
 from fewshot_models import METHODS
 from fewshot_models.backends import BACKENDS, backends_for
 from fewshot_models.base import AdapterConfig, AdapterExample
+from tasks_data import registry
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data.registry import SHOTS, SPLITS
 from tasks_data.s1 import corpus_s1
 from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
@@ -80,7 +81,7 @@ def plan_runs(
     ``backend``: where the methods' models run (a name of ``BACKENDS``; a method that cannot run there is
     skipped); None: each method's default, or, with a ``server`` given, a backend that reaches it.
     ``server``: the base URL of the server of the remote backends. ``seeds``: several seeds (sampling)."""
-    tasks = list(tasks or TASKS)
+    tasks = list(tasks or registry.tasks())
     per_method, server = _checked_sweep(tasks, methods, models, server, backend)
     seeds = list(seeds or [seed])
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
@@ -92,7 +93,7 @@ def plan_runs(
     for slug in tasks:
         for method in methods:
             adapter = METHODS[method]()
-            reason = adapter.applies_to(TASKS[slug])
+            reason = adapter.applies_to(registry.get_task(slug))
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
@@ -132,9 +133,9 @@ def _checked_sweep(tasks, methods, models, server: str, backend: str | None) -> 
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
-    bad_tasks = [t for t in tasks if t not in TASKS]
+    bad_tasks = [t for t in tasks if registry.find_task(t) is None]
     if bad_tasks:
-        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(registry.tasks())}")
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if server:
@@ -288,7 +289,7 @@ def _imported_run(raw, where: str) -> dict:
         predictions = raw["predictions"]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: missing or bad field {exc}") from None
-    if slug not in TASKS or method not in METHODS or shots not in SHOTS or split not in SPLITS:
+    if registry.find_task(slug) is None or method not in METHODS or shots not in SHOTS or split not in SPLITS:
         raise ValueError(f"{where}: unknown task/method/shots/split {slug!r} {method!r} {shots} {split}")
     task = Task.objects.filter(slug=slug).first()
     if task is None:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from fewshot_models import AdapterConfig  # noqa: E402
 from fewshot_models.clues_io import load_split, read_jsonl_from_zip  # noqa: E402
 from fewshot_models.span_ft import SpanFTAdapter  # noqa: E402
-from tasks_data.registry import SHOTS, SPLITS, TASKS  # noqa: E402
+from tasks_data.registry import CLUES_TASKS, SHOTS, SPLITS  # noqa: E402
 from tasks_data.s1 import corpus_s1, item_s1  # noqa: E402
 
 FORMAT = "clues-baseline-runs/1"
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
         help="the name stored with the runs (run_baselines' default model name)",
     )
     parser.add_argument("--out", required=True)
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--tasks", nargs="+", default=list(CLUES_TASKS), choices=list(CLUES_TASKS))
     parser.add_argument("--shots", nargs="+", type=int, default=list(SHOTS))
     parser.add_argument("--splits", nargs="+", type=int, default=list(SPLITS))
     parser.add_argument("--device", default="auto")
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     }
     t0 = time.perf_counter()
     for slug in args.tasks:
-        task = TASKS[slug]
+        task = CLUES_TASKS[slug]
         for shots in args.shots:
             for split in args.splits:
                 run = run_one(

@@ -14,7 +14,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 import crowd
 from annotation import platform_settings, services
 from annotation.models import AuditEvent, Study
-from tasks_data.registry import TASKS
+from tasks_data import registry
 
 
 def _shot_label(k: int) -> str:
@@ -24,7 +24,7 @@ def _shot_label(k: int) -> str:
 class StudyForm(forms.ModelForm):
     # The two list fields are JSON on the model: shown as checkboxes of the registry's tasks and shots.
     tasks = forms.MultipleChoiceField(
-        choices=[(slug, spec.name) for slug, spec in TASKS.items()],
+        choices=[],  # the registry's tasks, when the form is made (__init__)
         widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one task"},
     )
@@ -55,6 +55,9 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
+        tasks = self.fields["tasks"]
+        assert isinstance(tasks, forms.MultipleChoiceField)
+        tasks.choices = [(slug, spec.name) for slug, spec in registry.tasks().items()]
         for name in ("completion_code", "screenout_code", "pay_currency", "sitting_minutes"):
             self.fields[name].required = False  # generated (codes) or the model's default when empty
         for name in ("platform", "test_order"):

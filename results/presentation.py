@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from annotation.models import Study
-from tasks_data.registry import TASKS
+from tasks_data.registry import task_name
 
 CHART_W, CHART_H = 360, 240
 CHART_PAD = {"left": 44, "right": 12, "top": 28, "bottom": 40}
@@ -88,7 +88,7 @@ def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     ticks = [{"v": v, "y": y_of(v)} for v in range(lo, hi + 1, 10 if hi - lo <= 50 else 20)]
     return {
         "task": task,
-        "name": TASKS[task].name if task in TASKS else task,
+        "name": task_name(task),
         "w": CHART_W,
         "h": CHART_H + 10 + 18 * len(out_series),
         "plot_h": CHART_H,
@@ -146,7 +146,7 @@ def ability_chart(task: str, shots: int, fit: dict) -> dict:
     return {
         "task": task,
         "shots": shots,
-        "name": TASKS[task].name if task in TASKS else task,
+        "name": task_name(task),
         "method": fit["method"],
         "library": fit["library"],
         "current": fit["current"],

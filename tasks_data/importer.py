@@ -26,7 +26,7 @@ from django.db.models import ProtectedError, RestrictedError
 from .clues_format import CluesFormatError, Record, parse_file
 from .kinds import AnswerKind
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import SHOTS, TASKS, TaskSpec
+from .registry import CLUES_TASKS, SHOTS, TaskSpec
 
 OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
@@ -268,14 +268,14 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
 
 
 def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -> tuple[list[TaskData], list[str]]:
-    """Validate a release; returns the tasks found and the registry tasks it lacks."""
+    """Validate a CLUES release; returns the tasks found and the CLUES tasks it lacks."""
     files = _release_files(Path(path))
     if not files:
         raise CluesImportError([f"{path}: no .jsonl files found"])
     folders = {name.split("/", 1)[0] for name in files}
     errors: list[str] = []
     tasks, missing = [], []
-    for spec in TASKS.values():
+    for spec in CLUES_TASKS.values():
         if spec.clues_folder not in folders:
             missing.append(spec.slug)
             continue
@@ -284,13 +284,13 @@ def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -
         data = _read_task(spec, files, errors)
         if data:
             tasks.append(data)
-    known = {spec.clues_folder for spec in TASKS.values()}
+    known = {spec.clues_folder for spec in CLUES_TASKS.values()}
     for folder in sorted(folders - known):
-        errors.append(f"{folder}/: no task in the registry uses this folder")
+        errors.append(f"{folder}/: no CLUES task uses this folder (a task of your own: manage.py import_task)")
     if errors:
         raise CluesImportError(errors)
     if not tasks:
-        raise CluesImportError([f"{path}: none of the registry's task folders found"])
+        raise CluesImportError([f"{path}: none of the CLUES tasks' folders found"])
     return tasks, missing
 
 

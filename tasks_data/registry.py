@@ -1,14 +1,18 @@
-"""The task registry: every CLUES task the platform knows, in one place.
+"""The task registry: every task the platform knows, in one place.
 
-A task in the CLUES format is one entry in ``TASKS``; nothing else in the codebase
-lists tasks. This module is plain Python (no Django import) so that the model
-adapters in ``fewshot_models`` can use it on a GPU box. What differs between answers
-of different shapes lives on the task's answer kind (``tasks_data.kinds``).
+``tasks()`` lists every task and ``get_task(slug)`` gives one; nothing else in the codebase lists tasks.
+The six tasks of the CLUES benchmark are written here (``CLUES_TASKS``, the paper's); any other task is
+data, a task card read with its files (``tasks_data.cards``), fed to the registry by whoever holds it:
+the Django side's imported tasks through ``set_task_source``, a script on a GPU box with
+``register_task``. This module is plain Python (no Django import) so that the model adapters in
+``fewshot_models`` can use it on a GPU box. What differs between answers of different shapes lives on the
+task's answer kind (``tasks_data.kinds``).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .kinds import AnswerKind, get_kind
@@ -150,7 +154,8 @@ _NER_DESCRIPTION = (
     "choose \u201cnone in this text\u201d."
 )
 
-TASKS: dict[str, TaskSpec] = {
+#: The six tasks of the CLUES benchmark, in the paper's order: what "the CLUES tasks" means anywhere.
+CLUES_TASKS: dict[str, TaskSpec] = {
     spec.slug: spec
     for spec in (
         TaskSpec(
@@ -273,8 +278,81 @@ class UnknownTask(KeyError):
     pass
 
 
+#: Tasks registered in this process beside the CLUES tasks (a card read on a GPU box, a test's task), and those
+#: last read from the source.
+_REGISTERED: dict[str, TaskSpec] = {}
+_FROM_SOURCE: set[str] = set()
+#: Where the tasks that are data live (the Django side: the imported tasks' cards), asked for one slug, or for
+#: every task with None.
+TaskSource = Callable[[str | None], Iterable[TaskSpec]]
+_source: TaskSource | None = None
+
+
+def set_task_source(source: TaskSource | None) -> None:
+    """Where ``tasks()`` and ``get_task`` find the tasks that are not in this module (None: nowhere)."""
+    global _source
+    _source = source
+    for slug in _FROM_SOURCE:
+        _REGISTERED.pop(slug, None)
+    _FROM_SOURCE.clear()
+
+
+def register_task(spec: TaskSpec) -> None:
+    """Add a task (or replace the one of its slug); a CLUES task's slug is refused."""
+    if spec.slug in CLUES_TASKS:
+        raise ValueError(f"{spec.slug!r} is a CLUES task's slug")
+    _REGISTERED[spec.slug] = spec
+
+
+def unregister_task(slug: str) -> None:
+    _REGISTERED.pop(slug, None)
+    _FROM_SOURCE.discard(slug)
+
+
+def _from_source(slug: str | None) -> list[TaskSpec]:
+    if _source is None:
+        return []
+    found = [spec for spec in _source(slug) if spec.slug not in CLUES_TASKS]
+    if slug is None:  # a full listing: what the source no longer holds is gone
+        for gone in _FROM_SOURCE - {spec.slug for spec in found}:
+            _REGISTERED.pop(gone, None)
+        _FROM_SOURCE.clear()
+    for spec in found:
+        _REGISTERED[spec.slug] = spec
+        _FROM_SOURCE.add(spec.slug)
+    return found
+
+
+def tasks() -> dict[str, TaskSpec]:
+    """Every task: the CLUES tasks in the paper's order, then the others by slug (the source read afresh)."""
+    _from_source(None)
+    return {**CLUES_TASKS, **dict(sorted(_REGISTERED.items()))}
+
+
+def find_task(slug: str) -> TaskSpec | None:
+    """The task of ``slug``, or None."""
+    spec = CLUES_TASKS.get(slug) or _REGISTERED.get(slug)
+    if spec is None:
+        spec = next((s for s in _from_source(slug) if s.slug == slug), None)
+    return spec
+
+
 def get_task(slug: str) -> TaskSpec:
-    try:
-        return TASKS[slug]
-    except KeyError:
-        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(TASKS)}") from None
+    spec = find_task(slug)
+    if spec is None:
+        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(tasks())}")
+    return spec
+
+
+def task_name(slug: str) -> str:
+    """A task's name, or its slug when no task has it (a study that names a task since removed)."""
+    spec = find_task(slug)
+    return spec.name if spec else slug
+
+
+def task_order(slug: str) -> tuple[int, str]:
+    """The sort key of ``tasks()``'s order, without a look-up: the CLUES tasks first, in the paper's order."""
+    return (_CLUES_ORDER.get(slug, len(_CLUES_ORDER)), slug)
+
+
+_CLUES_ORDER = {slug: i for i, slug in enumerate(CLUES_TASKS)}

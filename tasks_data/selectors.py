@@ -3,7 +3,7 @@
 from django.db.models import Count, Q
 
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import TASKS
+from .registry import task_name, task_order
 
 
 def task_overview() -> list[dict]:
@@ -50,8 +50,7 @@ def unproducible_training_counts() -> list[dict]:
         .annotate(n=Count("pk"))
         .order_by()
     )
-    order = {slug: i for i, slug in enumerate(TASKS)}
     return [
-        {"task": slug, "task_name": TASKS[slug].name if slug in TASKS else slug, "chain": chain, "shots": shots, "n": n}
-        for slug, chain, shots, n in sorted(rows, key=lambda r: (order.get(r[0], len(order)), r[0], r[1], r[2]))
+        {"task": slug, "task_name": task_name(slug), "chain": chain, "shots": shots, "n": n}
+        for slug, chain, shots, n in sorted(rows, key=lambda r: (task_order(r[0]), r[1], r[2]))
     ]

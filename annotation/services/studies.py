@@ -12,7 +12,7 @@ from django.utils import timezone
 
 import crowd
 from tasks_data.models import Task, TrainingSet
-from tasks_data.registry import SHOTS, TASKS
+from tasks_data.registry import SHOTS, find_task, get_task
 
 from .. import platform_settings
 from ..models import AuditEvent, Cohort, Enrollment, Study
@@ -31,7 +31,7 @@ def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dic
     """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
     errors: dict[str, list[str]] = {}
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
-    missing = [t for t in tasks if t in TASKS and t not in task_rows]
+    missing = [t for t in tasks if find_task(t) and t not in task_rows]
     if missing:
         errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(missing)} (run import_clues)")
     training_sets = {
@@ -43,7 +43,7 @@ def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dic
     for slug in task_rows:
         absent = [k for k in shots if k in SHOTS and (slug, k) not in training_sets]
         if absent:
-            errors.setdefault("chain", []).append(f"{TASKS[slug].name} has no chain {chain} for {absent} shots")
+            errors.setdefault("chain", []).append(f"{get_task(slug).name} has no chain {chain} for {absent} shots")
     return errors, task_rows, training_sets
 
 

@@ -18,6 +18,7 @@ from baselines.models import BaselineRun
 from results import fits
 from results.models import CohortFit
 from tasks_data.models import Example
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import cohort, complete, make_study, trim_test_set
 
 mirt = pytest.importorskip("mirt")
@@ -184,4 +185,6 @@ def test_ner_spans_enter_dawid_skene_as_one_decision_per_marked_span():
     }
     assert got == expected
     assert got["b"] == [] and "Paris" in got["a"] and "Rome" not in got["a"]
-    assert fits.crowd_representation(fits.TASKS["record"].answer_kind) is None  # MRC: not fitted, and the page says why
+    assert (
+        fits.crowd_representation(CLUES_TASKS["record"].answer_kind) is None
+    )  # MRC: not fitted, and the page says why

@@ -20,7 +20,7 @@ from django.test import Client
 from annotation.models import Answer, Enrollment
 from tasks_data.importer import import_release
 from tasks_data.kinds import KINDS, AnswerKind, InvalidAnswer, ValidatedAnswer, register_kind, unregister_kind
-from tasks_data.registry import TASKS, Category, PromptMethod, TaskSpec
+from tasks_data.registry import CLUES_TASKS, Category, PromptMethod, TaskSpec
 from tests.annotation.factories import pid_for
 from tests.worker_pages.factories import cohort_of, make_study
 
@@ -100,7 +100,7 @@ def _release(root):
 @pytest.fixture
 def toy_kind(monkeypatch, settings, tmp_path):
     register_kind(NumberKind)
-    monkeypatch.setitem(TASKS, "toycount", toy_task())
+    monkeypatch.setitem(CLUES_TASKS, "toycount", toy_task())
     templates = tmp_path / "templates"
     (templates / "toy").mkdir(parents=True)
     (templates / "toy" / "_widget_number.html").write_text(WIDGET, encoding="utf-8")
@@ -123,7 +123,7 @@ def _field(html: str, name: str) -> str:
 
 
 def test_a_worker_goes_through_a_task_of_a_new_answer_kind(toy_kind, tmp_path):
-    assert TASKS["toycount"].answer_kind is toy_kind
+    assert CLUES_TASKS["toycount"].answer_kind is toy_kind
     report = import_release(_release(tmp_path))
     assert [(t.spec.slug, t.test, t.training_examples) for t in report.tasks] == [("toycount", 4, 30)]
     study = make_study(tasks=("toycount",), shots=(10,))

@@ -12,7 +12,8 @@ from baselines.models import BaselineRun
 from baselines.selectors import model_cells
 from fewshot_models import METHODS
 from fewshot_models.backends import BACKENDS
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data import registry
+from tasks_data.registry import SHOTS, SPLITS
 
 PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: printed beside ft only
 
@@ -28,7 +29,7 @@ def paper_comparison(rows) -> str:
     for row in rows:
         if row["method"] != PAPER_METHOD:
             continue
-        spec = TASKS.get(row["task"])
+        spec = registry.find_task(row["task"])
         paper = spec.paper_ft_bert_base.get(row["shots"]) if spec else None
         ours = f"{row['mean']:.1f} ± {row['std']:.1f}" if row["std"] is not None else f"{row['mean']:.1f}"
         theirs = f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "-"
@@ -97,7 +98,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
+        parser.add_argument("--tasks", nargs="+", choices=list(registry.tasks()), default=list(registry.tasks()))
         parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(services.DEFAULT_METHODS))
         parser.add_argument(
             "--models",
