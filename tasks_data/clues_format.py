@@ -70,6 +70,8 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
     if not isinstance(row, dict):
         raise fail(None, f"expected a JSON object, got {type(row).__name__}")
 
+    if spec.default_question and "question" not in row:
+        row["question"] = spec.default_question  # the task's one question (its card's)
     for name in ("id", "question", "context", "answer"):
         if name not in row:
             raise fail(name, "missing")

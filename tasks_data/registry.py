@@ -12,6 +12,7 @@ task's answer kind (``tasks_data.kinds``).
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ class Category(str, enum.Enum):
     SENTENCE_CLASSIFICATION = "sentence classification"
     NAMED_ENTITY_RECOGNITION = "named entity recognition"
     MACHINE_READING_COMPREHENSION = "machine reading comprehension"
+    OTHER = "other"  # a task of one's own that names none of the paper's three
 
 
 SHOTS = (10, 20, 30)  # the training-file sizes CLUES ships
@@ -92,13 +94,30 @@ class TaskSpec:
     # percent, from ``paper_table`` (PAPER_TABLES) of CLUES-paper.txt.
     paper_ft_bert_base: dict[int, tuple[float, float]] = field(default_factory=dict)
 
+    # Where the data is, as file names: the test file and the training files' pattern ({shots}, {split}); by
+    # default the CLUES release's names from ``clues_prefix``.
+    test_file: str = ""
+    train_file: str = ""
+    # The training-file sizes and split numbers the task has (a task of one's own: those its files have).
+    shots: tuple[int, ...] = SHOTS
+    splits: tuple[int, ...] = SPLITS
+    # Training files nest, smaller in larger (CLUES: 10 in 20 in 30): a chain follows one 10-shot file up. Files
+    # that do not nest make a chain per split number.
+    nested: bool = True
+    # The question of every line that gives none (a task whose lines all ask the same).
+    default_question: str = ""
+
     @property
     def paper_table(self) -> str:
-        return PAPER_TABLES[self.category]
+        return PAPER_TABLES.get(self.category, "")
 
     def __post_init__(self) -> None:
         if isinstance(self.answer_kind, str):
             object.__setattr__(self, "answer_kind", get_kind(self.answer_kind))
+        if not self.test_file:
+            object.__setattr__(self, "test_file", f"{self.clues_prefix}_test.jsonl")
+        if not self.train_file:
+            object.__setattr__(self, "train_file", f"{self.clues_prefix}_train_{{shots}}_{{split}}.jsonl")
 
     def chance_item_s1(self, gold, candidate_texts=()) -> float:
         """The S1 a worker who learned nothing expects on one item: the chance level the dashboard flags
@@ -138,10 +157,22 @@ class TaskSpec:
 
     @property
     def test_filename(self) -> str:
-        return f"{self.clues_prefix}_test.jsonl"
+        return self.test_file
 
     def train_filename(self, shots: int, split: int) -> str:
-        return f"{self.clues_prefix}_train_{shots}_{split}.jsonl"
+        return self.train_file.format(shots=shots, split=split)
+
+    def train_file_of(self, name: str) -> tuple[int, int] | None:
+        """(shots, split) of a training file's name, or None for a name the pattern does not give."""
+        match = train_file_pattern(self.train_file).fullmatch(name)
+        return (int(match["shots"]), int(match["split"])) if match else None
+
+
+def train_file_pattern(pattern: str) -> re.Pattern:
+    """A training files' pattern ("train_{shots}_{split}.jsonl") as a regular expression of its names."""
+    parts = re.split(r"(\{shots\}|\{split\})", pattern)
+    groups = {"{shots}": r"(?P<shots>[0-9]+)", "{split}": r"(?P<split>[0-9]+)"}
+    return re.compile("".join(groups.get(part) or re.escape(part) for part in parts))
 
 
 # The kind of name an NER question asks for, shown as a badge in its colour.
