@@ -27,6 +27,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
 
+from tasks_data.card_import import Use
 from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import find_task, task_order
 from tasks_data.scoring import as_published
@@ -79,6 +80,22 @@ def studies_visible_to(user) -> QuerySet[Study]:
     if not user.is_superuser:
         qs = qs.filter(created_by=user)
     return qs
+
+
+def task_uses(task) -> list[Use]:
+    """The studies whose cohorts use ``task``'s items (``tasks_data.card_import.register_use``): each study, its
+    test items and the training sets of its cohorts (1 query)."""
+    studies: dict[int, dict] = {}
+    for study_id, name, training_set in Cohort.objects.filter(task=task).values_list(
+        "study_id", "study__name", "training_set_id"
+    ):
+        study = studies.setdefault(study_id, {"name": name, "sets": set()})
+        if training_set is not None:
+            study["sets"].add(training_set)
+    return [
+        Use(what=f"study {s['name']!r} (id {pk})", training_sets=frozenset(s["sets"]))
+        for pk, s in sorted(studies.items())
+    ]
 
 
 def cohort_key(slug: str, shots: int) -> tuple[tuple[int, str], int]:

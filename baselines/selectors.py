@@ -14,6 +14,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
+from tasks_data.card_import import Use
+from tasks_data.models import TrainingSet
 from tasks_data.registry import task_order
 from tasks_data.s1 import as_set
 from tasks_data.stats import mean_std
@@ -30,6 +32,17 @@ METHOD_WORDS = {
     "empty": "empty answer",
     "majority": "majority label",
 }
+
+
+def task_uses(task) -> list[Use]:
+    """The baseline runs of ``task`` (``tasks_data.card_import.register_use``): their predictions and scores are of
+    its test items, and those with shots of a training set (2 queries)."""
+    runs = list(BaselineRun.objects.filter(task=task).values_list("shots", "split"))
+    if not runs:
+        return []
+    files = {(shots, split) for shots, split in runs if shots}
+    sets = frozenset(ts.pk for ts in TrainingSet.objects.filter(task=task) if (ts.shots, ts.split) in files)
+    return [Use(what=f"{len(runs)} baseline run(s) (export_baselines lists them)", training_sets=sets)]
 
 
 def completed_runs():

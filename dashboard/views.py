@@ -95,7 +95,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/study_new.html",
-        {"form": form, "unproducible": unproducible_training_counts()},
+        {"form": form, "unproducible": unproducible_training_counts(request.user)},
         status=status,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from annotation.models import Study
-from tasks_data.registry import task_name
+from tasks_data.registry import find_task, task_name
 
 CHART_W, CHART_H = 360, 240
 CHART_PAD = {"left": 44, "right": 12, "top": 28, "bottom": 40}
@@ -56,7 +56,8 @@ def _mark(k: int, mean: float, std: float | None, n, x_of, y_of) -> dict:
 
 def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     """S1 (%) against shots for one task: humans (mean ± std) and model rows, as SVG coordinates."""
-    xs = list(Study.SHOT_CONDITIONS)
+    spec = find_task(task)
+    xs = [0, *spec.shots] if spec else list(Study.SHOT_CONDITIONS)
     series = _series(task, cells, rows, xs)
     values = [m - (s or 0) for ser in series for _, m, s, _ in ser["points"] if m is not None]
     lo = min(max(0, math.floor((min(values, default=60) - 5) / 10) * 10), 60)

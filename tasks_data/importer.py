@@ -196,11 +196,14 @@ def read_task(
     start = len(errors)
 
     def parse(name: str) -> list[Record]:
+        """The file's records; every bad line is named, and a file with one is not checked further."""
+        before = len(errors)
         try:
-            return parse_file(spec, mine[name], file=f"{folder}/{name}")
+            records = parse_file(spec, mine[name], file=f"{folder}/{name}", errors=errors)
         except CluesFormatError as exc:
             errors.append(str(exc))
             return []
+        return records if len(errors) == before else []
 
     if spec.test_filename not in mine:
         errors.append(f"{folder}/{spec.test_filename}: missing")
@@ -366,8 +369,11 @@ def _test_identity(record: Record) -> str:
     return hashlib.sha256(f"{record.content_key}#{record.clues_id}".encode()).hexdigest()
 
 
-def _write_task(data: TaskData, source: str) -> None:
-    task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
+def _write_task(data: TaskData, source: str, *, task: Task | None = None, fingerprint: str = "") -> None:
+    """Write one task's data (its Task row created unless given): examples by identity, its training files, and
+    the examples no file has any more deleted (refused while an answer or a run refers to one)."""
+    if task is None:
+        task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
     kind = data.spec.answer_kind
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
@@ -427,7 +433,7 @@ def _write_task(data: TaskData, source: str) -> None:
                 "already refer to; refusing to replace this task's data"
             ]
         ) from None
-    task.source, task.fingerprint = source, data.fingerprint()
+    task.source, task.fingerprint = source, fingerprint or data.fingerprint()
     task.save()
 
 

@@ -335,6 +335,13 @@ def register_task(spec: TaskSpec) -> None:
     _REGISTERED[spec.slug] = spec
 
 
+def refresh_task(spec: TaskSpec) -> None:
+    """The source's task as just read (the Django side's stored card), kept for look-ups by slug."""
+    if spec.slug not in CLUES_TASKS and _REGISTERED.get(spec.slug) is not spec:
+        _REGISTERED[spec.slug] = spec
+        _FROM_SOURCE.add(spec.slug)
+
+
 def unregister_task(slug: str) -> None:
     _REGISTERED.pop(slug, None)
     _FROM_SOURCE.discard(slug)
@@ -349,8 +356,7 @@ def _from_source(slug: str | None) -> list[TaskSpec]:
             _REGISTERED.pop(gone, None)
         _FROM_SOURCE.clear()
     for spec in found:
-        _REGISTERED[spec.slug] = spec
-        _FROM_SOURCE.add(spec.slug)
+        refresh_task(spec)
     return found
 
 
