@@ -337,7 +337,7 @@ def register_task(spec: TaskSpec) -> None:
 
 def refresh_task(spec: TaskSpec) -> None:
     """The source's task as just read (the Django side's stored card), kept for look-ups by slug."""
-    if spec.slug not in CLUES_TASKS and _REGISTERED.get(spec.slug) is not spec:
+    if spec.slug not in CLUES_TASKS:
         _REGISTERED[spec.slug] = spec
         _FROM_SOURCE.add(spec.slug)
 
