@@ -14,10 +14,13 @@ Who uses a task's items is told by the apps above this one, through ``register_u
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
 from . import registry
@@ -31,6 +34,7 @@ from .importer import (
     _write_task,
     read_task,
 )
+from .management.commands.ensure_local_researcher import RESEARCHERS_GROUP
 from .models import Example, Task, TrainingSet
 from .registry import TaskSpec
 
@@ -70,11 +74,13 @@ def import_task(
     share_with: Sequence = (),
     public: bool | None = None,
     source: str | None = None,
+    label: str = "",
 ) -> TaskImport:
     """Read, check and store the task of ``path`` as ``owner``'s (shared with ``share_with``, and public or not when
-    ``public`` says); ``CluesImportError`` lists every problem and nothing is stored."""
+    ``public`` says); ``CluesImportError`` lists every problem (named by ``label``, else the path) and nothing is
+    stored."""
     try:
-        folder = read_task_folder(path)
+        folder = read_task_folder(path, label=label)
     except CardError as exc:
         raise CluesImportError(exc.errors) from None
     spec = folder.spec
@@ -154,3 +160,31 @@ _COMPARED = tuple(name for name in _EXAMPLE_FIELDS if name != "clues_id_is_numbe
 
 def _fields(values: dict) -> tuple:
     return tuple(values[name] for name in _COMPARED)
+
+
+def import_upload(upload: UploadedFile, *, owner) -> TaskImport:
+    """A task uploaded as a zip (the dashboard's form), imported as ``import_task`` does; problems name the file."""
+    name = Path(upload.name or "task.zip").name
+    with tempfile.TemporaryDirectory(prefix="task-upload-") as tmp:
+        path = Path(tmp) / "upload.zip"
+        with path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        return import_task(path, owner=owner, source=f"upload {name}"[:200], label=name)
+
+
+class NotAResearcher(ValueError):
+    pass
+
+
+def share(task: Task, username: str) -> None:
+    """Share a task of one's own with the researcher ``username`` (``NotAResearcher`` names a wrong name)."""
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None or not (user.is_superuser or user.groups.filter(name=RESEARCHERS_GROUP).exists()):
+        raise NotAResearcher(f"no researcher is called {username.strip()!r}")
+    if user.pk != task.owner_id:
+        task.shared_with.add(user)
+
+
+def unshare(task: Task, username: str) -> None:
+    task.shared_with.remove(*task.shared_with.filter(username=username))

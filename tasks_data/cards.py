@@ -75,33 +75,34 @@ class TaskFolder:
 # ---------------------------------------------------------------- reading a folder or a zip
 
 
-def _folder_files(path: Path) -> tuple[dict[str, bytes], str]:
-    """The files beside the card (name -> content) and how errors name the folder: a folder, or a zip whose card is
-    at its root or in its one top folder (nothing is extracted)."""
+def _folder_files(path: Path, label: str = "") -> tuple[dict[str, bytes], str]:
+    """The files beside the card (name -> content) and how errors name the folder (``label``, else its path): a
+    folder, or a zip whose card is at its root or in its one top folder (nothing is extracted)."""
+    where = label or str(path)
     if path.is_dir():
         if not (path / CARD_FILE).is_file():
-            raise CardError([f"{path}: no {CARD_FILE} in this folder"])
+            raise CardError([f"{where}: no {CARD_FILE} in this folder"])
         entries = [f for f in sorted(path.iterdir()) if f.is_file()]
         if sum(f.stat().st_size for f in entries) > MAX_FOLDER_BYTES:
-            raise CardError([f"{path}: more than {MAX_FOLDER_BYTES // 2**20} MiB of files"])
-        return {f.name: f.read_bytes() for f in entries}, str(path)
+            raise CardError([f"{where}: more than {MAX_FOLDER_BYTES // 2**20} MiB of files"])
+        return {f.name: f.read_bytes() for f in entries}, where
     if not path.is_file():
-        raise CardError([f"{path}: no such file or folder"])
+        raise CardError([f"{where}: no such file or folder"])
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
-        raise CardError([f"{path}: not a zip file (give a folder with {CARD_FILE}, or a zip of it)"]) from None
+        raise CardError([f"{where}: not a zip file (give a folder with {CARD_FILE}, or a zip of it)"]) from None
     with archive:
         members = [m for m in archive.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX")]
         cards = [m for m in members if PurePosixPath(m.filename).name == CARD_FILE]
         if len(cards) != 1:
             found = ", ".join(m.filename for m in cards) or "none"
-            raise CardError([f"{path}: a zip needs exactly one {CARD_FILE} (found: {found})"])
+            raise CardError([f"{where}: a zip needs exactly one {CARD_FILE} (found: {found})"])
         folder = PurePosixPath(cards[0].filename).parent
         mine = [m for m in members if PurePosixPath(m.filename).parent == folder]
         if sum(m.file_size for m in mine) > MAX_FOLDER_BYTES:
-            raise CardError([f"{path}: more than {MAX_FOLDER_BYTES // 2**20} MiB of files once unzipped"])
-        return {PurePosixPath(m.filename).name: archive.read(m) for m in mine}, str(path)
+            raise CardError([f"{where}: more than {MAX_FOLDER_BYTES // 2**20} MiB of files once unzipped"])
+        return {PurePosixPath(m.filename).name: archive.read(m) for m in mine}, where
 
 
 def _decoded(name: str, content: bytes, where: str) -> str:
@@ -111,9 +112,10 @@ def _decoded(name: str, content: bytes, where: str) -> str:
         raise CardError([f"{where}/{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
 
 
-def read_task_folder(path: Path | str) -> TaskFolder:
-    """The card and files of a task folder (or zip), checked; ``CardError`` lists every problem of the card."""
-    files, where = _folder_files(Path(path))
+def read_task_folder(path: Path | str, *, label: str = "") -> TaskFolder:
+    """The card and files of a task folder (or zip), checked; ``CardError`` lists every problem of the card, each
+    named by ``label`` (else the path) and the file."""
+    files, where = _folder_files(Path(path), label)
     try:
         raw = tomllib.loads(_decoded(CARD_FILE, files[CARD_FILE], where))
     except tomllib.TOMLDecodeError as exc:

@@ -40,9 +40,13 @@ def task_overview(user=None) -> list[dict]:
     """Each imported task ``user`` may see (``tasks_visible_to``) with its spec, test count and training-file sizes
     (two queries), in the registry's order."""
     visible = tasks_visible_to(user)
-    tasks = visible.annotate(
-        test_count=Count("examples", filter=Q(examples__role=Example.Role.TEST)),
-        train_count=Count("examples", filter=Q(examples__role=Example.Role.TRAIN)),
+    tasks = (
+        visible.select_related("owner")
+        .prefetch_related("shared_with")
+        .annotate(
+            test_count=Count("examples", filter=Q(examples__role=Example.Role.TEST)),
+            train_count=Count("examples", filter=Q(examples__role=Example.Role.TRAIN)),
+        )
     )
     files: dict[int, dict[int, set]] = {}
     for task_id, shots, split in TrainingSet.objects.filter(task__in=visible).values_list("task_id", "shots", "split"):
