@@ -192,7 +192,7 @@ def read_task(
     """One task's files (name -> text, in ``folder``) checked and read; the problems are added to ``errors``.
 
     ``strict``: a task of one's own, whose data has none of the release's quirks to keep: every gold string is
-    in its context, and the ids of every file are unique."""
+    in its context (for a kind whose answers are marked there), and the ids of every file are unique."""
     start = len(errors)
 
     def parse(name: str) -> list[Record]:
@@ -289,7 +289,7 @@ def _strict_checks(
     spec: TaskSpec, test: list[Record], train: dict[tuple[int, int], list[Record]], folder: str, errors: list[str]
 ) -> None:
     """What a task of one's own must hold besides the format: unique ids in each training file, and every gold
-    string in its context (an answer no worker can mark would score nobody)."""
+    string in its context where answers are marked in it (an answer no worker can mark would score nobody)."""
     files = [(spec.test_filename, test)]
     files += [(spec.train_filename(k, s), rows) for (k, s), rows in sorted(train.items())]
     for name, rows in files:
@@ -299,7 +299,7 @@ def _strict_checks(
             earlier = first_line.setdefault(record.clues_id, number)
             if earlier != number and name != spec.test_filename:  # the test file's are reported above
                 errors.append(f"{where}, field 'id': {record.clues_id!r} repeats the id of line {earlier}")
-            for text in record.gold_not_in_context:
+            for text in record.gold_not_in_context if spec.answer_kind.marks_context else ():
                 errors.append(f"{where}, field 'answer': {text!r} is not in the context")
 
 

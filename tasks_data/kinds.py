@@ -127,6 +127,7 @@ class AnswerKind(abc.ABC):
     gold_is_alternatives: ClassVar[bool] = False  # gold lists alternative answers, not one set (tasks_data.s1)
     from_labels: ClassVar[bool] = False  # the answer is one of the task's labels
     from_candidates: ClassVar[bool] = False  # the answer is one of the item's candidate spans
+    marks_context: ClassVar[bool] = False  # the answer is marked in the item's text (so a gold string must be there)
     alpha_distance: ClassVar[str] = "jaccard"  # Krippendorff's alpha between two answers (results.measures)
     # How answers enter crowd-kit's Dawid-Skene (results.fits): "labels", "span decisions" (one yes/no per
     # marked span), or None where it does not fit (an answer that is a span of the item's own text).
@@ -434,6 +435,7 @@ class LabelKind(AnswerKind):
 class _MarkedSpans(AnswerKind):
     """Answers marked in the item's text: the API gives character offsets into the context."""
 
+    marks_context = True
     none_button: ClassVar[str] = "\u201cno answer\u201d"  # the widget's button for the empty answer
     fine_tokens: ClassVar[bool] = False  # the widget marks words and single punctuation marks, not whole words
     feedback_template = "worker/_feedback_marks.html"
