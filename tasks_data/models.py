@@ -27,7 +27,9 @@ class Task(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
     )
     shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_tasks")
-    public = models.BooleanField(default=False, help_text="Every researcher may use it (set by an operator).")
+    public = models.BooleanField(
+        default=False, db_default=False, help_text="Every researcher may use it (set by an operator)."
+    )
 
     class Meta:
         ordering = ["id"]
