@@ -89,7 +89,7 @@ def test_warm_up_is_transformers_linear_schedule():
     ) == pytest.approx([0.0, 2 / 2.7, 1 / 2.7])
 
 
-def test_every_task_has_demo_data_and_declares_its_prompt_method():
+def test_every_clues_task_has_demo_data_its_prompt_method_and_the_papers_row():
     demo = REPO / "tasks_data" / "demo" / "CLUES-JSON"
     for task in CLUES_TASKS.values():
         folder = demo / task.clues_folder

@@ -130,3 +130,16 @@ def test_a_gpu_box_runs_the_task_from_its_folder_without_django(reviews, tmp_pat
     call_command("import_baseline_runs", str(out), stdout=imported)
     assert "imported 1 run(s)" in imported.getvalue()
     assert any(r["task"] == "reviews" and r["model"] == "tiny-bert" and r["shots"] == 4 for r in model_rows())
+
+
+def test_the_papers_row_stands_only_beside_a_task_the_paper_has(reviews):
+    from baselines.management.commands.run_baselines import paper_comparison
+
+    rows = [
+        {"task": "sst2", "method": "ft", "model": "m", "shots": 10, "mean": 50.0, "std": 1.0},
+        {"task": "reviews", "method": "ft", "model": "m", "shots": 4, "mean": 70.0, "std": 2.0},
+    ]
+    lines = paper_comparison(rows).splitlines()
+    sst2, own = (next(line for line in lines if line.startswith(slug)) for slug in ("sst2", "reviews"))
+    assert "46.2 ± 5.6" in sst2 and sst2.endswith("CLUES paper Table 6")
+    assert own.endswith("70.0 ± 2.0  not in the paper") and " - " in own and "Table" not in own

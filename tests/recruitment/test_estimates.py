@@ -74,7 +74,7 @@ def _fits(study: Study) -> list[str]:
 
 
 @pytest.mark.parametrize("slug", sorted(CLUES_TASKS))
-def test_launch_study_with_defaults_fits_every_task(slug, researcher):
+def test_launch_study_with_defaults_fits_every_clues_task(slug, researcher):
     out, err = StringIO(), StringIO()
     name = f"paper {slug}"
     call_command(
@@ -86,7 +86,7 @@ def test_launch_study_with_defaults_fits_every_task(slug, researcher):
     assert f"{slug} 0-shot: about" in err.getvalue() and "warning" not in err.getvalue()
 
 
-def test_the_dashboard_form_with_defaults_fits_every_task_and_warns_of_a_figure_far_off(researcher):
+def test_the_dashboard_form_with_defaults_fits_every_clues_task_and_warns_of_a_figure_far_off(researcher):
     client = Client()
     client.force_login(researcher)
     form = {"name": "paper", "tasks": sorted(CLUES_TASKS), "shots": ["0", "10", "20", "30"], "chain": "1"}

@@ -25,7 +25,7 @@ def _walk(c, pid: str) -> None:
         assert worker.answer(worker.handle(example), gold_answer(example)).status_code == 201
 
 
-def test_every_task_declares_its_minimum():
+def test_every_clues_task_declares_its_minimum():
     assert all(spec.min_answer_seconds > 0 for spec in CLUES_TASKS.values())
     assert CLUES_TASKS["squad2"].min_answer_seconds > CLUES_TASKS["sst2"].min_answer_seconds  # a paragraph takes longer
 

@@ -133,7 +133,7 @@ def test_all_empty_predictor(clues_data, empty):
     assert scores == ALL_EMPTY_S1
 
 
-def test_gold_scores_100_on_every_task(clues_data):
+def test_gold_scores_100_on_every_clues_task(clues_data):
     scores = {}
     for task in Task.objects.all():
         examples = list(test_examples(task).select_related("task"))

@@ -38,7 +38,7 @@ def synthetic_data(db, tmp_path):
     return import_release(synthetic.write_release(tmp_path / "release", tag="s"), source="synthetic")
 
 
-def test_gold_scores_100_on_every_task(synthetic_data, tmp_path):
+def test_gold_scores_100_on_every_clues_task(synthetic_data, tmp_path):
     for slug in CLUES_TASKS:
         path = prediction_file(tmp_path / f"{slug}.jsonl", gold_rows(slug))
         assert score(path, slug) == f"{CLUES_TASKS[slug].name} S1 = 100.0 over {synthetic.test_rows(slug)} test items"

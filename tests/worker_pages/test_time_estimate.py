@@ -18,7 +18,7 @@ def test_durations_round_up_to_the_minute_as_the_listing(seconds, shown):
     assert _duration(seconds) == shown
 
 
-def test_every_task_has_a_plausible_time_per_item():
+def test_every_clues_task_has_a_plausible_time_per_item():
     for spec in CLUES_TASKS.values():
         assert spec.min_answer_seconds < spec.seconds_per_item <= 120, spec.slug
 
