@@ -256,3 +256,12 @@ def test_a_large_or_strange_upload_is_refused_before_anything_is_read(tmp_path, 
         z.writestr("b/task.toml", "")
     assert _problems(two, researcher) == [f"{two}: a zip needs exactly one task.toml (found: a/task.toml, b/task.toml)"]
     assert json.dumps(Task.objects.count()) == "0"
+
+
+def test_a_task_of_ones_own_is_no_release_for_import_clues_to_keep(researcher, demo_path):
+    """import_clues --demo refuses to replace CLUES data already imported; a task of one's own is not that."""
+    import_task(EXAMPLE, owner=researcher)
+    out = io.StringIO()
+    call_command("import_clues", "--demo", stdout=out, stderr=io.StringIO())
+    assert "Loaded demo data" in out.getvalue()
+    assert Task.objects.filter(card__isnull=True).count() == 6 and Task.objects.get(slug="reviews").card

@@ -78,7 +78,10 @@ class Command(BaseCommand):
 
     @staticmethod
     def _official_source() -> str | None:
-        return Task.objects.exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+        # The CLUES tasks only: a task of one's own (a card) is no release to keep.
+        return (
+            Task.objects.filter(card__isnull=True).exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+        )
 
     def _download(self, cache: Path, *, retry: bool) -> Path:
         """The official zip (from the cache, else downloaded), unless a download failed less than a day ago."""
