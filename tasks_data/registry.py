@@ -15,6 +15,7 @@ import enum
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .kinds import AnswerKind, get_kind
 
@@ -168,6 +169,7 @@ class TaskSpec:
         return (int(match["shots"]), int(match["split"])) if match else None
 
 
+@lru_cache(maxsize=64)
 def train_file_pattern(pattern: str) -> re.Pattern:
     """A training files' pattern ("train_{shots}_{split}.jsonl") as a regular expression of its names."""
     parts = re.split(r"(\{shots\}|\{split\})", pattern)
