@@ -22,7 +22,7 @@ from decimal import ROUND_CEILING, Decimal
 from django.db.models import Count
 
 from tasks_data.models import Example, Task, TrainingSetItem
-from tasks_data.registry import TASKS
+from tasks_data.registry import get_task, task_name
 
 from .models import Answer, Cohort, Enrollment, Study
 
@@ -147,7 +147,7 @@ def estimate(
     measured_seconds: float | None = None,
 ) -> Estimate:
     """The estimate of a cohort's items under ``study``'s settings (``cohort_estimate`` reads them for a cohort)."""
-    spec = TASKS[task_slug]
+    spec = get_task(task_slug)
     bounds = split(
         training_items=training_items,
         test_items=test_items,
@@ -202,7 +202,7 @@ def training_items_of(cohort: Cohort) -> int:
 
 def planned_estimate(*, study: Study, task: Task, shots: int) -> Estimate:
     """The estimate of a cohort not created yet (the study form): its training rows from the task's shape."""
-    spec = TASKS[task.slug]
+    spec = task.spec
     return estimate(
         study=study,
         task_slug=task.slug,
@@ -341,7 +341,7 @@ def study_listing(study: Study) -> list[dict]:
                 {
                     "cohort": cohort,
                     "task": cohort.task.slug,
-                    "task_name": TASKS[cohort.task.slug].name,
+                    "task_name": task_name(cohort.task.slug),
                     "shots": cohort.shots,
                     "part": p.number,
                     "parts": len(est.parts),

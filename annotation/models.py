@@ -17,7 +17,7 @@ from django.db import models
 
 import crowd
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data.registry import SHOTS, SPLITS, find_task
 
 RESEARCHERS_GROUP = "researchers"
 
@@ -39,7 +39,8 @@ def new_join_token() -> str:
 
 
 class Study(models.Model):
-    # The shot conditions of a cohort: 0 (the task description only) and the training-file sizes.
+    # The shot conditions of a cohort: 0 (the task description only) and the training-file sizes (the CLUES
+    # tasks'; a task of one's own has its own sizes, ``TaskSpec.shots``).
     SHOT_CONDITIONS = (0, *SHOTS)
 
     class TestOrder(models.TextChoices):
@@ -60,7 +61,10 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     tasks = models.JSONField(help_text='Task slugs, e.g. ["sst2", "conll03"].')
-    shots = models.JSONField(default=all_shot_conditions, help_text="Shot conditions among 0, 10, 20 and 30.")
+    shots = models.JSONField(
+        default=all_shot_conditions,
+        help_text="Shot conditions: 0 and the tasks' training-file sizes (CLUES: 10, 20, 30).",
+    )
     chain = models.PositiveSmallIntegerField(
         default=1,
         validators=_bounds(min(SPLITS), max(SPLITS)),
@@ -200,22 +204,32 @@ class Study(models.Model):
             errors.setdefault("tasks", []).append("a list of task slugs")
         elif not tasks:
             errors.setdefault("tasks", []).append("choose at least one task")
-        unknown = [t for t in tasks if isinstance(t, str) and t not in TASKS]
+        unknown = [t for t in tasks if isinstance(t, str) and not find_task(t)]
         if unknown:
             errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(unknown)}")
+        conditions = self.shot_conditions()
         shots = self.shots if isinstance(self.shots, list) else None
         if shots is None or not all(isinstance(k, int) and not isinstance(k, bool) for k in shots):
-            errors.setdefault("shots", []).append(f"a list of shot conditions among {self.SHOT_CONDITIONS}")
+            errors.setdefault("shots", []).append(f"a list of shot conditions among {conditions}")
         elif not shots:
             errors.setdefault("shots", []).append("choose at least one shot condition")
         else:
-            bad = sorted({k for k in shots if k not in self.SHOT_CONDITIONS})
+            bad = sorted({k for k in shots if k not in conditions})
             if bad:
-                errors.setdefault("shots", []).append(f"shots must be among {self.SHOT_CONDITIONS}, got {bad}")
+                errors.setdefault("shots", []).append(f"shots must be among {conditions}, got {bad}")
         if self.completion_code and self.completion_code == self.screenout_code:
             errors.setdefault("screenout_code", []).append("must differ from the completion code")
         if errors:
             raise ValidationError(errors)
+
+    def shot_conditions(self) -> tuple[int, ...]:
+        """0 and the training-file sizes of the study's tasks (the CLUES tasks': 10, 20 and 30)."""
+        specs = (
+            [spec for t in self.tasks if isinstance(t, str) and (spec := find_task(t))]
+            if isinstance(self.tasks, list)
+            else []
+        )
+        return (0, *sorted({k for spec in specs for k in spec.shots} or SHOTS))
 
     @property
     def time_limit(self) -> int | None:

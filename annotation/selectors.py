@@ -27,8 +27,9 @@ from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet
 
+from tasks_data.card_import import Use
 from tasks_data.models import Example, TrainingSetItem
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task, task_order
 from tasks_data.scoring import as_published
 
 from .estimates import split
@@ -59,10 +60,6 @@ def in_results(prefix: str = "") -> Q:
     )
 
 
-_TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
-_SHOT_ORDER = {k: i for i, k in enumerate(Study.SHOT_CONDITIONS)}
-
-
 # ---------------------------------------------------------------- who sees what
 
 
@@ -85,9 +82,25 @@ def studies_visible_to(user) -> QuerySet[Study]:
     return qs
 
 
-def cohort_key(slug: str, shots: int) -> tuple[int, int]:
-    """Registry order of tasks, then 0/10/20/30 shots: the order of every table."""
-    return _TASK_ORDER.get(slug, len(_TASK_ORDER)), _SHOT_ORDER.get(shots, shots)
+def task_uses(task) -> list[Use]:
+    """The studies whose cohorts use ``task``'s items (``tasks_data.card_import.register_use``): each study, its
+    test items and the training sets of its cohorts (1 query)."""
+    studies: dict[int, dict] = {}
+    for study_id, name, training_set in Cohort.objects.filter(task=task).values_list(
+        "study_id", "study__name", "training_set_id"
+    ):
+        study = studies.setdefault(study_id, {"name": name, "sets": set()})
+        if training_set is not None:
+            study["sets"].add(training_set)
+    return [
+        Use(what=f"study {s['name']!r} (id {pk})", training_sets=frozenset(s["sets"]))
+        for pk, s in sorted(studies.items())
+    ]
+
+
+def cohort_key(slug: str, shots: int) -> tuple[tuple[int, str], int]:
+    """Registry order of tasks, then shots (0, 10, 20, 30): the order of every table."""
+    return task_order(slug), shots
 
 
 def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
@@ -184,7 +197,7 @@ def training_chance(training_set_ids: Iterable[int | None]) -> dict[int | None, 
         "training_set_id", "training_set__task__slug", "example__gold", "example__context", "example__candidates"
     )
     for set_id, slug, gold, context, candidates in rows:
-        spec = TASKS.get(slug)
+        spec = find_task(slug)
         if spec is not None:
             texts = [context[a:b] for a, b in candidates or ()]
             per_set[set_id].append(spec.chance_item_s1(gold, texts))

@@ -160,7 +160,8 @@ class StudyCreateSerializer(serializers.ModelSerializer):
     shots = serializers.ListField(
         child=serializers.IntegerField(),
         required=False,
-        help_text=f"Shot conditions among {Study.SHOT_CONDITIONS} (default: all).",
+        help_text="Shot conditions: 0 and the tasks' training-file sizes (CLUES: 10, 20, 30); default: 0 and every "
+        "size all the tasks have.",
     )
     launch = serializers.BooleanField(default=False, help_text="Open every cohort for joining at once.")
 

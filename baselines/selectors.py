@@ -16,13 +16,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from tasks_data.registry import TASKS
+from tasks_data.card_import import Use
+from tasks_data.models import TrainingSet
+from tasks_data.registry import task_order
 from tasks_data.s1 import as_set
 from tasks_data.stats import mean_std
 
 from .models import BaselineResponse, BaselineRun
 
-_TASK_ORDER = {slug: i for i, slug in enumerate(TASKS)}
 #: How a row names its method (the results table: "Qwen2.5-7B (as a worker)").
 METHOD_WORDS = {
     "worker": "as a worker",
@@ -33,6 +34,17 @@ METHOD_WORDS = {
     "empty": "empty answer",
     "majority": "majority label",
 }
+
+
+def task_uses(task) -> list[Use]:
+    """The baseline runs of ``task`` (``tasks_data.card_import.register_use``): their predictions and scores are of
+    its test items, and those with shots of a training set (2 queries)."""
+    runs = list(BaselineRun.objects.filter(task=task).values_list("shots", "split"))
+    if not runs:
+        return []
+    files = {(shots, split) for shots, split in runs if shots}
+    sets = frozenset(ts.pk for ts in TrainingSet.objects.filter(task=task) if (ts.shots, ts.split) in files)
+    return [Use(what=f"{len(runs)} baseline run(s) (export_baselines lists them)", training_sets=sets)]
 
 
 def completed_runs():
@@ -118,7 +130,7 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
     labels = row_labels(key[1:5] for key in groups)
     rows = []
     for (task, method, model, backend, server, shots), members in sorted(
-        groups.items(), key=lambda kv: (_TASK_ORDER.get(kv[0][0], len(_TASK_ORDER)), *kv[0][1:])
+        groups.items(), key=lambda kv: (task_order(kv[0][0]), *kv[0][1:])
     ):
         mean, std = mean_std(100 * r.s1 for r in members if r.s1 is not None)  # completed runs: each has its S1
         rows.append(

@@ -17,8 +17,8 @@ from django.utils import timezone
 from fewshot_models import METHODS
 from fewshot_models.backends import BACKENDS, backends_for
 from fewshot_models.base import AdapterConfig, AdapterExample
+from tasks_data import registry
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS, SPLITS, TASKS
 from tasks_data.s1 import corpus_s1
 from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
@@ -28,6 +28,7 @@ from .store import RunStore
 
 MAX_ATTEMPTS = 3  # a run whose worker died this many times is marked failed
 DEFAULT_METHODS = ("ft",)
+NOT_IMPORTED = "no data imported (manage.py import_clues; a task of one's own: manage.py import_task)"
 
 
 @dataclass
@@ -67,8 +68,8 @@ def plan_runs(
     tasks: Sequence[str] | None = None,
     methods: Sequence[str] = DEFAULT_METHODS,
     models: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-    shots: Sequence[int] = SHOTS,
-    splits: Sequence[int] = SPLITS,
+    shots: Sequence[int] | None = None,
+    splits: Sequence[int] | None = None,
     seed: int = 42,
     config: dict | None = None,
     server: str = "",
@@ -79,8 +80,15 @@ def plan_runs(
 
     ``backend``: where the methods' models run (a name of ``BACKENDS``; a method that cannot run there is
     skipped); None: each method's default, or, with a ``server`` given, a backend that reaches it.
-    ``server``: the base URL of the server of the remote backends. ``seeds``: several seeds (sampling)."""
-    tasks = list(tasks or TASKS)
+    ``server``: the base URL of the server of the remote backends. ``seeds``: several seeds (sampling).
+    ``tasks``: None, every task of the registry with data imported (the others skipped, named); ``shots`` and
+    ``splits``: None, each task's own training-file sizes and splits."""
+    skipped: list[Skipped] = []
+    if tasks is None:
+        imported = set(Task.objects.values_list("slug", flat=True))
+        tasks = [slug for slug in registry.tasks() if slug in imported]
+        skipped += [Skipped(slug, "", NOT_IMPORTED) for slug in registry.tasks() if slug not in imported]
+    tasks = list(tasks)
     per_method, server = _checked_sweep(tasks, methods, models, server, backend)
     seeds = list(seeds or [seed])
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
@@ -88,11 +96,12 @@ def plan_runs(
     if missing:
         raise ValueError(f"no data imported for: {', '.join(missing)} (run manage.py import_clues)")
     files = set(TrainingSet.objects.filter(task__slug__in=tasks).values_list("task__slug", "shots", "split"))
-    runs, skipped = [], []
+    runs = []
     for slug in tasks:
+        spec = registry.get_task(slug)
         for method in methods:
             adapter = METHODS[method]()
-            reason = adapter.applies_to(TASKS[slug])
+            reason = adapter.applies_to(spec)
             if reason:
                 skipped.append(Skipped(slug, method, reason))
                 continue
@@ -111,11 +120,12 @@ def plan_runs(
                 )
             run_config = dict(config or {})
             for name in names:
-                for k in shots:
+                for k in spec.shots if shots is None else shots:
                     if k == 0 and not adapter.zero_shot:
                         skipped.append(Skipped(slug, method, "needs training examples (0 shots)"))
                         continue
-                    for s in sorted(splits)[:1] if k == 0 else splits:  # no training file: one split
+                    task_splits = sorted(spec.splits if splits is None else splits)
+                    for s in task_splits[:1] if k == 0 else task_splits:  # no training file: one split
                         if k and (slug, k, s) not in files:
                             skipped.append(Skipped(slug, method, f"no training file {k}-shot split {s}"))
                             continue
@@ -132,9 +142,9 @@ def _checked_sweep(tasks, methods, models, server: str, backend: str | None) -> 
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
-    bad_tasks = [t for t in tasks if t not in TASKS]
+    bad_tasks = [t for t in tasks if registry.find_task(t) is None]
     if bad_tasks:
-        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(registry.tasks())}")
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if server:
@@ -288,7 +298,8 @@ def _imported_run(raw, where: str) -> dict:
         predictions = raw["predictions"]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: missing or bad field {exc}") from None
-    if slug not in TASKS or method not in METHODS or shots not in SHOTS or split not in SPLITS:
+    spec = registry.find_task(slug)
+    if spec is None or method not in METHODS or shots not in (0, *spec.shots) or split not in spec.splits:
         raise ValueError(f"{where}: unknown task/method/shots/split {slug!r} {method!r} {shots} {split}")
     task = Task.objects.filter(slug=slug).first()
     if task is None:

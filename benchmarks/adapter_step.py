@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from fewshot_models import AdapterConfig  # noqa: E402
 from fewshot_models.base import AdapterExample  # noqa: E402
 from fewshot_models.clues_io import load_split  # noqa: E402
-from tasks_data.registry import TASKS  # noqa: E402
+from tasks_data.registry import CLUES_TASKS  # noqa: E402
 
 _FALLBACK = [
     ("a wonderful and moving film that stays with you long after the credits", "positive"),
@@ -40,7 +40,7 @@ _FALLBACK = [
 
 
 def sst2_examples(n: int) -> tuple[list[AdapterExample], str]:
-    task = TASKS["sst2"]
+    task = CLUES_TASKS["sst2"]
     zip_path = Path(os.environ.get("CLUES_DATA", REPO.parent / "shared" / "clues" / "CLUES-JSON.zip"))
     if zip_path.is_file():
         examples = load_split(str(zip_path), task, task.train_filename(30, 1))
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     transformers.logging.set_verbosity_error()
     if args.threads:
         torch.set_num_threads(args.threads)
-    task = TASKS["sst2"]
+    task = CLUES_TASKS["sst2"]
     config = AdapterConfig(model=args.model, device=args.device, seed=0)
     session = FTSession(task, config)
     device = session.device

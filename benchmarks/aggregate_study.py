@@ -52,10 +52,10 @@ def build_study(
     from annotation import services
     from annotation.models import Answer, Enrollment, Worker
     from tasks_data.models import Example, Task, TrainingSetItem
-    from tasks_data.registry import TASKS
+    from tasks_data.registry import CLUES_TASKS
     from tasks_data.s1 import item_s1
 
-    tasks = list(tasks or [slug for slug in TASKS if Task.objects.filter(slug=slug).exists()])
+    tasks = list(tasks or [slug for slug in CLUES_TASKS if Task.objects.filter(slug=slug).exists()])
     study = services.create_study(name=name, tasks=tasks, shots=list(shots), workers_per_cohort=workers, launch=True)
     rng = random.Random(seed)
     start = timezone.now()
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
     from annotation.models import Answer
     from tasks_data.importer import import_release
     from tasks_data.models import Task
-    from tasks_data.registry import TASKS
+    from tasks_data.registry import CLUES_TASKS
 
     if "annotation_answer" not in connection.introspection.table_names():
         print(
@@ -325,7 +325,7 @@ def main(argv=None) -> int:
     print(f"database: {connection.vendor}")
     try:
         with transaction.atomic():
-            wanted = args.tasks or list(TASKS)
+            wanted = args.tasks or list(CLUES_TASKS)
             if Task.objects.filter(slug__in=wanted).count() < len(wanted):
                 began = time.perf_counter()
                 import_release(_data_path(args.data))

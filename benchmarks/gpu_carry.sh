@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare what a bare GPU machine needs for benchmarks/gpu_sweep.py and adapter_step.py, in DEST
 # (an ignored folder of the checkout the device tool sends): the Django-free code (adapters,
-# task registry, CLUES reader, S1, the two scripts), the CLUES zip and the default encoder with
+# task registry and cards, CLUES reader, S1, the two scripts), the CLUES zip and the default encoder with
 # its weights converted to bf16 safetensors (the adapter trains fp32 master weights from them).
 #   bash benchmarks/gpu_carry.sh DEST [CLUES_ZIP]
 set -euo pipefail
@@ -11,8 +11,8 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-$HERE/.venv/bin/python}
 rm -rf "$DEST"; mkdir -p "$DEST/tasks_data" "$DEST/benchmarks" "$DEST/encoder"
 cp -r "$HERE/fewshot_models" "$DEST/"
-cp "$HERE"/tasks_data/{__init__,registry,clues_format,s1,text_spans}.py "$DEST/tasks_data/" 2>/dev/null || \
-  cp "$HERE"/tasks_data/{__init__,registry,clues_format,s1}.py "$DEST/tasks_data/"
+cp "$HERE"/tasks_data/{__init__,registry,kinds,cards,clues_format,s1,text_spans}.py "$DEST/tasks_data/"
+cp -r "$HERE/examples" "$DEST/"  # tasks of one's own travel as folders: card and JSONL (gpu_sweep.py --task-dir)
 cp "$HERE"/benchmarks/{__init__,gpu_sweep,adapter_step}.py "$DEST/benchmarks/"
 find "$DEST" -name __pycache__ -prune -exec rm -rf {} +
 cp "$ZIP" "$DEST/CLUES-JSON.zip"

@@ -1,13 +1,15 @@
 """The default encoder's classic sweep (``ft``) without Django, for a GPU machine.
 
-Reads the CLUES zip and a local encoder folder, runs ``SpanFTAdapter`` for every task x shots x
-split (bf16 autocast on CUDA, batched length-sorted inference), scores each run with S1 and writes
-one JSON file of runs in the platform's ``BaselineRun`` shape, which
-``manage.py import_baseline_runs FILE`` stores (re-scoring the predictions against the database's
-gold). Per run: training and prediction seconds, training examples/s, peak GPU memory.
+Reads the CLUES zip (the CLUES tasks) or task folders (a task of one's own: its card, task.toml, travels with its
+JSONL and is read here, never from a database) and a local encoder folder, runs ``SpanFTAdapter`` for every task x
+shots x split (bf16 autocast on CUDA, batched length-sorted inference), scores each run with S1 and writes one JSON
+file of runs in the platform's ``BaselineRun`` shape, which ``manage.py import_baseline_runs FILE`` stores
+(re-scoring the predictions against the database's gold). Per run: training and prediction seconds, training
+examples/s, peak GPU memory.
 
     python benchmarks/gpu_sweep.py --zip CLUES-JSON.zip --model ENCODER_DIR --out runs.json \\
         [--tasks sst2 ...] [--shots 10 20 30] [--splits 1 2 3 4 5] [--device cuda] [--set KEY=VALUE]
+    python benchmarks/gpu_sweep.py --task-dir examples/reviews --model ENCODER_DIR --out runs.json
 
 ``benchmarks/gpu_carry.sh`` prepares what a bare GPU machine needs (code, data, bf16 weights).
 """
@@ -26,20 +28,31 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fewshot_models import AdapterConfig  # noqa: E402
-from fewshot_models.clues_io import load_split, read_jsonl_from_zip  # noqa: E402
+from fewshot_models.clues_io import file_rows, load_split  # noqa: E402
 from fewshot_models.span_ft import SpanFTAdapter  # noqa: E402
-from tasks_data.registry import SHOTS, SPLITS, TASKS  # noqa: E402
+from tasks_data import registry  # noqa: E402
+from tasks_data.cards import TaskFolder, load_task_folder  # noqa: E402
 from tasks_data.s1 import corpus_s1, item_s1  # noqa: E402
 
 FORMAT = "clues-baseline-runs/1"
 
 
 def run_one(
-    task, shots: int, split: int, *, zip_path: str, model: str, device: str, seed: int, extra: dict, model_name: str
+    task,
+    shots: int,
+    split: int,
+    *,
+    source: str | TaskFolder,
+    model: str,
+    device: str,
+    seed: int,
+    extra: dict,
+    model_name: str,
 ) -> dict:
-    train = load_split(zip_path, task, task.train_filename(shots, split))
-    test = load_split(zip_path, task, task.test_filename)
-    rows = read_jsonl_from_zip(zip_path, f"CLUES-JSON/{task.clues_folder}/{task.test_filename}")
+    """One run of ``task``, its files read from ``source`` (the CLUES zip, or the task's folder)."""
+    train = load_split(source, task, task.train_filename(shots, split))
+    test = load_split(source, task, task.test_filename)
+    rows = file_rows(source, task, task.test_filename)
     config = AdapterConfig(model=model, device=device, seed=seed, bf16=True, extra=dict(extra))
     started = time.time()
     result = SpanFTAdapter().run(task, train, test, config)
@@ -74,7 +87,10 @@ def run_one(
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zip", required=True)
+    parser.add_argument("--zip", help="the CLUES-JSON.zip, for the CLUES tasks")
+    parser.add_argument(
+        "--task-dir", nargs="+", default=[], metavar="PATH", help="a task of one's own: its folder (task.toml, JSONL)"
+    )
     parser.add_argument("--model", required=True, help="local encoder folder")
     parser.add_argument(
         "--model-name",
@@ -82,13 +98,18 @@ def main(argv=None) -> int:
         help="the name stored with the runs (run_baselines' default model name)",
     )
     parser.add_argument("--out", required=True)
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    parser.add_argument("--shots", nargs="+", type=int, default=list(SHOTS))
-    parser.add_argument("--splits", nargs="+", type=int, default=list(SPLITS))
+    parser.add_argument("--tasks", nargs="+", help="default: the folders' tasks, else (with --zip) the CLUES tasks")
+    parser.add_argument("--shots", nargs="+", type=int, help="default: each task's sizes (CLUES: 10 20 30)")
+    parser.add_argument("--splits", nargs="+", type=int, help="default: each task's splits (CLUES: 1-5)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
+    folders = {folder.spec.slug: folder for folder in map(load_task_folder, args.task_dir)}
+    args.tasks = args.tasks or list(folders) or list(registry.CLUES_TASKS)
+    unknown = [slug for slug in args.tasks if registry.find_task(slug) is None]
+    if unknown or (not args.zip and set(args.tasks) - set(folders)):
+        parser.error(f"--tasks: {', '.join(unknown) or 'the CLUES tasks'} need --zip (or --task-dir for one's own)")
     extra = {}
     for text in args.settings:
         key, _, value = text.partition("=")
@@ -111,14 +132,14 @@ def main(argv=None) -> int:
     }
     t0 = time.perf_counter()
     for slug in args.tasks:
-        task = TASKS[slug]
-        for shots in args.shots:
-            for split in args.splits:
+        task = registry.get_task(slug)
+        for shots in args.shots or task.shots:
+            for split in args.splits or task.splits:
                 run = run_one(
                     task,
                     shots,
                     split,
-                    zip_path=args.zip,
+                    source=folders.get(slug) or args.zip,
                     model=args.model,
                     device=args.device,
                     seed=args.seed,
@@ -137,7 +158,7 @@ def main(argv=None) -> int:
                 out.write_text(json.dumps({**header, "runs": runs}))  # kept even if a later run dies
     print(f"total {time.perf_counter() - t0:.1f}s for {len(runs)} runs")
     for slug in args.tasks:
-        for shots in args.shots:
+        for shots in args.shots or registry.get_task(slug).shots:
             vals = [100 * r["s1"] for r in runs if r["task"] == slug and r["shots"] == shots]
             if vals:
                 std = statistics.stdev(vals) if len(vals) > 1 else 0.0

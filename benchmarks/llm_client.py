@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from fewshot_models import METHODS, AdapterConfig  # noqa: E402
 from fewshot_models.backends import ChatRequest, MemoryStore, open_backend  # noqa: E402
 from fewshot_models.clues_io import load_split  # noqa: E402
-from tasks_data.registry import TASKS  # noqa: E402
+from tasks_data.registry import CLUES_TASKS  # noqa: E402
 
 
 class Fake:
@@ -144,7 +144,7 @@ def stored_bytes(base_url: str, zip_path: str) -> dict:
             before.append(len(json.dumps(request).encode()) + len(json.dumps(answer).encode()))
         return answer
 
-    task = TASKS["sst2"]
+    task = CLUES_TASKS["sst2"]
     train = load_split(zip_path, task, task.train_filename(10, 1))
     test = load_split(zip_path, task, task.test_filename)
     store = MemoryStore()
@@ -166,7 +166,7 @@ def stored_bytes(base_url: str, zip_path: str) -> dict:
 
 def worker_sweep(base_url: str, zip_path: str, concurrency: int) -> list[dict]:
     rows = []
-    for slug, task in TASKS.items():
+    for slug, task in CLUES_TASKS.items():
         train = load_split(zip_path, task, task.train_filename(10, 1))
         test = load_split(zip_path, task, task.test_filename)
         config = AdapterConfig(

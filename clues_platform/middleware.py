@@ -6,10 +6,12 @@ from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import escape
 
 from clues_http.negotiation import wants_json
+from clues_http.uploads import accepts_upload
 
 
 def refusal(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
@@ -39,6 +41,8 @@ class RequestLimitsMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
+        if limit is not None and length > limit and _takes_upload(request):
+            limit = settings.UPLOAD_MAX_SIZE  # a view that takes a file
         if limit is not None and length > limit:
             return refusal(
                 request,
@@ -49,6 +53,13 @@ class RequestLimitsMiddleware:
         if "\x00" in request.path or b"\x00" in unquote_to_bytes(request.META.get("QUERY_STRING", "")):
             return refusal(request, 400, "Bad request", "the address contains a NUL character")
         return self.get_response(request)
+
+
+def _takes_upload(request: HttpRequest) -> bool:
+    try:
+        return accepts_upload(resolve(request.path_info).func)
+    except Resolver404:
+        return False
 
 
 class NoStoreMiddleware:

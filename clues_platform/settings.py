@@ -177,6 +177,8 @@ STORAGES = {
 # Request bodies: answers are small; refuse anything big before it is parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(256 * 1024)))
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+# A file a researcher uploads (a task of their own, zipped): only views marked clues_http.uploads.takes_upload.
+UPLOAD_MAX_SIZE = int(os.environ.get("UPLOAD_MAX_SIZE", str(20 * 2**20)))
 
 # A shared cache (rate limits) is Redis when REDIS_URL / CACHE_URL is set, else per-process memory.
 _CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL", "")

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from annotation import attention
 from annotation.access import actor, researcher_required, study_for
 from annotation.models import AttentionCheck
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task
 
 
 @researcher_required
@@ -49,6 +49,6 @@ def attention_checks(request: HttpRequest, study_id: int) -> HttpResponse:
         "posted": posted,
         "max_question": AttentionCheck.MAX_QUESTION,
         "max_context": AttentionCheck.MAX_CONTEXT,
-        "tasks": [(slug, TASKS[slug].name, ", ".join(TASKS[slug].labels)) for slug in study.tasks if slug in TASKS],
+        "tasks": [(spec.slug, spec.name, ", ".join(spec.labels)) for spec in map(find_task, study.tasks) if spec],
     }
     return render(request, "dashboard/attention_checks.html", ctx, status=400 if errors else 200)

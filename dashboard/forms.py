@@ -14,7 +14,8 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 import crowd
 from annotation import platform_settings, services
 from annotation.models import AuditEvent, Study
-from tasks_data.registry import TASKS
+from tasks_data import registry
+from tasks_data.selectors import visible_slugs
 
 
 def _shot_label(k: int) -> str:
@@ -24,12 +25,12 @@ def _shot_label(k: int) -> str:
 class StudyForm(forms.ModelForm):
     # The two list fields are JSON on the model: shown as checkboxes of the registry's tasks and shots.
     tasks = forms.MultipleChoiceField(
-        choices=[(slug, spec.name) for slug, spec in TASKS.items()],
+        choices=[],  # the registry's tasks, when the form is made (__init__)
         widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one task"},
     )
     shots = forms.TypedMultipleChoiceField(
-        choices=[(k, _shot_label(k)) for k in Study.SHOT_CONDITIONS],
+        choices=[],  # 0 and the sizes of the tasks shown (__init__)
         coerce=int,
         widget=forms.CheckboxSelectMultiple,
         initial=list(Study.SHOT_CONDITIONS),
@@ -55,6 +56,15 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args, owner=None, **kwargs):
         super().__init__(*args, **kwargs)
+        # The tasks this researcher may use (theirs, shared with them, public, and the CLUES tasks), and their sizes.
+        self.owner = owner
+        visible = visible_slugs(owner)
+        specs = [spec for slug, spec in registry.tasks().items() if slug in visible]
+        tasks, shots = self.fields["tasks"], self.fields["shots"]
+        assert isinstance(tasks, forms.MultipleChoiceField) and isinstance(shots, forms.TypedMultipleChoiceField)
+        tasks.choices = [(spec.slug, spec.name) for spec in specs]
+        sizes = sorted({0, *Study.SHOT_CONDITIONS, *(k for spec in specs for k in spec.shots)})
+        shots.choices = [(k, _shot_label(k)) for k in sizes]
         for name in ("completion_code", "screenout_code", "pay_currency", "sitting_minutes"):
             self.fields[name].required = False  # generated (codes) or the model's default when empty
         for name in ("platform", "test_order"):
@@ -100,7 +110,9 @@ class StudyForm(forms.ModelForm):
         if not {"tasks", "shots", "chain"} & set(self.errors):
             # The imported data the cohorts need, shown with the rest.
             data = self.cleaned_data
-            errors = services.data_errors(tasks=data["tasks"], shots=data["shots"], chain=data["chain"])[0]
+            errors = services.data_errors(
+                tasks=data["tasks"], shots=data["shots"], chain=data["chain"], user=self.owner
+            )[0]
             for key, texts in errors.items():
                 for text in texts:
                     self.add_error(key, text)

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import attention_views
+from . import attention_views, task_views
 from . import views as dash
 
 urlpatterns = [
@@ -11,6 +11,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("dashboard/", dash.study_list, name="dashboard"),
     path("dashboard/studies/new/", dash.study_new, name="dashboard-study-new"),
+    path("dashboard/tasks/", task_views.task_list, name="dashboard-tasks"),
+    path("dashboard/tasks/<slug:slug>/share/", task_views.task_share, name="dashboard-task-share"),
     path("dashboard/studies/<int:study_id>/", dash.study_detail, name="dashboard-study"),
     path("dashboard/studies/<int:study_id>/grid/", dash.study_grid_fragment, name="dashboard-study-grid"),
     path("dashboard/studies/<int:study_id>/launch/", dash.study_launch, name="dashboard-study-launch"),

@@ -28,7 +28,7 @@ from annotation.protocol import (
     cohort_status,
 )
 from clues_http.negotiation import HtmxHttpRequest
-from tasks_data.registry import TASKS
+from tasks_data.registry import task_name
 from tasks_data.selectors import unproducible_training_counts
 
 from . import presentation
@@ -53,7 +53,7 @@ def study_list(request: HttpRequest) -> HttpResponse:
         rows.append(
             {
                 "study": study,
-                "tasks": [TASKS[s].name if s in TASKS else s for s in study.tasks],
+                "tasks": [task_name(s) for s in study.tasks],
                 "cohorts": len(cohorts),
                 "launched": sum(1 for c in cohorts if c.launched_at and not c.closed_at),
             }
@@ -95,7 +95,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/study_new.html",
-        {"form": form, "unproducible": unproducible_training_counts()},
+        {"form": form, "unproducible": unproducible_training_counts(request.user)},
         status=status,
     )
 
@@ -120,7 +120,7 @@ def _grid_context(study: Study) -> dict:
     matrix = [
         {
             "task": slug,
-            "name": TASKS[slug].name if slug in TASKS else slug,
+            "name": task_name(slug),
             "cells": [by_cell.get((slug, k)) for k in shots],
         }
         for slug in tasks

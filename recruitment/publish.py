@@ -12,7 +12,6 @@ from django.utils import timezone
 from annotation.estimates import cohort_estimate
 from annotation.models import Cohort, Study
 from annotation.protocol import part_code
-from tasks_data.registry import TASKS
 
 from . import client as prolific
 from . import webhooks
@@ -75,7 +74,7 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, pa
     """The Prolific study of a cohort's ``part``: its time, reward and maximum time from the cohort's estimate.
     ``groups``: the participant groups of the cohort's parts (who finished each), when it has several: a part's
     completion code adds its finisher to its group, and a later part is open only to the previous part's group."""
-    spec = TASKS[cohort.task.slug]
+    spec = cohort.task.spec
     estimate = cohort_estimate(cohort)
     this, parts = estimate.part(part), len(estimate.parts)
     add = [{"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": group_id}]

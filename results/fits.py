@@ -40,7 +40,7 @@ from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
 from baselines.selectors import completed_runs
 from tasks_data.models import Example
-from tasks_data.registry import TASKS, AnswerKind
+from tasks_data.registry import AnswerKind, find_task
 from tasks_data.s1 import MRC_GOLD, as_set, corpus_s1, item_s1
 from tasks_data.text_spans import find_occurrences, tokenize
 
@@ -531,6 +531,6 @@ def aggregate_cells(study: Study, *, mrc_gold: str = "best") -> list[dict]:
 
 def not_fitted_note(tasks) -> str | None:
     """Why a task of the study has no Dawid-Skene row, when one has none by design."""
-    if any(t in TASKS and crowd_representation(TASKS[t].answer_kind) is None for t in tasks):
+    if any((spec := find_task(t)) and crowd_representation(spec.answer_kind) is None for t in tasks):
         return NOT_FITTED
     return None

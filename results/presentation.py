@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from annotation.models import Study
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task, task_name
 
 CHART_W, CHART_H = 360, 240
 CHART_PAD = {"left": 44, "right": 12, "top": 28, "bottom": 40}
@@ -58,7 +58,8 @@ def _mark(k: int, mean: float, std: float | None, n, x_of, y_of) -> dict:
 
 def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     """S1 (%) against shots for one task: humans (mean ± std) and model rows, as SVG coordinates."""
-    xs = list(Study.SHOT_CONDITIONS)
+    spec = find_task(task)
+    xs = [0, *spec.shots] if spec else list(Study.SHOT_CONDITIONS)
     series = _series(task, cells, rows, xs)
     values = [m - (s or 0) for ser in series for _, m, s, _ in ser["points"] if m is not None]
     lo = min(max(0, math.floor((min(values, default=60) - 5) / 10) * 10), 60)
@@ -90,7 +91,7 @@ def chart(task: str, cells: list[dict], rows: list[dict]) -> dict:
     ticks = [{"v": v, "y": y_of(v)} for v in range(lo, hi + 1, 10 if hi - lo <= 50 else 20)]
     return {
         "task": task,
-        "name": TASKS[task].name if task in TASKS else task,
+        "name": task_name(task),
         "w": CHART_W,
         "h": CHART_H + 10 + 18 * len(out_series),
         "plot_h": CHART_H,
@@ -148,7 +149,7 @@ def ability_chart(task: str, shots: int, fit: dict) -> dict:
     return {
         "task": task,
         "shots": shots,
-        "name": TASKS[task].name if task in TASKS else task,
+        "name": task_name(task),
         "method": fit["method"],
         "library": fit["library"],
         "current": fit["current"],

@@ -32,7 +32,7 @@ from annotation.estimates import Estimate, cohort_estimates
 from annotation.models import Answer, Cohort, Study
 from annotation.selectors import in_results
 from tasks_data.models import Example
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task
 from tasks_data.s1 import MRC_GOLD, item_s1
 
 from . import measures
@@ -156,8 +156,9 @@ def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict
     for example_id, slug, gold, context, candidates in Example.objects.filter(
         pk__in={x for per_cohort in items.values() for x in per_cohort}
     ).values_list("pk", "task__slug", "gold", "context", "candidates"):
-        if slug in TASKS:
-            chance[example_id] = TASKS[slug].chance_item_s1(gold, [context[a:b] for a, b in candidates or ()])
+        spec = find_task(slug)
+        if spec is not None:
+            chance[example_id] = spec.chance_item_s1(gold, [context[a:b] for a, b in candidates or ()])
     rows: dict[int, list[dict]] = defaultdict(list)
     for row in selectors.study_enrollments(study, cohorts=by_cohort, results=True):
         rows[row["enrollment"].cohort_id].append(row)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from annotation.selectors import cohort_key
-from tasks_data.registry import TASKS, Category
+from tasks_data.registry import Category, find_task, task_name
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 from tasks_data.stats import STD_DDOF
 
@@ -196,7 +196,7 @@ class Table:
         # One part per reason, naming its cells.
         cells_by_flag: dict[str, list[str]] = {}
         for f in found:
-            name = TASKS[f["task"]].name if f["task"] in TASKS else f["task"]
+            name = task_name(f["task"])
             where = f"{name} {f['shots']} shots" + (f" ({f['row']})" if f.get("row") else "")
             for key in f["flags"]:
                 cells_by_flag.setdefault(key, []).append(where)
@@ -220,7 +220,7 @@ class Table:
     @property
     def mrc_gold_note(self) -> str | None:
         """The MRC gold rule's note, for a table with an MRC task (SQuADv2, ReCoRD); None otherwise."""
-        if any(s in TASKS and TASKS[s].answer_kind.gold_is_alternatives for s in self.tasks):
+        if any((spec := find_task(s)) and spec.answer_kind.gold_is_alternatives for s in self.tasks):
             return MRC_GOLD_NOTE[self.mrc_gold]
         return None
 
@@ -250,14 +250,14 @@ class Table:
 
     @property
     def columns(self) -> list[str]:
-        return [TASKS[s].name if s in TASKS else s for s in self.tasks]
+        return [task_name(s) for s in self.tasks]
 
     @property
     def groups(self) -> list[dict]:
         """Category headers over the task columns: [{"name", "span"}]."""
         groups = []
         for category in Category:
-            span = sum(1 for s in self.tasks if s in TASKS and TASKS[s].category is category)
+            span = sum(1 for s in self.tasks if (spec := find_task(s)) and spec.category is category)
             if span:
                 groups.append({"name": category.value.title(), "span": span})
         return groups
@@ -284,7 +284,7 @@ class Table:
             out.append(
                 {
                     "task": c["task"],
-                    "task_name": TASKS[c["task"]].name if c["task"] in TASKS else c["task"],
+                    "task_name": task_name(c["task"]),
                     "shots": c["shots"],
                     "n": c.get("n"),
                     "test_set": format_interval(c.get("ci_low"), c.get("ci_high")) or "–",
@@ -311,7 +311,7 @@ class Table:
             methods: dict[tuple[str, str], dict[int, Cell]] = {}
             for r in present:
                 methods.setdefault((r.kind, r.method), {})[r.shots] = r.cells[j]
-            spec = TASKS.get(slug)
+            spec = find_task(slug)
             out.append(
                 {
                     "task": slug,

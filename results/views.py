@@ -23,7 +23,7 @@ from annotation import selectors, services
 from annotation.access import enrollment_for, researcher_required, study_for
 from annotation.models import Enrollment
 from api.views import ResearcherView
-from tasks_data.registry import TASKS
+from tasks_data.registry import task_name, task_order
 from tasks_data.s1 import MRC_GOLD
 from tasks_data.stats import STD_DDOF
 from worker_pages.text import marked_pieces
@@ -106,7 +106,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
     table = exports.study_table(study, with_baselines=True, mrc_gold=mrc_gold, target_points=target)
     agree = agreement.cohort_agreement(study)
     for a in agree:
-        a["task_name"] = TASKS[a["task"]].name if a["task"] in TASKS else a["task"]
+        a["task_name"] = task_name(a["task"])
     share = cells.fee_share(study)
     abilities = fits.stored_fits(study, fits.CohortFit.Kind.ABILITY)
     cohorts = {c.pk: c for c in selectors.study_cohorts(study)}
@@ -116,7 +116,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         "table": table,
         "table_html": mark_safe(formats.render(table, "html")),
         "agreement": agree,
-        "charts": [chart(t, table.cells, table.model_rows) for t in TASKS if t in study.tasks],
+        "charts": [chart(t, table.cells, table.model_rows) for t in sorted(study.tasks, key=task_order)],
         "ability_charts": [
             ability_chart(cohorts[c].task.slug, cohorts[c].shots, fit)
             for c in cohorts
@@ -125,7 +125,7 @@ def _results_context(study, mrc_gold: str, target: float) -> dict:
         ],
         # Cells whose scale would mean nothing (one respondent group, too few respondents): said, not drawn.
         "ability_not_fitted": [
-            {"name": TASKS[cohorts[c].task.slug].name, "shots": cohorts[c].shots, "reason": fit["result"]["reason"]}
+            {"name": task_name(cohorts[c].task.slug), "shots": cohorts[c].shots, "reason": fit["result"]["reason"]}
             for c in cohorts
             for fit in abilities.get(c, ())
             if not fits.is_fitted(fit["result"]) and fit["current"]
@@ -459,7 +459,7 @@ def study_items(request: HttpRequest, study_id: int) -> HttpResponse:
         "mrc_gold": mrc_gold,
         "definitions": items.DEFINITIONS,
         "solved": items.SOLVED_PERCENT,
-        "task_name": TASKS[cohort.task.slug].name if cohort and cohort.task.slug in TASKS else "",
+        "task_name": task_name(cohort.task.slug) if cohort else "",
     }
     return render(request, "dashboard/items.html", ctx)
 

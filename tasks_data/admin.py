@@ -5,8 +5,12 @@ from .models import Example, Task, TrainingSet, TrainingSetItem
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "category", "answer_kind", "source", "imported_at")
-    readonly_fields = ("slug", "source", "fingerprint", "imported_at")
+    list_display = ("slug", "name", "category", "answer_kind", "owner", "public", "source", "imported_at")
+    list_filter = ("public",)
+    # An operator makes a task of one's own public, or shares it; its data and card come from import_task only.
+    readonly_fields = ("slug", "source", "fingerprint", "imported_at", "owner")
+    fields = ("slug", "owner", "public", "shared_with", "source", "fingerprint", "imported_at")
+    filter_horizontal = ("shared_with",)
 
     @admin.display(description="name")
     def name(self, obj):

@@ -70,6 +70,8 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
     if not isinstance(row, dict):
         raise fail(None, f"expected a JSON object, got {type(row).__name__}")
 
+    if spec.default_question and "question" not in row:
+        row["question"] = spec.default_question  # the task's one question (its card's)
     for name in ("id", "question", "context", "answer"):
         if name not in row:
             raise fail(name, "missing")
@@ -119,8 +121,9 @@ def parse_line(spec: TaskSpec, text: str, *, file: str, line: int) -> Record:
     )
 
 
-def parse_file(spec: TaskSpec, text: str, *, file: str) -> list[Record]:
-    """Parse a whole JSONL file; blank lines are refused (they are a sign of a broken file)."""
+def parse_file(spec: TaskSpec, text: str, *, file: str, errors: list[str] | None = None) -> list[Record]:
+    """Parse a whole JSONL file; blank lines are refused (they are a sign of a broken file). With ``errors``, every
+    line is checked and each bad line's problem added there (the good lines are returned); else the first raises."""
     records = []
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -128,7 +131,12 @@ def parse_file(spec: TaskSpec, text: str, *, file: str) -> list[Record]:
     if not lines:
         raise CluesFormatError(file, None, None, "the file is empty")
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise CluesFormatError(file, number, None, "blank line")
-        records.append(parse_line(spec, line, file=file, line=number))
+        try:
+            if not line.strip():
+                raise CluesFormatError(file, number, None, "blank line")
+            records.append(parse_line(spec, line, file=file, line=number))
+        except CluesFormatError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
     return records

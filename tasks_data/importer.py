@@ -11,7 +11,6 @@ import functools
 import hashlib
 import itertools
 import json
-import re
 import shutil
 import tempfile
 import urllib.request
@@ -26,11 +25,10 @@ from django.db.models import ProtectedError, RestrictedError
 from .clues_format import CluesFormatError, Record, parse_file
 from .kinds import AnswerKind
 from .models import Example, Task, TrainingSet, TrainingSetItem
-from .registry import SHOTS, TASKS, TaskSpec
+from .registry import CLUES_TASKS, TaskSpec
 
 OFFICIAL_URL = "https://github.com/microsoft/CLUES/raw/main/data/JSON/CLUES-JSON.zip"
 OFFICIAL_SHA256 = "5475b29462e99abde3d93682866c217e99a43adec6ac6c8221092b9d8ea92fae"
-_TRAIN_FILE = re.compile(r"^(?P<prefix>.+)_train_(?P<shots>\d+)_(?P<split>\d+)\.jsonl$")
 
 
 class CluesImportError(Exception):
@@ -151,29 +149,33 @@ def _number_ids(text: str) -> frozenset[str]:
     return frozenset(str(r["id"]) for r in rows if isinstance(r["id"], int) and not isinstance(r["id"], bool))
 
 
-def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]], errors: list[str]):
-    """Follow each 10-shot file into the one 20-shot and the one 30-shot file containing it."""
-    keys = {k: {r.content_key for r in rows} for k, rows in train.items()}
+def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]], folder: str, errors: list[str]):
+    """Follow each smallest file into the one file of each larger size containing it (CLUES: 10 in 20 in 30); for
+    files that do not nest (``spec.nested`` false), each split number is a chain."""
+    sizes = sorted({k for k, _ in train})
     splits = sorted({s for _, s in train})
+    if not spec.nested:
+        return [dict.fromkeys(sizes, split) for split in splits]
+    keys = {k: {r.content_key for r in rows} for k, rows in train.items()}
     chains = []
     for first in splits:
-        chain = {SHOTS[0]: first}
-        for smaller, larger in itertools.pairwise(SHOTS):
+        chain = {sizes[0]: first}
+        for smaller, larger in itertools.pairwise(sizes):
             inner = keys[(smaller, chain[smaller])]
             holders = [s for s in splits if inner <= keys[(larger, s)]]
             name = spec.train_filename(smaller, chain[smaller])
             if not holders:
-                errors.append(f"{spec.clues_folder}/{name}: its examples lie in no {larger}-shot file")
+                errors.append(f"{folder}/{name}: its examples lie in no {larger}-shot file")
                 return []
             if len(holders) > 1:
-                errors.append(f"{spec.clues_folder}/{name}: lies in several {larger}-shot files {holders}")
+                errors.append(f"{folder}/{name}: lies in several {larger}-shot files {holders}")
                 return []
             chain[larger] = holders[0]
         chains.append(chain)
-    for shots in SHOTS[1:]:
+    for shots in sizes[1:]:
         used = [c[shots] for c in chains]
         if len(set(used)) != len(used):
-            errors.append(f"{spec.clues_folder}: two chains share a {shots}-shot file ({used})")
+            errors.append(f"{folder}: two chains share a {shots}-shot file ({used})")
             return []
     return chains
 
@@ -181,14 +183,27 @@ def _discover_chains(spec: TaskSpec, train: dict[tuple[int, int], list[Record]],
 def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> TaskData | None:
     folder = spec.clues_folder
     mine = {name.split("/", 1)[1]: text for name, text in files.items() if name.split("/", 1)[0] == folder}
+    return read_task(spec, mine, folder, errors)
+
+
+def read_task(
+    spec: TaskSpec, mine: dict[str, str], folder: str, errors: list[str], *, strict: bool = False
+) -> TaskData | None:
+    """One task's files (name -> text, in ``folder``) checked and read; the problems are added to ``errors``.
+
+    ``strict``: a task of one's own, whose data has none of the release's quirks to keep: every gold string is
+    in its context (for a kind whose answers are marked there), and the ids of every file are unique."""
     start = len(errors)
 
     def parse(name: str) -> list[Record]:
+        """The file's records; every bad line is named, and a file with one is not checked further."""
+        before = len(errors)
         try:
-            return parse_file(spec, mine[name], file=f"{folder}/{name}")
+            records = parse_file(spec, mine[name], file=f"{folder}/{name}", errors=errors)
         except CluesFormatError as exc:
             errors.append(str(exc))
             return []
+        return records if len(errors) == before else []
 
     if spec.test_filename not in mine:
         errors.append(f"{folder}/{spec.test_filename}: missing")
@@ -199,16 +214,17 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
     for name in sorted(mine):
         if name == spec.test_filename:
             continue
-        match = _TRAIN_FILE.match(name)
-        if not match or match["prefix"] != spec.clues_prefix:
-            errors.append(
-                f"{folder}/{name}: unexpected file (expected {spec.clues_prefix}_test.jsonl "
-                f"or {spec.clues_prefix}_train_<K>_<SPLIT>.jsonl)"
-            )
+        found = spec.train_file_of(name)
+        if found is None:
+            pattern = spec.train_file.replace("{shots}", "<K>").replace("{split}", "<SPLIT>")
+            errors.append(f"{folder}/{name}: unexpected file (expected {spec.test_filename} or {pattern})")
             continue
-        shots, split = int(match["shots"]), int(match["split"])
-        if shots not in SHOTS:
-            errors.append(f"{folder}/{name}: {shots} shots is not one of {SHOTS}")
+        shots, split = found
+        if shots not in spec.shots:
+            errors.append(f"{folder}/{name}: {shots} shots is not one of {spec.shots}")
+            continue
+        if split not in spec.splits:
+            errors.append(f"{folder}/{name}: split {split} is not one of {spec.splits}")
             continue
         rows = parse(name)
         expected = shots * spec.train_rows_per_shot
@@ -224,10 +240,10 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
             seen.add(record.content_key)
         train[(shots, split)] = rows
 
-    split_sets = {k: sorted(s for kk, s in train if kk == k) for k in SHOTS}
-    if not split_sets[SHOTS[0]]:
+    split_sets = {k: sorted(s for kk, s in train if kk == k) for k in spec.shots}
+    if not split_sets[spec.shots[0]]:
         errors.append(f"{folder}: no training files")
-    elif any(split_sets[k] != split_sets[SHOTS[0]] for k in SHOTS):
+    elif any(split_sets[k] != split_sets[spec.shots[0]] for k in spec.shots):
         errors.append(
             f"{folder}: every size needs the same splits, found "
             + ", ".join(f"{k}-shot {v}" for k, v in split_sets.items())
@@ -241,6 +257,8 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
                 f"{folder}/{spec.test_filename}, line {number}, field 'id': {record.clues_id!r} "
                 f"repeats the id of line {earlier}; test ids must be unique"
             )
+    if strict:
+        _strict_checks(spec, test, train, folder, errors)
     if len(errors) > start:
         return None
 
@@ -263,19 +281,37 @@ def _read_task(spec: TaskSpec, files: dict[str, str], errors: list[str]) -> Task
                     f"line {test_line[record.content_key]} of {spec.test_filename}; a training "
                     "example must not be in the test set"
                 )
-    data.chains = _discover_chains(spec, train, errors)
+    data.chains = _discover_chains(spec, train, folder, errors)
     return None if len(errors) > start else data
 
 
+def _strict_checks(
+    spec: TaskSpec, test: list[Record], train: dict[tuple[int, int], list[Record]], folder: str, errors: list[str]
+) -> None:
+    """What a task of one's own must hold besides the format: unique ids in each training file, and every gold
+    string in its context where answers are marked in it (an answer no worker can mark would score nobody)."""
+    files = [(spec.test_filename, test)]
+    files += [(spec.train_filename(k, s), rows) for (k, s), rows in sorted(train.items())]
+    for name, rows in files:
+        first_line: dict[str, int] = {}
+        for number, record in enumerate(rows, start=1):
+            where = f"{folder}/{name}, line {number}"
+            earlier = first_line.setdefault(record.clues_id, number)
+            if earlier != number and name != spec.test_filename:  # the test file's are reported above
+                errors.append(f"{where}, field 'id': {record.clues_id!r} repeats the id of line {earlier}")
+            for text in record.gold_not_in_context if spec.answer_kind.marks_context else ():
+                errors.append(f"{where}, field 'answer': {text!r} is not in the context")
+
+
 def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -> tuple[list[TaskData], list[str]]:
-    """Validate a release; returns the tasks found and the registry tasks it lacks."""
+    """Validate a CLUES release; returns the tasks found and the CLUES tasks it lacks."""
     files = _release_files(Path(path))
     if not files:
         raise CluesImportError([f"{path}: no .jsonl files found"])
     folders = {name.split("/", 1)[0] for name in files}
     errors: list[str] = []
     tasks, missing = [], []
-    for spec in TASKS.values():
+    for spec in CLUES_TASKS.values():
         if spec.clues_folder not in folders:
             missing.append(spec.slug)
             continue
@@ -284,13 +320,13 @@ def read_release(path: Path, *, progress: Callable[[str], None] | None = None) -
         data = _read_task(spec, files, errors)
         if data:
             tasks.append(data)
-    known = {spec.clues_folder for spec in TASKS.values()}
+    known = {spec.clues_folder for spec in CLUES_TASKS.values()}
     for folder in sorted(folders - known):
-        errors.append(f"{folder}/: no task in the registry uses this folder")
+        errors.append(f"{folder}/: no CLUES task uses this folder (a task of your own: manage.py import_task)")
     if errors:
         raise CluesImportError(errors)
     if not tasks:
-        raise CluesImportError([f"{path}: none of the registry's task folders found"])
+        raise CluesImportError([f"{path}: none of the CLUES tasks' folders found"])
     return tasks, missing
 
 
@@ -333,8 +369,11 @@ def _test_identity(record: Record) -> str:
     return hashlib.sha256(f"{record.content_key}#{record.clues_id}".encode()).hexdigest()
 
 
-def _write_task(data: TaskData, source: str) -> None:
-    task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
+def _write_task(data: TaskData, source: str, *, task: Task | None = None, fingerprint: str = "") -> None:
+    """Write one task's data (its Task row created unless given): examples by identity, its training files, and
+    the examples no file has any more deleted (refused while an answer or a run refers to one)."""
+    if task is None:
+        task, _ = Task.objects.get_or_create(slug=data.spec.slug, defaults={"source": source})
     kind = data.spec.answer_kind
     wanted: dict[str, dict] = {}
     for position, record in enumerate(data.test):
@@ -365,7 +404,7 @@ def _write_task(data: TaskData, source: str) -> None:
         Example.objects.bulk_update(to_update, ["role", "position", *_EXAMPLE_FIELDS], batch_size=500)
     by_identity = {e.identity: e.pk for e in Example.objects.filter(task=task)}
 
-    chain_of = {(shots, split): chain[SHOTS[0]] for chain in data.chains for shots, split in chain.items()}
+    chain_of = {(shots, split): chain[min(chain)] for chain in data.chains for shots, split in chain.items()}
     TrainingSetItem.objects.filter(training_set__task=task).delete()
     # Free the (shots, chain) slots first, since a chain may now start at another split.
     for training_set in TrainingSet.objects.filter(task=task):
@@ -394,7 +433,7 @@ def _write_task(data: TaskData, source: str) -> None:
                 "already refer to; refusing to replace this task's data"
             ]
         ) from None
-    task.source, task.fingerprint = source, data.fingerprint()
+    task.source, task.fingerprint = source, fingerprint or data.fingerprint()
     task.save()
 
 

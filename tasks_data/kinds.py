@@ -127,6 +127,7 @@ class AnswerKind(abc.ABC):
     gold_is_alternatives: ClassVar[bool] = False  # gold lists alternative answers, not one set (tasks_data.s1)
     from_labels: ClassVar[bool] = False  # the answer is one of the task's labels
     from_candidates: ClassVar[bool] = False  # the answer is one of the item's candidate spans
+    marks_context: ClassVar[bool] = False  # the answer is marked in the item's text (so a gold string must be there)
     alpha_distance: ClassVar[str] = "jaccard"  # Krippendorff's alpha between two answers (results.measures)
     # How answers enter crowd-kit's Dawid-Skene (results.fits): "labels", "tokens" (a BIO label per word of the
     # context from every annotator), or None where it does not fit (an answer that is a span of the item's text).
@@ -140,6 +141,9 @@ class AnswerKind(abc.ABC):
     instructions_note: ClassVar[str] = ""  # what counts as the same answer, in the item's instructions
     description_rule: ClassVar[str] = ""  # the same, on the description page
     near_misses: ClassVar[bool] = True  # feedback shows where a wrong answer's characters differ
+    # Seconds a careful worker takes to give the answer once the item is read (a click, marking names, finding
+    # the answer in a paragraph): with the reading time, a task card's time per item when the card gives none.
+    answer_seconds: ClassVar[float] = 8.0
 
     # The model side.
     none_reply: ClassVar[str] = "no answer"  # how a model writes the empty answer
@@ -329,6 +333,7 @@ class LabelKind(AnswerKind):
     alpha_distance = "nominal"
     crowd_aggregation = "labels"
     near_misses = False  # a wrong label is another label, not a misspelling
+    answer_seconds = 5.0
 
     widget_template = "worker/_widget_label.html"
     widget_script = "js/widgets/label.js"
@@ -430,6 +435,7 @@ class LabelKind(AnswerKind):
 class _MarkedSpans(AnswerKind):
     """Answers marked in the item's text: the API gives character offsets into the context."""
 
+    marks_context = True
     none_button: ClassVar[str] = "\u201cno answer\u201d"  # the widget's button for the empty answer
     fine_tokens: ClassVar[bool] = False  # the widget marks words and single punctuation marks, not whole words
     feedback_template = "worker/_feedback_marks.html"
@@ -571,6 +577,7 @@ class SpansKind(_MarkedSpans):
     allows_empty = True
     max_spans = None
     none_button = "\u201cnone\u201d"
+    answer_seconds = 9.0  # marking each name of one kind
 
     widget_template = "worker/_widget_spans.html"
     widget_script = "js/widgets/spans.js"
@@ -673,6 +680,7 @@ class SpanOrNoneKind(_MarkedSpans):
     allows_empty = True
     gold_is_alternatives = True
     fine_tokens = True
+    answer_seconds = 12.0  # finding the answer in the paragraph, then marking it
 
     widget_template = "worker/_widget_spans.html"
     widget_script = "js/widgets/spans.js"
@@ -755,6 +763,7 @@ class EntityKind(_MarkedSpans):
     title = "entity"
     gold_is_alternatives = True
     from_candidates = True
+    answer_seconds = 13.0  # weighing the names against the blank
 
     widget_template = "worker/_widget_entity.html"
     widget_script = "js/widgets/entity.js"

@@ -1,11 +1,15 @@
 """The benchmark's data: tasks, examples and the few-shot training sets.
 
-What a task *is* (answer kind, labels, description) lives in ``tasks_data.registry``;
-a Task row only anchors the data imported for it.
+What a task *is* (answer kind, labels, description) is its ``TaskSpec`` in ``tasks_data.registry``: a CLUES
+task's is written there, a task of one's own is its card (``Task.card``, ``tasks_data.cards``), which this
+app feeds to the registry. A Task row anchors the data imported for it, and says who may use it.
 """
 
+from django.conf import settings
 from django.db import models
 
+from . import registry
+from .cards import spec_from_card
 from .registry import TaskSpec, get_task
 
 
@@ -14,6 +18,18 @@ class Task(models.Model):
     source = models.CharField(max_length=200, help_text="Where the data came from (demo data or the CLUES release).")
     fingerprint = models.CharField(max_length=64, help_text="sha256 of the imported data; equal means unchanged.")
     imported_at = models.DateTimeField(auto_now=True)
+    # A task of one's own (manage.py import_task, the dashboard's upload): its card, as tasks_data.cards reads it.
+    # None for the CLUES tasks, which the registry holds and every researcher uses.
+    card = models.JSONField(null=True, blank=True, editable=False, help_text="The task card (a task of one's own).")
+    # Who may use a task of one's own: its owner, the researchers it is shared with, everyone once an operator
+    # makes it public. PROTECT: a researcher's tasks go (or change hands) before the account does.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
+    )
+    shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_tasks")
+    public = models.BooleanField(
+        default=False, db_default=False, help_text="Every researcher may use it (set by an operator)."
+    )
 
     class Meta:
         ordering = ["id"]
@@ -23,7 +39,11 @@ class Task(models.Model):
 
     @property
     def spec(self) -> TaskSpec:
-        return get_task(self.slug)
+        if self.card is None:
+            return get_task(self.slug)
+        spec = spec_from_card(self.card)
+        registry.refresh_task(spec)  # this process's look-ups by slug follow the card as stored
+        return spec
 
 
 class Example(models.Model):

@@ -1,15 +1,21 @@
-"""The task registry: every CLUES task the platform knows, in one place.
+"""The task registry: every task the platform knows, in one place.
 
-A task in the CLUES format is one entry in ``TASKS``; nothing else in the codebase
-lists tasks. This module is plain Python (no Django import) so that the model
-adapters in ``fewshot_models`` can use it on a GPU box. What differs between answers
-of different shapes lives on the task's answer kind (``tasks_data.kinds``).
+``tasks()`` lists every task and ``get_task(slug)`` gives one; nothing else in the codebase lists tasks.
+The six tasks of the CLUES benchmark are written here (``CLUES_TASKS``, the paper's); any other task is
+data, a task card read with its files (``tasks_data.cards``), fed to the registry by whoever holds it:
+the Django side's imported tasks through ``set_task_source``, a script on a GPU box with
+``register_task``. This module is plain Python (no Django import) so that the model adapters in
+``fewshot_models`` can use it on a GPU box. What differs between answers of different shapes lives on the
+task's answer kind (``tasks_data.kinds``).
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .kinds import AnswerKind, get_kind
 
@@ -18,6 +24,7 @@ class Category(str, enum.Enum):
     SENTENCE_CLASSIFICATION = "sentence classification"
     NAMED_ENTITY_RECOGNITION = "named entity recognition"
     MACHINE_READING_COMPREHENSION = "machine reading comprehension"
+    OTHER = "other"  # a task of one's own that names none of the paper's three
 
 
 SHOTS = (10, 20, 30)  # the training-file sizes CLUES ships
@@ -88,13 +95,30 @@ class TaskSpec:
     # percent, from ``paper_table`` (PAPER_TABLES) of CLUES-paper.txt.
     paper_ft_bert_base: dict[int, tuple[float, float]] = field(default_factory=dict)
 
+    # Where the data is, as file names: the test file and the training files' pattern ({shots}, {split}); by
+    # default the CLUES release's names from ``clues_prefix``.
+    test_file: str = ""
+    train_file: str = ""
+    # The training-file sizes and split numbers the task has (a task of one's own: those its files have).
+    shots: tuple[int, ...] = SHOTS
+    splits: tuple[int, ...] = SPLITS
+    # Training files nest, smaller in larger (CLUES: 10 in 20 in 30): a chain follows one 10-shot file up. Files
+    # that do not nest make a chain per split number.
+    nested: bool = True
+    # The question of every line that gives none (a task whose lines all ask the same).
+    default_question: str = ""
+
     @property
     def paper_table(self) -> str:
-        return PAPER_TABLES[self.category]
+        return PAPER_TABLES.get(self.category, "")
 
     def __post_init__(self) -> None:
         if isinstance(self.answer_kind, str):
             object.__setattr__(self, "answer_kind", get_kind(self.answer_kind))
+        if not self.test_file:
+            object.__setattr__(self, "test_file", f"{self.clues_prefix}_test.jsonl")
+        if not self.train_file:
+            object.__setattr__(self, "train_file", f"{self.clues_prefix}_train_{{shots}}_{{split}}.jsonl")
 
     def chance_item_s1(self, gold, candidate_texts=()) -> float:
         """The S1 a worker who learned nothing expects on one item: the chance level the dashboard flags
@@ -134,10 +158,23 @@ class TaskSpec:
 
     @property
     def test_filename(self) -> str:
-        return f"{self.clues_prefix}_test.jsonl"
+        return self.test_file
 
     def train_filename(self, shots: int, split: int) -> str:
-        return f"{self.clues_prefix}_train_{shots}_{split}.jsonl"
+        return self.train_file.format(shots=shots, split=split)
+
+    def train_file_of(self, name: str) -> tuple[int, int] | None:
+        """(shots, split) of a training file's name, or None for a name the pattern does not give."""
+        match = train_file_pattern(self.train_file).fullmatch(name)
+        return (int(match["shots"]), int(match["split"])) if match else None
+
+
+@lru_cache(maxsize=64)
+def train_file_pattern(pattern: str) -> re.Pattern:
+    """A training files' pattern ("train_{shots}_{split}.jsonl") as a regular expression of its names."""
+    parts = re.split(r"(\{shots\}|\{split\})", pattern)
+    groups = {"{shots}": r"(?P<shots>[0-9]+)", "{split}": r"(?P<split>[0-9]+)"}
+    return re.compile("".join(groups.get(part) or re.escape(part) for part in parts))
 
 
 # The kind of name an NER question asks for, shown as a badge in its colour.
@@ -150,7 +187,8 @@ _NER_DESCRIPTION = (
     "choose \u201cnone in this text\u201d."
 )
 
-TASKS: dict[str, TaskSpec] = {
+#: The six tasks of the CLUES benchmark, in the paper's order: what "the CLUES tasks" means anywhere.
+CLUES_TASKS: dict[str, TaskSpec] = {
     spec.slug: spec
     for spec in (
         TaskSpec(
@@ -273,8 +311,87 @@ class UnknownTask(KeyError):
     pass
 
 
+#: Tasks registered in this process beside the CLUES tasks (a card read on a GPU box, a test's task), and those
+#: last read from the source.
+_REGISTERED: dict[str, TaskSpec] = {}
+_FROM_SOURCE: set[str] = set()
+#: Where the tasks that are data live (the Django side: the imported tasks' cards), asked for one slug, or for
+#: every task with None.
+TaskSource = Callable[[str | None], Iterable[TaskSpec]]
+_source: TaskSource | None = None
+
+
+def set_task_source(source: TaskSource | None) -> None:
+    """Where ``tasks()`` and ``get_task`` find the tasks that are not in this module (None: nowhere)."""
+    global _source
+    _source = source
+    for slug in _FROM_SOURCE:
+        _REGISTERED.pop(slug, None)
+    _FROM_SOURCE.clear()
+
+
+def register_task(spec: TaskSpec) -> None:
+    """Add a task (or replace the one of its slug); a CLUES task's slug is refused."""
+    if spec.slug in CLUES_TASKS:
+        raise ValueError(f"{spec.slug!r} is a CLUES task's slug")
+    _REGISTERED[spec.slug] = spec
+
+
+def refresh_task(spec: TaskSpec) -> None:
+    """The source's task as just read (the Django side's stored card), kept for look-ups by slug."""
+    if spec.slug not in CLUES_TASKS:
+        _REGISTERED[spec.slug] = spec
+        _FROM_SOURCE.add(spec.slug)
+
+
+def unregister_task(slug: str) -> None:
+    _REGISTERED.pop(slug, None)
+    _FROM_SOURCE.discard(slug)
+
+
+def _from_source(slug: str | None) -> list[TaskSpec]:
+    if _source is None:
+        return []
+    found = [spec for spec in _source(slug) if spec.slug not in CLUES_TASKS]
+    if slug is None:  # a full listing: what the source no longer holds is gone
+        for gone in _FROM_SOURCE - {spec.slug for spec in found}:
+            _REGISTERED.pop(gone, None)
+        _FROM_SOURCE.clear()
+    for spec in found:
+        refresh_task(spec)
+    return found
+
+
+def tasks() -> dict[str, TaskSpec]:
+    """Every task: the CLUES tasks in the paper's order, then the others by slug (the source read afresh)."""
+    _from_source(None)
+    return {**CLUES_TASKS, **dict(sorted(_REGISTERED.items()))}
+
+
+def find_task(slug: str) -> TaskSpec | None:
+    """The task of ``slug``, or None."""
+    spec = CLUES_TASKS.get(slug) or _REGISTERED.get(slug)
+    if spec is None:
+        spec = next((s for s in _from_source(slug) if s.slug == slug), None)
+    return spec
+
+
 def get_task(slug: str) -> TaskSpec:
-    try:
-        return TASKS[slug]
-    except KeyError:
-        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(TASKS)}") from None
+    spec = find_task(slug)
+    if spec is None:
+        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(tasks())}")
+    return spec
+
+
+def task_name(slug: str) -> str:
+    """A task's name, or its slug when no task has it (a study that names a task since removed)."""
+    spec = find_task(slug)
+    return spec.name if spec else slug
+
+
+def task_order(slug: str) -> tuple[int, str]:
+    """The sort key of ``tasks()``'s order, without a look-up: the CLUES tasks first, in the paper's order."""
+    return (_CLUES_ORDER.get(slug, len(_CLUES_ORDER)), slug)
+
+
+_CLUES_ORDER = {slug: i for i, slug in enumerate(CLUES_TASKS)}

@@ -8,6 +8,7 @@
   module (each test runs in its own nested transaction): the official CLUES-JSON.zip when found, else
   the demo data; the tests that use it read sizes and gold answers from the database, so they hold on either.
   It is imported once per session; the next modules get the same rows written back directly (``import_once``).
+* ``own_task``: a task of one's own (``tests/tasks_data/own_tasks.py``) imported for rita, by kind.
 * ``clock``: Django's clock (``timezone.now``) at a fixed moment, moved by ``clock.advance(seconds)``.
 * Users: ``researcher`` (rita; ``researcher_client`` is logged in as her), ``other_researcher`` (oscar),
   ``superuser`` (root), ``plain_user`` (paula).
@@ -105,6 +106,15 @@ def _fresh_local_cache():
     for cache in caches.all(initialized_only=True):
         if isinstance(cache, LocMemCache):
             cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_task_registry():
+    """The tasks of one's own a test imported are gone with its transaction: the registry forgets them after it."""
+    yield
+    from tasks_data import registry, selectors
+
+    registry.set_task_source(selectors.imported_specs)
 
 
 def pytest_configure(config):
@@ -256,3 +266,17 @@ def superuser(db):
 @pytest.fixture
 def plain_user(db):
     return User.objects.create_user("paula", password="pw-paula-123")
+
+
+@pytest.fixture
+def own_task(db, researcher, tmp_path):
+    """Import a task of one's own (``tests/tasks_data/own_tasks.write_task``): ``own_task(kind="spans", owner=...)``
+    writes it under tmp_path and imports it for ``owner`` (rita by default); returns its Task."""
+    from tasks_data.card_import import import_task
+    from tests.tasks_data.own_tasks import write_task
+
+    def make(*, owner=None, share_with=(), public=None, **options):
+        folder = write_task(tmp_path / f"own-{len(list(tmp_path.iterdir()))}", **options)
+        return import_task(folder, owner=owner or researcher, share_with=share_with, public=public).task
+
+    return make

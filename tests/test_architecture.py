@@ -6,6 +6,9 @@
   model code free of Django. Every package of the project is a root package of the contracts.
 * No import cycle anywhere in the project, counting imports inside functions: a cycle held together by
   a late import is still a cycle (grimp reads every import statement of every module); nor between packages.
+* The project's packages are the folders with an ``__init__.py`` (benchmarks and tests aside): every list that
+  names them (Django's INSTALLED_APPS, the contracts, mypy, the wheel) is checked against that one truth, and a
+  new package missing from any is named with the list.
 """
 
 from __future__ import annotations
@@ -15,19 +18,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = (
-    "clues_platform",
-    "clues_http",
-    "tasks_data",
-    "crowd",
-    "annotation",
-    "worker_pages",
-    "dashboard",
-    "api",
-    "recruitment",
-    "baselines",
-    "results",
-    "fewshot_models",
+#: The project's packages: what is on disk, the one list (the others are checked against it).
+PACKAGES = tuple(
+    sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("benchmarks", "tests"))
 )
 
 
@@ -38,18 +31,52 @@ def test_import_contracts_are_kept():
     assert "Contracts: 6 kept, 0 broken." in result.stdout
 
 
-def test_every_package_of_the_project_is_under_the_contracts_and_the_type_checker():
-    """A package left out of root_packages would hide its imports (and the cycles through it) from the contracts;
-    benchmarks and tests are not shipped and may import any app."""
+def package_lists(packages=PACKAGES, django_apps=None) -> dict[str, set[str]]:
+    """Every hand-kept list of the project's packages, by where it is: each must name every package (a package with
+    an apps.py, a Django app, is in INSTALLED_APPS)."""
     import tomllib
 
+    from django.conf import settings
+
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"benchmarks", "tests"}
-    assert packages == set(PACKAGES)
-    assert set(config["tool"]["importlinter"]["root_packages"]) == packages
-    # ... and of the type checker, which also reads the bodies of functions without annotations.
-    assert packages <= set(config["tool"]["mypy"]["files"])
-    assert config["tool"]["mypy"]["check_untyped_defs"] is True
+    contracts = config["tool"]["importlinter"]["contracts"]
+    layered = {
+        name.strip() for c in contracts if c["type"] == "layers" for layer in c["layers"] for name in layer.split("|")
+    }
+    governed = layered | {m for c in contracts for m in c.get("source_modules", [])}
+    wheel = {pattern.rstrip("*") for pattern in config["tool"]["setuptools"]["packages"]["find"]["include"]}
+    apps = {entry.split(".")[0] for entry in settings.INSTALLED_APPS}
+    if django_apps is None:
+        django_apps = {p for p in packages if (ROOT / p / "apps.py").is_file()}
+    return {
+        "pyproject.toml [tool.importlinter] root_packages": set(config["tool"]["importlinter"]["root_packages"]),
+        "pyproject.toml [tool.importlinter] contracts (a layer, or a contract's source_modules)": governed,
+        "pyproject.toml [tool.mypy] files": set(config["tool"]["mypy"]["files"]),
+        "pyproject.toml [tool.setuptools.packages.find] include": wheel,
+        "clues_platform/settings.py INSTALLED_APPS (a package with an apps.py)": apps | (set(packages) - django_apps),
+    }
+
+
+def test_every_package_of_the_project_is_in_every_list_that_names_the_packages():
+    """A package left out of root_packages would hide its imports (and the cycles through it) from the contracts, out
+    of mypy its types, out of the wheel its code, out of INSTALLED_APPS its models; benchmarks and tests are not
+    shipped and may import any app. A new package (a crowd platform's app, say) is named here with each list it
+    is missing from."""
+    import tomllib
+
+    missing = {
+        where: sorted(set(PACKAGES) - names) for where, names in package_lists().items() if set(PACKAGES) - names
+    }
+    assert missing == {}
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert set(config["tool"]["importlinter"]["root_packages"]) == set(PACKAGES)  # nothing that is not a package
+    assert config["tool"]["mypy"]["check_untyped_defs"] is True  # mypy reads the bodies of unannotated functions too
+
+
+def test_a_new_package_missing_from_the_lists_is_named_with_each():
+    """The check above could fail: an app on disk (a crowd platform's, say) that no list names yet."""
+    lists = package_lists(packages=(*PACKAGES, "sona"), django_apps={"sona"})
+    assert {where for where, names in lists.items() if "sona" not in names} == set(lists) and len(lists) == 5
 
 
 def import_cycles(graph) -> list[list[str]]:

@@ -13,6 +13,8 @@ from annotation import services, session
 from annotation.protocol import JoinRefusal
 from clues_http import ratelimit
 
+from .text import instructions_html
+
 WORK_PATH = "/work/"  # the worker's pages (worker_pages.urls)
 # The HTTP status of each reason a join is refused (annotation.protocol.JoinRefusal).
 JOIN_STATUS = {
@@ -85,7 +87,12 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         return render(
             request,
             "annotation/join_preview.html",
-            {"spec": cohort.task.spec, "shots": cohort.shots, "study": cohort.study},
+            {
+                "spec": cohort.task.spec,
+                "instructions": instructions_html(cohort.task.spec.description),
+                "shots": cohort.shots,
+                "study": cohort.study,
+            },
         )
     session.bind(request, outcome.enrollment)
     get_token(request)  # the csrftoken cookie the worker API needs (X-CSRFToken header)

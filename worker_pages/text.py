@@ -7,12 +7,25 @@ shows through ``PIECES`` (``tasks_data.kinds.TextCutter``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
 from tasks_data.models import Example
 from tasks_data.registry import TaskSpec
 from tasks_data.text_spans import tokenize
 
 HIGHLIGHT = "@highlight"
+# A task's instructions are Markdown (CommonMark) written by a researcher: raw HTML is shown as text, never run,
+# and a link may only lead to http(s) or mailto (markdown-it's link check); images are not shown.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable("image")
+
+
+@lru_cache(maxsize=64)
+def instructions_html(text: str) -> SafeString:
+    """A task's instructions (its description, Markdown) as the worker reads them: paragraphs, emphasis, lists."""
+    return mark_safe(_MARKDOWN.render(text))  # markdown-it escapes the text itself (html off)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from tasks_data.models import Example
 from tasks_data.registry import TaskSpec
 
 from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
-from .text import PIECES
+from .text import PIECES, instructions_html
 
 PLACEHOLDER = "@placeholder"
 INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
@@ -112,7 +112,13 @@ def _test_total(enrollment: Enrollment) -> int:
 
 def _base_context(enrollment: Enrollment) -> dict:
     spec = enrollment.cohort.task.spec
-    return {"enrollment": enrollment, "spec": spec, "kind": spec.answer_kind, "study": enrollment.cohort.study}
+    return {
+        "enrollment": enrollment,
+        "spec": spec,
+        "kind": spec.answer_kind,
+        "study": enrollment.cohort.study,
+        "instructions": instructions_html(spec.description),
+    }
 
 
 def _progress(step: str, done: int, total: int, shots: int, *, position: int | None = None) -> dict:

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 import crowd
 from tasks_data.models import Task, TrainingSet
-from tasks_data.registry import SHOTS, TASKS
+from tasks_data.registry import CLUES_TASKS, SHOTS, find_task, get_task
+from tasks_data.selectors import tasks_visible_to
 
 from .. import platform_settings
 from ..models import AuditEvent, Cohort, Enrollment, Study
@@ -27,13 +28,18 @@ def study_defaults() -> dict:
     return {name: fields[name].get_default() for name in Study.parameters() if name not in ("name", "tasks")}
 
 
-def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dict, dict]:
-    """(errors, task rows, training sets): the imported data each (task, shots) cohort needs."""
+def data_errors(*, tasks: list[str], shots: list[int], chain, user=None) -> tuple[dict, dict, dict]:
+    """(errors, task rows, training sets): the imported data each (task, shots) cohort needs; with ``user``, only
+    the tasks they may use (``tasks_visible_to``: another researcher's task is unknown to them)."""
     errors: dict[str, list[str]] = {}
-    task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
-    missing = [t for t in tasks if t in TASKS and t not in task_rows]
-    if missing:
-        errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(missing)} (run import_clues)")
+    rows = Task.objects.all() if user is None else tasks_visible_to(user)
+    task_rows = {t.slug: t for t in rows.filter(slug__in=tasks)}
+    missing = [t for t in tasks if find_task(t) and t not in task_rows]
+    not_imported = [t for t in missing if t in CLUES_TASKS]
+    if not_imported:
+        errors.setdefault("tasks", []).append(f"no data imported for: {', '.join(not_imported)} (run import_clues)")
+    if len(missing) > len(not_imported):  # a task of one's own, but someone else's
+        errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(sorted(set(missing) - set(not_imported)))}")
     training_sets = {
         (ts.task.slug, ts.shots): ts
         for ts in TrainingSet.objects.filter(
@@ -41,10 +47,25 @@ def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dic
         ).select_related("task")
     }
     for slug in task_rows:
-        absent = [k for k in shots if k in SHOTS and (slug, k) not in training_sets]
+        absent = [k for k in shots if k and (slug, k) not in training_sets]
         if absent:
-            errors.setdefault("chain", []).append(f"{TASKS[slug].name} has no chain {chain} for {absent} shots")
+            errors.setdefault("chain", []).append(f"{get_task(slug).name} has no chain {chain} for {absent} shots")
     return errors, task_rows, training_sets
+
+
+def default_shots(tasks) -> list[int]:
+    """A study's shot conditions when none are chosen: 0 and the training-file sizes every task has."""
+    specs = [spec for t in tasks if isinstance(t, str) and (spec := find_task(t))] if isinstance(tasks, list) else []
+    if not specs:
+        return [0, *SHOTS]
+    return [0, *sorted(set.intersection(*(set(spec.shots) for spec in specs)))]
+
+
+def _shot_list(shots):
+    """Shot conditions given as ints, in order and each once (anything else is left for full_clean to name)."""
+    if isinstance(shots, (list, tuple)) and all(isinstance(k, int) for k in shots):
+        return sorted(set(shots))
+    return shots
 
 
 def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bool = False, **params) -> Study:
@@ -67,9 +88,8 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         values["platform"] = crowd.default(owner=created_by)
     if isinstance(tasks, (list, tuple)):
         tasks = list(dict.fromkeys(tasks))
-    shots = values["shots"]
-    if isinstance(shots, (list, tuple)) and all(isinstance(k, int) for k in shots):
-        values["shots"] = sorted(set(shots))
+    # Not chosen: 0 and every size all the tasks have (the CLUES tasks: 0, 10, 20, 30).
+    values["shots"] = _shot_list(params["shots"]) if "shots" in params else default_shots(tasks)
     if isinstance(values["pay_rate"], float):
         values["pay_rate"] = Decimal(str(values["pay_rate"]))
     study = Study(name=name, tasks=tasks, created_by=created_by, **values)
@@ -89,7 +109,7 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
             errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
     missing, task_rows, training_sets = (
-        data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid else ({}, {}, {})
+        data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain, user=created_by) if valid else ({}, {}, {})
     )
     for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)

@@ -1402,14 +1402,14 @@ EXAMPLES = {
 
 
 def registry_tasks() -> dict:
-    """The task registry (plain Python), each task with its demo examples; a task without any is an error."""
+    """The CLUES tasks of the registry (plain Python), each with its demo examples; one without any is an error."""
     sys.path.insert(0, str(HERE.parents[1]))
-    from tasks_data.registry import TASKS
+    from tasks_data.registry import CLUES_TASKS
 
-    missing = [slug for slug in TASKS if slug not in EXAMPLES]
+    missing = [slug for slug in CLUES_TASKS if slug not in EXAMPLES]
     if missing:
-        raise SystemExit(f"the task registry has tasks with no demo texts here: {', '.join(missing)} (add them)")
-    return TASKS
+        raise SystemExit(f"CLUES tasks with no demo texts here: {', '.join(missing)} (add them)")
+    return CLUES_TASKS
 
 
 def generate():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks_data.registry import TASKS, TaskSpec
+from tasks_data.registry import CLUES_TASKS, TaskSpec
 from tasks_data.s1 import item_s1, percent
 from tests.adapters import adapter_synthetic as synthetic
 
@@ -15,7 +15,7 @@ def corpus_s1(task: TaskSpec, predictions, examples) -> float:
 
 
 def task_and_data(kind: str):
-    return TASKS[synthetic.TASK_OF_KIND[kind]], synthetic.BY_KIND[kind]()
+    return CLUES_TASKS[synthetic.TASK_OF_KIND[kind]], synthetic.BY_KIND[kind]()
 
 
 def assert_substrings(predictions, examples):

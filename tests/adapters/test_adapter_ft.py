@@ -6,7 +6,7 @@ import pytest
 
 from fewshot_models import METHODS, AdapterConfig, AdapterExample
 from fewshot_models.span_ft import FTSession, question_label_spans
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_substrings, assert_well_formed, corpus_s1, task_and_data
 
@@ -32,7 +32,7 @@ def test_ft_overfits_ten_examples(bert_path, kind):
 
 
 def test_ft_mnli_uses_the_contraction_alias(bert_path):
-    task = TASKS["mnli"]
+    task = CLUES_TASKS["mnli"]
     spans = question_label_spans(task, synthetic.MNLI_QUESTION)
     s, e = spans["contradiction"]
     assert synthetic.MNLI_QUESTION[s:e] == "contraction"
@@ -90,7 +90,7 @@ def test_ft_is_deterministic_on_cpu(bert_path):
 def test_ft_long_context_windows(bert_path):
     """A context longer than max_length is read in overlapping windows; answers far into the
     context, and "no answer", are still learnt and decoded to exact substrings."""
-    task = TASKS["squad2"]
+    task = CLUES_TASKS["squad2"]
     filler = " ".join(["the river flows north through the green valley ."] * 6)
     data = [
         AdapterExample(
@@ -130,7 +130,7 @@ def test_ft_ner_labels_and_exact_spans(bert_path):
     """Gold strings located by search (all occurrences, unfindable ones skipped), first
     sub-word labelling, and decoded spans that are exact context substrings even when words
     split into several sub-words."""
-    task = TASKS["conll03"]
+    task = CLUES_TASKS["conll03"]
     ctx = synthetic.SUBWORD_NER_CONTEXT
     ex = AdapterExample(
         uid="1", context=ctx, question=synthetic.PEOPLE_Q, answers=("Bartholomew Quackenbush", "Nobody Here")
@@ -155,7 +155,7 @@ def test_ft_ner_long_context_windows(bert_path):
     """NER over several windows: every word labelled once (at its first sub-word, from the
     window where it has most context); entities on both sides of a window edge come back as
     exact substrings."""
-    task = TASKS["conll03"]
+    task = CLUES_TASKS["conll03"]
     filler = " ".join(["the weather was calm on Tuesday ."] * 5)
     ctx = f"John Smith met Mary Jones . {filler} Bartholomew Quackenbush flew to Paris ."
     data = [

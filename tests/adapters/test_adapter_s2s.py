@@ -6,7 +6,7 @@ import pytest
 
 from fewshot_models import METHODS, AdapterConfig
 from fewshot_models.seq2seq import S2SSession
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import adapter_synthetic as synthetic
 from tests.adapters.adapter_helpers import assert_well_formed, corpus_s1, task_and_data
 
@@ -26,7 +26,7 @@ def test_s2s_overfits_ten_examples(t5_path, kind):
 
 
 def test_s2s_sources_targets_and_determinism(t5_path):
-    task = TASKS["mnli"]
+    task = CLUES_TASKS["mnli"]
     session = S2SSession(task, AdapterConfig(model=t5_path, device="cpu"))
     assert session.hp["max_target_length"] >= 32 and session.hp["lr"] == 1e-4
     ex = synthetic.mnli()[1]
@@ -37,11 +37,11 @@ def test_s2s_sources_targets_and_determinism(t5_path):
     tgt = session.tokenizer.decode(session.target_ids(ex), skip_special_tokens=True)
     assert tgt == "contradiction"
     ner = synthetic.ner()
-    ner_session = S2SSession(TASKS["conll03"], AdapterConfig(model=t5_path, device="cpu"))
+    ner_session = S2SSession(CLUES_TASKS["conll03"], AdapterConfig(model=t5_path, device="cpu"))
     targets = [ner_session.tokenizer.decode(ner_session.target_ids(e), skip_special_tokens=True) for e in ner]
     assert targets[0] == "John Smith , Mary Jones" and targets[1] == "none"
     data = synthetic.sst2()
     cfg = dict(model=t5_path, lr=1e-3, epochs=3, batch_size=4, device="cpu", seed=3)
-    a = METHODS["s2s"]().run(TASKS["sst2"], data, data, AdapterConfig(**cfg))
-    b = METHODS["s2s"]().run(TASKS["sst2"], data, data, AdapterConfig(**cfg))
+    a = METHODS["s2s"]().run(CLUES_TASKS["sst2"], data, data, AdapterConfig(**cfg))
+    b = METHODS["s2s"]().run(CLUES_TASKS["sst2"], data, data, AdapterConfig(**cfg))
     assert a.notes["generated"] == b.notes["generated"] and a.predictions == b.predictions

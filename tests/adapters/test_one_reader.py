@@ -7,13 +7,13 @@ import pytest
 
 from fewshot_models.base import answer_span, find_occurrences
 from fewshot_models.clues_io import load_split
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data.registry import CLUES_TASKS, SHOTS, SPLITS
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _answerable_training_examples(zip_path):
-    task = TASKS["squad2"]
+    task = CLUES_TASKS["squad2"]
     seen = {}
     for shots in SHOTS:
         for split in SPLITS:
@@ -89,9 +89,9 @@ def test_warm_up_is_transformers_linear_schedule():
     ) == pytest.approx([0.0, 2 / 2.7, 1 / 2.7])
 
 
-def test_every_task_has_demo_data_and_declares_its_prompt_method():
+def test_every_clues_task_has_demo_data_its_prompt_method_and_the_papers_row():
     demo = REPO / "tasks_data" / "demo" / "CLUES-JSON"
-    for task in TASKS.values():
+    for task in CLUES_TASKS.values():
         folder = demo / task.clues_folder
         assert (folder / task.test_filename).is_file(), f"{task.slug}: no demo test file"
         assert any(folder.glob(f"{task.clues_prefix}_train_*_*.jsonl")), f"{task.slug}: no demo training file"
@@ -110,9 +110,9 @@ def test_prompt_ft_reads_its_verbalizer_from_the_registry():
     from fewshot_models.prompt_ft import PromptFTAdapter
 
     adapter = PromptFTAdapter()
-    assert adapter.applies_to(TASKS["sst2"]) is None
-    assert "future work" in adapter.applies_to(TASKS["squad2"])
-    assert "declares no prompt method" in adapter.applies_to(replace(TASKS["sst2"], prompt=None))
+    assert adapter.applies_to(CLUES_TASKS["sst2"]) is None
+    assert "future work" in adapter.applies_to(CLUES_TASKS["squad2"])
+    assert "declares no prompt method" in adapter.applies_to(replace(CLUES_TASKS["sst2"], prompt=None))
 
 
 def test_one_text_spans_module_for_worker_pages_and_adapters():

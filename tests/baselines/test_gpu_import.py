@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from baselines.models import BaselineRun
 from results.cells import model_rows
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.adapters import tiny_models
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def sweep_file(tmp_path_factory, clues_zip):
     from fewshot_models.clues_io import load_split
 
     tmp = tmp_path_factory.mktemp("sweep")
-    task = TASKS["sst2"]
+    task = CLUES_TASKS["sst2"]
     texts = [e.question + " " + e.context for e in load_split(str(clues_zip), task, task.test_filename)]
     model = tiny_models.bert_checkpoint(tmp / "tiny", texts)
     out = tmp / "runs.json"

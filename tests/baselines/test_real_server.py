@@ -76,7 +76,7 @@ def served(tmp_path_factory):
 
 def published(slug: str) -> list[list[str]]:
     from tasks_data.management.commands.import_clues import DEMO_DATA
-    from tasks_data.registry import TASKS as SPECS
+    from tasks_data.registry import CLUES_TASKS as SPECS
 
     spec = SPECS[slug]
     rows = (DEMO_DATA / spec.clues_folder / spec.test_filename).read_text(encoding="utf-8").splitlines()

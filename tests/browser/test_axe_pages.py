@@ -5,21 +5,25 @@ Also: /api/docs/ is in English, themed like the site and links back to it; the c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tasks_data.card_import import import_task
 from tests.browser import walk
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.dashboard_pages import WIDTHS, busy_study, log_in, make_researcher
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "reviews"
 
 
 @pytest.mark.parametrize("size", WIDTHS)
 def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_data, size):
     user = make_researcher()
     study, ten, guesser, quiet = busy_study(user)
+    import_task(EXAMPLE, owner=user)  # the tasks page with a task of one's own (its share form)
     page = pages.new(viewport=WIDTHS[size])
     page.context.set_default_timeout(30_000)
     page.goto("/accounts/login/")
@@ -28,6 +32,7 @@ def test_no_serious_axe_violation_on_researcher_pages_and_api_docs(pages, demo_d
     for name, url in (
         ("study-list", "/dashboard/"),
         ("study-new", "/dashboard/studies/new/"),
+        ("tasks", "/dashboard/tasks/"),
         ("study", f"/dashboard/studies/{study.pk}/"),
         ("cohort", f"/dashboard/cohorts/{ten.pk}/"),
         ("results", f"/dashboard/studies/{study.pk}/results/"),

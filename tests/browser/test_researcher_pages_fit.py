@@ -95,6 +95,7 @@ def test_every_researcher_page_fits_keeps_its_actions_in_reach_and_passes_axe(pa
     log_in(page, "/dashboard/")
     urls = [
         ("study-list", "/dashboard/"),
+        ("tasks", "/dashboard/tasks/"),
         ("study", f"/dashboard/studies/{study.pk}/"),
         ("attention", f"/dashboard/studies/{study.pk}/attention-checks/"),
         ("results", f"/dashboard/studies/{study.pk}/results/"),

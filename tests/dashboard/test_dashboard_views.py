@@ -347,15 +347,18 @@ def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, se
 
 
 def test_chance_level_is_derived_from_the_registry():
-    from tasks_data.registry import TASKS
+    from tasks_data.registry import CLUES_TASKS
 
-    assert TASKS["sst2"].chance_item_s1(["positive"]) == 0.5
-    assert abs(TASKS["mnli"].chance_item_s1(["neutral"]) - 1 / 3) < 1e-12
+    assert CLUES_TASKS["sst2"].chance_item_s1(["positive"]) == 0.5
+    assert abs(CLUES_TASKS["mnli"].chance_item_s1(["neutral"]) - 1 / 3) < 1e-12
     # Span tasks: the empty answer scores 1 on an item with no gold span, 0 otherwise.
-    assert TASKS["conll03"].chance_item_s1([]) == 1.0 and TASKS["conll03"].chance_item_s1(["Paris"]) == 0.0
-    assert TASKS["squad2"].chance_item_s1([]) == 1.0 and TASKS["squad2"].chance_item_s1(["1066", "in 1066"]) == 0.0
+    assert CLUES_TASKS["conll03"].chance_item_s1([]) == 1.0 and CLUES_TASKS["conll03"].chance_item_s1(["Paris"]) == 0.0
+    assert (
+        CLUES_TASKS["squad2"].chance_item_s1([]) == 1.0
+        and CLUES_TASKS["squad2"].chance_item_s1(["1066", "in 1066"]) == 0.0
+    )
     # ReCoRD: a uniform pick among the candidates (two of four spans name the answer).
-    assert TASKS["record"].chance_item_s1(["Obama"], ["Obama", "Paris", "Obama", "CNN"]) == 0.5
+    assert CLUES_TASKS["record"].chance_item_s1(["Obama"], ["Obama", "Paris", "Obama", "CNN"]) == 0.5
 
 
 def test_cohort_page_flags_training_at_or_below_chance_and_idle_workers(researcher_client, setup):

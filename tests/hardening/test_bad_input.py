@@ -19,7 +19,7 @@ from annotation import services
 from annotation.answers import InvalidAnswer, validate_answer
 from annotation.models import Answer, Enrollment, Worker
 from tasks_data.models import Example
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for
 from tests.security.tricky import ASTRAL, COMBINING, EMOJI, RTL, TAG
 
@@ -161,7 +161,7 @@ def test_any_span_answer_is_either_exact_context_slices_or_invalid(answer):
     for slug in ("conll03", "squad2", "record"):
         example = Example.objects.filter(task__slug=slug, role=Example.Role.TEST).order_by("position").first()
         try:
-            valid = validate_answer(TASKS[slug], example, answer)
+            valid = validate_answer(CLUES_TASKS[slug], example, answer)
         except InvalidAnswer as exc:
             assert str(exc)
             continue

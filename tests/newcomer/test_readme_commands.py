@@ -37,8 +37,8 @@ README = REPO / "README.md"
 
 SKIPPED = {
     ".venv/bin/celery -A clues_platform worker -l info": "needs a Redis broker; tests/baselines runs a real worker",
-    ".venv/bin/python manage.py run_baselines": "trains 90 models (about 36 min on a CPU); tests/adapters and "
-    "tests/baselines cover it",
+    ".venv/bin/python manage.py run_baselines": "trains ft on every task with data (90 runs on the CLUES tasks, about "
+    "36 min on a CPU); tests/adapters and tests/baselines cover it",
     ".venv/bin/python manage.py run_baselines --tasks sst2 mnli --methods pt icl --models /models/roberta-large "
     "/models/gpt2": "the model folders are examples",
     ".venv/bin/python manage.py run_baselines --queue": "without a broker it runs the 90 default runs inline",

@@ -13,7 +13,7 @@ from annotation.estimates import cohort_estimate, duration_text
 from annotation.models import Study
 from recruitment.publish import publish
 from results.cells import table_cells
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -73,8 +73,8 @@ def _fits(study: Study) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("slug", sorted(TASKS))
-def test_launch_study_with_defaults_fits_every_task(slug, researcher):
+@pytest.mark.parametrize("slug", sorted(CLUES_TASKS))
+def test_launch_study_with_defaults_fits_every_clues_task(slug, researcher):
     out, err = StringIO(), StringIO()
     name = f"paper {slug}"
     call_command(
@@ -86,10 +86,10 @@ def test_launch_study_with_defaults_fits_every_task(slug, researcher):
     assert f"{slug} 0-shot: about" in err.getvalue() and "warning" not in err.getvalue()
 
 
-def test_the_dashboard_form_with_defaults_fits_every_task_and_warns_of_a_figure_far_off(researcher):
+def test_the_dashboard_form_with_defaults_fits_every_clues_task_and_warns_of_a_figure_far_off(researcher):
     client = Client()
     client.force_login(researcher)
-    form = {"name": "paper", "tasks": sorted(TASKS), "shots": ["0", "10", "20", "30"], "chain": "1"}
+    form = {"name": "paper", "tasks": sorted(CLUES_TASKS), "shots": ["0", "10", "20", "30"], "chain": "1"}
     form.update(workers_per_cohort="3", pay_rate="12", platform="generic", worker_id_param="worker_id")
     form.update(test_order="file", idle_cap_seconds="300", filter_fraction="0.5", launch="on")
     response = client.post("/dashboard/studies/new/", form, follow=True)
@@ -115,12 +115,12 @@ def test_the_readme_figures_are_the_estimate_functions(researcher):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     table = readme[readme.index("<!-- estimate-table") : readme.index("<!-- /estimate-table -->")]
     rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    names = {spec.name: slug for slug, spec in TASKS.items()}
+    names = {spec.name: slug for slug, spec in CLUES_TASKS.items()}
     study = Study(pay_rate=Decimal(12), sitting_minutes=60)
     total = Decimal(0)
     for name, _shots, items, minutes, sittings, pay in (map(str.strip, r) for r in rows):
         slug = names[name]
-        spec, test_items = TASKS[slug], test_items_of(Task.objects.get(slug=slug))
+        spec, test_items = CLUES_TASKS[slug], test_items_of(Task.objects.get(slug=slug))
         shown = []
         for k in (0, 10, 30):
             e = estimate(

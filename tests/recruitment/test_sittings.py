@@ -17,7 +17,7 @@ from recruitment.models import BonusPayment, ProlificPart
 from recruitment.publish import publish
 from recruitment.sync import sync
 from results.cells import annotator_test_s1, table_cells
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
 from tests.clock import Clock
 from tests.recruitment.fake_prolific import Refused
@@ -83,7 +83,7 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
     for number, study_id in studies.items():
         body = fake.studies[study_id]
         part = estimate.part(number)
-        platform_minutes = part.items * TASKS["record"].seconds_per_item / 60
+        platform_minutes = part.items * CLUES_TASKS["record"].seconds_per_item / 60
         assert body["estimated_completion_time"] <= study.sitting_minutes
         assert abs(body["estimated_completion_time"] - platform_minutes) <= 0.25 * platform_minutes
         rate_times_estimate = Decimal(12) * body["estimated_completion_time"] / 60 * 100

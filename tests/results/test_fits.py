@@ -18,6 +18,7 @@ from baselines.models import BaselineRun
 from results import fits
 from results.models import CohortFit
 from tasks_data.models import Example
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import cohort, complete, make_study, trim_test_set
 
 mirt = pytest.importorskip("mirt")
@@ -323,9 +324,9 @@ def test_ner_dawid_skene_reads_tokens_and_whole_answers_as_crowd_kit_does_on_the
     )
     expected = crowdkit_aggregation.DawidSkene(n_iter=100).fit_predict(frame)
     assert whole == {i: [x for x in expected[i].split("\x1f") if x] for i in CONTEXTS}
-    assert fits.crowd_readings(fits.TASKS["conll03"].answer_kind) == ["tokens", "answers"]
-    assert fits.crowd_readings(fits.TASKS["sst2"].answer_kind) == ["labels"]
-    assert fits.crowd_representation(fits.TASKS["record"].answer_kind) is None  # MRC: not fitted, and the page says why
+    assert fits.crowd_readings(CLUES_TASKS["conll03"].answer_kind) == ["tokens", "answers"]
+    assert fits.crowd_readings(CLUES_TASKS["sst2"].answer_kind) == ["labels"]
+    assert fits.crowd_representation(CLUES_TASKS["record"].answer_kind) is None  # MRC: not fitted (the page says why)
 
 
 def test_a_near_chance_annotators_lone_spans_do_not_survive_on_tokens():

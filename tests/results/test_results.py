@@ -15,7 +15,7 @@ from annotation import selectors, services
 from results import agreement, exports, formats
 from results.cells import human_cells
 from results.table import build_table
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import (
     baseline_runs,
     cohort,
@@ -263,7 +263,7 @@ def test_cohort_agreement(study):
         name_of(e.worker.external_id): dict(e.answers.filter(step="test").values_list("example_id", "texts"))
         for e in study.cohorts.get(shots=10).enrollments.select_related("worker")
     }
-    labels = TASKS["sst2"].labels
+    labels = CLUES_TASKS["sst2"].labels
     items = sorted(answers["A"])
     p_i, totals = [], {label: 0 for label in labels}
     for item in items:  # Fleiss' kappa by hand

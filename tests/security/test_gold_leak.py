@@ -33,7 +33,7 @@ from django.test import Client
 from annotation.models import Enrollment
 from annotation.session import SESSION_KEY
 from tasks_data.models import Example
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import (
     FORBIDDEN_KEYS,
     cohort,
@@ -172,7 +172,7 @@ def test_no_worker_response_depends_on_a_gold_answer_before_it_is_due():
         target = cohort(study, slug, 10)
         first = Journey(target, "WORKER-A")
         items = first.walk()
-        assert items == 10 * TASKS[slug].train_rows_per_shot + TEST_ITEMS
+        assert items == 10 * CLUES_TASKS[slug].train_rows_per_shot + TEST_ITEMS
         # The other world: every gold answer of the task changed.
         for example in Example.objects.filter(task__slug=slug).select_related("task"):
             example.gold = other_gold(example)

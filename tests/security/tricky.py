@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 from tasks_data.importer import import_release
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.tasks_data import synthetic
 
 COMBINING = "e\u0301"  # e + COMBINING ACUTE ACCENT: one grapheme, two code points
@@ -39,7 +39,7 @@ def _hostile(context: str) -> str:
 def write_tricky_release(root: Path) -> Path:
     """Write the release under ``root``; returns its CLUES-JSON folder."""
     release = synthetic.write_release(Path(root), tag=TAG, slugs=SLUGS)
-    folder = release / TASKS["sst2"].clues_folder
+    folder = release / CLUES_TASKS["sst2"].clues_folder
     for file in sorted(folder.glob("*.jsonl")):
         name = f"{folder.name}/{file.name}"
         rows = synthetic.read_rows(release, name)

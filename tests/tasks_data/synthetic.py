@@ -12,7 +12,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tasks_data.registry import TASKS, TaskSpec
+from tasks_data.registry import CLUES_TASKS, TaskSpec
 
 CHAIN_SPLITS = (1, 2)
 TEST_SENTENCES = 6  # test items per task; NER test files hold 3 rows per sentence
@@ -23,7 +23,7 @@ CHAINS = {
         if slug in ("squad2", "record")
         else {c: {10: c, 20: c, 30: c} for c in CHAIN_SPLITS}
     )
-    for slug in TASKS
+    for slug in CLUES_TASKS
 }
 NER_QUESTIONS = (
     "List all the people names in the context",
@@ -33,7 +33,7 @@ NER_QUESTIONS = (
 
 
 def test_rows(slug: str) -> int:
-    return TEST_SENTENCES * TASKS[slug].train_rows_per_shot
+    return TEST_SENTENCES * CLUES_TASKS[slug].train_rows_per_shot
 
 
 def example(spec: TaskSpec, tag: str, role: str, n: int) -> list[dict]:
@@ -134,8 +134,8 @@ def task_files(spec: TaskSpec, tag: str) -> dict[str, list[dict]]:
 def write_release(root: Path, *, tag: str = "v1", slugs=None) -> Path:
     """Write the release under ``root``; returns the CLUES-JSON folder."""
     release = Path(root) / "CLUES-JSON"
-    for slug in slugs or TASKS:
-        spec = TASKS[slug]
+    for slug in slugs or CLUES_TASKS:
+        spec = CLUES_TASKS[slug]
         folder = release / spec.clues_folder
         folder.mkdir(parents=True, exist_ok=True)
         for name, rows in task_files(spec, tag).items():

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from tasks_data.kinds import KINDS, InvalidAnswer, LabelKind, UnknownKind, get_kind, register_kind
-from tasks_data.registry import TASKS, TaskSpec
+from tasks_data.registry import CLUES_TASKS, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_registry_of_kinds_holds_the_api_names():
     assert list(KINDS) == ["label", "spans", "span_or_none", "entity"]
-    assert {spec.slug: spec.answer_kind.name for spec in TASKS.values()} == {
+    assert {spec.slug: spec.answer_kind.name for spec in CLUES_TASKS.values()} == {
         "sst2": "label",
         "mnli": "label",
         "conll03": "spans",
@@ -33,10 +33,10 @@ def test_the_registry_of_kinds_holds_the_api_names():
 
 
 def test_a_task_names_its_kind_or_holds_it():
-    by_name = dataclasses.replace(TASKS["sst2"], slug="sst2b", answer_kind="label")
-    assert by_name.answer_kind is TASKS["sst2"].answer_kind
+    by_name = dataclasses.replace(CLUES_TASKS["sst2"], slug="sst2b", answer_kind="label")
+    assert by_name.answer_kind is CLUES_TASKS["sst2"].answer_kind
     with pytest.raises(UnknownKind, match="'labels'"):
-        dataclasses.replace(TASKS["sst2"], answer_kind="labels")
+        dataclasses.replace(CLUES_TASKS["sst2"], answer_kind="labels")
 
 
 def test_properties_of_the_four_kinds():
@@ -83,7 +83,7 @@ def test_a_models_reply_is_read_by_its_kinds_rules_with_a_reason():
         hypothesis: str = ""
         candidates: tuple = ()
 
-    ner, squad, record, sst = (TASKS[s] for s in ("conll03", "squad2", "record", "sst2"))
+    ner, squad, record, sst = (CLUES_TASKS[s] for s in ("conll03", "squad2", "record", "sst2"))
     item = Item("Ann met Bo in Oslo .")
     assert ner.answer_kind.read_reply(ner, item, "Answer: ann | Bo") == ["Ann", "Bo"]
     assert ner.answer_kind.read_reply(ner, item, "none in this text") == []
@@ -116,12 +116,12 @@ def test_the_demo_builder_reads_the_task_registry(monkeypatch):
     extra = TaskSpec(
         slug="toy",
         name="Toy",
-        category=TASKS["sst2"].category,
+        category=CLUES_TASKS["sst2"].category,
         answer_kind="label",
         description="d",
         clues_folder="Toy",
         clues_prefix="toy",
     )
-    monkeypatch.setitem(TASKS, "toy", extra)
+    monkeypatch.setitem(CLUES_TASKS, "toy", extra)
     with pytest.raises(SystemExit, match="no demo texts here: toy"):
         make_demo.verify()

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from tasks_data import importer
 from tasks_data.importer import import_release
 from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.tasks_data import synthetic
 from tests.tasks_data.synthetic import read_rows, replace_line, write_rows
 
@@ -257,7 +257,7 @@ CASES = [
     (
         "unexpected folder",
         lambda r: ((r / "QNLI").mkdir(), extra_file("QNLI/qnli_test.jsonl", "SST-2/sst_test.jsonl")(r)),
-        ["QNLI/: no task in the registry uses this folder"],
+        ["QNLI/: no CLUES task uses this folder (a task of your own: manage.py import_task)"],
     ),
     ("repeated test id", repeated_test_id, ["MNLI/mnli_test.jsonl, line 4, field 'id':", "repeats the id of line 1"]),
 ]
@@ -339,14 +339,14 @@ def test_failure_during_the_write_leaves_nothing_half_written(db, tmp_path, monk
     monkeypatch.setattr(importer, "_write_task", failing_write)
     with pytest.raises(RuntimeError, match="disk full"):
         import_release(synthetic.write_release(tmp_path / "new", tag="new"), source="new")
-    assert calls == list(TASKS)[:3]
+    assert calls == list(CLUES_TASKS)[:3]
     assert snapshot() == before
 
 
 def test_synthetic_release_is_valid_and_reimport_replaces_it(db, tmp_path):
     """The base of the cases above imports cleanly; a changed release replaces the old rows."""
     report = import_release(synthetic.write_release(tmp_path / "a", tag="a"), source="a")
-    assert {t.spec.slug: t.test for t in report.tasks} == {s: synthetic.test_rows(s) for s in TASKS}
+    assert {t.spec.slug: t.test for t in report.tasks} == {s: synthetic.test_rows(s) for s in CLUES_TASKS}
     chains = {}
     for ts in TrainingSet.objects.select_related("task"):
         chains.setdefault(ts.task.slug, {}).setdefault(ts.chain, {})[ts.shots] = ts.split
@@ -363,5 +363,7 @@ def test_synthetic_release_is_valid_and_reimport_replaces_it(db, tmp_path):
     uid = r"{}(t|c[12]x)[0-9]+"  # synthetic's example ids: <tag><role><n>
     assert not [t for t in texts if re.search(uid.format("a"), t)]
     assert all(re.search(uid.format("b"), t) for t in texts)
-    assert Example.objects.count() == sum(synthetic.test_rows(s) + 2 * 30 * TASKS[s].train_rows_per_shot for s in TASKS)
-    assert TrainingSetItem.objects.count() == sum(2 * 60 * TASKS[s].train_rows_per_shot for s in TASKS)
+    assert Example.objects.count() == sum(
+        synthetic.test_rows(s) + 2 * 30 * CLUES_TASKS[s].train_rows_per_shot for s in CLUES_TASKS
+    )
+    assert TrainingSetItem.objects.count() == sum(2 * 60 * CLUES_TASKS[s].train_rows_per_shot for s in CLUES_TASKS)

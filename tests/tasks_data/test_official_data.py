@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from tasks_data.models import Example, Task, TrainingSet, TrainingSetItem
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tasks_data.s1 import percent
 from tasks_data.scoring import example_s1, item_scores, score_mapping
 from tasks_data.selectors import test_examples
@@ -64,11 +64,13 @@ def gold_prediction(example: Example) -> list[str]:
 
 def test_counts_match_table_3(clues_data):
     tasks = {t.slug: t for t in Task.objects.all()}
-    assert sorted(tasks) == sorted(TASKS)
+    assert sorted(tasks) == sorted(CLUES_TASKS)
     test_counts = {slug: test_examples(task).count() for slug, task in tasks.items()}
     assert test_counts == TEST_ITEMS
     rows = {(ts.task.slug, ts.shots, ts.split): ts.items.count() for ts in TrainingSet.objects.select_related("task")}
-    expected = {(slug, k, s): k * ROWS_PER_SHOT[slug] for slug in TASKS for k in (10, 20, 30) for s in range(1, 6)}
+    expected = {
+        (slug, k, s): k * ROWS_PER_SHOT[slug] for slug in CLUES_TASKS for k in (10, 20, 30) for s in range(1, 6)
+    }
     assert rows == expected
 
 
@@ -94,12 +96,12 @@ def test_chains_really_nest(clues_data):
 def test_training_examples_stored_once(clues_data):
     """An example in several training files is one Example row: 30 x 5 per task (NER: 90 x 5)."""
     distinct = {t.slug: Example.objects.filter(task=t, role=Example.Role.TRAIN).count() for t in Task.objects.all()}
-    assert distinct == {slug: 30 * ROWS_PER_SHOT[slug] * 5 for slug in TASKS}
+    assert distinct == {slug: 30 * ROWS_PER_SHOT[slug] * 5 for slug in CLUES_TASKS}
     # Every training example is used, and by more than one file (10 in 20 in 30).
     used = TrainingSetItem.objects.values_list("example_id", flat=True)
     train_ids = set(Example.objects.filter(role=Example.Role.TRAIN).values_list("pk", flat=True))
     assert set(used) == train_ids
-    assert TrainingSetItem.objects.count() == sum(60 * ROWS_PER_SHOT[s] * 5 for s in TASKS)
+    assert TrainingSetItem.objects.count() == sum(60 * ROWS_PER_SHOT[s] * 5 for s in CLUES_TASKS)
 
 
 def test_quirks_normalised(clues_data):
@@ -131,14 +133,14 @@ def test_all_empty_predictor(clues_data, empty):
     assert scores == ALL_EMPTY_S1
 
 
-def test_gold_scores_100_on_every_task(clues_data):
+def test_gold_scores_100_on_every_clues_task(clues_data):
     scores = {}
     for task in Task.objects.all():
         examples = list(test_examples(task).select_related("task"))
         result = score_mapping(task, {e.clues_id: gold_prediction(e) for e in examples})
         scores[task.slug] = percent(result.s1)
         assert item_scores(task, examples, [gold_prediction(e) for e in examples]) == [1.0] * len(examples)
-    assert scores == dict.fromkeys(TASKS, 100.0)
+    assert scores == dict.fromkeys(CLUES_TASKS, 100.0)
 
 
 def test_example_s1_uses_the_task_rule(clues_data):
@@ -179,8 +181,8 @@ def test_import_command_table_and_second_run(db, clues_zip):
         assert match, line
         table[name] = tuple(int(g) for g in match.groups())
     assert table == {
-        TASKS[slug].name: (10, 20, 30, *(k * ROWS_PER_SHOT[slug] for k in (10, 20, 30)), TEST_ITEMS[slug])
-        for slug in TASKS
+        CLUES_TASKS[slug].name: (10, 20, 30, *(k * ROWS_PER_SHOT[slug] for k in (10, 20, 30)), TEST_ITEMS[slug])
+        for slug in CLUES_TASKS
     }
     assert "1->5->5 2->3->1 3->1->2 4->4->4 5->2->3" in out.getvalue()
     assert "1->2->1 2->5->2 3->3->4 4->1->3 5->4->5" in out.getvalue()

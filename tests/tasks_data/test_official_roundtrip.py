@@ -18,7 +18,7 @@ from annotation import services
 from annotation.models import Answer
 from results import exports
 from tasks_data.models import Example, Task
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tasks_data.s1 import percent
 from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
@@ -40,7 +40,7 @@ def official(clues_zip, django_db_setup, django_db_blocker):
 
 def published_gold(clues_zip, slug: str) -> list[tuple[str | int, list[str]]]:
     """(id, answer) of the test file's lines, read as published: MRC answers as their texts."""
-    spec = TASKS[slug]
+    spec = CLUES_TASKS[slug]
     with zipfile.ZipFile(clues_zip) as archive:
         text = archive.read(f"CLUES-JSON/{spec.clues_folder}/{spec.test_filename}").decode("utf-8")
     rows = [json.loads(line) for line in text.split("\n") if line]
@@ -102,7 +102,7 @@ def score_command(path, slug, *extra) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("slug", list(TASKS))
+@pytest.mark.parametrize("slug", list(CLUES_TASKS))
 def test_exported_file_scored_by_the_official_function_equals_the_platform(official, clues_zip, slug, tmp_path):
     enrollment = annotator(slug)
     exported = exports.prediction_jsonl(enrollment)
@@ -114,7 +114,7 @@ def test_exported_file_scored_by_the_official_function_equals_the_platform(offic
 
     platform = platform_s1(enrollment)
     assert 0.05 < platform < 0.95  # the mix gives partial credit, not a trivial 0 or 1
-    if TASKS[slug].answer_kind.gold_is_alternatives:
+    if CLUES_TASKS[slug].answer_kind.gold_is_alternatives:
         assert official_best(predictions, golds) == pytest.approx(platform, abs=1e-12)
         # The literal reading of eval/S1.py (published list as one gold set) is --mrc-gold set.
         task = Task.objects.get(slug=slug)
@@ -129,7 +129,7 @@ def test_exported_file_scored_by_the_official_function_equals_the_platform(offic
     assert expected in score_command(path, slug)
     assert expected in score_command(path, slug, "--strict")
 
-    if TASKS[slug].answer_kind.as_published([]) == [""]:
+    if CLUES_TASKS[slug].answer_kind.as_published([]) == [""]:
         # The data's spelling matters to the official function: [] for "no entity" scores 0 there.
         assert [""] in predictions
         old_spelling = [p if p != [""] else [] for p in predictions]

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 
 
 def task_rows(page: str) -> dict[str, list[str]]:
@@ -47,7 +47,7 @@ def test_home_page_lists_the_official_tasks(client, clues_data):
 
 def test_home_page_lists_the_demo_tasks(client, demo_data):
     rows = task_rows(client.get("/").content.decode())
-    assert sorted(rows) == sorted(spec.name for spec in TASKS.values())
+    assert sorted(rows) == sorted(spec.name for spec in CLUES_TASKS.values())
     for task in Task.objects.all():
         test = Example.objects.filter(task=task, role=Example.Role.TEST).count()
         train = Example.objects.filter(task=task, role=Example.Role.TRAIN).count()

@@ -1,11 +1,11 @@
 """A fifth answer kind is one class and one template: a worker goes through a task of it over HTTP.
 
-The toy kind ``number`` (a whole number typed in a box) and its task are registered here only, and
-taken out after the test. Its data is a small release in the CLUES layout, read by the importer (the
-kind reads the gold); the worker follows the join link, reads the description, answers the training
-items (seeing the gold after each) and the test items through the pages, and gets the completion code.
-Every answer is validated by the kind (a word instead of a number is refused with its message, nothing
-stored) and scored with S1.
+The toy kind ``number`` (a whole number typed in a box) is registered here only, and taken out after the test.
+Its task is data: a card naming the kind and JSONL in the CLUES unified format, imported as any task of one's
+own (``import_task``; the kind reads the gold). The worker follows the join link, reads the description,
+answers the training items (seeing the gold after each) and the test items through the pages, and gets the
+completion code. Every answer is validated by the kind (a word instead of a number is refused with its message,
+nothing stored) and scored with S1.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 from django.test import Client
 
 from annotation.models import Answer, Enrollment
-from tasks_data.importer import import_release
+from tasks_data import registry
+from tasks_data.card_import import import_task
 from tasks_data.kinds import KINDS, AnswerKind, InvalidAnswer, ValidatedAnswer, register_kind, unregister_kind
-from tasks_data.registry import TASKS, Category, PromptMethod, TaskSpec
 from tests.annotation.factories import pid_for
 from tests.worker_pages.factories import cohort_of, make_study
 
@@ -57,18 +57,14 @@ WIDGET = """<h1 class="question" id="item-heading" tabindex="-1">{% include "wor
 """
 
 
-def toy_task() -> TaskSpec:
-    """The toy task: one registry entry (its kind by name, resolved in the registry of kinds)."""
-    return TaskSpec(
-        slug="toycount",
-        name="Toy count",
-        category=Category.SENTENCE_CLASSIFICATION,
-        answer_kind="number",
-        description="Each item is a short sentence. Count the people it names.",
-        clues_folder="Toy",
-        clues_prefix="toy",
-        prompt=PromptMethod(not_applicable="a toy task"),
-    )
+CARD = """slug = "toycount"
+name = "Toy count"
+kind = "number"
+instructions = "instructions.md"
+test = "test.jsonl"
+train = "train_{shots}_{split}.jsonl"
+nested = true
+"""
 
 
 NAMES = ("Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal")
@@ -83,24 +79,26 @@ def _row(i: int) -> dict:
     return {"id": f"toy-{i}", "context": context, "question": "How many people are named?", "answer": [str(count)]}
 
 
-def _release(root):
-    folder = root / "CLUES-JSON" / "Toy"
+def _task_folder(root):
+    """The toy task as data: its card, its instructions, a test file and three nested training files."""
+    folder = root / "toycount"
     folder.mkdir(parents=True)
     rows = [_row(i) for i in range(34)]
 
     def write(name: str, lines: list[dict]) -> None:
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
 
-    write("toy_test.jsonl", rows[:4])
+    (folder / "task.toml").write_text(CARD, encoding="utf-8")
+    (folder / "instructions.md").write_text("Each item is a short sentence. Count the people it names.\n")
+    write("test.jsonl", rows[:4])
     for shots in (10, 20, 30):
-        write(f"toy_train_{shots}_1.jsonl", rows[4 : 4 + shots])
-    return root / "CLUES-JSON"
+        write(f"train_{shots}_1.jsonl", rows[4 : 4 + shots])
+    return folder
 
 
 @pytest.fixture
-def toy_kind(monkeypatch, settings, tmp_path):
+def toy_kind(settings, tmp_path):
     register_kind(NumberKind)
-    monkeypatch.setitem(TASKS, "toycount", toy_task())
     templates = tmp_path / "templates"
     (templates / "toy").mkdir(parents=True)
     (templates / "toy" / "_widget_number.html").write_text(WIDGET, encoding="utf-8")
@@ -122,10 +120,10 @@ def _field(html: str, name: str) -> str:
     return match.group(1)
 
 
-def test_a_worker_goes_through_a_task_of_a_new_answer_kind(toy_kind, tmp_path):
-    assert TASKS["toycount"].answer_kind is toy_kind
-    report = import_release(_release(tmp_path))
-    assert [(t.spec.slug, t.test, t.training_examples) for t in report.tasks] == [("toycount", 4, 30)]
+def test_a_worker_goes_through_a_task_of_a_new_answer_kind(toy_kind, tmp_path, researcher):
+    result = import_task(_task_folder(tmp_path), owner=researcher)
+    assert (result.spec.slug, len(result.data.test), len(result.data.training_examples)) == ("toycount", 4, 30)
+    assert registry.get_task("toycount").answer_kind is toy_kind
     study = make_study(tasks=("toycount",), shots=(10,))
     cohort = cohort_of(study, "toycount", 10)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tasks_data.models import Example
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tasks_data.text_spans import tokenize
 from worker_pages.text import Piece, candidate_pieces, gold_offsets, marked_pieces, token_pieces
 from worker_pages.views import _question
@@ -38,9 +38,9 @@ def test_marked_pieces_cover_the_text_and_flag_mine_and_gold():
 
 def test_gold_offsets_prefer_whole_tokens():
     example = Example(context="Parisian cafes in Paris .", gold=["Paris"])
-    assert gold_offsets(example, TASKS["conll03"]) == [(18, 23)]
+    assert gold_offsets(example, CLUES_TASKS["conll03"]) == [(18, 23)]
     example = Example(context="x", gold=[])
-    assert gold_offsets(example, TASKS["conll03"]) == []
+    assert gold_offsets(example, CLUES_TASKS["conll03"]) == []
 
 
 def test_candidates_and_highlight_bullets():
@@ -54,11 +54,11 @@ def test_candidates_and_highlight_bullets():
 
 def test_question_blanks_and_label_aliases():
     record = Example(question='Claims: "At @placeholder today.". What is @placeholder?')
-    parts = _question(TASKS["record"], record)
+    parts = _question(CLUES_TASKS["record"], record)
     assert [p.get("blank", False) for p in parts] == [False, True, False, True, False]
     mnli = Example(question="entailment, contraction, or neutral?")
     # The labels listed in the order of the buttons and number keys (the registry's order), alias fixed.
-    assert _question(TASKS["mnli"], mnli) == [{"text": "entailment, neutral, or contradiction?"}]
-    assert list(TASKS["mnli"].labels) == ["entailment", "neutral", "contradiction"]
+    assert _question(CLUES_TASKS["mnli"], mnli) == [{"text": "entailment, neutral, or contradiction?"}]
+    assert list(CLUES_TASKS["mnli"].labels) == ["entailment", "neutral", "contradiction"]
     odd = Example(question="Is it neutral or entailment?")  # not all labels listed: left as it is
-    assert _question(TASKS["mnli"], odd) == [{"text": "Is it neutral or entailment?"}]
+    assert _question(CLUES_TASKS["mnli"], odd) == [{"text": "Is it neutral or entailment?"}]

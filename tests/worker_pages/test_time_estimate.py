@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 from tests.worker_pages.factories import bind, cohort_of, enroll, make_study
 from worker_pages.views import _duration
 
@@ -18,8 +18,8 @@ def test_durations_round_up_to_the_minute_as_the_listing(seconds, shown):
     assert _duration(seconds) == shown
 
 
-def test_every_task_has_a_plausible_time_per_item():
-    for spec in TASKS.values():
+def test_every_clues_task_has_a_plausible_time_per_item():
+    for spec in CLUES_TASKS.values():
         assert spec.min_answer_seconds < spec.seconds_per_item <= 120, spec.slug
 
 
@@ -27,7 +27,7 @@ def test_the_description_gives_time_and_pay_from_the_registry_and_the_rate(demo_
     study = make_study(tasks=("conll03",), shots=(10,), pay_rate=10, idle_cap_seconds=240)
     enrollment = enroll(cohort_of(study, "conll03", 10))
     html = bind(Client(), enrollment, started=False).get("/work/").content.decode()
-    per_item = TASKS["conll03"].seconds_per_item  # 30 training rows and the demo's 12 test items
+    per_item = CLUES_TASKS["conll03"].seconds_per_item  # 30 training rows and the demo's 12 test items
     assert per_item == 15
     assert "Test: 12 items</strong> (about 3 min)" in html  # 12 x 15 s = 3 min
     # 42 x 15 s = 10.5 min: 11, as the platform lists it and pays for it.

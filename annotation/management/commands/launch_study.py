@@ -14,10 +14,8 @@ from annotation import estimates, platform_settings, services
 from annotation.models import Study
 from annotation.selectors import is_researcher
 from clues_http.links import site_link
+from tasks_data.management.commands.ensure_local_researcher import LOCAL_RESEARCHER
 
-# The researcher `make run` creates (manage.py ensure_local_researcher): the owner by default, so that
-# the study shows on that researcher's dashboard.
-LOCAL_RESEARCHER = "researcher"
 # Shorter spellings kept from earlier versions of this command.
 ALIASES = {
     "workers_per_cohort": ("--workers",),
@@ -72,7 +70,8 @@ def add_parameter(parser, field: models.Field, *, only: str = "") -> None:
             nargs="+",
             type=int,
             metavar="K",
-            help=f"shot conditions among {' '.join(map(str, Study.SHOT_CONDITIONS))} (default: all)",
+            help="shot conditions: 0 and the tasks' training-file sizes (CLUES: 10 20 30); default: 0 and every "
+            "size all the tasks have",
         )
     elif isinstance(field, models.BooleanField):
         parser.add_argument(*flags, action="store_true", default=_UNSET, help=_only(only) + str(field.help_text))

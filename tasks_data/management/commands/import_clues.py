@@ -7,7 +7,7 @@ from tqdm import tqdm
 
 from tasks_data.importer import CluesImportError, ImportReport, download_official, import_release
 from tasks_data.models import Task
-from tasks_data.registry import TASKS
+from tasks_data.registry import CLUES_TASKS
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo" / "CLUES-JSON"
 DEMO_SOURCE = "demo data (invented, not CLUES)"
@@ -78,7 +78,10 @@ class Command(BaseCommand):
 
     @staticmethod
     def _official_source() -> str | None:
-        return Task.objects.exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+        # The CLUES tasks only: a task of one's own (a card) is no release to keep.
+        return (
+            Task.objects.filter(card__isnull=True).exclude(source=DEMO_SOURCE).values_list("source", flat=True).first()
+        )
 
     def _download(self, cache: Path, *, retry: bool) -> Path:
         """The official zip (from the cache, else downloaded), unless a download failed less than a day ago."""
@@ -108,7 +111,7 @@ class Command(BaseCommand):
         return path
 
     def _import(self, path: Path, label: str):
-        bar = tqdm(total=len(TASKS), desc="validating", unit="task", file=self.stderr._out, leave=False)
+        bar = tqdm(total=len(CLUES_TASKS), desc="validating", unit="task", file=self.stderr._out, leave=False)
 
         def progress(name):
             bar.set_description(f"validating {name}")

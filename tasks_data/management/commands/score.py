@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks_data.models import Task
-from tasks_data.registry import TASKS
+from tasks_data.registry import find_task, tasks
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE, percent
 from tasks_data.scoring import PredictionFileError, jsonl_lines, score_prediction_lines
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("predictions", help="JSONL prediction file")
-        parser.add_argument("--task", required=True, choices=sorted(TASKS), help="task slug")
+        parser.add_argument("--task", required=True, metavar="SLUG", help="task slug (a CLUES task or your own)")
         parser.add_argument(
             "--mrc-gold",
             choices=MRC_GOLD,
@@ -32,6 +32,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, predictions, task, mrc_gold, strict, **options):
+        if find_task(task) is None:
+            raise CommandError(f"--task: unknown task {task!r} (tasks: {', '.join(tasks())})")
         try:
             task_row = Task.objects.get(slug=task)
         except Task.DoesNotExist:
