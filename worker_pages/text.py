@@ -12,7 +12,8 @@ from tasks_data.models import Example
 from tasks_data.registry import TaskSpec
 from tasks_data.text_spans import tokenize
 
-HIGHLIGHT = "@highlight"
+HIGHLIGHT = "@highlight"  # ReCoRD: a passage's highlight lines start with it (shown as bullets)
+PLACEHOLDER = "@placeholder"  # ReCoRD: the blank of a query (shown as a blank)
 
 
 @dataclass(frozen=True)
