@@ -114,6 +114,7 @@ class Finger:
     def __init__(self, page):
         self.page = page
         self.cdp = page.context.new_cdp_session(page)
+        self.dragged = False  # headless Chromium gives a tap right after a synthetic touch drag no click
 
     def _point(self, i: int, side: str = "first") -> tuple[float, float]:
         """The middle of the word as it shows: a word broken over two lines is touched on its first line (its last
@@ -140,6 +141,7 @@ class Finger:
     def tap(self, i: int):
         self._show(i)
         self.page.touchscreen.tap(*self._point(i))
+        self.dragged = False
 
     def hold(self, i: int):
         self._show(i)
@@ -157,9 +159,12 @@ class Finger:
         for k in range(1, 7):
             self._touch("touchMove", x0 + (x1 - x0) * k / 6, y0 + (y1 - y0) * k / 6)
         self._touch("touchEnd")
+        self.dragged = True
 
     def press(self, selector: str):
-        self.page.locator(selector).tap()
+        button = self.page.locator(selector)
+        button.click() if self.dragged else button.tap()
+        self.dragged = False
 
     def do(self, step: tuple):
         kind = step[0]
