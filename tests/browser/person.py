@@ -114,7 +114,9 @@ class Finger:
     def __init__(self, page):
         self.page = page
         self.cdp = page.context.new_cdp_session(page)
-        self.dragged = False  # headless Chromium gives a tap right after a synthetic touch drag no click
+        # Headless Chromium turns no later tap of the page into a click once a synthetic touch drag was sent (the
+        # words, which listen to pointer events, still get theirs): the buttons are clicked from then on.
+        self.dragged = False
 
     def _point(self, i: int, side: str = "first") -> tuple[float, float]:
         """The middle of the word as it shows: a word broken over two lines is touched on its first line (its last
@@ -141,7 +143,6 @@ class Finger:
     def tap(self, i: int):
         self._show(i)
         self.page.touchscreen.tap(*self._point(i))
-        self.dragged = False
 
     def hold(self, i: int):
         self._show(i)
@@ -164,7 +165,6 @@ class Finger:
     def press(self, selector: str):
         button = self.page.locator(selector)
         button.click() if self.dragged else button.tap()
-        self.dragged = False
 
     def do(self, step: tuple):
         kind = step[0]
