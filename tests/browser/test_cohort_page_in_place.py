@@ -15,7 +15,7 @@ from annotation.models import Cohort, Enrollment
 from tests.annotation.factories import cohort as cohort_of
 from tests.annotation.factories import complete, make_study
 from tests.browser.dashboard_pages import DESKTOP, log_in, make_researcher
-from tests.browser.test_csp import LISTENER
+from tests.browser.journeys import CSP_LISTENER
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,7 +34,7 @@ def test_row_actions_keep_the_table_whole_and_closing_updates_in_place(pages, de
         complete(cohort, f"good-{i}")
     guesser = complete(cohort, "guesser", wrong_training=set(range(1000)), wrong_test=set(range(0, 1000, 2)))
     page = pages.new(viewport=DESKTOP)
-    page.add_init_script(LISTENER)  # a CSP violation becomes a console error: the pages fixture fails on it
+    page.add_init_script(CSP_LISTENER)  # a CSP violation becomes a console error: the pages fixture fails on it
     log_in(page, f"/dashboard/cohorts/{cohort.pk}/")
     page.evaluate("window.__same_page = true")
     before = page.evaluate(WIDTHS)

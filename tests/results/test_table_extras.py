@@ -151,7 +151,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee
     assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
     html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
-    assert "Annotators for ± 40.0" in html and f'<td class="num">{wider}</td>' in html
+    assert f'<td class="num planned" data-label="Annotators for ± 40.0">{wider}</td>' in html
     for bad in ("abc", "0", "-3", "nan", "1e9"):
         response = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": bad})
         assert response.status_code == 400 and "target" in response.content.decode()
