@@ -6,8 +6,8 @@ The person knows which names to mark (the gold strings) and nothing of the page'
 * every word of a name is tapped in turn, left to right; a punctuation mark inside a name ("Flagstaff , Arizona")
   only when the hint says so (a comma is not a word);
 * a name that starts right after the one marked before it ("Real Madrid Barcelona") is started the way the hint
-  says (touch and hold its first word, or press the "New mark" button the hint names); a hint that says neither
-  leaves the person tapping on;
+  says (touch and hold its first word, or press the button the hint names by its label, "New mark" before, "New
+  name" now); a hint that says neither leaves the person tapping on;
 * the dragger (``gesture="drag"``) marks a name of several words in one gesture when the hint offers one: a
   touch and hold on its first word, then a slide to its last, when the hint says so; else a drag along its line
   when the hint offers a drag (a name over two lines is then tapped);
@@ -33,7 +33,7 @@ class Hint:
 
     punctuation: bool  # tap a comma (or dash) inside a name too
     hold: bool  # touch and hold the first word of a name that starts right after another
-    new_mark_button: bool  # press the "New mark" button before such a name
+    new_mark_button: bool  # press the new-name button ("New mark", now "New name") before such a name
     drag: bool  # a name may be dragged across
     slide: bool  # hold, then slide (a drag that may cross lines)
 
