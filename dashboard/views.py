@@ -251,7 +251,10 @@ def _cohort_confirm(request: HtmxHttpRequest, cohort: Cohort, action: str, servi
             except (services.Conflict, ValidationError) as exc:
                 status, errors = 409, (exc.messages if isinstance(exc, ValidationError) else [str(exc)])
             else:
-                messages.success(request, f"{CONFIRM[action]['done']} {cohort.task.spec.name} {cohort.shots}-shot.")
+                done = f"{CONFIRM[action]['done']} {cohort.task.spec.name} {cohort.shots}-shot."
+                if request.htmx:
+                    return _cohort_changed(request, cohort, back=back, done=done)
+                messages.success(request, done)
                 return redirect(back)
         else:
             status = 400
@@ -270,12 +273,40 @@ def _cohort_confirm(request: HtmxHttpRequest, cohort: Cohort, action: str, servi
         "slots": slots,
         "url": reverse(f"dashboard-cohort-{action}", args=[cohort.pk]),
     }
-    template = (
-        "dashboard/_cohort_confirm.html"
-        if request.htmx and request.method == "GET"
-        else "dashboard/cohort_confirm.html"
-    )
+    # With htmx the form sits beside the links (and posts with htmx); without, it is a page of its own.
+    ctx["inline"] = bool(request.htmx)
+    template = "dashboard/_cohort_confirm.html" if request.htmx else "dashboard/cohort_confirm.html"
     return render(request, template, ctx, status=status)
+
+
+def _cohort_changed(request: HtmxHttpRequest, cohort: Cohort, *, back: str, done: str) -> HttpResponse:
+    """A cohort closed or re-opened from a form swapped in with htmx: the page it came from is updated in place
+    (``_cohort_changed.html``), not reloaded: the researcher keeps their place."""
+    study = Study.objects.get(pk=cohort.study_id)
+    cohort = Cohort.objects.select_related("task").get(pk=cohort.pk)
+    slots = _cohort_slots(cohort)
+    status = cohort_status(
+        cohort, enrolled=slots["enrolled"], completed=slots["completed"], study_open=study.is_open
+    ).value
+    ctx = {
+        "done": done,
+        "cohort": cohort,
+        "study": study,
+        "status": status,
+        "grid": slots,
+        "join_url": join_url(request, cohort),
+        "back_to": "cohort" if back.startswith("/dashboard/cohorts/") else "study",
+        "r": {
+            "cohort": cohort,
+            "task_name": cohort.task.spec.name,
+            "shots": cohort.shots,
+            "shots_label": f"{cohort.shots} shots",
+            "status": status,
+            "join_url": join_url(request, cohort),
+            "enrolled": slots["enrolled"],
+        },
+    }
+    return render(request, "dashboard/_cohort_changed.html", ctx)
 
 
 @researcher_required
@@ -452,30 +483,28 @@ def _enrollment_action(request: HttpRequest, enrollment_id: int, action) -> Http
 
 def _enrollment_post(request: HttpRequest, enrollment_id: int, service, done: str) -> HttpResponse:
     """A researcher's action on one worker (with a reason): the cohort page, with the row's error or ``done``
-    (formatted with the worker id and the enrollment's state) as a message."""
+    (formatted with the enrollment's state): in the worker's row (htmx), else as a message naming the worker."""
     failed = _enrollment_action(request, enrollment_id, service)
     if failed is not None:
         return failed
     enrollment = enrollment_for(request, enrollment_id)
-    said = done.format(worker=enrollment.worker.external_id, state=enrollment.state)
+    said = done.format(state=enrollment.state)
     if request.headers.get("HX-Request"):
         return _cohort_page(request, enrollment.cohort, row=enrollment.pk, done=said)
-    messages.success(request, said)
+    messages.success(request, f"Worker {enrollment.worker.external_id}: {said[0].lower()}{said[1:]}")
     return redirect("dashboard-cohort", cohort_id=enrollment.cohort_id)
 
 
 @researcher_required
 @require_POST
 def enrollment_filter(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(request, enrollment_id, services.filter_enrollment, "Filtered worker {worker}.")
+    return _enrollment_post(request, enrollment_id, services.filter_enrollment, "Filtered.")
 
 
 @researcher_required
 @require_POST
 def enrollment_reinstate(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(
-        request, enrollment_id, services.reinstate_enrollment, "Reinstated worker {worker} ({state})."
-    )
+    return _enrollment_post(request, enrollment_id, services.reinstate_enrollment, "Reinstated ({state}).")
 
 
 @researcher_required
@@ -485,13 +514,11 @@ def enrollment_leave_out(request: HttpRequest, enrollment_id: int) -> HttpRespon
         request,
         enrollment_id,
         services.leave_out_of_results,
-        "Worker {worker} is left out of the results (they keep their place and pay).",
+        "Left out of the results (keeps the place and the pay).",
     )
 
 
 @researcher_required
 @require_POST
 def enrollment_put_back(request: HttpRequest, enrollment_id: int) -> HttpResponse:
-    return _enrollment_post(
-        request, enrollment_id, services.put_back_in_results, "Worker {worker} is counted in the results again."
-    )
+    return _enrollment_post(request, enrollment_id, services.put_back_in_results, "Counted in the results again.")

@@ -16,16 +16,26 @@ from tasks_data.models import Example
 from tasks_data.registry import TaskSpec
 from tasks_data.text_spans import tokenize
 
-HIGHLIGHT = "@highlight"
+HIGHLIGHT = "@highlight"  # ReCoRD: a passage's highlight lines start with it (shown as bullets)
+PLACEHOLDER = "@placeholder"  # ReCoRD: the blank of a query (shown as a blank)
+# The markers as the worker reads them on the item: the blank the question shows, the bullet the passage shows.
+BLANK = mark_safe('<span class="blank" role="img" aria-label="blank"><span class="blank-empty">?</span></span>')
+BULLET = mark_safe('<span class="hl-bullet" aria-hidden="true">\u25b8</span>')
 # A task's instructions are Markdown (CommonMark) written by a researcher: raw HTML is shown as text, never run,
 # and a link may only lead to http(s) or mailto (markdown-it's link check); images are not shown.
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable("image")
 
 
+def markers_as_read(escaped: str) -> SafeString:
+    """Escaped text or HTML with the data's markers (``@placeholder``, ``@highlight``) as the worker reads them."""
+    return mark_safe(escaped.replace(PLACEHOLDER, BLANK).replace(HIGHLIGHT, BULLET))
+
+
 @lru_cache(maxsize=64)
 def instructions_html(text: str) -> SafeString:
-    """A task's instructions (its description, Markdown) as the worker reads them: paragraphs, emphasis, lists."""
-    return mark_safe(_MARKDOWN.render(text))  # markdown-it escapes the text itself (html off)
+    """A task's instructions (its description, Markdown) as the worker reads them: paragraphs, emphasis, lists,
+    and the data's markers as on the item."""
+    return markers_as_read(_MARKDOWN.render(text))  # markdown-it escapes the text itself (html off)
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,12 @@ from annotation.models import Answer, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
 from clues_http.negotiation import HtmxHttpRequest
-from tasks_data.models import Example
+from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import TaskSpec
 
 from . import jsonsafe as json  # json.loads refusing over-deep nesting (a 400, not a 500)
-from .text import PIECES, instructions_html
+from .text import PIECES, PLACEHOLDER, instructions_html
 
-PLACEHOLDER = "@placeholder"
 INSTRUCTIONS_COOKIE = "clues_instructions"  # "open" | "closed", set by work.js when the worker toggles them
 
 
@@ -177,9 +176,12 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
 
 
 def _part_label(enrollment: Enrollment) -> dict | None:
-    """ "Part k of n" for a test step in parts (from the counts read with the enrollment: no query), else None."""
+    """ "Part k of n" for a study in parts, else None: from the counts the hot path read with the enrollment (no
+    query), else (a training feedback, a test answer being changed) counted here, as the hot path counts them."""
     if not hasattr(enrollment, "test_total"):
-        return None
+        cohort = enrollment.cohort
+        enrollment.training_total = TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count()
+        enrollment.test_total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
     parts = len(services.part_bounds(enrollment))
     return {"number": enrollment.part, "parts": parts} if parts > 1 else None
 
@@ -222,6 +224,7 @@ def _feedback_context(enrollment: Enrollment, answer: Answer) -> dict:
     order_total = len(services.item_order(enrollment=enrollment, step=Answer.Step.TRAINING))
     ctx.update(
         view="feedback",
+        part=_part_label(enrollment),
         item=example,
         item_handle=services.item_handle(enrollment_id=enrollment.pk, item_id=example.pk),
         answer=answer,

@@ -9,6 +9,17 @@ from tests.annotation.factories import example_of
 LAPTOP = {"width": 1366, "height": 800}  # a laptop; PHONE below: the review widths
 PHONE = {"width": 390, "height": 844}
 
+# An init script that reports each Content-Security-Policy violation as a console error (which the ``pages``
+# fixture turns into a failure) and keeps them in window.__csp.
+CSP_LISTENER = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + e.blockedURI +
+                " at " + e.sourceFile + ":" + e.lineNumber);
+});
+"""
+
 
 def item_handle(page) -> str:
     """The handle the page's answer form posts (``annotation.handles``): all the worker knows of the item."""

@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.journeys import CSP_LISTENER as LISTENER
 from tests.browser.replays import researcher_journey, sst2_worker_keyboard_only
 
 expect = pytest.importorskip("playwright.sync_api").expect
 pytestmark = pytest.mark.django_db(transaction=True)
-
-LISTENER = """
-window.__csp = [];
-document.addEventListener("securitypolicyviolation", function (e) {
-  window.__csp.push(e.violatedDirective + " " + e.blockedURI);
-  console.error("CSP violation: " + e.violatedDirective + " blocked " + e.blockedURI +
-                " at " + e.sourceFile + ":" + e.lineNumber);
-});
-"""
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """The researcher dashboard in Chromium at 1366x800 and 390x844.
 
-* closing a cohort asks for confirmation and a reason, with htmx (the form beside the links) and
-  without JavaScript (a page of its own); a closed cohort with places left is re-opened the same way;
+* closing a cohort asks for confirmation and a reason, with htmx (the form beside the links, the cohort's row
+  updated in place) and without JavaScript (a page of its own); a closed cohort with places left is re-opened the
+  same way;
 * every dashboard page fits a phone (the page itself never scrolls sideways; wide tables scroll
   inside their own box) and is screenshotted at both widths into artifacts/screenshots/.
 """
@@ -48,8 +49,11 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     expect(box).to_be_visible()
     assert Cohort.objects.get(pk=cohort.pk).closed_at is None
     box.get_by_label("Reason").fill("pilot <enough> data")
+    page.evaluate("window.__same_page = true")
     box.get_by_role("button", name="Close the cohort").click()
-    expect(page.locator(".messages")).to_contain_text("Closed SST-2 10-shot.")
+    # Applied in place: what was done in the form's place, the cohort's row updated, the page not reloaded.
+    expect(page.locator('#cohort-confirm [data-role="confirm-done"]')).to_have_text("Closed SST-2 10-shot.")
+    assert page.evaluate("window.__same_page") is True
     expect(row.locator(".badge")).to_have_text("closed")
     expect(row.locator(".link-note")).to_have_text("Closed: this link takes no new workers.")
     assert Cohort.objects.get(pk=cohort.pk).closed_at is not None
@@ -63,7 +67,7 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     row.get_by_role("link", name="Re-open…").click()
     page.locator("#cohort-confirm").get_by_label("Reason").fill("one more worker needed")
     page.locator("#cohort-confirm").get_by_role("button", name="Re-open the cohort").click()
-    expect(page.locator(".messages")).to_contain_text("Re-opened SST-2 10-shot.")
+    expect(page.locator('#cohort-confirm [data-role="confirm-done"]')).to_have_text("Re-opened SST-2 10-shot.")
     expect(row.locator(".badge")).to_have_text("open")
     reasons = list(
         AuditEvent.objects.filter(study=study, action__in=("close cohort", "reopen cohort"))

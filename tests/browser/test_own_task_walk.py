@@ -105,7 +105,7 @@ def test_the_example_task_from_upload_to_table5_the_official_score_and_a_baselin
     no_sideways_scroll(page)
 
     # The annotator's file, downloaded: the official eval/S1.py gives the platform's number.
-    page.get_by_text("Prediction file of one annotator (1)").click()
+    expect(page.locator(".prediction-files h3")).to_have_text("The prediction file of each annotator (1)")
     with page.expect_download() as download:
         page.locator(f'a[href="/dashboard/enrollments/{enrollment.pk}/predictions.jsonl"]').click()
     lines = [json.loads(line) for line in Path(download.value.path()).read_text().splitlines()]

@@ -248,7 +248,7 @@ def test_touch_a_tap_marks_the_next_word_extends_and_nothing_appears_under_the_f
     page.get_by_role("button", name=re.compile("^Remove")).tap()
     _marked(page, [])
 
-    # Two names that touch stay apart with "New mark" between them.
+    # Two names that touch stay apart with "New name" between them (or a hold: tests/browser/test_ner_marking.py).
     tok(page, first).tap()
     page.locator('[data-role="separate"]').tap()
     expect(page.locator('[data-role="separate"]')).to_have_attribute("aria-pressed", "true")

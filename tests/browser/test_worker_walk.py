@@ -17,13 +17,12 @@ import re
 import statistics
 
 import pytest
-from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Answer, Enrollment
 from tasks_data.models import Example
 from tests.annotation.factories import pid_for
-from tests.browser import walk
+from tests.browser import person, walk
 from tests.browser.journeys import (
     LAPTOP,
     PHONE,
@@ -211,9 +210,8 @@ class Walk:
             if what == "tok":  # a worker scrolls the word above the action bar first
                 tok(page, i).evaluate("el => el.scrollIntoView({block: 'center'})")
                 tok(page, i).tap()
-            elif what == "separate":
-                page.locator('[data-role="separate"]').tap()
-                expect(page.locator('[data-role="separate"]')).to_have_attribute("aria-pressed", "true")
+            elif what == "hold":  # a touch held on the word: a name starts there
+                person.Finger(page).hold(i)
             elif what == "none":
                 page.locator('[data-role="none"]').tap()
             else:

@@ -262,17 +262,16 @@ def press(page, keys: list[str]):
 
 def span_taps(ranges: list[tuple[int, int]], *, many: bool = True) -> list[tuple[str, int]]:
     """The taps that mark ``ranges`` by touch, then Submit ("none": its button). Names (``many``): every word of a
-    name in turn (a word right after a mark extends it), "New mark" before a name that touches the one before;
-    one answer: its first word, then its last."""
+    name in turn (a word right after a mark extends it), a hold on the first word of a name that touches the one
+    before; one answer: its first word, then its last."""
     if not ranges:
         return [("none", 0)]
     out = []
     previous_end = None
     for a, b in sorted(ranges):
         if many:
-            if previous_end is not None and a == previous_end + 1:
-                out.append(("separate", 0))
-            out += [("tok", i) for i in range(a, b + 1)]
+            touches = previous_end is not None and a == previous_end + 1
+            out += [("hold" if touches and i == a else "tok", i) for i in range(a, b + 1)]
         else:
             out += [("tok", a)] + ([("tok", b)] if b != a else [])
         previous_end = b

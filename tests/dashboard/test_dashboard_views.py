@@ -257,6 +257,34 @@ def test_close_asks_for_confirmation_and_a_reason_then_reopen(researcher_client,
     assert response.status_code == 409 and "not closed" in response.content.decode()
 
 
+def test_closing_with_htmx_answers_with_the_cohorts_part_of_the_page(researcher_client, setup):
+    """The form swapped in beside the links posts with htmx: a refusal comes back in its place (the form again,
+    with why), a success as what was done plus the cohort's part of the page it came from, out of band (the
+    cohort page's recruitment, or the study page's row), and no message waits for the next page."""
+    study, cohort, _ = setup
+    close, reopen = f"/dashboard/cohorts/{cohort.pk}/close/", f"/dashboard/cohorts/{cohort.pk}/reopen/"
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    form = researcher_client.get(close + "?back=cohort", **htmx).content.decode()
+    assert f'hx-post="{close}"' in form and 'hx-target="#cohort-confirm"' in form
+    assert "hx-post" not in researcher_client.get(close + "?back=cohort").content.decode()  # the page of its own
+    refused = researcher_client.post(close, {"reason": " ", "back": "cohort"}, **htmx)
+    html = refused.content.decode()
+    assert refused.status_code == 400 and "give a reason" in html and f'hx-post="{close}"' in html
+    assert "<html" not in html and Cohort.objects.get(pk=cohort.pk).closed_at is None
+    done = researcher_client.post(close, {"reason": "enough", "back": "cohort"}, **htmx)
+    html = done.content.decode()
+    assert done.status_code == 200 and "<html" not in html
+    assert '<p class="notice" role="status" data-role="confirm-done">Closed SST-2 10-shot.</p>' in html
+    assert 'id="cohort-recruitment" hx-swap-oob="true"' in html and "Closed: this link takes no new workers." in html
+    assert f'href="{reopen}?back=cohort"' in html and Cohort.objects.get(pk=cohort.pk).closed_at is not None
+    done = researcher_client.post(reopen, {"reason": "one more", "back": "study"}, **htmx)
+    html = done.content.decode()
+    assert "Re-opened SST-2 10-shot." in html and "<template>" in html
+    assert f'<tr id="cohort-row-{cohort.pk}" hx-swap-oob="true">' in html and "Takes workers now." in html
+    page = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert "Re-opened SST-2" not in page and f'<tr id="cohort-row-{cohort.pk}">' in page
+
+
 def test_reopen_is_refused_when_full_or_the_study_is_closed(researcher_client, setup):
     study, cohort, _ = setup
     enroll(cohort, "W-2")  # 2 / 2 places taken
@@ -324,12 +352,12 @@ def test_an_action_from_htmx_answers_with_its_row_alone(researcher_client, setup
     response = researcher_client.post(url, {"reason": "clicks at random"}, **htmx)
     html = response.content.decode()
     assert response.status_code == 200 and html.count("<tr") == 1 and "<h1" not in html
-    assert "Filtered worker" in html and 'class="row-done"' in html
+    assert '<p class="row-done" role="status">Filtered.</p>' in html
     assert f'hx-post="/dashboard/enrollments/{enrollment.pk}/reinstate/"' in html  # the row's next action
     assert Enrollment.objects.get(pk=enrollment.pk).state == "filtered"
     # No message waits for the next page: the row said it.
     page = researcher_client.get(f"/dashboard/cohorts/{cohort.pk}/").content.decode()
-    assert "Filtered worker" not in page
+    assert "Filtered." not in page
 
 
 def test_cohort_page_shows_progress_and_escapes_worker_ids(researcher_client, setup):
@@ -490,7 +518,8 @@ def test_every_download_link_on_the_results_page_returns_its_file_and_only_to_th
     human = frame.loc["Human"]
     assert human.loc[0, "SST-2"] == "100.0 ± 0.0" and human.loc[0, "SST-2 n"] == 2 and human.loc[10, "SST-2 n"] == 0
     md, tex = bodies[base + "download.md"].decode(), bodies[base + "download.tex"].decode()
-    assert "| Human | 0 | 100.0 ± 0.0 [" in md and "] (n=2) |" in md
+    # A cell of few annotators lists their values beside its model-based interval.
+    assert "| Human | 0 | 100.0 ± 0.0 [100.0, 100.0] (values 100.0, 100.0) (n=2) |" in md
     assert "100.0 $\\pm$ 0.0 [" in tex and "(n=2)" in tex
     assert json.loads(bodies[base + "download.json"])["cells"][0]["n"] == 2
     # Rows: pay lists every worker who joined (the 10-shot worker still in training too).

@@ -143,7 +143,8 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     (ten,) = [c for c in table_cells(sst) if c["shots"] == 10]
     assert ten["plan_low"] < ten["planned"] and ten["plan_confidence"] == 0.9
     assert ten["plan_high"] is None  # a pilot of 3 this spread out: another could ask for more than 1000
-    assert f'<td class="num" data-plan-range>{ten["plan_low"]} to &gt;1000</td>' in html
+    plans = f'data-label="Plans from such pilots" data-plan-range>{ten["plan_low"]} to &gt;1000</td>'
+    assert plans in html
     assert "95% interval: the task's items" in html
     (cell,) = [c for c in table_cells(sst) if c["shots"] == 10]
     assert cell["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.05)
@@ -163,7 +164,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee
     assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
     html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
-    assert "Annotators for ± 40.0" in html and f'<td class="num">{wider}</td>' in html
+    assert f'<td class="num planned" data-label="Annotators for ± 40.0">{wider}</td>' in html
     for bad in ("abc", "0", "-3", "nan", "1e9"):
         response = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": bad})
         assert response.status_code == 400 and "target" in response.content.decode()

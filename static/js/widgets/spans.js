@@ -25,9 +25,10 @@
     var empty = $(root, "[data-empty]");
     var max = parseInt(root.getAttribute("data-max"), 10) || 0; // 0 = any number
     // touchAnchor: on a touch screen with one answer, the first word tapped, waiting for the tap on the last word.
-    // separate: "New mark" pressed, the next click or tap does not extend a neighbouring mark.
+    // separate: "New name" pressed, the next click or tap does not extend a neighbouring mark.
     var st = { marks: [], anchor: null, lastMark: null, cursor: 0, selAnchor: null, pending: null, drag: null,
       touchAnchor: null, separate: false };
+    var HOLD_MS = 500; // a press held this long on one word is a hold: a name starts there
 
     toks.forEach(function (t, i) { t.dataset.i = String(i); });
 
@@ -84,7 +85,7 @@
         t.classList.toggle("m-start", !!m && m[0] === i);
         t.classList.toggle("m-end", !!m && m[1] === i);
         t.classList.toggle("pending", !!inPending);
-        t.classList.toggle("anchor", i === st.touchAnchor);
+        t.classList.toggle("anchor", i === st.touchAnchor || (!!st.drag && st.drag.held && i === st.drag.start));
         t.classList.toggle("cursor", i === st.cursor && document.activeElement === box);
         var gap = t.nextElementSibling;
         if (gap && gap.classList.contains("gap")) {
@@ -133,8 +134,10 @@
         var said = $(root, "[data-status]").textContent;
         $(touchBox, "[data-touch-text]").textContent = open
           ? quoted(textOf(st.touchAnchor, st.touchAnchor)) + " marked. Longer? Tap its last word."
-          : (said || (grows ? "Tap the next word to make a mark longer, any other word for a new mark."
-            : (st.marks.length ? "Tap a mark to remove it." : "Tap a word to mark it.")));
+          : (said || (max === 1 ? (st.marks.length ? "Tap the answer to remove it." : "Tap a word to mark it.")
+            : (grows ? "The next word makes the name longer. Hold a word to start a new name."
+              : (st.marks.length ? "Tap a mark to remove it. Hold a word to start a new name."
+                : "Tap each word of a name, a comma inside it too."))));
         var sep = $(touchBox, '[data-role="separate"]');
         sep.hidden = max === 1 || !st.marks.length;
         sep.setAttribute("aria-pressed", st.separate ? "true" : "false");
@@ -143,7 +146,7 @@
     }
 
     // The mark a plain click or tap on word i would extend: one that ends right before it or starts right after it
-    // (the one made or extended last first), unless the worker asked for a new mark.
+    // (the one made or extended last first), unless the worker asked for a new name.
     function neighbour(i) {
       if (st.separate) { return null; }
       var near = st.marks.filter(function (m) { return m[1] === i - 1 || m[0] === i + 1; });
@@ -152,9 +155,11 @@
     }
 
     // A plain click or tap: on a marked word it removes that mark; on the word right after (or before) a mark it
-    // extends that mark by the word; anywhere else it starts a new one-word mark. So a name of k words is k
-    // clicks, separate names are never merged (a word between two names is never tapped for either), and there
-    // is no mode to leave. Names that touch (rare) are kept apart with "New mark" before the second one.
+    // extends that mark by the word; on the one word between two marks it joins them ("Flagstaff" and "Arizona",
+    // then the comma: "Flagstaff , Arizona"); anywhere else it starts a new one-word mark. So a name of k words
+    // (a comma inside it counted) is k taps in any order, names in a list are never merged (the comma between
+    // two names is never tapped for either), and there is no mode to leave. A name that starts right after
+    // another ("Real Madrid Barcelona") starts with a hold (below), Ctrl-click or "New name".
     function click(i, shift) {
       if (shift && st.anchor !== null) {
         var previous = st.lastMark;
@@ -164,16 +169,53 @@
         return;
       }
       var existing = markOf(i);
+      var separate = st.separate;
       var grow = existing || max === 1 ? null : neighbour(i);
       st.separate = false;
       if (existing) {
         removeMark(existing);
         return;
       }
-      var made = grow ? addMark(Math.min(grow[0], i), Math.max(grow[1], i), grow) : addMark(i, i, null);
+      var before = separate || max === 1 ? null : st.marks.find(function (m) { return m[1] === i - 1; });
+      var after = separate || max === 1 ? null : st.marks.find(function (m) { return m[0] === i + 1; });
+      var made;
+      if (before && after) {
+        st.marks = st.marks.filter(function (m) { return !sameMark(m, after); });
+        made = addMark(before[0], after[1], before);
+      } else {
+        made = grow ? addMark(Math.min(grow[0], i), Math.max(grow[1], i), grow) : addMark(i, i, null);
+      }
       st.anchor = made ? made[0] : null;
       st.lastMark = made;
       render();
+    }
+
+    // A hold (a press kept still on one word) starts a name at that word, never joined to the mark before it: an
+    // unmarked word becomes a mark of its own; a word inside a mark splits it there ("Real Madrid Barcelona",
+    // then a hold on "Barcelona": two names). The next taps on the words after it make it longer; sliding on
+    // before letting go marks the name to the word let go on. Returns the mark that now starts there.
+    function startName(i) {
+      var existing = markOf(i);
+      var made;
+      if (existing && existing[0] === i) {
+        made = existing;
+        say(root, quoted(textOf(existing[0], existing[1])) + " starts a name.");
+      } else if (existing) {
+        st.marks = st.marks.filter(function (m) { return !sameMark(m, existing); });
+        st.marks.push([existing[0], i - 1]);
+        made = addMark(i, existing[1], null);
+        if (made) {
+          say(root, "Two names: " + quoted(textOf(existing[0], i - 1)) + " and " + quoted(textOf(i, existing[1])) + ".");
+        }
+      } else {
+        made = addMark(i, i, null);
+        if (made) { say(root, quoted(textOf(i, i)) + " starts a new name. Tap its next word to make it longer."); }
+      }
+      st.separate = false;
+      st.anchor = made ? made[0] : null;
+      st.lastMark = made;
+      render();
+      return made;
     }
 
     // Touch has no shift key. With one answer (max 1) a tap marks its word at once and keeps it open: a tap on
@@ -200,7 +242,7 @@
       render();
     }
     if (touchBox) {
-      // "New mark": the next click or tap on a word next to a mark starts its own mark. It counts only when the
+      // "New name": the next click or tap on a word next to a mark starts its own mark. It counts only when the
       // press began on it (or it comes from the keyboard): a click that follows a tap on a word is that word's.
       var separateButton = $(touchBox, '[data-role="separate"]');
       var pressed = false;
@@ -210,7 +252,7 @@
         pressed = false;
         if (!own) { e.preventDefault(); return; }
         st.separate = !st.separate;
-        say(root, st.separate ? "The next word you mark starts a new mark." : "");
+        say(root, st.separate ? "The next word you mark starts a new name." : "");
         render();
       });
     }
@@ -221,21 +263,51 @@
       return tok && box.contains(tok) ? parseInt(tok.dataset.i, 10) : null;
     }
 
+    // A press on a word: let go at once, a tap (or click); moved to another word, a drag that marks from the word
+    // pressed to the word let go on, as one name (a comma inside included, never joined to a neighbouring mark);
+    // held still for HOLD_MS, a hold (startName), after which the finger may slide on to the name's last word, in
+    // any direction and across lines (the page does not scroll while a hold lasts). A quick swipe up or down
+    // scrolls the page as anywhere else (touch-action: pan-y).
+    function endHold() {
+      if (st.drag && st.drag.timer) { clearTimeout(st.drag.timer); st.drag.timer = null; }
+    }
     box.addEventListener("pointerdown", function (e) {
       var tok = e.target.closest(".tok");
       if (!tok || e.button !== 0) { return; }
       e.preventDefault();
+      endHold();
       var i = parseInt(tok.dataset.i, 10);
-      // Ctrl- (or Alt-, Cmd-) click: a new mark even next to another (the mouse's "New mark").
-      st.drag = { start: i, cur: i, shift: e.shiftKey, fresh: e.ctrlKey || e.altKey || e.metaKey, id: e.pointerId,
-        touch: e.pointerType === "touch" || e.pointerType === "pen" };
+      // Ctrl- (or Alt-, Cmd-) click: a new name even next to another (the mouse's "New name").
+      var drag = st.drag = { start: i, cur: i, shift: e.shiftKey, fresh: e.ctrlKey || e.altKey || e.metaKey,
+        id: e.pointerId, touch: e.pointerType === "touch" || e.pointerType === "pen", held: false, heldMark: null,
+        timer: null };
+      if (!drag.shift) {
+        drag.timer = setTimeout(function () {
+          drag.timer = null;
+          if (st.drag !== drag || drag.cur !== drag.start) { return; }
+          drag.held = true;
+          drag.heldMark = max === 1 ? null : startName(drag.start);
+          st.pending = [drag.start, drag.start];
+          render();
+        }, HOLD_MS);
+      }
       st.pending = [i, i];
       render();
+    });
+    // While a hold lasts the finger's moves mark, they do not scroll (a listener that may cancel them).
+    box.addEventListener("touchmove", function (e) {
+      if (st.drag && st.drag.held && e.cancelable) { e.preventDefault(); }
+    }, { passive: false });
+    // A hold on a phone is not a call for the browser's menu.
+    box.addEventListener("contextmenu", function (e) {
+      if (st.drag || (e.target.closest && e.target.closest(".tok") && e.pointerType !== "mouse" &&
+        window.matchMedia("(pointer: coarse)").matches)) { e.preventDefault(); }
     });
     document.addEventListener("pointermove", function (e) {
       if (!st.drag || e.pointerId !== st.drag.id || !document.body.contains(box)) { return; }
       var i = tokenAt(e.clientX, e.clientY);
       if (i === null || i === st.drag.cur) { return; }
+      endHold();
       st.drag.cur = i;
       st.pending = [st.drag.start, i];
       render();
@@ -243,6 +315,7 @@
     document.addEventListener("pointerup", function (e) {
       if (!st.drag || e.pointerId !== st.drag.id) { return; }
       var drag = st.drag;
+      endHold();
       var end = tokenAt(e.clientX, e.clientY);
       if (end === null) { end = drag.cur; }
       st.drag = null;
@@ -250,9 +323,12 @@
       if (end !== drag.start && !drag.shift) {
         st.touchAnchor = null;
         st.separate = false;
-        var mark = addMark(drag.start, end, null);
+        var mark = addMark(drag.start, end, drag.heldMark);
+        if (!mark && drag.heldMark) { render(); return; } // refused (it overlaps): the hold's name stays
         st.anchor = mark ? drag.start : null;
         st.lastMark = mark;
+      } else if (drag.held && max !== 1) {
+        // The hold's name is made already (startName).
       } else if (drag.touch) {
         tap(end);
       } else {
@@ -262,8 +338,8 @@
       st.cursor = end;
       render();
     });
-    document.addEventListener("pointercancel", function () {
-      if (st.drag) { st.drag = null; st.pending = null; render(); }
+    document.addEventListener("pointercancel", function (e) {
+      if (st.drag && e.pointerId === st.drag.id) { endHold(); st.drag = null; st.pending = null; render(); }
     });
 
     function lineMove(dir) {
