@@ -144,8 +144,11 @@ def mark_stale(*, cohort_id: int, **_) -> None:
 
 
 def _store(computed: dict[int, tuple[int, CohortScores, dict[int, str]]]) -> None:
-    """Store each cohort's ``(basis, scores, prediction files)``, unless the cohort changed since ``basis`` (its
-    ``changes`` then) was read: scores computed from answers that changed meanwhile are never stored as current."""
+    """Store each cohort's ``(basis, scores, prediction files)``, ``basis`` its ``changes`` read before its answers.
+
+    A store never moves ``changes``: scores of answers that changed since ``basis`` was read say stale as they are
+    stored. The condition keeps a late reader from replacing newer scores another reader stored meanwhile; it waits
+    for an uncommitted change's row lock, then sees the new count."""
     table = connection.ops.quote_name(StoredScores._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:

@@ -207,9 +207,11 @@ def test_scores_computed_before_a_change_are_never_stored_as_current(ten, resear
         counters = scores._stored(study)  # what a reader reads first, then the answers
         fresh, files = scores._compute(study, [ten])
         complete(ten, name)  # a change commits while the reader computes
-        scores._store({ten.pk: (counters[ten.pk].changes, fresh[ten.pk], files[ten.pk])})
+        late = {ten.pk: (counters[ten.pk].changes, fresh[ten.pk], files[ten.pk])}
+        scores._store(late)
         assert ten.pk not in current_rows(study), f"{name}: scores of older answers stored as current"
-        assert _cells(client, study)[10]["n"] == fresh[ten.pk].n + 1
+        assert _cells(client, study)[10]["n"] == fresh[ten.pk].n + 1  # the next reader computes and stores them
+        scores._store(late)  # the late reader stores after it: newer scores are never replaced by older ones
         assert check_stored(study) == {ten.pk}
 
 
