@@ -10,7 +10,8 @@ round trip of the query itself from Python.
     DATABASE_URL=postgres://... .venv/bin/python benchmarks/item_query.py [--task conll03] [--positions 30 520]
         [--repeats 51]
 
-The database must hold the CLUES data (``manage.py import_clues``); the script changes nothing.
+The database must hold the CLUES data (``manage.py import_clues``; else, or on SQLite, the script says it skipped);
+it changes nothing.
 """
 
 from __future__ import annotations
@@ -59,13 +60,14 @@ def main(argv=None) -> int:
     from annotation.services.hot_paths import hot_path
     from tasks_data.models import Example, Task
 
+    # Skipped, not failed, so that `make bench` on the embedded default runs the other scripts.
     if connection.vendor != "postgresql":
-        print("EXPLAIN ANALYZE as measured here needs PostgreSQL: set DATABASE_URL=postgres://...", file=sys.stderr)
-        return 2
+        print("skipped: EXPLAIN ANALYZE as measured here needs PostgreSQL (DATABASE_URL=postgres://...)")
+        return 0
     task = Task.objects.filter(slug=args.task).first()
     if task is None:
-        print(f"no task {args.task!r} in the database: import the CLUES data first", file=sys.stderr)
-        return 2
+        print(f"skipped: no task {args.task!r} in the database (manage.py import_clues first)")
+        return 0
     items = Example.objects.filter(task=task, role=Example.Role.TEST).count()
     with connection.cursor() as cursor:
         cursor.execute(
