@@ -313,7 +313,7 @@ def serve(study_pk: int, name: str, username: str, repeats: int) -> dict:
             began, began_cpu = time.perf_counter(), time.process_time()
             response = client.get(url)
             if getattr(response, "streaming", False):
-                b"".join(response.streaming_content)
+                b"".join(response.streaming_content)  # type: ignore[attr-defined]  # a streaming response has it
             timings.append(time.perf_counter() - began)
             cpu.append(time.process_time() - began_cpu)
         queries.append(len(captured))
@@ -363,10 +363,10 @@ def cold_and_warm(study, username: str, *, runs: int, repeats: int) -> None:
             found[name].append(got)
             print(line(f"{name}, run {run}", got))
     print(f"\n{'median of ' + str(runs) + ' runs':34s} {'':8s} {'cold':>8s} {'cpu':>8s} {'warm':>8s}")
-    for name, got in found.items():
-        cold, cpu, warm = (statistics.median(g[k] for g in got) for k in ("cold", "cold_cpu", "warm"))
+    for name, each in found.items():
+        cold, cpu, warm = (statistics.median(g[k] for g in each) for k in ("cold", "cold_cpu", "warm"))
         print(f"{name:34s} {'':8s} {cold * 1000:5.0f} ms {cpu * 1000:5.0f} ms {warm * 1000:5.0f} ms")
-    slowest = max(statistics.median(g["cold"] for g in got) for got in found.values())
+    slowest = max(statistics.median(g["cold"] for g in each) for each in found.values())
     print(f"slowest cold median: {slowest * 1000:.0f} ms (target: under 1 s)")
 
 

@@ -88,7 +88,8 @@ def main(argv=None) -> int:
             found = hot_path().test_item(task.pk, position)
         assert found is not None and len(sent) == 1, f"position {position}: one query and an item expected"
         sql, params = sent[0]
-        timings, plan = [], None
+        timings: list[float] = []
+        plan: dict = {}
         with connection.cursor() as cursor:
             for _ in range(args.repeats):
                 cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
