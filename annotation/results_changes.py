@@ -13,7 +13,9 @@ kept scores are stale after:
 
 An answer is stored or revised only while its enrollment is in a step (training, or the test step), a state
 no result reads: it counts from the moment its enrollment completes, which the transition tells. A revision
-calls ``results_changed`` all the same, so that a rule allowing later changes cannot forget it.
+calls ``results_changed`` all the same, so that a rule allowing later changes cannot forget it. A new import
+of a task's data (a corrected gold) the results see themselves: they compare the task's data fingerprint with
+the one their scores were computed on.
 
 ``results_changed`` runs in the changing transaction, so the results see the change and the mark together
 or neither. The results app is above this one and listens (``results.apps``); this app never imports it.

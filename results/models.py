@@ -43,12 +43,18 @@ class StoredScores(models.Model):
 
     ``changes`` counts the changes to what the cohort's results read (``annotation.results_changes``: bumped in
     the changing transaction); the scores are current while ``basis`` (``changes`` when they were computed)
-    equals it and ``version`` is ``results.cache.VERSION``. Written only through ``results.scores``.
+    equals it, ``task_data`` is the task's data as imported now (a new import may change a gold answer or an
+    item's place) and ``version`` is ``results.cache.VERSION``. Written only through ``results.scores``.
     """
 
     cohort = models.OneToOneField(Cohort, on_delete=models.CASCADE, primary_key=True, related_name="stored_scores")
     changes = models.PositiveBigIntegerField(default=0)
     basis = models.PositiveBigIntegerField(null=True, help_text="``changes`` when the scores were computed.")
+    task_data = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The task's data (tasks_data.Task.fingerprint) the scores were computed on.",
+    )
     version = models.PositiveIntegerField(default=0, help_text="results.cache.VERSION of the scores.")
     annotators = models.PositiveIntegerField(default=0, help_text="Annotators in results (0: no scores to read).")
     # Pickled (what the cache kept before: numpy arrays and dataclasses, read back exactly and fast); only

@@ -10,11 +10,12 @@ size; so each cohort's scores, and its annotators' prediction files, are stored 
 A stored row is never stale. Every change to what a cohort's results read (an annotator completing or
 between parts, withdrawn, expired, verified, superseded, left out or counted in again; ``annotation.
 results_changes``) bumps the row's ``changes`` in the changing transaction (``mark_stale``); the scores
-are current while the ``changes`` they were computed at (``basis``, read before the answers) is the row's.
+are current while the ``changes`` they were computed at (``basis``, read before the answers) is the row's, and
+the task's data is what they were computed on (``tasks_data.Task.fingerprint``: an import may correct a gold).
 A reader finding a cohort stale computes it again and stores it only if nothing changed meanwhile
-(``_store``), so only a changed cohort is ever computed again, and a store racing a change loses.
-A cohort's ``fingerprint`` (its join token, random, and its ``changes``) keys what is built from its scores
-in the cache (``study_key``, the gaps, the items), so nothing built is invalidated by hand.
+(``_store``), so only a changed cohort is ever computed again, and a store racing a change says stale.
+A cohort's ``fingerprint`` (its join token, random, its ``changes`` and its task's data) keys what is built from
+its scores in the cache (``study_key``, the gaps, the items), so nothing built is invalidated by hand.
 
 ``study_scores(study)`` -> {cohort id: CohortScores}: 2 queries when every cohort is current (the rows'
 counters, their scores), 7 more when one is not (its cohorts, their test answers, the items' chance level,
@@ -106,13 +107,14 @@ class _Stored:
 
     token: str  # the cohort's join token (random): no other cohort, even with the same row id, shares it
     changes: int
+    task_data: str  # the task's data as imported now (``tasks_data.Task.fingerprint``)
     current: bool  # the stored scores are those of the cohort's results now
     annotators: int
 
     @property
     def fingerprint(self) -> str:
         """What the cohort's scores are computed from, as a key: it changes with each change to them."""
-        return hashlib.sha1(repr((self.token, self.changes)).encode()).hexdigest()
+        return hashlib.sha1(repr((self.token, self.changes, self.task_data)).encode()).hexdigest()
 
 
 def _stored(study: Study) -> dict[int, _Stored]:
@@ -120,14 +122,22 @@ def _stored(study: Study) -> dict[int, _Stored]:
     rows = Cohort.objects.filter(study=study).values_list(
         "pk",
         "join_token",
+        "task__fingerprint",
         "stored_scores__changes",
         "stored_scores__basis",
+        "stored_scores__task_data",
         "stored_scores__version",
         "stored_scores__annotators",
     )
     return {
-        pk: _Stored(token, changes or 0, basis is not None and basis == changes and version == VERSION, annotators or 0)
-        for pk, token, changes, basis, version, annotators in rows
+        pk: _Stored(
+            token,
+            changes or 0,
+            task_data,
+            current=basis is not None and basis == changes and stored_task == task_data and version == VERSION,
+            annotators=annotators or 0,
+        )
+        for pk, token, task_data, changes, basis, stored_task, version, annotators in rows
     }
 
 
@@ -137,14 +147,15 @@ def mark_stale(*, cohort_id: int, **_) -> None:
     table = connection.ops.quote_name(StoredScores._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (cohort_id, changes, version, annotators) VALUES (%s, 1, 0, 0) "
+            f"INSERT INTO {table} (cohort_id, changes, task_data, version, annotators) VALUES (%s, 1, '', 0, 0) "
             f"ON CONFLICT (cohort_id) DO UPDATE SET changes = {table}.changes + 1",
             [cohort_id],
         )
 
 
-def _store(computed: dict[int, tuple[int, CohortScores, dict[int, str]]]) -> None:
-    """Store each cohort's ``(basis, scores, prediction files)``, ``basis`` its ``changes`` read before its answers.
+def _store(computed: dict[int, tuple[_Stored, CohortScores, dict[int, str]]]) -> None:
+    """Store each cohort's scores and prediction files, computed after its row (``_Stored``: its ``changes``, the
+    ``basis``, and its task's data) was read.
 
     A store never moves ``changes``: scores of answers that changed since ``basis`` was read say stale as they are
     stored. The condition keeps a late reader from replacing newer scores another reader stored meanwhile; it waits
@@ -153,13 +164,24 @@ def _store(computed: dict[int, tuple[int, CohortScores, dict[int, str]]]) -> Non
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (cohort_id, changes, basis, version, annotators, scores, predictions, computed_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cohort_id) DO UPDATE SET basis = excluded.basis, "
-            "version = excluded.version, annotators = excluded.annotators, scores = excluded.scores, predictions = "
-            f"excluded.predictions, computed_at = excluded.computed_at WHERE {table}.changes = excluded.changes",
+            f"INSERT INTO {table} (cohort_id, changes, basis, task_data, version, annotators, scores, predictions, "
+            "computed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cohort_id) DO UPDATE SET "
+            "basis = excluded.basis, task_data = excluded.task_data, version = excluded.version, annotators = "
+            "excluded.annotators, scores = excluded.scores, predictions = excluded.predictions, computed_at = "
+            f"excluded.computed_at WHERE {table}.changes = excluded.changes",
             [
-                (cohort_id, basis, basis, VERSION, scores.n, _pickled(scores), _pickled(files), now)
-                for cohort_id, (basis, scores, files) in computed.items()
+                (
+                    cohort_id,
+                    row.changes,
+                    row.changes,
+                    row.task_data,
+                    VERSION,
+                    scores.n,
+                    _pickled(scores),
+                    _pickled(files),
+                    now,
+                )
+                for cohort_id, (row, scores, files) in computed.items()
             ],
         )
 
@@ -315,13 +337,13 @@ def _read(study: Study, column: str, kind: type) -> tuple[dict[int, _Stored], di
         value = _unpickled(blob, kind)
         if value is not None:
             found[cohort_id] = value
-    again = {c: s.changes for c, s in wanted.items() if c not in found}
+    again = [c for c in wanted if c not in found]
     if again:  # changed since stored, never computed, or unreadable
         fresh, files = _compute(study, list(Cohort.objects.filter(pk__in=again).select_related("task")))
         for cohort_id, scores in fresh.items():
             scores.fingerprint = stored[cohort_id].fingerprint
             memo[(cohort_id, scores.fingerprint)] = scores
-        _store({c: (again[c], fresh[c], files[c]) for c in fresh})
+        _store({c: (stored[c], fresh[c], files[c]) for c in fresh})
         found.update(fresh if column == "scores" else files)
     return stored, found
 

@@ -35,8 +35,9 @@ def comparable(scores: CohortScores) -> dict:
 
 def current_rows(study) -> dict[int, StoredScores]:
     """{cohort id: its stored row} of the rows that say they are current."""
-    rows = StoredScores.objects.filter(cohort__study=study)
-    return {r.cohort_id: r for r in rows if r.basis == r.changes and r.version == VERSION}
+    rows = StoredScores.objects.filter(cohort__study=study).select_related("cohort__task")
+    current = (r for r in rows if r.basis == r.changes and r.task_data == r.cohort.task.fingerprint)
+    return {r.cohort_id: r for r in current if r.version == VERSION}
 
 
 def check_stored(study) -> set[int]:

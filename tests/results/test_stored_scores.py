@@ -7,7 +7,10 @@ After each change, every stored row that says it is current is compared with the
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import zipfile
 
 import pytest
 from django.core.cache import cache
@@ -21,8 +24,11 @@ from annotation.protocol import RETURN_DAYS
 from results import scores
 from results.cache import VERSION
 from results.models import StoredScores
-from tasks_data.models import TrainingSetItem
+from tasks_data.importer import import_release
+from tasks_data.models import Example, TrainingSetItem
+from tasks_data.s1 import MRC_GOLD
 from tests.annotation.factories import cohort, complete, gold_answer, join, make_study, trim_test_set, wrong_answer
+from tests.conftest import release_path
 from tests.results.stored import changes, check_stored, current_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -207,7 +213,7 @@ def test_scores_computed_before_a_change_are_never_stored_as_current(ten, resear
         counters = scores._stored(study)  # what a reader reads first, then the answers
         fresh, files = scores._compute(study, [ten])
         complete(ten, name)  # a change commits while the reader computes
-        late = {ten.pk: (counters[ten.pk].changes, fresh[ten.pk], files[ten.pk])}
+        late = {ten.pk: (counters[ten.pk], fresh[ten.pk], files[ten.pk])}
         scores._store(late)
         assert ten.pk not in current_rows(study), f"{name}: scores of older answers stored as current"
         assert _cells(client, study)[10]["n"] == fresh[ten.pk].n + 1  # the next reader computes and stores them
@@ -226,3 +232,31 @@ def test_stored_scores_of_another_version_or_unreadable_are_computed_again(ten, 
             Enrollment.objects.filter(cohort=ten).values_list("pk", flat=True)
         )
         assert check_stored(study) == {ten.pk}, damage
+
+
+def test_a_new_import_of_the_tasks_data_makes_its_cohorts_stored_scores_stale(ten, researcher, tmp_path):
+    """The release imported again with one test item's gold changed (``import_clues`` on corrected data): the
+    stored scores were computed on the old gold, so they say stale, and the next read scores that gold."""
+    study, client = ten.study, _client(researcher)
+    assert _cells(client, study)[10]["n"] == 3 and check_stored(study) == {ten.pk}
+    release = release_path()
+    if release.is_dir():
+        shutil.copytree(release, tmp_path / "CLUES-JSON")
+    else:
+        with zipfile.ZipFile(release) as archive:
+            archive.extractall(tmp_path)
+    (test_file,) = tmp_path.glob("**/SST-2/sst_test.jsonl")
+    lines = test_file.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["answer"] = ["positive" if first["answer"] == ["negative"] else "negative"]
+    test_file.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    item = Example.objects.get(task__slug="sst2", role=Example.Role.TEST, position=0)
+    majority_before = _scores(study)[ten.pk].majority_s1[MRC_GOLD[0]][0]
+
+    import_release(next(tmp_path.glob("**/SST-2")).parent)
+    item.refresh_from_db()
+    assert item.gold == first["answer"]
+    assert ten.pk not in current_rows(study), "scores of the old gold say stale"
+    stored = _scores(study)[ten.pk]
+    assert stored.example_ids[0] == item.pk and stored.majority_s1[MRC_GOLD[0]][0] == 1.0 - majority_before
+    assert check_stored(study) == {ten.pk}
