@@ -27,6 +27,7 @@ from tasks_data.registry import get_task, task_name
 from .models import Answer, Cohort, Enrollment, Study
 
 MEASURED_AFTER = 3  # workers of a cohort who finished a part before their median replaces the task's figure
+MEASURED_STATES = (Enrollment.State.COMPLETED, Enrollment.State.BETWEEN)  # who finished a part
 OVERRIDE_TOLERANCE = 0.25  # a researcher's figure further off the estimate than this is warned about
 MIN_TIME_LIMIT = 30  # minutes: a short part still leaves time to read the description and take a break
 
@@ -255,7 +256,7 @@ def _measured(cohorts: list[Cohort]) -> dict[int, float]:
     """``measured_seconds_per_item`` of each cohort that has one, in two queries."""
     first: dict[int, list[int]] = {}
     for cohort_id, enrollment_id in (
-        Enrollment.objects.filter(cohort__in=cohorts, state__in=(Enrollment.State.COMPLETED, Enrollment.State.BETWEEN))
+        Enrollment.objects.filter(cohort__in=cohorts, state__in=MEASURED_STATES)
         .exclude(verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
         .order_by("pk")
         .values_list("cohort_id", "pk")

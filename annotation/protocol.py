@@ -61,6 +61,7 @@ from django.db.models import Q
 import crowd
 
 from .models import AuditEvent, Enrollment, Study
+from .results_changes import results_changed
 
 State = Enrollment.State
 
@@ -191,6 +192,7 @@ def transition(
         code = code_for(study, to_state, part=part, parts=parts, stopped=bool(enrollment.stopped_at))
         outcome = crowd.Outcome(code=code, reason=reason, actor=actor, part=part, parts=parts)
         getattr(study.provider, hook)(enrollment, outcome)
+    results_changed(enrollment=enrollment, from_state=from_state)
     return event
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Cohort, Enrollment, Study
 from annotation.protocol import ACTIVE_STATES, State, part_code, transition
+from annotation.results_changes import results_changed
 from crowd import NotVerified
 
 from . import client as prolific
@@ -189,6 +190,7 @@ def reconcile_submission(
         if enrollment.verification == UNVERIFIED and sub_id == enrollment.platform_session:
             enrollment.verification = VERIFIED
             enrollment.save(update_fields=["verification"])
+            results_changed(enrollment=enrollment)
             report.verified.append(pid)
             audit(study, "prolific verified", f"submission {sub_id}", enrollment, actor)
         recorded = records.status_of(enrollment, part)

@@ -1,9 +1,10 @@
-"""Where the results keep what they computed: Django's cache (Redis in production), never required.
+"""Where the results keep what they built: Django's cache (Redis in production), never required.
 
-Every key is built by ``results.scores`` from what the value was computed from (a cohort's join token and
-its answers in results, the study's token, the completed runs' content), so nothing has to be invalidated
-by hand and a key never answers for another object. When the cache is unreachable, values are computed
-again (slower, never wrong).
+The cohorts' scores themselves are stored in the database (``results.scores``): a flush costs what is built
+from them (the page, the files, the gaps), never a scoring of the answers. Every key is built from what the
+value was computed from (each cohort's fingerprint: its join token and its count of changes; the study's token;
+the completed runs' content), so nothing has to be invalidated by hand and a key never answers for another
+object. When the cache is unreachable, values are built again (slower, never wrong).
 """
 
 from __future__ import annotations

@@ -1,31 +1,40 @@
-"""Per-cohort scores that every result of a study reads, computed once and kept until they change.
+"""Per-cohort scores that every result of a study reads, computed once and stored until they change.
 
 A cohort's ``CohortScores`` hold what the table, the agreement export, the planner and the item
 view need: each annotator's per-item S1 under both MRC readings, the majority answer's per-item
 S1, agreement (pairwise S1, Fleiss' kappa, Krippendorff's alpha) and the annotators' active time.
 Reading a study's stored answers (their JSON texts) and scoring them costs about a second at paper
-size; so each cohort's scores are kept (``results.cache``) under a fingerprint of what they are
-computed from: the cohort's join token (192 random bits drawn when the cohort is created: a cohort
-deleted and another created with the same row id, as SQLite allows, never shares a key) and its
-answers that count (``in_results``: per annotator, the enrollment's random order seed and time, and
-the answers' number, largest id and S1 sum). An annotator completing, filtered, reinstated or
-verified changes the fingerprint; answers are never changed once given (``annotation.models.Answer``),
-so a new result shows at once, and only its cohort is computed again.
+size; so each cohort's scores, and its annotators' prediction files, are stored in the database
+(``results.models.StoredScores``): a cache flush or a new process reads them back, never scores again.
 
-``study_scores(study)`` -> {cohort id: CohortScores}: 1 query when every cohort is cached (the
-fingerprint), 6 more when one is not (its cohorts, their test answers, the items' chance level, the
-annotators' rows); the annotators' prediction files are kept apart (``prediction_files``: only the zip reads them).
+A stored row is never stale. Every change to what a cohort's results read (an annotator completing or
+between parts, withdrawn, expired, verified, superseded, left out or counted in again; ``annotation.
+results_changes``) bumps the row's ``changes`` in the changing transaction (``mark_stale``); the scores
+are current while the ``changes`` they were computed at (``basis``, read before the answers) is the row's, and
+the task's data is what they were computed on (``tasks_data.Task.fingerprint``: an import may correct a gold).
+A reader finding a cohort stale computes it again and stores it only if nothing changed meanwhile
+(``_store``), so only a changed cohort is ever computed again, and a store racing a change says stale.
+A cohort's ``fingerprint`` (its join token, random, its ``changes`` and its task's data) keys what is built from
+its scores in the cache (``study_key``, the gaps, the items), so nothing built is invalidated by hand.
+
+``study_scores(study)`` -> {cohort id: CohortScores}: 2 queries when every cohort is current (the rows'
+counters, their scores), 7 more when one is not (its cohorts, their test answers, the items' chance level,
+the annotators' rows, the estimate, the store); ``study_key`` reads the counters only; the annotators'
+prediction files are read apart (``prediction_files``: only the zip reads them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import pickle
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count, Max, Sum
+from django.db import connection
+from django.utils import timezone
 
 from annotation import selectors
 from annotation.estimates import Estimate, cohort_estimates
@@ -36,8 +45,11 @@ from tasks_data.registry import find_task
 from tasks_data.s1 import MRC_GOLD, item_s1
 
 from . import measures
-from .cache import VERSION, cached_many, keep_many
+from .cache import VERSION
 from .majority import majority_predictions
+from .models import StoredScores
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,7 @@ class CohortScores:
     cohort_id: int
     task: str
     shots: int
-    fingerprint: str = ""  # what the scores were computed from (``_fingerprints``)
+    fingerprint: str = ""  # what the scores were computed from (``_Stored.fingerprint``)
     annotators: list[int] = field(default_factory=list)  # enrollment ids, ascending
     example_ids: list[int] = field(default_factory=list)  # test items, in test-file order
     clues_ids: list[str] = field(default_factory=list)
@@ -89,42 +101,103 @@ class CohortScores:
         return self.n > 0 and bool(np.isfinite(self.matrix()).all())
 
 
-def _fingerprints(study: Study) -> dict[int, str]:
-    """{cohort id: what its scores are computed from, hashed} for cohorts with answers in results (1 query)."""
-    per_cohort: dict[int, list] = defaultdict(list)
-    tokens: dict[int, str] = {}
-    for cohort_id, token, *row in (
-        Answer.objects.filter(in_results("enrollment__"), enrollment__cohort__study=study, step=Answer.Step.TEST)
-        .order_by()
-        .values(
-            "enrollment__cohort_id",
-            "enrollment__cohort__join_token",
-            "enrollment_id",
-            "enrollment__order_seed",
-            "enrollment__enrolled_at",
-        )
-        .annotate(n=Count("id"), last=Max("id"), total=Sum("s1"))
-        .values_list(
-            "enrollment__cohort_id",
-            "enrollment__cohort__join_token",
-            "enrollment_id",
-            "enrollment__order_seed",
-            "enrollment__enrolled_at",
-            "n",
-            "last",
-            "total",
-        )
-    ):
-        tokens[cohort_id] = token
-        per_cohort[cohort_id].append(tuple(row))
+@dataclass(frozen=True)
+class _Stored:
+    """What a cohort's ``StoredScores`` row says, less the scores themselves."""
+
+    token: str  # the cohort's join token (random): no other cohort, even with the same row id, shares it
+    changes: int
+    task_data: str  # the task's data as imported now (``tasks_data.Task.fingerprint``)
+    current: bool  # the stored scores are those of the cohort's results now
+    annotators: int
+
+    @property
+    def fingerprint(self) -> str:
+        """What the cohort's scores are computed from, as a key: it changes with each change to them."""
+        return hashlib.sha1(repr((self.token, self.changes, self.task_data)).encode()).hexdigest()
+
+
+def _stored(study: Study) -> dict[int, _Stored]:
+    """{cohort id: its stored row} of every cohort of the study, those without a row at ``changes`` 0 (1 query)."""
+    rows = Cohort.objects.filter(study=study).values_list(
+        "pk",
+        "join_token",
+        "task__fingerprint",
+        "stored_scores__changes",
+        "stored_scores__basis",
+        "stored_scores__task_data",
+        "stored_scores__version",
+        "stored_scores__annotators",
+    )
     return {
-        cohort_id: hashlib.sha1(repr((tokens[cohort_id], sorted(rows))).encode()).hexdigest()
-        for cohort_id, rows in per_cohort.items()
+        pk: _Stored(
+            token,
+            changes or 0,
+            task_data,
+            current=basis is not None and basis == changes and stored_task == task_data and version == VERSION,
+            annotators=annotators or 0,
+        )
+        for pk, token, task_data, changes, basis, stored_task, version, annotators in rows
     }
 
 
-def _key(study: Study, cohort_id: int, fingerprint: str) -> str:
-    return f"results:scores:v{VERSION}:{study.pk}:{cohort_id}:{fingerprint}"
+def mark_stale(*, cohort_id: int, **_) -> None:
+    """One more change to what the cohort's results read (``annotation.results_changes.cohort_changed``), in the
+    changing transaction: its row lock orders it with concurrent changes and with ``_store``."""
+    table = connection.ops.quote_name(StoredScores._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (cohort_id, changes, task_data, version, annotators) VALUES (%s, 1, '', 0, 0) "
+            f"ON CONFLICT (cohort_id) DO UPDATE SET changes = {table}.changes + 1",
+            [cohort_id],
+        )
+
+
+def _store(computed: dict[int, tuple[_Stored, CohortScores, dict[int, str]]]) -> None:
+    """Store each cohort's scores and prediction files, computed after its row (``_Stored``: its ``changes``, the
+    ``basis``, and its task's data) was read.
+
+    A store never moves ``changes``: scores of answers that changed since ``basis`` was read say stale as they are
+    stored. The condition keeps a late reader from replacing newer scores another reader stored meanwhile; it waits
+    for an uncommitted change's row lock, then sees the new count."""
+    table = connection.ops.quote_name(StoredScores._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (cohort_id, changes, basis, task_data, version, annotators, scores, predictions, "
+            "computed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cohort_id) DO UPDATE SET "
+            "basis = excluded.basis, task_data = excluded.task_data, version = excluded.version, annotators = "
+            "excluded.annotators, scores = excluded.scores, predictions = excluded.predictions, computed_at = "
+            f"excluded.computed_at WHERE {table}.changes = excluded.changes",
+            [
+                (
+                    cohort_id,
+                    row.changes,
+                    row.changes,
+                    row.task_data,
+                    VERSION,
+                    scores.n,
+                    _pickled(scores),
+                    _pickled(files),
+                    now,
+                )
+                for cohort_id, (row, scores, files) in computed.items()
+            ],
+        )
+
+
+def _pickled(value) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickled(blob, kind: type):
+    """The stored value, or None when it cannot be read back as ``kind`` (written by other code: computed again)."""
+    try:
+        value = pickle.loads(blob) if blob is not None else None
+    except Exception:
+        log.warning("stored scores unreadable: computed again", exc_info=True)
+        return None
+    return value if isinstance(value, kind) else None
 
 
 def _compute(study: Study, cohorts: list) -> tuple[dict[int, CohortScores], dict[int, dict[int, str]]]:
@@ -250,35 +323,48 @@ def _memo(study: Study) -> dict:
     return memo
 
 
+def _read(study: Study, column: str, kind: type) -> tuple[dict[int, _Stored], dict]:
+    """The study's stored rows, and {cohort id: its stored ``column``} ("scores" or "predictions") for the cohorts
+    with annotators in results: read from the database (scores: or from this Study object's memo), computed and
+    stored first where stale or unreadable."""
+    memo = _memo(study)
+    stored = _stored(study)
+    wanted = {c: s for c, s in stored.items() if s.annotators or not s.current}
+    found = {}
+    if column == "scores":
+        found = {c: memo[(c, s.fingerprint)] for c, s in wanted.items() if s.current and (c, s.fingerprint) in memo}
+    load = [c for c, s in wanted.items() if s.current and c not in found]
+    for cohort_id, blob in StoredScores.objects.filter(pk__in=load).values_list("pk", column) if load else ():
+        value = _unpickled(blob, kind)
+        if value is not None:
+            found[cohort_id] = value
+    again = [c for c in wanted if c not in found]
+    if again:  # changed since stored, never computed, or unreadable
+        fresh, files = _compute(study, list(Cohort.objects.filter(pk__in=again).select_related("task")))
+        for cohort_id, scores in fresh.items():
+            scores.fingerprint = stored[cohort_id].fingerprint
+            memo[(cohort_id, scores.fingerprint)] = scores
+        _store({c: (stored[c], fresh[c], files[c]) for c in fresh})
+        found.update(fresh if column == "scores" else files)
+    return stored, found
+
+
 def study_scores(study: Study) -> dict[int, CohortScores]:
     """{cohort id: CohortScores} of the study's cohorts that have annotators in results."""
-    fingerprints = _fingerprints(study)
     memo = _memo(study)
-    out = {c: memo[(c, fp)] for c, fp in fingerprints.items() if (c, fp) in memo}
-    keys = {c: _key(study, c, fp) for c, fp in fingerprints.items() if c not in out}
-    found = cached_many(list(keys.values()))
-    out.update({c: found[key] for c, key in keys.items() if key in found})
-    stale = [c for c in fingerprints if c not in out]
-    if stale:
-        fresh, files = _compute(study, list(Cohort.objects.filter(pk__in=stale).select_related("task")))
-        for cohort_id, scores in fresh.items():
-            scores.fingerprint = fingerprints[cohort_id]
-        out.update(fresh)
-        keep_many({**{keys[c]: s for c, s in fresh.items()}, **{keys[c] + ":predictions": f for c, f in files.items()}})
-    for c, scores in out.items():
-        memo[(c, scores.fingerprint)] = scores
+    stored, found = _read(study, "scores", CohortScores)
+    out = {}
+    for cohort_id, scores in found.items():
+        scores.fingerprint = stored[cohort_id].fingerprint
+        memo[(cohort_id, scores.fingerprint)] = scores
+        if scores.n:
+            out[cohort_id] = scores
     return out
 
 
 def prediction_files(study: Study) -> dict[int, str]:
     """{enrollment id: its CLUES prediction file (JSONL)} of the annotators in results."""
-    scores = study_scores(study)
-    keys = [_key(study, c, s.fingerprint) + ":predictions" for c, s in scores.items()]
-    found = cached_many(keys)
-    if len(found) < len(keys):  # evicted, or the cache is unreachable: compute them again
-        _files = _compute(study, list(Cohort.objects.filter(pk__in=scores).select_related("task")))[1]
-        found = {_key(study, c, scores[c].fingerprint) + ":predictions": f for c, f in _files.items()}
-        keep_many(found)
+    _rows, found = _read(study, "predictions", dict)
     return {e: text for files in found.values() for e, text in files.items()}
 
 
@@ -296,5 +382,6 @@ def study_token(study: Study) -> str:
 def study_key(study: Study, *parts, runs: str = "") -> str:
     """A cache key for something built from the study's results (and, with ``runs``, the completed runs):
     it changes whenever a cohort's results change, and never answers for another study."""
-    basis = repr((parts, study_token(study), sorted((c, s.fingerprint) for c, s in study_scores(study).items()), runs))
+    cohorts = sorted((c, s.fingerprint) for c, s in _stored(study).items())
+    basis = repr((parts, study_token(study), cohorts, runs))
     return f"results:built:v{VERSION}:{study.pk}:{hashlib.sha1(basis.encode()).hexdigest()}"

@@ -19,6 +19,7 @@ from ..estimates import cohort_estimate, split
 from ..handles import is_handle_of, item_handle
 from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
 from ..protocol import RETURN_DAYS, State, step_name, transition
+from ..results_changes import results_changed
 from .errors import Conflict
 from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
 from .hot_paths import hot_path
@@ -340,6 +341,7 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAns
         valid = validate_answer(spec, stored.example, answer)
         score = item_s1(valid.texts, stored.example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         Answer.objects.filter(pk=stored.pk).update(texts=valid.texts, spans=valid.spans, s1=score)
+        results_changed(enrollment=enrollment)
         AuditEvent.objects.create(
             study_id=enrollment.cohort.study_id,
             enrollment=enrollment,

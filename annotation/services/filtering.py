@@ -29,6 +29,7 @@ from ..protocol import (
     reinstate_state,
     transition,
 )
+from ..results_changes import results_changed
 from .errors import Conflict
 
 STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
@@ -237,6 +238,7 @@ def _set_left_out(enrollment_id: int, left_out: bool, refusal, *, actor: str, ac
             raise Conflict(why_not)
         enrollment.left_out = left_out
         enrollment.save(update_fields=["left_out"])
+        results_changed(enrollment=enrollment)
         AuditEvent.objects.create(
             study=enrollment.cohort.study,
             enrollment=enrollment,

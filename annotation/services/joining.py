@@ -22,6 +22,7 @@ from ..protocol import (
     transition,
     waits_unverified,
 )
+from ..results_changes import results_changed
 
 # One answer for "already took part" and "not allowed", so the join page never tells whether a
 # given worker id has taken part before.
@@ -336,6 +337,7 @@ def _supersede(enrollment_id: int, study: Study, *, elsewhere: bool = False) -> 
         )
     else:
         squatter.save(update_fields=["verification"])
+        results_changed(enrollment=squatter)
         AuditEvent.objects.create(
             study_id=squatter.cohort.study_id,  # the squatter's own study (another one of the task, maybe)
             enrollment=squatter,

@@ -22,7 +22,9 @@ def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_pa
         "10",
         "--data",
         str(REPO / "tasks_data" / "demo" / "CLUES-JSON"),
-        "--repeats",  # what is checked is that it runs on SQLite and rolls back, not the timing
+        "--repeats",  # what is checked is that it runs on SQLite and leaves it as it was, not the timing
+        "1",
+        "--cold-runs",
         "1",
     ]
 
@@ -34,12 +36,14 @@ def test_aggregate_study_benchmark_runs_on_sqlite_and_leaves_it_as_it_was(tmp_pa
     result = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "database: sqlite" in result.stdout
-    assert "human_cells" in result.stdout and "rolled back: the database is as it was" in result.stdout
+    assert "human_cells" in result.stdout and "deleted what it made: the database is as it was" in result.stdout
     counts = manage(
         env,
         "shell",
         "-c",
-        "from tasks_data.models import Task; from annotation.models import Study;"
-        "print(Task.objects.count(), Study.objects.count())",
+        "from django.contrib.auth.models import User; from tasks_data.models import Task;"
+        "from annotation.models import Answer, Study, Worker; from baselines.models import BaselineRun;"
+        "from results.models import StoredScores; print(*(m.objects.count() for m in"
+        " (Task, Study, Worker, Answer, BaselineRun, StoredScores, User)))",
     )
-    assert counts.strip().splitlines()[-1].split() == ["0", "0"]
+    assert counts.strip().splitlines()[-1].split() == ["0"] * 7

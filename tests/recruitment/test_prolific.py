@@ -28,6 +28,7 @@ from tests.annotation.factories import (
 )
 from tests.recruitment.fake_prolific import Refused
 from tests.recruitment.journeys import SITE, approved_worker, arrive, finish, published
+from tests.results.stored import check_stored
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
@@ -149,10 +150,18 @@ def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researc
     assert enrollment.pk not in annotator_test_s1(study), "left out of every result until verified"
     assert enrollment.pk not in {r["enrollment_id"] for r in selectors.annotator_rows(study)}
     assert enrollment not in selectors.completed_enrollments(study)
+    researcher_client = Client()
+    researcher_client.force_login(researcher)
+    results = f"/api/studies/{study.pk}/results/"
+    assert researcher_client.get(results).json()["cells"][0]["n"] == 0
+    assert check_stored(study) == {c.pk}  # the results' stored scores, without them
     fake.down = False
     fake.submit(sid, "CDONE")
     report = sync(study)
     assert enrollment.pk in annotator_test_s1(study)
+    assert check_stored(study) == set(), "the verification made the stored scores stale at once"
+    assert researcher_client.get(results).json()["cells"][0]["n"] == 1
+    assert check_stored(study) == {c.pk}
     assert report.verified == [pid]
     enrollment.refresh_from_db()
     assert enrollment.verification == "verified"

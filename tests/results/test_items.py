@@ -254,6 +254,7 @@ def test_the_gap_has_both_intervals_each_named(study, researcher):
 
 def test_learning_curves_and_every_output_leave_out_unverified_workers(study, researcher):
     from annotation.models import Enrollment
+    from annotation.results_changes import results_changed
     from results import agreement, exports
 
     b = Enrollment.objects.get(cohort__study=study, worker__external_id=pid_for("B"))
@@ -261,6 +262,7 @@ def test_learning_curves_and_every_output_leave_out_unverified_workers(study, re
     assert b.pk in before
     # Admitted while Prolific was unreachable, not yet verified: out of every result, curves included.
     Enrollment.objects.filter(pk=b.pk).update(verification=Enrollment.UNVERIFIED)
+    results_changed(enrollment=b)  # what every service that changes an enrollment calls
     assert b.pk not in {r["enrollment_id"] for r in agreement.learning_curves(study)}
     assert b.pk not in {r["enrollment_id"] for r in exports.annotator_rows(study)}
     rows = json.loads(

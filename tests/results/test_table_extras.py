@@ -322,19 +322,21 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
 
 
 def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher, django_assert_max_num_queries):
-    table_cells(sst)  # computes and keeps each cohort's scores
-    with django_assert_max_num_queries(2):  # the fingerprint of the cohorts' results, the cohorts
+    table_cells(sst)  # computes and stores each cohort's scores
+    with django_assert_max_num_queries(2):  # the stored scores' counters, the cohorts (the scores: read already)
         assert [c["n"] for c in table_cells(sst)] == [0, 3]
     client = _client(researcher)
     assert client.get(f"/api/studies/{sst.pk}/results/").json()["cells"][0]["n"] == 0
     # A worker answers every item of the 0-shot cohort: the last answer completes them, and the result shows
-    # on the next request (the cohort's fingerprint changed), nothing else invalidated by hand.
+    # on the next request (the completion marked the cohort's stored scores stale), nothing invalidated by hand.
     enrollment = join(cohort(sst, "sst2", 0), "Z")
     while (state := services.current_item(enrollment_id=enrollment.pk)).item is not None:
         services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
     api = client.get(f"/api/studies/{sst.pk}/results/").json()
     assert api["cells"][0]["n"] == 1 and api["cells"][0]["mean"] == pytest.approx(100.0)
-    assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache
+    assert api["cells"][1]["n"] == 3  # the other cohort, still as stored
+    with django_assert_max_num_queries(3):  # and the 0-shot cohort's scores, new to this Study object
+        assert [c["n"] for c in table_cells(sst)] == [1, 3]
     with django_assert_max_num_queries(2):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
 
