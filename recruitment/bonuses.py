@@ -12,8 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.estimates import cohort_estimate
-from annotation.models import Answer, Enrollment, Study
-from annotation.protocol import State, active_seconds, pay
+from annotation.models import Enrollment, Study
+from annotation.pay import worked_seconds
+from annotation.protocol import State, pay
 
 from . import client as prolific
 from . import records
@@ -25,32 +26,21 @@ from .tokens import NO_TOKEN, client_for
 
 
 def part_active_seconds(enrollment: Enrollment, part: int) -> float:
-    """Rule 7's active time of one part: the gaps up to each of the part's answers (the training step's in part 1),
-    each capped at the idle cap; a part's first gap runs from the answer before it (or from joining)."""
-    study = enrollment.cohort.study
-    estimate = cohort_estimate(enrollment.cohort)
-    this = estimate.part(part)
-    answers = list(
-        Answer.objects.filter(enrollment=enrollment)
-        .order_by("answered_at")
-        .values_list("step", "position", "answered_at")
-    )
-    seconds, before = 0.0, enrollment.enrolled_at
-    for step, position, at in answers:
-        mine = (step == Answer.Step.TRAINING and part == 1) or (
-            step == Answer.Step.TEST and this.first <= position < this.end
-        )
-        if mine:
-            seconds += active_seconds(enrolled_at=before, answered_at=[at], idle_cap_seconds=study.idle_cap_seconds)
-        before = at
-    return seconds
+    """Rule 7's active time of one part (``annotation.pay``): from the part's start through its answers (and on to
+    when the worker stopped in it), each gap capped at the idle cap; the wait between parts is never work."""
+    return worked_seconds(enrollment).get(part, 0.0)
 
 
 def base_of(enrollment: Enrollment, part: int, *, stopped: bool) -> Decimal:
-    """What Prolific pays for the part by itself: its reward, or the fixed screen-out reward when the worker
-    stopped in the middle of it."""
-    cents = screenout_reward_cents(enrollment.cohort, part) if stopped else reward_cents(enrollment.cohort, part)
-    return Decimal(cents) / 100
+    """What Prolific pays for the part by itself: the reward it was published with, or its fixed screen-out reward
+    when the worker was screened out in it (filtered, or stopped in the middle of it). Never the estimate of now: a
+    measured estimate (three colluders who rush a part, say) moves no one's pay."""
+    published = records.published_parts(enrollment.cohort_id).get(part)
+    stored = None if published is None else (published.screenout_reward if stopped else published.reward)
+    if stored is None:  # a part published before its figures were kept
+        study = enrollment.cohort.study
+        stored = screenout_reward_cents(study) if stopped else reward_cents(enrollment.cohort, part)
+    return Decimal(stored) / 100
 
 
 def planned_bonus(enrollment: Enrollment, part: int = 1, *, stopped: bool = False) -> tuple[Decimal, float]:
@@ -62,8 +52,10 @@ def planned_bonus(enrollment: Enrollment, part: int = 1, *, stopped: bool = Fals
 
 
 def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
-    """(enrollment, part, stopped) for every part Prolific paid for: a finished part's submission approved, or the
-    submission of a part the worker stopped in the middle of (the time limit, or their choice) screened out."""
+    """(enrollment, part, screened out) for every part Prolific paid for: a finished part's submission approved, or
+    screened out with the part's screen-out code: a worker filtered after training (part 1), or one who stopped in the
+    middle of a part with answers in it (the time limit, or their choice). A screen-out pays only Prolific's minimum
+    by itself: the bonus pays the rest of the time worked."""
     out = []
     rows = (
         ProlificSubmission.objects.filter(enrollment__cohort__study=study)
@@ -78,7 +70,9 @@ def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
             finished, _ = finished_part(enrollment, row.part)
             if finished and enrollment.state != State.FILTERED:
                 out.append((enrollment, row.part, False))
-        elif enrollment.stopped_at and row.part == enrollment.part:
+        elif (enrollment.stopped_at and row.part == enrollment.part) or (
+            enrollment.state == State.FILTERED and row.part == 1
+        ):
             out.append((enrollment, row.part, True))
     return out
 

@@ -48,10 +48,25 @@ class ProlificProvider(Prolific):
     def launch_note(self, study: Any) -> str:
         if not owner_has_token(study.created_by_id):
             return (
-                f"its join links take Prolific's participants only once it is published on Prolific: {NO_TOKEN}, "
-                "then publish it from the study's Prolific page."
+                f"until it is published on Prolific its join links run as plain links: Prolific ids are not checked "
+                f"with Prolific and nobody is paid through Prolific by this platform ({NO_TOKEN}, then publish it from "
+                "the study's Prolific page)."
             )
-        return "publish it on Prolific (the study's Prolific page): its join links take Prolific's participants only."
+        return "publish it on Prolific (the study's Prolific page): its join links take no one until then."
+
+    def not_open_reason(self, cohort: Any) -> str:
+        # With a token the researcher can publish: a cohort not on Prolific yet takes no one (no PID could be checked).
+        if records.study_id_of(cohort) or not owner_has_token(cohort.study.created_by_id):
+            return ""
+        return "this study is not open on Prolific yet; please come back once it is published there"
+
+    def link_status_note(self, cohort: Any) -> str:
+        if records.study_id_of(cohort):
+            return ""
+        return (
+            "It runs as a plain link: not published on Prolific, so Prolific ids are not checked with Prolific and "
+            "nobody is paid through Prolific by this platform."
+        )
 
     def service_fee(self) -> float:
         return float(settings.PROLIFIC_SERVICE_FEE)
@@ -62,8 +77,15 @@ class ProlificProvider(Prolific):
         return records.part_studies(cohort).get(str(identity.data.get("STUDY_ID") or ""), 0)
 
     def may_start_part(self, enrollment: Any, part: int) -> bool:
+        """Only from the part's own Prolific study: the enrollment's session is one Prolific confirmed (its STUDY_ID
+        is the submission's own study, ``sync.verify_join``) and is of that part's study."""
         studies = {number: sid for sid, number in records.part_studies(enrollment.cohort).items()}
-        return part not in studies or (enrollment.platform_data or {}).get("STUDY_ID") == studies[part]
+        if part not in studies:
+            return True
+        return (
+            enrollment.verification == enrollment.VERIFIED
+            and (enrollment.platform_data or {}).get("STUDY_ID") == studies[part]
+        )
 
     # ---------------------------------------------------------------- the protocol's events
 

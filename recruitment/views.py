@@ -81,7 +81,8 @@ def sync(request: HttpRequest, study_id: int) -> HttpResponse:
         notice=(
             f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
             f"{len(report.verified)} verified, {len(report.attention)} for you to review "
-            f"({report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
+            f"({len(report.return_requested)} asked to return their submission now; "
+            f"{report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
             f"{len(report.expired)} unverified join(s) expired."
         ),
     )

@@ -163,7 +163,7 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
         ctx["initial_spans"] = json.dumps(revising.spans or [])
         ctx["initial_summary"] = _answer_summary(spec, revising)
     elif state.step == Answer.Step.TEST and state.done > 0:
-        last = services.last_test_answer(enrollment)  # a test item's or an attention check's: the same offer
+        last = services.revisable_test_answer(enrollment)  # a test item's or an attention check's: the same offer
         if last is not None:
             ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(spec, last)}
     ctx.update(kind.widget_context(spec, item, PIECES, revising=revising.texts if revising is not None else None))
@@ -327,18 +327,13 @@ def _between_context(enrollment: Enrollment) -> dict:
     }
 
 
-# The worker is warned, and offered to end the part, once this share of the part's time limit is left.
-WARN_SHARE = 0.2
-
-
 def _time_left(enrollment: Enrollment) -> dict | None:
-    """Minutes left before the part's time limit, when few are left (the page warns), else None."""
-    deadline = services.part_deadline(enrollment)
-    limit = (deadline - (enrollment.timer_started_at or enrollment.enrolled_at)).total_seconds() / 60
-    left = (deadline - timezone.now()).total_seconds() / 60
-    if left > max(5.0, WARN_SHARE * limit):
+    """Minutes left before the part's time limit when the worker may end the part now (the page warns and offers
+    "End now": the server's own rule, ``services.end_now_window``), else None."""
+    left = services.end_now_window(enrollment, timezone.now())
+    if left is None:
         return None
-    return {"minutes": max(0, int(left)), "deadline": deadline}
+    return {"minutes": int(left.total_seconds() // 60), "deadline": services.part_deadline(enrollment)}
 
 
 def _enrollment(request: HttpRequest) -> Enrollment | None:
@@ -510,9 +505,7 @@ def next_item(request: HtmxHttpRequest) -> HttpResponse:
 
 def _revise_context(enrollment: Enrollment) -> dict | None:
     """The last test answer's item, to be answered again; None when no answer can be changed now."""
-    if enrollment.state != State.TESTING:
-        return None
-    last = services.last_test_answer(enrollment)
+    last = services.revisable_test_answer(enrollment)
     if last is None:
         return None
     total = _test_total(enrollment)

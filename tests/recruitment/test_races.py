@@ -66,7 +66,7 @@ def test_a_webhook_and_the_sync_racing_approve_a_submission_once(fake, researche
     for head_start in ("sync", "webhook"):
         worker, pid, sid = arrive(fake, c, f"racer-{head_start}")
         finish(worker)
-        fake.submit(sid, "CDONE")
+        fake.submit(sid, fake.code(sid))
         body, headers = fake.event(sid)
 
         def hook(body=body, headers=headers):
