@@ -39,8 +39,9 @@ class BonusPayment(models.Model):
     Prolific is called.
 
     planned -> set_up (Prolific's bulk bonus id stored) -> paying (committed before the pay
-    call) -> paid. A row left in ``paying`` (a crash or a lost answer during the pay call) is
-    never paid again automatically: the researcher checks it on Prolific.
+    call, with ``claimed_at``: a pay run is making the call) -> paid, or unknown (the call got no
+    answer). An unknown row, or one left in ``paying`` past the pay call's longest wait (the run
+    died in the call), is never paid again automatically: the researcher checks it on Prolific.
     """
 
     class State(models.TextChoices):
@@ -48,6 +49,7 @@ class BonusPayment(models.Model):
         SET_UP = "set_up"
         PAYING = "paying"
         PAID = "paid"
+        UNKNOWN = "unknown"
 
     enrollment = models.ForeignKey("annotation.Enrollment", on_delete=models.PROTECT, related_name="bonuses")
     part = models.PositiveSmallIntegerField(default=1)
@@ -56,6 +58,7 @@ class BonusPayment(models.Model):
     state = models.CharField(max_length=8, choices=State.choices, default=State.PLANNED)
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="When a pay run started the pay call.")
     paid_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

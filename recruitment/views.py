@@ -102,8 +102,8 @@ def pay(request: HttpRequest, study_id: int) -> HttpResponse:
         study,
         pay_report=report,
         notice=(
-            f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; "
-            f"{states.unknown_count} unknown (see below how to settle)."
+            f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; {states.in_flight_count} in flight "
+            f"in another pay run; {states.unknown_count} unknown (see below how to settle)."
         ),
     )
 
