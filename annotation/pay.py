@@ -25,8 +25,9 @@ def part_starts(enrollment: Enrollment) -> dict[int, datetime]:
 
 
 def part_at(starts: dict[int, datetime], at: datetime) -> int:
-    """The part an answer given at ``at`` belongs to: the last one started by then."""
-    return max((number for number, start in starts.items() if start <= at), default=1)
+    """The part an answer given at ``at`` belongs to: the last one started before it (a part starts after the answer
+    that ended the one before)."""
+    return max((number for number, start in starts.items() if start < at), default=1)
 
 
 def seconds_per_part(enrollment: Enrollment, answered_at: Sequence[datetime]) -> dict[int, float]:

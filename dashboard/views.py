@@ -164,9 +164,8 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
 
 def _link_state(cohort: Cohort, status: str) -> dict:
     """What the crowd platform adds about an open join link: why it takes no one yet, or how its workers are checked
-    and paid (``CrowdProvider.not_open_reason``, ``link_status_note``)."""
-    if status != "open":
-        return {}
+    and paid (``CrowdProvider.not_open_reason``, ``link_status_note``). Asked whatever the status (the template shows
+    it for an open link only), so that a page's queries do not depend on its cohorts' progress."""
     provider = cohort.study.provider
     return {"not_open": provider.not_open_reason(cohort), "note": provider.link_status_note(cohort)}
 

@@ -13,6 +13,7 @@ it awaiting review with the completion code of an enrollment that finished (the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -53,6 +54,13 @@ class ProlificProvider(Prolific):
                 "the study's Prolific page)."
             )
         return "publish it on Prolific (the study's Prolific page): its join links take no one until then."
+
+    def listed_parts(self, cohort: Any) -> dict[int, tuple[int, Any]]:
+        return {
+            number: (part.minutes, (Decimal(part.reward) / 100).quantize(Decimal("0.01")))
+            for number, part in records.published_parts(cohort).items()
+            if part.minutes is not None and part.reward is not None
+        }
 
     def not_open_reason(self, cohort: Any) -> str:
         # With a token the researcher can publish: a cohort not on Prolific yet takes no one (no PID could be checked).

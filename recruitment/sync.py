@@ -291,7 +291,7 @@ def _ask_to_return(client, study, review: ProlificReview, report: SyncReport, ac
             (
                 review.submission_id,
                 pid,
-                f"{review.reason}; asking them to return it failed ({exc}): asked again next sync",
+                f"{review.reason}; asking them to return it failed ({exc}): asked again at the next sync",
             )
         )
         return

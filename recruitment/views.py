@@ -13,8 +13,10 @@ from annotation.estimates import study_listing
 from annotation.models import Study
 
 from . import bonuses, client, records, tokens, webhooks
+from .models import ProlificPart
 from .publish import publish as publish_study
 from .sync import awaiting_review
+from .sync import reviews as sync_reviews
 from .sync import sync as sync_study
 
 
@@ -32,10 +34,30 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> 
             "listing": study_listing(study),
             "bonuses": bonuses.bonus_rows(study),
             "awaiting_review": awaiting_review(study),
+            "published": _published(study),
+            "reviews": sync_reviews(study)[:200],
             "money": bonuses.money_states(study),
             **extra,
         },
     )
+
+
+def _published(study: Study) -> list[dict]:
+    """The study's parts on Prolific with what each was published with (amounts in the major unit)."""
+    rows = (
+        ProlificPart.objects.filter(cohort__study=study)
+        .exclude(prolific_study_id="")
+        .select_related("cohort__task")
+        .order_by("cohort__task__slug", "cohort__shots", "number")
+    )
+    return [
+        {
+            "part": row,
+            "reward": None if row.reward is None else row.reward / 100,
+            "screenout": None if row.screenout_reward is None else row.screenout_reward / 100,
+        }
+        for row in rows
+    ]
 
 
 @researcher_required

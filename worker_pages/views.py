@@ -68,12 +68,29 @@ def _labels_in_order(spec: TaskSpec, question: str) -> str:
     return question[: match.start()] + ordered + question[match.end() :]
 
 
+def _part_figures(enrollment: Enrollment, estimate) -> dict[int, dict]:
+    """{part: its minutes, pay and where they come from}: what the crowd platform's listing of the part promised
+    when it was published there (``CrowdProvider.listed_parts``), else the cohort's estimate, said so. A published
+    part's figures never move with the estimate (three workers who rush a part change nothing the others read)."""
+    provider = enrollment.cohort.study.provider
+    listed = provider.listed_parts(enrollment.cohort)
+    figures = {}
+    for p in estimate.parts:
+        if p.number in listed:
+            minutes, pay = listed[p.number]
+            figures[p.number] = {"minutes": minutes, "pay": pay, "source": f"as listed on {provider.name}"}
+        else:
+            figures[p.number] = {"minutes": p.listed_minutes, "pay": estimate.reward(p.number), "source": "estimate"}
+    return figures
+
+
 def _step_info(enrollment: Enrollment) -> dict:
-    """Time, pay and parts as the cohort's estimate has them (``annotation.estimates``: the same figures as the
-    platform's listing and the researcher's pages)."""
+    """Time, pay and parts as the crowd platform listed each part (or the cohort's estimate, ``annotation.estimates``:
+    the same figures as the researcher's pages), with which it is."""
     cohort = enrollment.cohort
     estimate = cohort_estimate(cohort)
     part = estimate.part(enrollment.part)
+    figures = _part_figures(enrollment, estimate)
     spec, study = cohort.task.spec, cohort.study
     return {
         "training_items": estimate.training_items,
@@ -81,17 +98,20 @@ def _step_info(enrollment: Enrollment) -> dict:
         "shots": cohort.shots,
         "repeats": spec.train_rows_per_shot,
         "seconds_per_item": round(estimate.seconds_per_item),
-        "duration": duration_text(part.listed_minutes),
+        "duration": duration_text(figures[part.number]["minutes"]),
         "test_duration": duration_text(estimate.test_minutes),
-        "pay": estimate.reward(part.number),
+        "pay": figures[part.number]["pay"],
+        "figures": figures[part.number]["source"],
         "rate": study.pay_rate,
         "currency": study.pay_currency,
         "idle_minutes": max(1, round(study.idle_cap_seconds / 60)),
         "part": part,
         "parts": len(estimate.parts),
         "all_parts": [
-            {"number": p.number, "items": p.items, "duration": duration_text(p.listed_minutes)} for p in estimate.parts
+            {"number": p.number, "items": p.items, "duration": duration_text(figures[p.number]["minutes"])}
+            for p in estimate.parts
         ],
+        "all_figures": figures,
         "time_limit": part.time_limit,
     }
 
@@ -313,13 +333,16 @@ def _between_context(enrollment: Enrollment) -> dict:
     estimate = cohort_estimate(enrollment.cohort)
     following = estimate.part(enrollment.part + 1)
     deadline = services.part_deadline(enrollment)
+    info = _step_info(enrollment)
+    figures = info["all_figures"][following.number]
     return {
-        "info": _step_info(enrollment),
+        "info": info,
         "next_part": {
             "number": following.number,
             "items": following.items,
-            "duration": duration_text(following.listed_minutes),
-            "pay": estimate.reward(following.number),
+            "duration": duration_text(figures["minutes"]),
+            "pay": figures["pay"],
+            "figures": figures["source"],
             "time_limit": following.time_limit,
         },
         "return_by": deadline,

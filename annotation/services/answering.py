@@ -316,7 +316,7 @@ def revisable_test_answer(enrollment: Enrollment) -> LastAnswer | None:
     if enrollment.state != State.TESTING:
         return None
     last = last_test_answer(enrollment)
-    if last is None or last.record.answered_at < part_started_at(enrollment):
+    if last is None or (enrollment.part > 1 and last.record.answered_at <= part_started_at(enrollment)):
         return None
     return last
 

@@ -86,11 +86,12 @@ def part_started_at(enrollment: Enrollment) -> datetime:
 def answers_in_part(enrollment: Enrollment) -> int:
     """The answers given in the part the worker is in, attention checks too (a worker cannot tell them apart from
     items): what makes leaving the part work to be paid for rather than a withdrawal (2 queries)."""
-    since = part_started_at(enrollment)
-    return (
-        Answer.objects.filter(enrollment_id=enrollment.pk, answered_at__gte=since).count()
-        + AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, answered_at__gte=since).count()
-    )
+    answers = Answer.objects.filter(enrollment_id=enrollment.pk)
+    checks = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk)
+    if enrollment.part > 1:  # a later part holds what was answered after it started (pay.part_at)
+        since = part_started_at(enrollment)
+        answers, checks = answers.filter(answered_at__gt=since), checks.filter(answered_at__gt=since)
+    return answers.count() + checks.count()
 
 
 # "End now" is offered, and taken, only near the part's time limit: once this share of the limit, or

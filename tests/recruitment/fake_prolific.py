@@ -26,7 +26,8 @@ Webhooks: a workspace secret, subscriptions confirmed with the X-Hook-Secret hea
 ``event()`` building the signed request Prolific sends (a test may forge its secret, time or status).
 Switches: ``down`` (connections are dropped without an answer), ``crash_on_pay`` (the pay is
 recorded, then the connection drops: the client never learns it was paid), ``fail_next`` (with
-``fail_status``: 400, 401 for a revoked token, 403, 500, 503...), ``delays`` ((method, path pattern, seconds): such
+``fail_status``: 400, 401 for a revoked token, 403, 500, 503...), ``fail_matching`` ((method, path pattern, status): the
+next such request fails with that status), ``delays`` ((method, path pattern, seconds): such
 a request waits that long before it is handled, as a slow Prolific would, so that a test can race two callers).
 """
 
@@ -108,6 +109,7 @@ class FakeProlific:
         self.fail_next = 0  # answer ``fail_status`` to this many requests (recorded in calls), then work again
         self.fail_status = 503
         self.delays: list[tuple[str, str, float]] = []  # (method, path regex, seconds) before a request is handled
+        self.fail_matching: list[tuple[str, str, int]] = []  # (method, path regex, status): fails the next such request
         self.page_size = 2
         self.hook_secrets: dict[str, str] = {}  # workspace -> its one active secret
         self.subscriptions: dict[str, dict] = {}
@@ -132,9 +134,9 @@ class FakeProlific:
                 fake.wait_if_slow(method, self.path)
                 with fake._lock:
                     fake.calls.append((method, self.path, body))
-                    if fake.fail_next > 0:
-                        fake.fail_next -= 1
-                        status, payload = fake.fail_status, _error(fake.fail_status, "Refused by the fake")
+                    failure = fake.canned_failure(method, self.path)
+                    if failure:
+                        status, payload = failure, _error(failure, "Refused by the fake")
                     else:
                         status, payload = fake.route(method, self.path, body)
                 if status is None:  # crash after the work was done
@@ -168,6 +170,17 @@ class FakeProlific:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def canned_failure(self, method: str, path: str) -> int:
+        """The status a switch makes this request fail with (``fail_matching``, then ``fail_next``), or 0."""
+        matching = next((f for f in self.fail_matching if f[0] == method and re.search(f[1], path)), None)
+        if matching is not None:
+            self.fail_matching.remove(matching)
+            return matching[2]
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            return self.fail_status
+        return 0
 
     def wait_if_slow(self, method: str, path: str) -> None:
         """A request ``delays`` names waits before it is handled (outside the lock: others go on meanwhile)."""
