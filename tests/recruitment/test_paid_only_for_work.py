@@ -24,6 +24,7 @@ from tests.annotation.factories import (
     gold_answer,
     make_study,
     pid_for,
+    screen_out_code,
     trim_test_set,
 )
 from tests.recruitment.fake_prolific import TOKEN, Refused
@@ -343,3 +344,39 @@ def test_asking_a_stranger_to_return_survives_prolific_failing_and_never_spends(
     assert sync(study).return_requested == [], "asked once it was answered"
     spending = [call for call in fake.calls[calls_before:] if "bonus" in call[1] or call[1].endswith("/transition/")]
     assert spending == [], "nothing approved or paid for a stranger, whatever Prolific answered"
+
+
+def test_end_now_on_prolific_pays_only_for_answers_in_the_part(fake, researcher, clock):
+    """The issue's first break: join, End now with nothing answered, submit the code. Now: refused early; near the
+    limit with nothing answered it is a withdrawal (no code; the page asks them to return the submission); with
+    answers, the part's own screen-out code, and the time worked paid beyond Prolific's minimum."""
+    study = two_parts(fake, researcher, workers_per_cohort=2)
+    c = cohort(study, "sst2", 0)
+    first = studies_of(c)[1]
+    pid = pid_for("idle")
+    sid = fake.start_submission(first, pid)
+    idle = open_link(c, pid, first, sid)
+    early = idle.send("post", "/api/work/stop/")
+    assert early.status_code == 409 and "withdraw" in early.json()["detail"]
+    clock.advance(26 * 60)
+    ended = idle.send("post", "/api/work/stop/").json()
+    assert ended["step"] == "withdrawn" and ended["completion"] is None
+    page = idle.client.get("/work/").content.decode()
+    assert "there is no code for it" in page and "please return your submission" in page
+    assert screen_out_code(c, 1) not in page
+    # A worker with answers in the part ends it near the limit: the part's screen-out code, paid for their time.
+    busy_pid = pid_for("busy")
+    busy_sid = fake.start_submission(first, busy_pid)
+    busy = open_link(c, busy_pid, first, busy_sid)
+    answer(busy, clock, 20, pace=60)  # slow: 20 minutes for 20 items
+    clock.advance(6 * 60)
+    stopped = busy.send("post", "/api/work/stop/").json()
+    assert stopped["step"] == "expired" and stopped["completion"]["code"] == screen_out_code(c, 1)
+    fake.submit(busy_sid, stopped["completion"]["code"])
+    assert fake.submissions[busy_sid]["status"] == "SCREENED OUT" and fake.screen_out_paid(busy_pid) == 0.14
+    sync(study)
+    pay_bonuses(study)
+    (row,) = BonusPayment.objects.filter(enrollment__worker__external_id=busy_pid)
+    # 20 minutes of answers, then 6 minutes to End now capped at the idle cap of 5: 25 minutes at 12/h = 5.00.
+    assert row.active_seconds == 25 * 60 and row.amount == Decimal("5.00") - Decimal("0.14")
+    assert fake.paid_total(busy_pid) == 4.86 and fake.paid_total(pid) == fake.screen_out_paid(pid) == 0

@@ -124,7 +124,8 @@ def test_with_no_answer_in_the_part_ending_it_is_a_withdrawal_and_a_time_out_giv
     clock.advance(31 * 60)  # the time limit passes with nothing answered in the part
     state = late.current().json()
     assert state["step"] == "expired" and state["completion"] is None
-    assert 'data-role="stopped"' not in late.client.get("/work/").content.decode()
+    page = late.client.get("/work/").content.decode()
+    assert 'data-role="stopped"' not in page and "there is no code for it" in page
     assert screen_out_code(sst) not in late.client.get("/work/").content.decode()
 
 

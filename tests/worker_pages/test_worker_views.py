@@ -325,6 +325,7 @@ def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
     Enrollment.objects.filter(pk=late.pk).update(enrolled_at=timezone.now() - timedelta(minutes=6))
     _, html = _page(client)
     assert 'data-view="ended"' in html and "time allowed for this study has passed" in html
+    assert "there is no code for it" in html and 'data-role="stopped"' not in html, "nothing answered: no code"
 
 
 # ---------------------------------------------------------------- changing the last test answer
