@@ -380,3 +380,34 @@ def test_end_now_on_prolific_pays_only_for_answers_in_the_part(fake, researcher,
     # 20 minutes of answers, then 6 minutes to End now capped at the idle cap of 5: 25 minutes at 12/h = 5.00.
     assert row.active_seconds == 25 * 60 and row.amount == Decimal("5.00") - Decimal("0.14")
     assert fake.paid_total(busy_pid) == 4.86 and fake.paid_total(pid) == fake.screen_out_paid(pid) == 0
+
+
+def test_a_shared_part_code_opens_no_later_part_and_its_places_are_given_back(fake, researcher, clock):
+    """Part 1's completion code, passed on, puts a stranger in part 1's finishers' group on Prolific, so part 2's
+    study lets them take a place: the platform refuses their join, asks them to return what they submit there, and
+    gives that part's place back, so that an honest finisher of part 1 is never met by a full part 2."""
+    study = two_parts(fake, researcher, workers_per_cohort=1)
+    c = cohort(study, "sst2", 0)
+    parts = studies_of(c)
+    honest, pid, _ = part_one(fake, c, "honest", clock)
+    shared = done_code(c, 1)
+    stranger = pid_for("stranger")
+    with pytest.raises(Refused, match="no place"):
+        fake.start_submission(parts[1], stranger)  # the cohort of one is taken on Prolific too
+    stranger_sid1 = fake.start_submission(parts[1], stranger, force=True)  # a place found anyway
+    fake.submit(stranger_sid1, shared)  # now in part 1's finishers' group
+    stranger_sid2 = fake.start_submission(parts[2], stranger)  # part 2's study takes them, and is full
+    refused = open_link(c, stranger, parts[2], stranger_sid2)
+    assert refused.join_response.status_code == 403 and not Enrollment.objects.filter(worker__external_id=stranger)
+    fake.submit(stranger_sid2, fake.code(stranger_sid2))  # part 2's code, passed on too
+    assert fake.studies[parts[2]]["total_available_places"] == 1
+    report = sync(study)
+    assert {stranger_sid1, stranger_sid2} <= set(report.return_requested)
+    assert fake.studies[parts[2]]["total_available_places"] == 2, "part 2's place the stranger holds is given back"
+    assert ProlificPart.objects.get(cohort=c, number=2).given_back == 1
+    # The honest finisher of part 1 finds a place in part 2 and continues.
+    sid2 = fake.start_submission(parts[2], pid)
+    back = open_link(c, pid, parts[2], sid2)
+    assert back.send("post", "/api/work/next-part/").status_code == 200
+    sync(study)
+    assert fake.studies[parts[2]]["total_available_places"] == 2, "given back once"
