@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
 from annotation.estimates import cohort_estimate, duration_text
-from annotation.models import Answer, Enrollment
+from annotation.models import Answer, AuditEvent, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
 from clues_http.negotiation import HtmxHttpRequest
@@ -323,7 +323,19 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
     else:
         stopped = enrollment.stopped_at
         ended_early = stopped is not None and stopped < services.part_deadline(enrollment)
-        ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(stopped), ended_early=ended_early)
+        # A worker who ended the part themselves with nothing answered in it (a withdrawal: no code).
+        ended_empty = (
+            state.step == State.WITHDRAWN
+            and AuditEvent.objects.filter(enrollment=enrollment, action=services.ENDED_UNANSWERED).exists()
+        )
+        ctx.update(
+            view="ended",
+            reason=state.step,
+            completion=outcome,
+            stopped=bool(stopped),
+            ended_early=ended_early or ended_empty,
+            ended_empty=ended_empty,
+        )
         ctx["parts"] = _part_label(enrollment)
     return ctx
 

@@ -35,6 +35,7 @@ from .answering import (
 from .completion import completion
 from .errors import Conflict
 from .filtering import (
+    ENDED_UNANSWERED,
     end_now_window,
     expire_stale,
     filter_enrollment,
@@ -80,6 +81,7 @@ __all__ = [
     "part_bounds",
     "part_deadline",
     "end_now_window",
+    "ENDED_UNANSWERED",
     "stop_part",
     "item_handle",
     "is_item_handle",

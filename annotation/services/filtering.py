@@ -152,6 +152,8 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
     return True
 
 
+# The audit action of a part ended by the worker with nothing answered in it (a withdrawal: no code).
+ENDED_UNANSWERED = "end part unanswered"
 NOT_YET = (
     "a part can be ended with a code only in its last minutes (the page offers it then); to leave now, withdraw: "
     "your place goes to someone else"
@@ -177,7 +179,7 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
                 enrollment,
                 State.WITHDRAWN,
                 actor="worker",
-                action="withdraw",
+                action=ENDED_UNANSWERED,
                 reason=f"ended part {enrollment.part} with no answer in it: no code, the place is given back",
             )
             return enrollment
