@@ -71,10 +71,7 @@ class ProlificProvider(Prolific):
     def link_status_note(self, cohort: Any) -> str:
         if records.study_id_of(cohort):
             return ""
-        return (
-            "It runs as a plain link: not published on Prolific, so Prolific ids are not checked with Prolific and "
-            "nobody is paid through Prolific by this platform."
-        )
+        return "A plain link until published on Prolific: Prolific ids unchecked, nobody paid through Prolific."
 
     def service_fee(self) -> float:
         return float(settings.PROLIFIC_SERVICE_FEE)

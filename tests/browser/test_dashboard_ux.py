@@ -37,7 +37,7 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     log_in(page, f"/dashboard/studies/{study.pk}/")
     row = page.locator("table.links tbody tr", has=page.locator(f"#link-{cohort.pk}"))
     # A Prolific study with no token, launched: it takes workers, and says plainly it runs as a plain link.
-    expect(row.locator(".link-note")).to_have_text(re.compile(r"^Takes workers now\. It runs as a plain link"))
+    expect(row.locator(".link-note")).to_have_text(re.compile(r"^Takes workers now\. A plain link until published"))
 
     # With htmx: "Close…" brings the confirmation form beside the links; nothing is closed yet.
     row.get_by_role("link", name="Close…").click()

@@ -300,8 +300,8 @@ def test_a_prolific_cohort_takes_no_one_until_it_is_published(fake, researcher, 
     # Without any token the link runs as a plain link, and the page says plainly what that means.
     settings.PROLIFIC_API_TOKEN = ""
     html = page.get(f"/dashboard/studies/{study.pk}/").content.decode()
-    assert "runs as a plain link" in html and "not checked with Prolific" in html
-    assert "nobody is paid through Prolific" in html
+    assert "A plain link until published on Prolific" in html and "Prolific ids unchecked" in html
+    assert "nobody paid through Prolific" in html
     # Published, the same made-up PID is refused by Prolific's own answer.
     settings.PROLIFIC_API_TOKEN = TOKEN
     publish(study, site_url=SITE)
