@@ -64,7 +64,7 @@ class ProlificProvider(Prolific):
 
     def not_open_reason(self, cohort: Any) -> str:
         # With a token the researcher can publish: a cohort not on Prolific yet takes no one (no PID could be checked).
-        if records.study_id_of(cohort) or not owner_has_token(cohort.study.created_by_id):
+        if not owner_has_token(cohort.study.created_by_id) or records.study_id_of(cohort):
             return ""
         return "this study is not open on Prolific yet; please come back once it is published there"
 
