@@ -213,6 +213,8 @@ def reconcile_submission(
             return
         if recorded != status:
             records.set_status(enrollment, status, part)
+            # A submission the sync could not approve (returned since, or settled by hand): its listing follows.
+            ProlificReview.objects.filter(submission_id=sub_id).exclude(status=status).update(status=status[:20])
         if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING) and part == enrollment.part:
             transition(
                 enrollment,

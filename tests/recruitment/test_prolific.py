@@ -12,7 +12,7 @@ from django.test import Client
 from annotation import selectors
 from annotation.models import AuditEvent, Enrollment, Worker
 from recruitment.bonuses import bonus_rows, pay_bonuses
-from recruitment.models import BonusPayment, ProlificCredential
+from recruitment.models import BonusPayment, ProlificCredential, ProlificReview
 from recruitment.places import give_back_places
 from recruitment.publish import publish
 from recruitment.sync import sync
@@ -267,8 +267,11 @@ def test_only_earned_codes_are_approved_the_rest_asked_to_return_and_nothing_is_
     asked = [call for call in fake.calls if call[0] == "POST" and call[1].endswith("/request-return/")]
     assert len(asked) == 3
     fake.participant_returns(stranger)  # the stranger returns it: nothing is paid, the place is Prolific's again
+    fake.participant_returns(s_idle)  # so does the worker who claimed a part not done: their place here is freed
     sync(study)
     assert fake.paid_total(pid_for("stranger")) == fake.screen_out_paid(pid_for("stranger")) == 0
+    assert ProlificReview.objects.get(submission_id=s_idle).status == "RETURNED"
+    assert Enrollment.objects.get(worker__external_id=p_idle).state == "withdrawn"
 
 
 def test_manual_review_approves_nothing(fake, researcher):
