@@ -20,7 +20,8 @@ from .places import places_for
 from .tokens import NO_TOKEN, client_for, on_prolific
 
 # The least fixed screen-out reward Prolific accepts, in the smallest unit of the account's currency (its custom
-# screening with a fixed payment: "The minimum pay for a screen-out is $0.14 / £0.10").
+# screening with a fixed payment, https://prolific.notion.site/New-Custom-Screening-July-2025-23770df1d20280c29cdee4cea83f2371,
+# and its announcement "Update to In-Study Screening Rewards": "The minimum pay for a screen-out is $0.14 / £0.10").
 MIN_SCREEN_OUT_REWARD = {"USD": 14, "GBP": 10}
 
 
