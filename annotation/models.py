@@ -121,12 +121,20 @@ class Study(models.Model):
         verbose_name="worker-id parameter",
         help_text="Generic link only: the query parameter that carries the worker id.",
     )
-    completion_code = models.CharField(max_length=50, validators=[code_validator], help_text="Empty: one is generated.")
+    # The prefixes of the codes workers get: each part of each cohort has codes of its own, this prefix followed by
+    # random characters (``annotation.codes``), so that no code tells another.
+    completion_code = models.CharField(
+        max_length=50,
+        validators=[code_validator],
+        help_text="The start of every completion code (each cohort and part adds random characters of its own). "
+        "Empty: one is generated.",
+    )
     screenout_code = models.CharField(
         max_length=50,
         validators=[code_validator],
         verbose_name="screen-out code",
-        help_text="Given to filtered workers (paid for the training). Empty: generated.",
+        help_text="The start of every screen-out code (filtered workers, and a part ended before its end). "
+        "Empty: generated.",
     )
     # Identity (crowd providers) and the time limit (rule 7).
     worker_id_pattern = models.CharField(
@@ -281,6 +289,24 @@ class Cohort(models.Model):
         return self.launched_at is not None and self.closed_at is None and self.study.is_open
 
 
+class PartCode(models.Model):
+    """The codes of one part of a cohort's test step (part 1 for a cohort in one part): the completion code of a
+    worker who finished it, and the screen-out code of one filtered in it or who stopped in it. Random after the
+    study's prefixes (``annotation.codes``): no code can be worked out from another, a part's or a cohort's."""
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="part_codes")
+    part = models.PositiveSmallIntegerField()
+    completion_code = models.CharField(max_length=50)
+    screenout_code = models.CharField(max_length=50)
+
+    class Meta:
+        ordering = ["cohort", "part"]
+        constraints = [models.UniqueConstraint(fields=["cohort", "part"], name="part_code_once")]
+
+    def __str__(self):
+        return f"codes of part {self.part} of {self.cohort}"
+
+
 class Worker(models.Model):
     """An identity on a recruitment platform (no password), or a local account."""
 
@@ -327,9 +353,13 @@ class Enrollment(models.Model):
     # (``annotation.estimates``), so that the worker's requests read no estimate.
     timer_started_at = models.DateTimeField(null=True, blank=True)
     timer_minutes = models.PositiveIntegerField(null=True, blank=True)
-    # When the worker stopped in the middle of a part (the time limit passed, or they chose to end it): they got
-    # the study's partial-pay code and are paid for the time worked; their answers are kept.
+    # When the worker stopped in the middle of a part with answers in it (they chose to end it, or its time limit
+    # passed: then the limit itself): they got the part's screen-out code and are paid for the time worked up to then;
+    # their answers are kept.
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # When each later part started, {"2": ISO time, ...} (part 1 starts at joining): a part's time is paid from its
+    # start, so the wait between parts is never work (``annotation.pay``).
+    part_starts = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
     # What the recruitment platform sent on joining (its study and session ids, an assignment...), as its provider
     # read it from the join link (``crowd.Identity``).
     platform_session = models.CharField(max_length=200, blank=True)

@@ -29,8 +29,10 @@ The rules (code and tests cite them by number):
    the last answer completes the enrollment.
 6. Answers are validated against the task's answer kind before anything is stored
    (``annotation.answers``).
-7. Time and pay: active time is the gaps between joining and each answer, each capped at the
-   study's idle cap; pay is active time x the hourly rate; past the time limit an enrollment expires.
+7. Time and pay: active time is, per part, the gaps from the part's start (joining, for part 1) through
+   each of its answers, and on to the moment the worker stopped in it (their choice, or its time limit),
+   each capped at the study's idle cap; the wait between parts is never work, nor a part without an
+   answer. Pay is active time x the hourly rate; past the time limit an enrollment expires.
 
 The state machine:
 
@@ -60,7 +62,8 @@ from django.db.models import Q
 
 import crowd
 
-from .models import AuditEvent, Enrollment, Study
+from .codes import part_codes
+from .models import AuditEvent, Cohort, Enrollment
 from .results_changes import results_changed
 
 State = Enrollment.State
@@ -132,24 +135,17 @@ class TransitionNotAllowed(Exception):
     pass
 
 
-def part_code(study: Study, part: int, parts: int) -> str:
-    """The completion code of a part: the study's completion code for the last (or only) part, and one of
-    its own for each earlier part (letters and digits, as every code)."""
-    if part >= parts:
-        return study.completion_code
-    return f"{study.completion_code[:40]}P{part}"
-
-
-def code_for(study: Study, state: str, *, part: int = 1, parts: int = 1, stopped: bool = False) -> str:
-    """The code a worker gets in ``state``: the completion code when completed (a part's code between parts),
-    the screen-out code when filtered (paid for the training) or stopped in the middle of a part (the time
-    limit, or their choice: paid for the time worked), "" otherwise."""
-    if state == State.COMPLETED:
-        return part_code(study, parts, parts)
-    if state == State.BETWEEN:
-        return part_code(study, part, parts)
-    if state == State.FILTERED or (state == State.EXPIRED and stopped):
-        return study.screenout_code
+def code_for(cohort: Cohort, state: str, *, part: int = 1, stopped: bool = False) -> str:
+    """The code a worker gets in ``state``: the completion code of the part they finished (completed: the last part;
+    between parts: the part done), the screen-out code of part 1 when filtered after training, and the screen-out code
+    of the part they stopped in with answers in it (the time limit, or their choice: paid for the time worked); ""
+    otherwise. Every part of every cohort has codes of its own (``annotation.codes``)."""
+    if state in (State.COMPLETED, State.BETWEEN):
+        return part_codes(cohort, part).completion_code
+    if state == State.FILTERED:
+        return part_codes(cohort, 1).screenout_code
+    if state == State.EXPIRED and stopped:
+        return part_codes(cohort, part).screenout_code
     return ""
 
 
@@ -189,7 +185,7 @@ def transition(
     if hook:
         study = enrollment.cohort.study
         part = min(enrollment.part or 1, parts)
-        code = code_for(study, to_state, part=part, parts=parts, stopped=bool(enrollment.stopped_at))
+        code = code_for(enrollment.cohort, to_state, part=part, stopped=bool(enrollment.stopped_at))
         outcome = crowd.Outcome(code=code, reason=reason, actor=actor, part=part, parts=parts)
         getattr(study.provider, hook)(enrollment, outcome)
     results_changed(enrollment=enrollment, from_state=from_state)
@@ -293,6 +289,21 @@ def active_seconds(*, enrolled_at: datetime, answered_at: Sequence[datetime], id
     """Time on the study: the gaps between joining and each answer, each capped at the idle cap."""
     times = [enrolled_at, *sorted(answered_at)]
     return sum(min((b - a).total_seconds(), idle_cap_seconds) for a, b in zip(times, times[1:], strict=False))
+
+
+def part_seconds(
+    *, start: datetime, answered_at: Sequence[datetime], end: datetime | None = None, idle_cap_seconds: int
+) -> float:
+    """Active time of one part (sitting): the gaps from the part's start through each of its answers, and on to
+    ``end`` when it ended after its last answer (the worker ended it, or its time limit passed: the time up to it),
+    each capped at the idle cap. A part without an answer is no work: 0."""
+    times = sorted(answered_at)
+    if not times:
+        return 0.0
+    points = [start, *times, *([end] if end is not None and end > times[-1] else [])]
+    return sum(
+        min(max(0.0, (b - a).total_seconds()), idle_cap_seconds) for a, b in zip(points, points[1:], strict=False)
+    )
 
 
 def pay(*, seconds: float, rate_per_hour: Decimal) -> Decimal:

@@ -34,11 +34,11 @@ from tasks_data.scoring import as_published
 
 from .estimates import split
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
+from .pay import seconds_per_part
 from .protocol import (
     ACTIVE_STATES,
     HOLDS_SLOT,
     State,
-    active_seconds,
     at_or_below_chance,
     holds_place,
     pay,
@@ -293,9 +293,7 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     rows = []
     for e in enrollments:
         study = e.cohort.study
-        seconds = active_seconds(
-            enrolled_at=e.enrolled_at, answered_at=times[e.pk], idle_cap_seconds=study.idle_cap_seconds
-        )
+        seconds = sum(seconds_per_part(e, times[e.pk]).values())  # the parts' time: the waits between are no work
         test = test_s1s[e.pk]
         rows.append(
             {
@@ -376,7 +374,7 @@ def cohort_enrollments(cohort: Cohort) -> list[dict]:
     Keys: ``enrollment`` (Enrollment), ``worker`` (the platform's worker id), ``platform``,
     ``task``, ``task_name``, ``shots``, ``state``, ``enrolled_at``, ``training_s1`` (0-1 or
     None), ``learning_curve`` (S1 0-1 of each training item in order), ``training_done``,
-    ``test_done``, ``test_total``, ``active_seconds`` (idle gaps capped at the study's
+    ``test_done``, ``test_total``, ``active_seconds`` (per part from its start, idle gaps capped at the study's
     ``idle_cap_seconds``), ``pay`` (Decimal, USD: active time x the study's hourly rate) and
     ``test_s1`` (0-1, completed enrollments only, else None); ``fast_answers``, ``fast_share``
     and ``longest_gaps`` (``answer_time_signals``) and ``learning_curve_unproducible``.

@@ -217,8 +217,12 @@ class WorkStopView(WorkerView):
     @extend_schema(
         tags=["work"],
         request=None,
-        responses={200: WorkStateSerializer},
-        summary="The worker ends the part now: the partial-pay code, paid for the time worked, answers kept.",
+        responses={
+            200: WorkStateSerializer,
+            409: OpenApiResponse(description="not in a part, or not yet in its last minutes (as the page offers it)"),
+        },
+        summary="The worker ends the part near its time limit: with answers in it, the part's screen-out code and the "
+        "pay for the time worked (answers kept); with none, a withdrawal (no code).",
     )
     def post(self, request):
         services.stop_part(enrollment_id=self.enrollment_id)

@@ -135,6 +135,22 @@ class CrowdProvider:
             raise InvalidIdentity(f"the {name} parameter is too long")
         return value
 
+    def listed_parts(self, cohort: Any) -> dict[int, tuple[int, Any]]:
+        """What the platform's own listing of each part of the cohort promised when it was published there:
+        {part: (minutes, pay in the study's currency)}. The worker's pages show these figures, not an estimate that
+        moved since; empty when the platform lists nothing of the study (the pages show the estimate)."""
+        return {}
+
+    def not_open_reason(self, cohort: Any) -> str:
+        """Why a launched cohort takes no worker yet on this platform (told to the worker and the researcher), or ""
+        when it takes them: e.g. a platform whose own listing, not yet published, is what vouches for its workers."""
+        return ""
+
+    def link_status_note(self, cohort: Any) -> str:
+        """What the researcher is told beside a launched cohort's join link that takes workers, when the platform has
+        more to say (how its workers are checked and paid), or ""."""
+        return ""
+
     def part_of_session(self, cohort: Any, identity: Identity) -> int:
         """The part of a cohort in parts that the platform session of a returning worker is for (0: not known).
         A platform that lists each part as a study of its own says which; the others continue the same session."""

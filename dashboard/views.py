@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import attention, estimates, selectors, services
 from annotation.access import actor, cohort_for, enrollment_for, researcher_required, study_for
+from annotation.codes import study_codes
 from annotation.models import Cohort, Study
 from annotation.protocol import (
     ACTIVE_STATES,
@@ -142,9 +143,11 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     for r in ctx["grid_rows"]:
         r["join_url"] = join_url(request, r["cohort"])
         r["shots_label"] = f"{r['shots']} shots"
+        r["link_state"] = _link_state(r["cohort"], r["status"])
     # A count, not a flag: the page says how many links refuse workers.
     ctx.update(
         listing=estimates.study_listing(study),
+        codes=study_codes(study),
         override_warnings=[
             w
             for c in study.cohorts.select_related("task")
@@ -157,6 +160,14 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         ),
     )
     return render(request, "dashboard/study_detail.html", ctx)
+
+
+def _link_state(cohort: Cohort, status: str) -> dict:
+    """What the crowd platform adds about an open join link: why it takes no one yet, or how its workers are checked
+    and paid (``CrowdProvider.not_open_reason``, ``link_status_note``). Asked whatever the status (the template shows
+    it for an open link only), so that a page's queries do not depend on its cohorts' progress."""
+    provider = cohort.study.provider
+    return {"not_open": provider.not_open_reason(cohort), "note": provider.link_status_note(cohort)}
 
 
 @researcher_required
@@ -436,6 +447,7 @@ def _cohort_page(
         "n_idle": sum(1 for r in rows if r["idle"]),
         "n_below_chance": sum(1 for r in rows if r["below_chance"]),
         "join_url": join_url(request, cohort),
+        "link_state": _link_state(cohort, recruitment),
         "events": _cohort_events(cohort),
         **_row_context(cohort, chance),
     }

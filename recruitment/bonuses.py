@@ -8,12 +8,14 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.estimates import cohort_estimate
-from annotation.models import Answer, Enrollment, Study
-from annotation.protocol import State, active_seconds, pay
+from annotation.models import Enrollment, Study
+from annotation.pay import worked_seconds
+from annotation.protocol import State, pay
 
 from . import client as prolific
 from . import records
@@ -25,32 +27,21 @@ from .tokens import NO_TOKEN, client_for
 
 
 def part_active_seconds(enrollment: Enrollment, part: int) -> float:
-    """Rule 7's active time of one part: the gaps up to each of the part's answers (the training step's in part 1),
-    each capped at the idle cap; a part's first gap runs from the answer before it (or from joining)."""
-    study = enrollment.cohort.study
-    estimate = cohort_estimate(enrollment.cohort)
-    this = estimate.part(part)
-    answers = list(
-        Answer.objects.filter(enrollment=enrollment)
-        .order_by("answered_at")
-        .values_list("step", "position", "answered_at")
-    )
-    seconds, before = 0.0, enrollment.enrolled_at
-    for step, position, at in answers:
-        mine = (step == Answer.Step.TRAINING and part == 1) or (
-            step == Answer.Step.TEST and this.first <= position < this.end
-        )
-        if mine:
-            seconds += active_seconds(enrolled_at=before, answered_at=[at], idle_cap_seconds=study.idle_cap_seconds)
-        before = at
-    return seconds
+    """Rule 7's active time of one part (``annotation.pay``): from the part's start through its answers (and on to
+    when the worker stopped in it), each gap capped at the idle cap; the wait between parts is never work."""
+    return worked_seconds(enrollment).get(part, 0.0)
 
 
 def base_of(enrollment: Enrollment, part: int, *, stopped: bool) -> Decimal:
-    """What Prolific pays for the part by itself: its reward, or the fixed screen-out reward when the worker
-    stopped in the middle of it."""
-    cents = screenout_reward_cents(enrollment.cohort, part) if stopped else reward_cents(enrollment.cohort, part)
-    return Decimal(cents) / 100
+    """What Prolific pays for the part by itself: the reward it was published with, or its fixed screen-out reward
+    when the worker was screened out in it (filtered, or stopped in the middle of it). Never the estimate of now: a
+    measured estimate (three colluders who rush a part, say) moves no one's pay."""
+    published = records.published_parts(enrollment.cohort_id).get(part)
+    stored = None if published is None else (published.screenout_reward if stopped else published.reward)
+    if stored is None:  # a part published before its figures were kept
+        study = enrollment.cohort.study
+        stored = screenout_reward_cents(study) if stopped else reward_cents(enrollment.cohort, part)
+    return Decimal(stored) / 100
 
 
 def planned_bonus(enrollment: Enrollment, part: int = 1, *, stopped: bool = False) -> tuple[Decimal, float]:
@@ -62,8 +53,10 @@ def planned_bonus(enrollment: Enrollment, part: int = 1, *, stopped: bool = Fals
 
 
 def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
-    """(enrollment, part, stopped) for every part Prolific paid for: a finished part's submission approved, or the
-    submission of a part the worker stopped in the middle of (the time limit, or their choice) screened out."""
+    """(enrollment, part, screened out) for every part Prolific paid for: a finished part's submission approved, or
+    screened out with the part's screen-out code: a worker filtered after training (part 1), or one who stopped in the
+    middle of a part with answers in it (the time limit, or their choice). A screen-out pays only Prolific's minimum
+    by itself: the bonus pays the rest of the time worked."""
     out = []
     rows = (
         ProlificSubmission.objects.filter(enrollment__cohort__study=study)
@@ -78,7 +71,9 @@ def payable_parts(study: Study) -> list[tuple[Enrollment, int, bool]]:
             finished, _ = finished_part(enrollment, row.part)
             if finished and enrollment.state != State.FILTERED:
                 out.append((enrollment, row.part, False))
-        elif enrollment.stopped_at and row.part == enrollment.part:
+        elif (enrollment.stopped_at and row.part == enrollment.part) or (
+            enrollment.state == State.FILTERED and row.part == 1
+        ):
             out.append((enrollment, row.part, True))
     return out
 
@@ -126,21 +121,25 @@ def pay_bonuses(study: Study, *, actor: str = "system") -> PayReport:
             members = list(
                 rows.select_related("enrollment__worker", "enrollment__cohort__study", "enrollment__cohort__task")
             )
-            # The claim: committed before the call, and only one caller's UPDATE matches.
-            if rows.update(state=BonusPayment.State.PAYING) != len(members) or not members:
+            # The claim: committed before the call, and only one caller's UPDATE matches. Its time says, to another
+            # run, that this call is in flight (not unknown) until the call's longest wait has passed.
+            if rows.update(state=BonusPayment.State.PAYING, claimed_at=timezone.now()) != len(members) or not members:
                 continue
+            paying = BonusPayment.objects.filter(prolific_bulk_id=bulk_id, state=BonusPayment.State.PAYING)
             try:
                 client.pay_bonuses(bulk_id)
             except prolific.ProlificUnreachable as exc:
+                paying.update(state=BonusPayment.State.UNKNOWN)
                 audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}; check it on Prolific", actor=actor)
                 report.uncertain += [m.enrollment.worker.external_id for m in members]
                 continue
             except prolific.ProlificError as exc:
                 if exc.status is not None and exc.status < 500:  # refused, so nothing was paid
-                    BonusPayment.objects.filter(prolific_bulk_id=bulk_id).update(state=BonusPayment.State.SET_UP)
+                    paying.update(state=BonusPayment.State.SET_UP, claimed_at=None)
                     audit(study, "prolific bonus pay refused", f"bulk {bulk_id}: {exc}", actor=actor)
                     report.failed += [m.enrollment.worker.external_id for m in members]
                 else:
+                    paying.update(state=BonusPayment.State.UNKNOWN)
                     report.uncertain += [m.enrollment.worker.external_id for m in members]
                     audit(study, "prolific bonus pay unknown", f"bulk {bulk_id}: {exc}", actor=actor)
                 continue
@@ -186,54 +185,99 @@ def _set_up(client, study: Study, cohort, part: int, part_study: str, report: Pa
         audit(study, "prolific bonus set up", f"bulk {bulk['id']}: {len(lines)} bonus(es)", actor=actor)
 
 
-UNKNOWN = "unknown"
-# A row left ``paying`` is a pay call whose outcome nobody knows (interrupted, no answer): shown as such.
-STATE_SHOWN: dict[str, str] = {BonusPayment.State.PAYING: UNKNOWN}
+UNKNOWN, IN_FLIGHT = "unknown", "in flight"
 SETTLE_HOW = (
     "check bulk bonus payment {bulk} on Prolific (your workspace's payments), then run "
     "`manage.py pay_bonuses --study {study} --settle {bulk} --paid` if Prolific paid it, or "
     "`--not-paid` if it did not (it is then paid by the next run); it is never paid again by itself"
 )
+WAIT_HOW = (
+    "another pay run is making this pay call now (since {since:%H:%M:%S} UTC): wait a minute and look again; do not "
+    "settle it meanwhile"
+)
+
+
+def in_flight_seconds() -> float:
+    """How long a pay call can be waiting for Prolific's answer (the client's timeout for connecting, sending and
+    reading, and a margin): a claim younger than this is a call in flight in another run, an older one a run that
+    died in the call (its outcome unknown)."""
+    return 4 * float(settings.PROLIFIC_TIMEOUT) + 30
+
+
+def _in_flight(state: str, claimed_at, now) -> bool:
+    return (
+        state == BonusPayment.State.PAYING
+        and claimed_at is not None
+        and (now - claimed_at).total_seconds() < in_flight_seconds()
+    )
+
+
+def shown_state(state: str, claimed_at) -> str:
+    """A ledger row's state as the researcher reads it: a pay call in flight in another run, or one whose outcome
+    nobody knows (no answer, or the run died in the call), never mixed up."""
+    if state == BonusPayment.State.UNKNOWN or (
+        state == BonusPayment.State.PAYING and not _in_flight(state, claimed_at, timezone.now())
+    ):
+        return UNKNOWN
+    if state == BonusPayment.State.PAYING:
+        return IN_FLIGHT
+    return state
 
 
 @dataclass
 class MoneyStates:
-    """The ledger's bonuses by state; ``unknown`` lists (bulk id, participant ids, how to settle)."""
+    """The ledger's bonuses by state; ``unknown`` lists (bulk id, participant ids, how to settle); ``in_flight``
+    (bulk id, participant ids, what to do: wait) the pay calls another run is making now."""
 
     planned: int = 0
     set_up: int = 0
     paid: int = 0
     unknown: list[tuple[str, list[str], str]] = field(default_factory=list)
+    in_flight: list[tuple[str, list[str], str]] = field(default_factory=list)
 
     @property
     def unknown_count(self) -> int:
         return sum(len(pids) for _, pids, _ in self.unknown)
 
+    @property
+    def in_flight_count(self) -> int:
+        return sum(len(pids) for _, pids, _ in self.in_flight)
+
 
 def money_states(study: Study) -> MoneyStates:
     states = MoneyStates()
     unknown: dict[str, list[str]] = {}
-    for state, bulk, pid in BonusPayment.objects.filter(enrollment__cohort__study=study).values_list(
-        "state", "prolific_bulk_id", "enrollment__worker__external_id"
+    flying: dict[str, tuple[list[str], object]] = {}
+    for state, bulk, pid, claimed_at in BonusPayment.objects.filter(enrollment__cohort__study=study).values_list(
+        "state", "prolific_bulk_id", "enrollment__worker__external_id", "claimed_at"
     ):
-        if state == BonusPayment.State.PAYING:
+        shown = shown_state(state, claimed_at)
+        if shown == UNKNOWN:
             unknown.setdefault(bulk, []).append(pid)
+        elif shown == IN_FLIGHT:
+            flying.setdefault(bulk, ([], claimed_at))[0].append(pid)
         elif state in (BonusPayment.State.PLANNED, BonusPayment.State.SET_UP, BonusPayment.State.PAID):
             setattr(states, state, getattr(states, state) + 1)
     states.unknown = [(bulk, pids, SETTLE_HOW.format(bulk=bulk, study=study.pk)) for bulk, pids in unknown.items()]
+    states.in_flight = [(bulk, pids, WAIT_HOW.format(since=since)) for bulk, (pids, since) in flying.items()]
     return states
 
 
 def settle(study: Study, *, bulk_id: str, paid: bool, actor: str = "system") -> int:
     """The researcher checked an unknown pay call on Prolific: mark its rows paid, or back to set up (the
-    next run pays them). Only rows of this study in ``paying``; returns how many. Audited."""
-    rows = BonusPayment.objects.filter(
-        enrollment__cohort__study=study, prolific_bulk_id=bulk_id, state=BonusPayment.State.PAYING
-    )
+    next run pays them). Only rows of this study whose outcome is unknown, never a call in flight in another run
+    (settling it as not paid while it pays would pay twice); returns how many. Audited."""
+    rows = BonusPayment.objects.filter(enrollment__cohort__study=study, prolific_bulk_id=bulk_id)
+    claims = list(rows.filter(state=BonusPayment.State.PAYING).values_list("claimed_at", flat=True))
+    if any(_in_flight(BonusPayment.State.PAYING, at, timezone.now()) for at in claims):
+        raise ValueError(
+            f"bulk payment {bulk_id[:64]!r} is being paid by another pay run right now: wait a minute and look again"
+        )
+    rows = rows.filter(state__in=(BonusPayment.State.PAYING, BonusPayment.State.UNKNOWN))
     if paid:
         count = rows.update(state=BonusPayment.State.PAID, paid_at=timezone.now())
     else:
-        count = rows.update(state=BonusPayment.State.SET_UP)
+        count = rows.update(state=BonusPayment.State.SET_UP, claimed_at=None)
     if not count:
         raise ValueError(f"no bonus of this study has an unknown outcome in bulk payment {bulk_id[:64]!r}")
     audit(
@@ -278,7 +322,7 @@ def bonus_rows(study: Study) -> list[dict]:
                 "active_minutes": round(seconds / 60, 1),
                 "base": base,
                 "bonus": amount,
-                "bonus_state": STATE_SHOWN.get(ledger.state, ledger.state) if ledger else "not planned",
+                "bonus_state": shown_state(ledger.state, ledger.claimed_at) if ledger else "not planned",
                 "bulk": ledger.prolific_bulk_id if ledger else "",
                 "hourly": (float(base + amount) / hours) if hours else math.nan,
             }

@@ -217,9 +217,22 @@ class ProlificClient:
         """``POST submissions/{id}/transition/`` ``{"action": "APPROVE"}`` (only from AWAITING REVIEW).
 
         https://docs.prolific.com/api-reference/submissions/transition-submission. Prolific says the
-        call is idempotent; it is still never retried here, and REJECT is never sent at all.
+        call is idempotent; it is still never retried here, and REJECT is never sent at all (a participant who did
+        not earn their code is asked to return it instead: ``request_return``).
         """
         return self._request("POST", f"submissions/{_id(submission_id)}/transition/", json={"action": "APPROVE"})
+
+    def request_return(self, submission_id: str, reasons: list[str]) -> dict:
+        """``POST submissions/{id}/request-return/`` ``{"request_return_reasons": [...]}``: asks the participant to
+        return their submission (they decide; a returned submission pays nothing, frees its place and does not count
+        against them, unlike a rejection). Never retried here (the sync asks again next time if no answer came).
+
+        Prolific's own client: prolific-oss/cli ``client.RequestSubmissionReturn`` (the submission, with its
+        ``return_requested`` time); when to ask rather than reject: Prolific's researcher help, "Return vs. Reject".
+        """
+        return self._request(
+            "POST", f"submissions/{_id(submission_id)}/request-return/", json={"request_return_reasons": list(reasons)}
+        )
 
     # ------------------------------------------------------------ bonuses
 

@@ -39,8 +39,9 @@ class BonusPayment(models.Model):
     Prolific is called.
 
     planned -> set_up (Prolific's bulk bonus id stored) -> paying (committed before the pay
-    call) -> paid. A row left in ``paying`` (a crash or a lost answer during the pay call) is
-    never paid again automatically: the researcher checks it on Prolific.
+    call, with ``claimed_at``: a pay run is making the call) -> paid, or unknown (the call got no
+    answer). An unknown row, or one left in ``paying`` past the pay call's longest wait (the run
+    died in the call), is never paid again automatically: the researcher checks it on Prolific.
     """
 
     class State(models.TextChoices):
@@ -48,6 +49,7 @@ class BonusPayment(models.Model):
         SET_UP = "set_up"
         PAYING = "paying"
         PAID = "paid"
+        UNKNOWN = "unknown"
 
     enrollment = models.ForeignKey("annotation.Enrollment", on_delete=models.PROTECT, related_name="bonuses")
     part = models.PositiveSmallIntegerField(default=1)
@@ -56,6 +58,7 @@ class BonusPayment(models.Model):
     state = models.CharField(max_length=8, choices=State.choices, default=State.PLANNED)
     prolific_bulk_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="When a pay run started the pay call.")
     paid_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -96,17 +99,49 @@ class ProlificCohort(models.Model):
 
 
 class ProlificPart(models.Model):
-    """A part of a cohort whose test step comes in parts: its own Prolific study (part 1's is the cohort's), and
-    the participant group of those who finished it (the next part's filter)."""
+    """A part of a cohort on Prolific (part 1 of 1 for a cohort in one part): its own Prolific study (part 1's is the
+    cohort's), the participant group of those who finished it (the next part's filter), and what its listing
+    promised when it was published: the bonus base of its workers, whatever the estimate says later."""
 
     cohort = models.ForeignKey("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_parts")
     number = models.PositiveSmallIntegerField()
     prolific_study_id = models.CharField(max_length=64, blank=True)
     finishers_group = models.CharField(max_length=64, blank=True)
+    # As published (the smallest unit of the study's pay currency, and the listed minutes); empty before.
+    reward = models.PositiveIntegerField(null=True, blank=True)
+    screenout_reward = models.PositiveIntegerField(null=True, blank=True)
+    minutes = models.PositiveIntegerField(null=True, blank=True)
+    estimate_source = models.CharField(max_length=20, blank=True, help_text="What the minutes came from.")
+    published_at = models.DateTimeField(null=True, blank=True)
+    # Places given back to a later part's study (part 1's are the cohort's, ``ProlificCohort``), as there.
+    given_back = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["cohort", "number"]
         constraints = [models.UniqueConstraint(fields=["cohort", "number"], name="prolific_part_once")]
+
+
+class ProlificReview(models.Model):
+    """A submission to one of a cohort's Prolific studies that the platform cannot approve: its participant has no
+    enrollment here (a code shared, or guessed), or did not earn the code it carries. Kept for the researcher's list;
+    the participant is asked once to return it (``return_requested_at``); its place is given back while it holds one."""
+
+    cohort = models.ForeignKey("annotation.Cohort", on_delete=models.CASCADE, related_name="prolific_reviews")
+    part = models.PositiveSmallIntegerField(default=1)
+    submission_id = models.CharField(max_length=64, unique=True)
+    participant_id = models.CharField(max_length=64)
+    enrollment = models.ForeignKey(
+        "annotation.Enrollment", null=True, blank=True, on_delete=models.SET_NULL, related_name="prolific_reviews"
+    )
+    status = models.CharField(max_length=20, blank=True)
+    code = models.CharField(max_length=64, blank=True)
+    reason = models.TextField()
+    return_requested_at = models.DateTimeField(null=True, blank=True)
+    seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cohort", "part", "seen_at"]
 
 
 class ProlificSubmission(models.Model):

@@ -13,6 +13,7 @@ it awaiting review with the completion code of an enrollment that finished (the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -48,10 +49,29 @@ class ProlificProvider(Prolific):
     def launch_note(self, study: Any) -> str:
         if not owner_has_token(study.created_by_id):
             return (
-                f"its join links take Prolific's participants only once it is published on Prolific: {NO_TOKEN}, "
-                "then publish it from the study's Prolific page."
+                f"until it is published on Prolific its join links run as plain links: Prolific ids are not checked "
+                f"with Prolific and nobody is paid through Prolific by this platform ({NO_TOKEN}, then publish it from "
+                "the study's Prolific page)."
             )
-        return "publish it on Prolific (the study's Prolific page): its join links take Prolific's participants only."
+        return "publish it on Prolific (the study's Prolific page): its join links take no one until then."
+
+    def listed_parts(self, cohort: Any) -> dict[int, tuple[int, Any]]:
+        return {
+            number: (part.minutes, (Decimal(part.reward) / 100).quantize(Decimal("0.01")))
+            for number, part in records.published_parts(cohort).items()
+            if part.minutes is not None and part.reward is not None
+        }
+
+    def not_open_reason(self, cohort: Any) -> str:
+        # With a token the researcher can publish: a cohort not on Prolific yet takes no one (no PID could be checked).
+        if not owner_has_token(cohort.study.created_by_id) or records.study_id_of(cohort):
+            return ""
+        return "this study is not open on Prolific yet; please come back once it is published there"
+
+    def link_status_note(self, cohort: Any) -> str:
+        if records.study_id_of(cohort):
+            return ""
+        return "A plain link until published on Prolific: Prolific ids unchecked, nobody paid through Prolific."
 
     def service_fee(self) -> float:
         return float(settings.PROLIFIC_SERVICE_FEE)
@@ -62,8 +82,15 @@ class ProlificProvider(Prolific):
         return records.part_studies(cohort).get(str(identity.data.get("STUDY_ID") or ""), 0)
 
     def may_start_part(self, enrollment: Any, part: int) -> bool:
+        """Only from the part's own Prolific study: the enrollment's session is one Prolific confirmed (its STUDY_ID
+        is the submission's own study, ``sync.verify_join``) and is of that part's study."""
         studies = {number: sid for sid, number in records.part_studies(enrollment.cohort).items()}
-        return part not in studies or (enrollment.platform_data or {}).get("STUDY_ID") == studies[part]
+        if part not in studies:
+            return True
+        return (
+            enrollment.verification == enrollment.VERIFIED
+            and (enrollment.platform_data or {}).get("STUDY_ID") == studies[part]
+        )
 
     # ---------------------------------------------------------------- the protocol's events
 

@@ -4,14 +4,12 @@ the participants who finished the part before (a participant group as its filter
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, Decimal
-
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.codes import part_codes
 from annotation.estimates import cohort_estimate
 from annotation.models import Cohort, Study
-from annotation.protocol import part_code
 
 from . import client as prolific
 from . import webhooks
@@ -20,22 +18,24 @@ from .models import ParticipantGroup, ProlificCohort, ProlificPart
 from .places import places_for
 from .tokens import NO_TOKEN, client_for, on_prolific
 
+# The least fixed screen-out reward Prolific accepts, in the smallest unit of the account's currency (its custom
+# screening with a fixed payment, https://prolific.notion.site/New-Custom-Screening-July-2025-23770df1d20280c29cdee4cea83f2371,
+# and its announcement "Update to In-Study Screening Rewards": "The minimum pay for a screen-out is $0.14 / £0.10").
+MIN_SCREEN_OUT_REWARD = {"USD": 14, "GBP": 10}
+
 
 def reward_cents(cohort: Cohort, part: int = 1) -> int:
-    """A part's base reward in the smallest unit (pence / cents) of the study's pay currency: the cohort's
-    estimate (``annotation.estimates``), the hourly rate over the part's listed minutes, rounded up."""
+    """A part's base reward in the smallest unit (pence / cents) of the study's pay currency, as it would be published
+    now: the cohort's estimate (``annotation.estimates``), the hourly rate over the part's listed minutes, rounded up.
+    Once the part is published, what it pays is what was published (``records.published_part``)."""
     return int(cohort_estimate(cohort).reward(part) * 100)
 
 
-def screenout_reward_cents(cohort: Cohort, part: int = 1) -> int:
-    """What a filtered worker, or one who stopped in the middle of a part, is paid by Prolific's fixed
-    screen-out reward: the part's reward's share of the training step (k of the part's items), rounded up, at
-    least a cent, and strictly below the reward as Prolific asks. The time worked is topped up by a bonus."""
-    estimate = cohort_estimate(cohort)
-    reward = int(estimate.reward(part) * 100)
-    this = estimate.part(part)
-    share = Decimal(reward) * this.training_items / max(this.items, 1)
-    return max(1, min(reward - 1, int(share.to_integral_value(rounding=ROUND_CEILING))))
+def screenout_reward_cents(study: Study) -> int:
+    """What Prolific pays by itself for a screen-out code (a filtered worker, or one who stopped in a part with
+    answers in it): the least Prolific accepts. A code alone (shared, or sent by someone who never opened the platform)
+    earns nothing more; the time a worker of the platform spent is paid as a bonus (``recruitment.bonuses``)."""
+    return MIN_SCREEN_OUT_REWARD[study.pay_currency]
 
 
 def check_currency(client: prolific.ProlificClient, study: Study) -> None:
@@ -81,11 +81,20 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, pa
     if part < parts:  # the last part has no next one to open
         add.append({"action": prolific.ADD_TO_PARTICIPANT_GROUP, "participant_group": groups[part - 1]})
     reward = reward_cents(cohort, part)
+    if reward <= screenout_reward_cents(study):
+        raise ValueError(
+            f"{cohort.task.slug} {cohort.shots}-shot part {part}: its reward of {reward} ({study.pay_currency} cents) "
+            f"must be above Prolific's minimum screen-out payment of {screenout_reward_cents(study)}: raise the pay "
+            "rate or the sitting cap"
+        )
+    codes = part_codes(cohort, part)
     screen_out = {
         "action": prolific.FIXED_SCREEN_OUT_PAYMENT,
-        "fixed_screen_out_reward": screenout_reward_cents(cohort, part),
-        "slots": cohort.target,
-    }  # more screen-outs than the target pauses the study: look at it
+        "fixed_screen_out_reward": screenout_reward_cents(study),
+        # Prolific pauses the study once this many were screened out: more than the cohort's target is a filter or a
+        # time limit gone wrong, for the researcher to look at.
+        "slots": cohort.target + 1,
+    }
     training = f" with {cohort.shots} training examples first" if cohort.shots and part == 1 else ""
     named = f" (part {part} of {parts})" if parts > 1 else ""
     sittings = (
@@ -106,20 +115,20 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, pa
         "(you are paid for it).",
         "external_study_url": external_url(site_url, cohort),
         "prolific_id_option": "url_parameters",
-        "total_available_places": places_for(cohort) if part == 1 else cohort.target,
+        "total_available_places": places_for(cohort, part),
         "estimated_completion_time": this.listed_minutes,
         "maximum_allowed_time": this.time_limit,
         "reward": reward,
         "device_compatibility": ["desktop"],
         "completion_codes": [
             {
-                "code": part_code(study, part, parts),
+                "code": codes.completion_code,
                 "code_type": prolific.CODE_COMPLETED,
                 "actor": "participant",
                 "actions": [{"action": prolific.MANUALLY_REVIEW}, *add],
             },
             {
-                "code": study.screenout_code,
+                "code": codes.screenout_code,
                 "code_type": prolific.CODE_FIXED_SCREENOUT,
                 "actor": "participant",
                 "actions": [screen_out, *add[:1]],
@@ -149,6 +158,31 @@ def _part_groups(client: prolific.ProlificClient, study: Study, cohort: Cohort, 
     return groups
 
 
+def _record_part(cohort: Cohort, number: int, prolific_study_id: str, body: dict, *, draft: bool) -> None:
+    """Keep what the part's Prolific study was created with: its workers' bonus base and the figures its pages show,
+    whatever the estimate becomes later (a new estimate applies only to parts published after it)."""
+    (screen_out,) = [
+        action
+        for code in body["completion_codes"]
+        for action in code["actions"]
+        if action["action"] == prolific.FIXED_SCREEN_OUT_PAYMENT
+    ]
+    ProlificPart.objects.update_or_create(
+        cohort=cohort,
+        number=number,
+        defaults={
+            "prolific_study_id": prolific_study_id,
+            "reward": body["reward"],
+            "screenout_reward": screen_out["fixed_screen_out_reward"],
+            "minutes": body["estimated_completion_time"],
+            "estimate_source": cohort_estimate(cohort).source,
+            "published_at": None if draft else timezone.now(),
+            "total": body["total_available_places"],
+            "given_back": body["total_available_places"] - cohort.target,
+        },
+    )
+
+
 def _publish_later_parts(client, study: Study, cohort: Cohort, site_url: str, *, draft: bool, actor: str) -> None:
     """The cohort's parts after the first, each a Prolific study open only to the finishers of the part before."""
     parts = len(cohort_estimate(cohort).parts)
@@ -162,9 +196,7 @@ def _publish_later_parts(client, study: Study, cohort: Cohort, site_url: str, *,
             continue
         body = study_body(study, cohort, site_url, group_id, part=number, groups=groups)
         created = client.create_study(body)
-        ProlificPart.objects.update_or_create(
-            cohort=cohort, number=number, defaults={"prolific_study_id": created["id"]}
-        )
+        _record_part(cohort, number, created["id"], body, draft=draft)
         audit(
             study,
             "prolific create study",
@@ -223,10 +255,7 @@ def publish(study: Study, *, site_url: str, draft: bool = False, actor: str = "s
                 if not draft:
                     client.transition_study(prolific_study_id, "PUBLISH")
                     audit(study, "prolific publish", prolific_study_id, actor=actor)
-                if parts > 1:
-                    ProlificPart.objects.update_or_create(
-                        cohort=cohort, number=1, defaults={"prolific_study_id": prolific_study_id}
-                    )
+                _record_part(cohort, 1, prolific_study_id, body, draft=draft)
                 if cohort.launched_at is None and not draft:
                     Cohort.objects.filter(pk=cohort.pk).update(launched_at=timezone.now())
             _publish_later_parts(client, study, cohort, site_url, draft=draft, actor=actor)

@@ -26,6 +26,12 @@ def part_studies(cohort: Cohort) -> dict[str, int]:
     return {**{sid: number for sid, number in rows if sid}, first: 1}
 
 
+def published_parts(cohort: Cohort | int) -> dict[int, ProlificPart]:
+    """{part: its record} of the cohort's parts created on Prolific, with what each was published with (1 query)."""
+    cohort_id = cohort if isinstance(cohort, int) else cohort.pk
+    return {p.number: p for p in ProlificPart.objects.filter(cohort_id=cohort_id).exclude(prolific_study_id="")}
+
+
 def published_cohorts(study: Study) -> QuerySet[Cohort]:
     """The study's cohorts published on Prolific, with their record (``cohort.prolific``)."""
     return study.cohorts.filter(prolific__prolific_study_id__gt="").select_related("task", "prolific")

@@ -1,9 +1,11 @@
 """Prolific's side of the protocol: a join checked against Prolific, and the sync that reconciles.
 
 Nothing here ever rejects a submission (irreversible on Prolific, and it needs a written reason:
-the researcher's call). The sync frees the places of returned and timed-out submissions, verifies
-enrollments admitted while Prolific could not be asked, approves completed work carrying the
-study's code, and lists everything else for the researcher.
+the researcher's call). The sync walks every submission of every part's Prolific study: it frees the places of
+returned and timed-out submissions, verifies enrollments admitted while Prolific could not be asked, approves
+completed work carrying the part's code, and lists everything else for the researcher. A submission whose participant
+has no enrollment here, or did not earn the code it carries, is asked to return (once, with the reason: Prolific's
+non-penalising way; the researcher may still reject or approve it by hand), and a place it holds is given back.
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.codes import part_codes
 from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Cohort, Enrollment, Study
-from annotation.protocol import ACTIVE_STATES, State, part_code, transition
+from annotation.protocol import ACTIVE_STATES, State, transition
 from annotation.results_changes import results_changed
 from crowd import NotVerified
 
 from . import client as prolific
 from . import records
 from .audit import audit
-from .models import ProlificSubmission
+from .models import ProlificReview, ProlificSubmission
 from .places import give_back_places
 from .tokens import client_for, on_prolific
 
@@ -84,7 +87,13 @@ def verify_join(cohort: Cohort, pid: str, data: dict, *, returning: bool = False
         audit(study, "prolific verify refused", f"Prolific answered {exc.status}: the join was refused")
         raise NotVerified(CANNOT_CHECK) from None
     participant = str(submission.get("participant") or "").lower()  # the single submission's field name
-    if participant != pid or submission.get("study_id") not in part_studies:
+    study_id = submission.get("study_id")
+    if participant != pid or study_id not in part_studies or data.get("STUDY_ID") != study_id:
+        # Another's submission, another cohort's, or a link whose STUDY_ID is not the submission's own study (a part's
+        # link edited to name another part): what the platform records of the join is only what Prolific confirms.
+        raise NotVerified(REFUSED)
+    if not returning and part_studies[study_id] != 1:
+        # A newcomer starts at part 1; a later part's study takes only those who finished the part before.
         raise NotVerified(REFUSED)
     if submission.get("status") not in (prolific.RESERVED, prolific.ACTIVE):
         raise NotVerified(
@@ -101,6 +110,7 @@ class SyncReport:
     verified: list[str] = field(default_factory=list)
     attention: list[tuple[str, str, str]] = field(default_factory=list)  # (submission, participant, reason)
     places: dict[str, int | None] = field(default_factory=dict)  # None: the cohort is not on Prolific (now)
+    return_requested: list[str] = field(default_factory=list)  # submissions asked to return by this sync
     expired: list[str] = field(default_factory=list)  # unverified joins Prolific never confirmed, past the grace
 
     @property
@@ -177,9 +187,9 @@ def reconcile_submission(
     sub_id, status = str(sub.get("id", "")), sub.get("status", "")
     pid = str(sub.get("participant_id") or "").lower()  # the list's field name (get-study-submissions)
     enrollment = enrollments.get(pid)
+    study_of_part = {number: sid for sid, number in records.part_studies(cohort).items()}
     if enrollment is None:
-        if status == prolific.AWAITING_REVIEW:
-            report.attention.append((sub_id, pid, "no enrollment here for this participant"))
+        _stranger(client, study, cohort, sub, report, actor, part)
         return
     with transaction.atomic():
         enrollment = (
@@ -187,7 +197,12 @@ def reconcile_submission(
             .select_related("cohort__study", "worker")
             .get(pk=enrollment.pk)
         )
-        if enrollment.verification == UNVERIFIED and sub_id == enrollment.platform_session:
+        if (
+            enrollment.verification == UNVERIFIED
+            and sub_id == enrollment.platform_session
+            and part == 1  # a join starts at part 1, with part 1's session and study
+            and (enrollment.platform_data or {}).get("STUDY_ID") == study_of_part.get(1)
+        ):
             enrollment.verification = VERIFIED
             enrollment.save(update_fields=["verification"])
             results_changed(enrollment=enrollment)
@@ -200,6 +215,8 @@ def reconcile_submission(
             return
         if recorded != status:
             records.set_status(enrollment, status, part)
+            # A submission the sync could not approve (returned since, or settled by hand): its listing follows.
+            ProlificReview.objects.filter(submission_id=sub_id).exclude(status=status).update(status=status[:20])
         if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING) and part == enrollment.part:
             transition(
                 enrollment,
@@ -216,6 +233,84 @@ def reconcile_submission(
             _review(client, study, enrollment, sub, report, actor, part)
 
 
+NO_ENROLLMENT = "no enrollment here for this participant: the code was not earned on this platform"
+RETURN_REASON = (
+    "This submission's code was not earned on the study's site: {why}. Please return the submission (it does not "
+    "count against you); contact the researcher through Prolific if you think this is a mistake."
+)
+
+
+def _stranger(client, study, cohort, sub: dict, report: SyncReport, actor: str, part: int) -> None:
+    """A submission of a participant with no enrollment in the cohort: listed, asked to return, its place given back
+    (``places.places_owed``). A screen-out code was paid Prolific's minimum by itself: nothing more is paid."""
+    sub_id, status, pid = str(sub.get("id", "")), sub.get("status", ""), str(sub.get("participant_id") or "").lower()
+    if status in (prolific.RESERVED, prolific.ACTIVE):
+        return  # they may be joining now; one who never does is timed out by Prolific, which frees the place
+    known = ProlificReview.objects.filter(submission_id=sub_id).exists()
+    if status not in (prolific.AWAITING_REVIEW, prolific.SCREENED_OUT) and not known:
+        return  # returned, rejected, timed out: nothing was or will be paid, the place is Prolific's again
+    review = _note_review(cohort, part, sub, NO_ENROLLMENT, None)
+    if status == prolific.AWAITING_REVIEW:
+        _ask_to_return(client, study, review, report, actor, "no work was recorded under your Prolific ID")
+    elif status == prolific.SCREENED_OUT:
+        report.attention.append(
+            (
+                sub_id,
+                pid,
+                f"{NO_ENROLLMENT}; screened out by Prolific with a screen-out code, which pays only Prolific's "
+                "minimum by itself (nothing more is paid); its place is given back",
+            )
+        )
+
+
+def _note_review(cohort, part: int, sub: dict, reason: str, enrollment) -> ProlificReview:
+    review, _ = ProlificReview.objects.update_or_create(
+        submission_id=str(sub.get("id", ""))[:64],
+        defaults={
+            "cohort": cohort,
+            "part": part,
+            "participant_id": str(sub.get("participant_id") or "").lower()[:64],
+            "enrollment": enrollment,
+            "status": str(sub.get("status") or "")[:20],
+            "code": str(sub.get("study_code") or "")[:64],
+            "reason": reason,
+        },
+    )
+    return review
+
+
+def _ask_to_return(client, study, review: ProlificReview, report: SyncReport, actor: str, why: str) -> None:
+    """Ask the participant once to return a submission whose code was not earned here, and list it with what was done.
+    No answer, or a refusal (a 401 for a revoked token, a 5xx), leaves it to ask again at the next sync: asking twice
+    costs nothing."""
+    pid = review.participant_id
+    if review.return_requested_at is not None:
+        report.attention.append((review.submission_id, pid, f"{review.reason} (asked to return it)"))
+        return
+    try:
+        client.request_return(review.submission_id, [RETURN_REASON.format(why=why)])
+    except prolific.ProlificError as exc:
+        audit(study, "prolific request return failed", f"{review.submission_id}: {exc}", review.enrollment, actor)
+        report.attention.append(
+            (
+                review.submission_id,
+                pid,
+                f"{review.reason}; asking them to return it failed ({exc}): asked again at the next sync",
+            )
+        )
+        return
+    ProlificReview.objects.filter(pk=review.pk).update(return_requested_at=timezone.now())
+    audit(
+        study,
+        "prolific request return",
+        f"submission {review.submission_id} (part {review.part}): {review.reason}",
+        review.enrollment,
+        actor,
+    )
+    report.attention.append((review.submission_id, pid, f"{review.reason} (asked to return it)"))
+    report.return_requested.append(review.submission_id)
+
+
 def finished_part(enrollment: Enrollment, part: int) -> tuple[bool, int]:
     """(whether the worker answered every test item of ``part``, how many parts the cohort has)."""
     estimate = cohort_estimate(enrollment.cohort)
@@ -228,26 +323,26 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
     sub_id, code = str(sub.get("id", "")), str(sub.get("study_code") or "")
     pid = enrollment.worker.external_id
     finished, parts = finished_part(enrollment, part)
-    expected = part_code(study, part, parts)
+    codes = part_codes(enrollment.cohort, part)
+    expected = codes.completion_code
+    unearned, why = "", ""
     if enrollment.state == State.FILTERED:
         # The screen-out code makes the submission SCREENED OUT (paid by Prolific); any other code leaves it
-        # awaiting review: never approved automatically, always listed.
-        if code == study.completion_code:
-            report.attention.append(
-                (
-                    sub_id,
-                    pid,
-                    f"{FILTERED_SENT_COMPLETION} (not the screen-out code): approve it, or ask them to return it",
-                )
-            )
+        # awaiting review: never approved automatically.
+        why = "the training step ended your part in the study, with a screen-out code (not this one)"
+        if code == expected:
+            unearned = f"{FILTERED_SENT_COMPLETION} (not the screen-out code)"
         else:
-            report.attention.append(
-                (sub_id, pid, "filtered after training; the submission carries another code than the screen-out code")
-            )
+            unearned = "filtered after training; the submission carries another code than the screen-out code"
     elif not finished:
-        report.attention.append((sub_id, pid, f"the enrollment is {enrollment.state}, not completed"))
+        unearned = f"the enrollment is {enrollment.state}: part {part} was not finished, its completion code not earned"
+        why = "this part of the study was not finished"
     elif code != expected:
-        report.attention.append((sub_id, pid, "the submission carries another code than the study's"))
+        unearned = f"the submission carries another code than part {part}'s completion code"
+        why = "it is not the code shown at the end of this part"
+    if unearned:
+        review = _note_review(enrollment.cohort, part, sub, unearned, enrollment)
+        _ask_to_return(client, study, review, report, actor, why)
     elif enrollment.verification == UNVERIFIED:
         report.attention.append((sub_id, pid, "the enrollment is not verified (another SESSION_ID)"))
     elif records.manual_review(study):
@@ -272,8 +367,25 @@ def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str
 
 def awaiting_review(study: Study) -> dict[str, int]:
     """What the last sync saw waiting on Prolific for the researcher: submissions awaiting review
-    (``total``; the sync approves the rest), and how many of them are filtered workers' (``filtered``)."""
+    (``total``; the sync approves the rest), how many of them are filtered workers' (``filtered``) and how many are of
+    participants with no enrollment here (``strangers``, counted in ``total``)."""
     waiting = ProlificSubmission.objects.filter(
         enrollment__cohort__study=study, status=prolific.AWAITING_REVIEW
     ).exclude(enrollment__verification=SUPERSEDED)
-    return {"total": waiting.count(), "filtered": waiting.filter(enrollment__state=State.FILTERED).count()}
+    strangers = ProlificReview.objects.filter(
+        cohort__study=study, enrollment__isnull=True, status=prolific.AWAITING_REVIEW
+    ).count()
+    return {
+        "total": waiting.count() + strangers,
+        "filtered": waiting.filter(enrollment__state=State.FILTERED).count(),
+        "strangers": strangers,
+    }
+
+
+def reviews(study: Study):
+    """The submissions the sync could not approve, with what was done (``ProlificReview``), newest first."""
+    return (
+        ProlificReview.objects.filter(cohort__study=study)
+        .select_related("cohort__task", "enrollment")
+        .order_by("-seen_at", "-pk")
+    )

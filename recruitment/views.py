@@ -13,8 +13,10 @@ from annotation.estimates import study_listing
 from annotation.models import Study
 
 from . import bonuses, client, records, tokens, webhooks
+from .models import ProlificPart
 from .publish import publish as publish_study
 from .sync import awaiting_review
+from .sync import reviews as sync_reviews
 from .sync import sync as sync_study
 
 
@@ -32,10 +34,30 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **extra) -> 
             "listing": study_listing(study),
             "bonuses": bonuses.bonus_rows(study),
             "awaiting_review": awaiting_review(study),
+            "published": _published(study),
+            "reviews": sync_reviews(study)[:200],
             "money": bonuses.money_states(study),
             **extra,
         },
     )
+
+
+def _published(study: Study) -> list[dict]:
+    """The study's parts on Prolific with what each was published with (amounts in the major unit)."""
+    rows = (
+        ProlificPart.objects.filter(cohort__study=study)
+        .exclude(prolific_study_id="")
+        .select_related("cohort__task")
+        .order_by("cohort__task__slug", "cohort__shots", "number")
+    )
+    return [
+        {
+            "part": row,
+            "reward": None if row.reward is None else row.reward / 100,
+            "screenout": None if row.screenout_reward is None else row.screenout_reward / 100,
+        }
+        for row in rows
+    ]
 
 
 @researcher_required
@@ -81,7 +103,8 @@ def sync(request: HttpRequest, study_id: int) -> HttpResponse:
         notice=(
             f"Synced: {len(report.freed)} place(s) freed, {len(report.approved)} approved, "
             f"{len(report.verified)} verified, {len(report.attention)} for you to review "
-            f"({report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
+            f"({len(report.return_requested)} asked to return their submission now; "
+            f"{report.filtered_with_completion_code} filtered worker(s) sent the completion code), "
             f"{len(report.expired)} unverified join(s) expired."
         ),
     )
@@ -101,8 +124,8 @@ def pay(request: HttpRequest, study_id: int) -> HttpResponse:
         study,
         pay_report=report,
         notice=(
-            f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; "
-            f"{states.unknown_count} unknown (see below how to settle)."
+            f"Bonuses: {len(report.paid)} paid now, {len(report.failed)} refused; {states.in_flight_count} in flight "
+            f"in another pay run; {states.unknown_count} unknown (see below how to settle)."
         ),
     )
 

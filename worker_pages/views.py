@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
 from annotation.estimates import cohort_estimate, duration_text
-from annotation.models import Answer, Enrollment
+from annotation.models import Answer, AuditEvent, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
 from clues_http.negotiation import HtmxHttpRequest
@@ -67,12 +67,29 @@ def _labels_in_order(spec: TaskSpec, question: str) -> str:
     return question[: match.start()] + ordered + question[match.end() :]
 
 
+def _part_figures(enrollment: Enrollment, estimate) -> dict[int, dict]:
+    """{part: its minutes, pay and where they come from}: what the crowd platform's listing of the part promised
+    when it was published there (``CrowdProvider.listed_parts``), else the cohort's estimate, said so. A published
+    part's figures never move with the estimate (three workers who rush a part change nothing the others read)."""
+    provider = enrollment.cohort.study.provider
+    listed = provider.listed_parts(enrollment.cohort)
+    figures = {}
+    for p in estimate.parts:
+        if p.number in listed:
+            minutes, pay = listed[p.number]
+            figures[p.number] = {"minutes": minutes, "pay": pay, "source": f"as listed on {provider.name}"}
+        else:
+            figures[p.number] = {"minutes": p.listed_minutes, "pay": estimate.reward(p.number), "source": "estimate"}
+    return figures
+
+
 def _step_info(enrollment: Enrollment) -> dict:
-    """Time, pay and parts as the cohort's estimate has them (``annotation.estimates``: the same figures as the
-    platform's listing and the researcher's pages)."""
+    """Time, pay and parts as the crowd platform listed each part (or the cohort's estimate, ``annotation.estimates``:
+    the same figures as the researcher's pages), with which it is."""
     cohort = enrollment.cohort
     estimate = cohort_estimate(cohort)
     part = estimate.part(enrollment.part)
+    figures = _part_figures(enrollment, estimate)
     spec, study = cohort.task.spec, cohort.study
     return {
         "training_items": estimate.training_items,
@@ -80,17 +97,20 @@ def _step_info(enrollment: Enrollment) -> dict:
         "shots": cohort.shots,
         "repeats": spec.train_rows_per_shot,
         "seconds_per_item": round(estimate.seconds_per_item),
-        "duration": duration_text(part.listed_minutes),
+        "duration": duration_text(figures[part.number]["minutes"]),
         "test_duration": duration_text(estimate.test_minutes),
-        "pay": estimate.reward(part.number),
+        "pay": figures[part.number]["pay"],
+        "figures": figures[part.number]["source"],
         "rate": study.pay_rate,
         "currency": study.pay_currency,
         "idle_minutes": max(1, round(study.idle_cap_seconds / 60)),
         "part": part,
         "parts": len(estimate.parts),
         "all_parts": [
-            {"number": p.number, "items": p.items, "duration": duration_text(p.listed_minutes)} for p in estimate.parts
+            {"number": p.number, "items": p.items, "duration": duration_text(figures[p.number]["minutes"])}
+            for p in estimate.parts
         ],
+        "all_figures": figures,
         "time_limit": part.time_limit,
     }
 
@@ -168,7 +188,7 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
         ctx["initial_spans"] = json.dumps(revising.spans or [])
         ctx["initial_summary"] = _answer_summary(spec, revising)
     elif state.step == Answer.Step.TEST and state.done > 0:
-        last = services.last_test_answer(enrollment)  # a test item's or an attention check's: the same offer
+        last = services.revisable_test_answer(enrollment)  # a test item's or an attention check's: the same offer
         if last is not None:
             ctx["previous"] = {"position": last.position + 1, "summary": _answer_summary(spec, last)}
     ctx.update(kind.widget_context(spec, item, PIECES, revising=revising.texts if revising is not None else None))
@@ -312,7 +332,19 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
     else:
         stopped = enrollment.stopped_at
         ended_early = stopped is not None and stopped < services.part_deadline(enrollment)
-        ctx.update(view="ended", reason=state.step, completion=outcome, stopped=bool(stopped), ended_early=ended_early)
+        # A worker who ended the part themselves with nothing answered in it (a withdrawal: no code).
+        ended_empty = (
+            state.step == State.WITHDRAWN
+            and AuditEvent.objects.filter(enrollment=enrollment, action=services.ENDED_UNANSWERED).exists()
+        )
+        ctx.update(
+            view="ended",
+            reason=state.step,
+            completion=outcome,
+            stopped=bool(stopped),
+            ended_early=ended_early or ended_empty,
+            ended_empty=ended_empty,
+        )
         ctx["parts"] = _part_label(enrollment)
     return ctx
 
@@ -322,13 +354,16 @@ def _between_context(enrollment: Enrollment) -> dict:
     estimate = cohort_estimate(enrollment.cohort)
     following = estimate.part(enrollment.part + 1)
     deadline = services.part_deadline(enrollment)
+    info = _step_info(enrollment)
+    figures = info["all_figures"][following.number]
     return {
-        "info": _step_info(enrollment),
+        "info": info,
         "next_part": {
             "number": following.number,
             "items": following.items,
-            "duration": duration_text(following.listed_minutes),
-            "pay": estimate.reward(following.number),
+            "duration": duration_text(figures["minutes"]),
+            "pay": figures["pay"],
+            "figures": figures["source"],
             "time_limit": following.time_limit,
         },
         "return_by": deadline,
@@ -336,18 +371,13 @@ def _between_context(enrollment: Enrollment) -> dict:
     }
 
 
-# The worker is warned, and offered to end the part, once this share of the part's time limit is left.
-WARN_SHARE = 0.2
-
-
 def _time_left(enrollment: Enrollment) -> dict | None:
-    """Minutes left before the part's time limit, when few are left (the page warns), else None."""
-    deadline = services.part_deadline(enrollment)
-    limit = (deadline - (enrollment.timer_started_at or enrollment.enrolled_at)).total_seconds() / 60
-    left = (deadline - timezone.now()).total_seconds() / 60
-    if left > max(5.0, WARN_SHARE * limit):
+    """Minutes left before the part's time limit when the worker may end the part now (the page warns and offers
+    "End now": the server's own rule, ``services.end_now_window``), else None."""
+    left = services.end_now_window(enrollment, timezone.now())
+    if left is None:
         return None
-    return {"minutes": max(0, int(left)), "deadline": deadline}
+    return {"minutes": int(left.total_seconds() // 60), "deadline": services.part_deadline(enrollment)}
 
 
 def _enrollment(request: HttpRequest) -> Enrollment | None:
@@ -519,9 +549,7 @@ def next_item(request: HtmxHttpRequest) -> HttpResponse:
 
 def _revise_context(enrollment: Enrollment) -> dict | None:
     """The last test answer's item, to be answered again; None when no answer can be changed now."""
-    if enrollment.state != State.TESTING:
-        return None
-    last = services.last_test_answer(enrollment)
+    last = services.revisable_test_answer(enrollment)
     if last is None:
         return None
     total = _test_total(enrollment)

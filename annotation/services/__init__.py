@@ -27,6 +27,7 @@ from .answering import (
     item_order,
     last_test_answer,
     part_bounds,
+    revisable_test_answer,
     revise_last_test_answer,
     start_next_part,
     submit_answer,
@@ -34,6 +35,8 @@ from .answering import (
 from .completion import completion
 from .errors import Conflict
 from .filtering import (
+    ENDED_UNANSWERED,
+    end_now_window,
     expire_stale,
     filter_enrollment,
     leave_out_of_results,
@@ -71,11 +74,14 @@ __all__ = [
     "SubmitResult",
     "revise_last_test_answer",
     "last_test_answer",
+    "revisable_test_answer",
     "LastAnswer",
     "completion",
     "start_next_part",
     "part_bounds",
     "part_deadline",
+    "end_now_window",
+    "ENDED_UNANSWERED",
     "stop_part",
     "item_handle",
     "is_item_handle",

@@ -21,7 +21,7 @@ from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
 from ..protocol import RETURN_DAYS, State, step_name, transition
 from ..results_changes import results_changed
 from .errors import Conflict
-from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment
+from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment, part_started_at
 from .hot_paths import hot_path
 
 
@@ -95,13 +95,14 @@ def start_next_part(*, enrollment_id: int) -> Enrollment:
             raise Conflict(f"open part {part} from its own study on {enrollment.cohort.study.provider.name}")
         limit = cohort_estimate(enrollment.cohort).part(part).time_limit
         enrollment.part, enrollment.timer_started_at, enrollment.timer_minutes = part, now, limit
+        enrollment.part_starts = {**(enrollment.part_starts or {}), str(part): now.isoformat()}
         transition(
             enrollment,
             State.TESTING,
             actor="worker",
             action="start part",
             reason=f"part {part} of {len(part_bounds(enrollment))}, time limit {limit} minutes",
-            update_fields=("part", "timer_started_at", "timer_minutes"),
+            update_fields=("part", "timer_started_at", "timer_minutes", "part_starts"),
         )
         return enrollment
 
@@ -309,6 +310,18 @@ def last_test_answer(enrollment: Enrollment) -> LastAnswer | None:
     return LastAnswer(last.example, last.texts, last.spans, position, last)
 
 
+def revisable_test_answer(enrollment: Enrollment) -> LastAnswer | None:
+    """The latest test answer while the worker may still change it: in the test step, and given in the part they are
+    in. A part is sealed once its code was shown: nothing of it changes after (its pay and its submission on the crowd
+    platform are for what it held then)."""
+    if enrollment.state != State.TESTING:
+        return None
+    last = last_test_answer(enrollment)
+    if last is None or (enrollment.part > 1 and last.record.answered_at <= part_started_at(enrollment)):
+        return None
+    return last
+
+
 def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAnswer:
     """Change the worker's latest test answer, until the next one is submitted (a forgiving test step).
 
@@ -329,9 +342,12 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAns
             raise Conflict("your time for this study has run out")
         if enrollment.state != State.TESTING:
             raise Conflict("answers can be changed only during the test step: this answer is final")
-        last = last_test_answer(enrollment)
+        last = revisable_test_answer(enrollment)
         if last is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=last.item.pk):
-            raise Conflict("only your last test answer can be changed, until you submit the next one")
+            raise Conflict(
+                "only your last test answer can be changed, until you submit the next one (a part's answers are final "
+                "once its code was shown)"
+            )
         if isinstance(last.record, AttentionAnswer):
             changed = attention.revise_answer(enrollment, last.record, answer)
             last.texts, last.spans = changed.texts, changed.spans

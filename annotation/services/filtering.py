@@ -16,7 +16,8 @@ from django.utils import timezone
 from tasks_data.models import Example, TrainingSetItem
 
 from ..estimates import estimate
-from ..models import Answer, AuditEvent, Cohort, Enrollment
+from ..models import Answer, AttentionAnswer, AuditEvent, Cohort, Enrollment
+from ..pay import part_starts
 from ..protocol import (
     COMPARISON_EXCLUDES,
     RETURN_DAYS,
@@ -78,10 +79,46 @@ def first_part_limit(enrollment: Enrollment) -> int:
     )
 
 
+def part_started_at(enrollment: Enrollment) -> datetime:
+    """When the part the worker is in started (part 1: at joining)."""
+    return part_starts(enrollment).get(enrollment.part) or enrollment.enrolled_at
+
+
+def answers_in_part(enrollment: Enrollment) -> int:
+    """The answers given in the part the worker is in, attention checks too (a worker cannot tell them apart from
+    items): what makes leaving the part work to be paid for rather than a withdrawal (2 queries)."""
+    answers = Answer.objects.filter(enrollment_id=enrollment.pk)
+    checks = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk)
+    if enrollment.part > 1:  # a later part holds what was answered after it started (pay.part_at)
+        since = part_started_at(enrollment)
+        answers, checks = answers.filter(answered_at__gt=since), checks.filter(answered_at__gt=since)
+    return answers.count() + checks.count()
+
+
+# "End now" is offered, and taken, only near the part's time limit: once this share of the limit, or
+# ``END_NOW_MINUTES``, whichever is more, is left. One rule, read by the worker's page and enforced here.
+END_NOW_SHARE = 0.2
+END_NOW_MINUTES = 5.0
+
+
+def end_now_window(enrollment: Enrollment, now: datetime) -> timedelta | None:
+    """The time left in the part when the worker may end it now and keep the pay for their answers (the page warns
+    and offers "End now"), else None: too early in the part, or not in a part."""
+    if enrollment.state not in STEP_OF_STATE:
+        return None
+    deadline = part_deadline(enrollment)
+    limit = deadline - (enrollment.timer_started_at or enrollment.enrolled_at)
+    left = deadline - now
+    if left > max(timedelta(minutes=END_NOW_MINUTES), END_NOW_SHARE * limit):
+        return None
+    return max(left, timedelta(0))
+
+
 def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
-    """Expire an enrollment past its deadline. One in the middle of a part stops there: it gets the study's
-    partial-pay code and is paid for the time worked, its answers kept; one between parts did not come back
-    and keeps the pay of the parts done. Either way its place is offered again."""
+    """Expire an enrollment past its deadline. One in the middle of a part with answers in it stops there, at the
+    limit: it gets the part's screen-out code and is paid for the time worked up to the limit, its answers kept; one
+    with no answer in the part gets no code (nothing was done in it); one between parts did not come back and keeps
+    the pay of the parts done. Either way its place is offered again."""
     if not is_stale(enrollment, now):
         return False
     if enrollment.state == State.BETWEEN:
@@ -94,21 +131,41 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
             f"again (paid for part(s) 1-{enrollment.part})",
         )
         return True
-    enrollment.stopped_at = now
+    if not answers_in_part(enrollment):
+        transition(
+            enrollment,
+            State.EXPIRED,
+            actor="system",
+            action="expire",
+            reason=f"the time limit of part {enrollment.part} passed with no answer in it: no code, nothing to pay",
+        )
+        return True
+    enrollment.stopped_at = min(now, part_deadline(enrollment))
     transition(
         enrollment,
         State.EXPIRED,
         actor="system",
         action="expire",
-        reason=f"the time limit of part {enrollment.part} passed: given the partial-pay code, paid for the time worked",
+        reason=f"the time limit of part {enrollment.part} passed: given the part's screen-out code, paid for the time "
+        "worked up to the limit",
         update_fields=("stopped_at",),
     )
     return True
 
 
+# The audit action of a part ended by the worker with nothing answered in it (a withdrawal: no code).
+ENDED_UNANSWERED = "end part unanswered"
+NOT_YET = (
+    "a part can be ended with a code only in its last minutes (the page offers it then); to leave now, withdraw: "
+    "your place goes to someone else"
+)
+
+
 def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
-    """The worker ends the part they are in now, before its time limit: as when it passes, they get the
-    partial-pay code and are paid for the time worked; their answers are kept."""
+    """The worker ends the part they are in now, near its time limit (``end_now_window``: the page offers it then,
+    and only then): as when the limit passes, they get the part's screen-out code and are paid for the time worked,
+    their answers kept. With no answer in the part, leaving is a withdrawal: no code, and the place is given back.
+    Conflict before the window: a code for nothing would pay for nothing."""
     now = now or timezone.now()
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
@@ -116,13 +173,25 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
             return enrollment
         if enrollment.state not in STEP_OF_STATE:
             raise Conflict(f"there is no part to end now: your enrollment is {enrollment.state}")
+        if end_now_window(enrollment, now) is None:
+            raise Conflict(NOT_YET)
+        if not answers_in_part(enrollment):
+            transition(
+                enrollment,
+                State.WITHDRAWN,
+                actor="worker",
+                action=ENDED_UNANSWERED,
+                reason=f"ended part {enrollment.part} with no answer in it: no code, the place is given back",
+            )
+            return enrollment
         enrollment.stopped_at = now
         transition(
             enrollment,
             State.EXPIRED,
             actor="worker",
             action="stop",
-            reason=f"ended part {enrollment.part} before its end: given the partial-pay code, paid for the time worked",
+            reason=f"ended part {enrollment.part} near its time limit: given the part's screen-out code, paid for the "
+            "time worked",
             update_fields=("stopped_at",),
         )
         return enrollment

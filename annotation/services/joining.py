@@ -68,6 +68,9 @@ def check_accepting(cohort: Cohort) -> None:
         raise JoinRefused(JoinRefusal.CLOSED, ENDED, platform)
     if cohort.launched_at is None:
         raise JoinRefused(JoinRefusal.NOT_OPEN, NOT_OPEN, platform)
+    waiting = cohort.study.provider.not_open_reason(cohort)
+    if waiting:
+        raise JoinRefused(JoinRefusal.NOT_OPEN, waiting, platform)
 
 
 def verification_of(cohort: Cohort, who: crowd.Identity, *, returning: bool = False) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from django.test import Client
 
 from annotation import attention, services
+from annotation.codes import part_codes
 from annotation.models import AttentionCheck, Cohort, Enrollment
 from annotation.protocol import State
 from annotation.session import SESSION_KEY
@@ -28,6 +29,16 @@ def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, **options):
 
 def cohort(study, task: str, shots: int) -> Cohort:
     return study.cohorts.select_related("task", "study").get(task__slug=task, shots=shots)
+
+
+def done_code(cohort_: Cohort, part: int = 1) -> str:
+    """The completion code of a cohort's part (each part of each cohort has its own, ``annotation.codes``)."""
+    return part_codes(cohort_, part).completion_code
+
+
+def screen_out_code(cohort_: Cohort, part: int = 1) -> str:
+    """The screen-out code of a cohort's part."""
+    return part_codes(cohort_, part).screenout_code
 
 
 _NAMES: dict[str, str] = {}

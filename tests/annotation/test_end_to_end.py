@@ -125,6 +125,7 @@ def test_a_study_end_to_end_over_http(researcher):
     cohorts = {(c["task"], c["shots"]): c for c in study["cohorts"]}
 
     finished: dict[tuple[str, int], list[dict]] = {}
+    codes: dict[tuple[str, int], set[str]] = {}
     seed = 0
     for key, plan in {
         ("sst2", 10): [("S10-A", 0.9, 0.9), ("S10-B", 0.8, 0.7), ("S10-BAD", 0.0, 0.9)],
@@ -147,14 +148,21 @@ def test_a_study_end_to_end_over_http(researcher):
         assert len(bad) == (1 if key[1] == 10 else 0)
         for o in bad:
             assert o["step"] == "filtered" and not o["test"], "a filtered worker never enters the test step"
-            assert o["completion"]["code"] == "CSOUT"
-            assert o["completion"]["redirect_url"] == "https://app.prolific.com/submissions/complete?cc=CSOUT"
+            code = o["completion"]["code"]
+            assert code.startswith("CSOUT") and len(code) == len("CSOUT") + 10, "the study's prefix, then random"
+            assert o["completion"]["redirect_url"] == f"https://app.prolific.com/submissions/complete?cc={code}"
         done = [o for o in outcomes if not o["pid"].endswith("-BAD")]
         for o in done:
             assert o["step"] == "done", o["pid"]
-            assert o["completion"]["redirect_url"] == "https://app.prolific.com/submissions/complete?cc=CDONE"
+            code = o["completion"]["code"]
+            assert code.startswith("CDONE") and code not in {c["completion"]["code"] for c in bad}
+            assert o["completion"]["redirect_url"] == f"https://app.prolific.com/submissions/complete?cc={code}"
             assert len(o["test"]) == test_items[key[0]]
         finished[key] = done
+        # One completion code per cohort: every worker of the cohort got the same, and no other cohort's.
+        codes[key] = {o["completion"]["code"] for o in done}
+        assert len(codes[key]) == 1
+    assert len(set().union(*codes.values())) == len(codes), "each cohort has codes of its own"
 
     # The researcher's view: the filtered workers are there, marked filtered.
     rows = lab.get(f"/api/studies/{study['id']}/enrollments/").json()

@@ -20,6 +20,7 @@ from tests.annotation.factories import (
     make_study,
     name_of,
     pid_for,
+    screen_out_code,
     trim_test_set,
     wrong_answer,
 )
@@ -51,8 +52,8 @@ def test_the_floor_filters_a_worker_at_the_end_of_training_who_then_gets_the_scr
         item = worker.current().json()["item"]
         last = worker.answer(item["id"], wrong_answer(worker.example(item["id"]))).json()
     assert last["next_step"] == "filtered"
-    assert last["completion"]["code"] == "SOUT"
-    assert last["completion"]["redirect_url"].endswith("cc=SOUT")
+    assert last["completion"]["code"] == screen_out_code(sst10) and screen_out_code(sst10).startswith("SOUT")
+    assert last["completion"]["redirect_url"].endswith(f"cc={screen_out_code(sst10)}")
     current = worker.current().json()
     assert current["step"] == "filtered" and current["item"] is None
     enrollment.refresh_from_db()

@@ -236,14 +236,16 @@ def test_completion_and_screen_out_codes_are_letters_and_digits(code):
         make_study(shots=[0], screenout_code=code)
 
 
-def test_a_code_is_url_encoded_in_the_prolific_redirect():
+def test_a_code_stored_with_other_characters_is_given_with_letters_and_digits_only():
     from annotation.models import Study
 
     study = make_study(shots=[0])
     Study.objects.filter(pk=study.pk).update(completion_code="C&cc=EVIL")  # stored before the validation
     enrollment = join(cohort(study, "sst2", 0), "P1")
     enrollment.state = Enrollment.State.COMPLETED
-    assert services.completion(enrollment=enrollment).redirect_url.endswith("?cc=C%26cc%3DEVIL")
+    done = services.completion(enrollment=enrollment)
+    assert done.code.startswith("CccEVIL") and done.code.isalnum(), "a code holds letters and digits only"
+    assert done.redirect_url.endswith(f"?cc={done.code}")
 
 
 def test_the_join_page_does_not_tell_whether_a_pid_took_part_before():

@@ -97,7 +97,7 @@ def check_forward_migration() -> None:
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
 
-    from annotation.models import Answer, AuditEvent, Enrollment, Study
+    from annotation.models import Answer, AuditEvent, Cohort, Enrollment, Study
     from recruitment.models import BonusPayment, ParticipantGroup, ProlificCohort, ProlificCredential
     from recruitment.records import status_of, study_id_of
 
@@ -123,6 +123,15 @@ def check_forward_migration() -> None:
     )
     places = ProlificCohort.objects.get()
     assert (places.cohort_id, places.given_back, places.total) == (ids["cohort"], 1, 4)
+    # A cohort made before codes were drawn per part keeps the codes its workers and its listing already have, and
+    # its Prolific study is its part 1 (its published figures unknown).
+    from annotation.codes import part_codes
+    from recruitment.models import ProlificPart
+
+    codes = part_codes(Cohort.objects.get(pk=ids["cohort"]), 1)
+    assert (codes.completion_code, codes.screenout_code) == ("CDONE", "SOUT")
+    part = ProlificPart.objects.get(cohort_id=ids["cohort"])
+    assert (part.number, part.prolific_study_id, part.reward) == (1, "a" * 24, None)
     # The moved tables keep taking rows (their id sequences came with them).
     ProlificCohort.objects.create(cohort=_second_cohort(study), total=1)
     assert ProlificCohort.objects.count() == 2

@@ -13,6 +13,7 @@ from tests.annotation.factories import (
     FORBIDDEN_KEYS,
     WorkerClient,
     cohort,
+    done_code,
     gold_answer,
     keys_anywhere,
     make_study,
@@ -210,9 +211,11 @@ def test_completion_gives_the_code_and_the_prolific_redirect():
     worker = WorkerClient(cohort(study, "sst2", 0), "P1")
     for _ in range(n):
         last = worker.answer(worker.current().json()["item"]["id"], ["positive"]).json()
+    code = done_code(cohort(study, "sst2", 0))
+    assert code.startswith("CDONE") and code != "CDONE"
     expected = {
-        "code": "CDONE",
-        "redirect_url": "https://app.prolific.com/submissions/complete?cc=CDONE",
+        "code": code,
+        "redirect_url": f"https://app.prolific.com/submissions/complete?cc={code}",
         "post_url": None,
         "post_fields": {},
     }
@@ -230,7 +233,7 @@ def test_completion_on_mturk_posts_back_to_external_submit_with_the_assignment()
     completion = worker.current().json()["completion"]
     assert completion["post_url"] == "https://www.mturk.com/mturk/externalSubmit"
     assert completion["post_fields"]["assignmentId"] == "A9"
-    assert completion["code"] == "CDONE"
+    assert completion["code"] == done_code(cohort(study, "sst2", 0))
 
 
 # ---------------------------------------------------------------- rule 6: validation per kind

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from annotation.models import Answer, Enrollment, Study
-from tests.annotation.factories import pid_for
+from tests.annotation.factories import done_code, pid_for, screen_out_code
 from tests.browser.dashboard_pages import make_researcher
 from tests.browser.journeys import after_item, current_example, item_handle, stored_answer, view, wait_view
 from tests.worker_pages.factories import answer_current, cohort_of, enroll, fake_model_rows, make_study
@@ -124,7 +124,10 @@ def researcher_journey(pages, shoot, settings):
     expect(worker_page.locator("#stage")).to_have_attribute("data-view", "feedback")
     worker_page.locator('[data-role="next"]').click()
     expect(worker_page.locator("#stage")).to_have_attribute("data-view", "filtered")
-    expect(worker_page.locator("#code")).to_have_text("SCREENED")
+    # The cohort's own screen-out code: the study's "SCREENED" then random characters.
+    code = screen_out_code(cohort_of(study, "sst2", 10))
+    assert code.startswith("SCREENED") and len(code) == len("SCREENED") + 10
+    expect(worker_page.locator("#code")).to_have_text(code)
 
     # Results: Table 5's shape, charts, agreement, downloads.
     fake_model_rows(study)  # completed baseline runs beside the humans
@@ -182,6 +185,6 @@ def sst2_worker_keyboard_only(pages, shoot):
             page.keyboard.press("Enter")
             page.wait_for_function("() => document.getElementById('stage').dataset.view !== 'feedback'")
     wait_view(page, "done")
-    expect(page.locator("#code")).to_have_text("DONE123")
+    expect(page.locator("#code")).to_have_text(done_code(cohort))
     shoot(page, "08-completion-code")
     assert Answer.objects.filter(enrollment=enrollment).count() == 10 + 12

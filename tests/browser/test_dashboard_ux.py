@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from annotation.models import AuditEvent, Cohort
@@ -35,7 +37,8 @@ def test_close_confirm_and_reopen_a_cohort_with_htmx_and_without_javascript(page
     page = pages.new(viewport=WIDTHS[size])
     log_in(page, f"/dashboard/studies/{study.pk}/")
     row = page.locator("table.links tbody tr", has=page.locator(f"#link-{cohort.pk}"))
-    expect(row.locator(".link-note")).to_have_text("Takes workers now.")
+    # A Prolific study with no token, launched: it takes workers, and says plainly it runs as a plain link.
+    expect(row.locator(".link-note")).to_have_text(re.compile(r"^Takes workers now\. A plain link until published"))
 
     # With htmx: "Close…" brings the confirmation form beside the links; nothing is closed yet.
     row.get_by_role("link", name="Close…").click()
@@ -129,3 +132,34 @@ def test_every_dashboard_page_fits_and_is_screenshotted(pages, demo_data, size):
             expect(page.locator(f"#enrollment-{guesser.pk} .flag.idle")).to_have_count(0)
         if name == "study-new":
             expect(page.get_by_label("Launch every cohort now")).to_be_checked()
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_the_prolific_page_lists_what_was_published_and_the_submissions_not_approved(pages, demo_data, size, settings):
+    """The Prolific page of a published study, with a stranger's submission the sync asked to return: the published
+    figures and the list fit a phone and a laptop (fake Prolific, a real HTTP server)."""
+    from recruitment.publish import publish
+    from recruitment.sync import sync
+    from tests.annotation.factories import pid_for
+    from tests.recruitment.fake_prolific import TOKEN, WORKSPACE, FakeProlific
+
+    fake = FakeProlific().start()
+    try:
+        settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = fake.url, TOKEN
+        settings.PROLIFIC_WORKSPACE_ID, settings.PROLIFIC_RETRIES, settings.PROLIFIC_BACKOFF = WORKSPACE, 0, 0
+        user = make_researcher()
+        study = make_study(tasks=("sst2",), shots=(0, 10), created_by=user, launch=False, name="On Prolific")
+        publish(study, site_url="https://clues.example")
+        cohort = cohort_of(study, "sst2", 0)
+        sid = fake.start_submission(cohort.prolific.prolific_study_id, pid_for("stranger"))
+        fake.submit(sid, fake.code(sid))
+        sync(study)
+        page = pages.new(viewport=WIDTHS[size])
+        log_in(page, f"/dashboard/studies/{study.pk}/prolific/")
+        expect(page.locator('[data-role="published"] tbody tr')).to_have_count(2)
+        expect(page.locator('[data-role="published"]')).to_contain_text("0.14 USD")
+        expect(page.locator('[data-role="reviews"]')).to_contain_text("no enrollment here")
+        no_sideways_scroll(page)
+        _shoot(page, "prolific", size)
+    finally:
+        fake.stop()

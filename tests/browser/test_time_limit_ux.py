@@ -63,3 +63,35 @@ def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_ke
     enrollment.refresh_from_db()
     assert enrollment.stopped_at is not None
     assert Answer.objects.filter(enrollment=enrollment).count() == 2, "every answer kept"
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_ending_a_part_with_nothing_answered_gives_no_code_and_says_what_to_do(pages, demo_data, size):
+    """End now is a code only for work: near the limit with nothing answered, the page withdraws the worker, shows no
+    code, and tells a Prolific participant to return the submission."""
+    study = make_study(tasks=("sst2",), shots=(0,))
+    cohort = cohort_of(study, "sst2", 0)
+    touch = {"has_touch": True, "is_mobile": True} if size == "phone" else {}
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page = pages.new(viewport=PHONE if size == "phone" else LAPTOP, **touch)
+    pid = pid_for(f"NOTHING-{size}")
+    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
+    wait_view(page, "description")
+    page.get_by_role("button", name="Start").click()
+    wait_view(page, "item")
+    expect(page.locator('[data-role="stop"]')).to_have_count(0)  # early in the part: no End now
+    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    limit = cohort_estimate(cohort).part(1).time_limit
+    Enrollment.objects.filter(pk=enrollment.pk).update(
+        enrolled_at=enrollment.enrolled_at - timedelta(minutes=limit - 4)
+    )
+    page.reload()
+    wait_view(page, "item")
+    page.locator('[data-role="stop"]').click()
+    wait_view(page, "ended")
+    stage = page.locator("#stage")
+    expect(stage).to_contain_text("there is no code for it")
+    expect(stage).to_contain_text("please return your submission")
+    expect(page.locator('[data-role="stopped"]')).to_have_count(0)
+    page.screenshot(path=str(SCREENSHOTS / f"29-ended-with-nothing-answered-{size}.png"))
+    assert Enrollment.objects.get(pk=enrollment.pk).state == "withdrawn"

@@ -13,7 +13,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Answer, Enrollment
-from tests.annotation.factories import pid_for
+from tests.annotation.factories import done_code, pid_for, screen_out_code
 from tests.browser.journeys import (
     after_item,
     chips,
@@ -124,7 +124,7 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
 
     # The last test answer: the completion page sends the worker back to Prolific with the code.
     page.wait_for_url(re.compile(r"^https://app\.prolific\.com/"))
-    assert "cc=DONE123" in page.url
+    assert f"cc={done_code(cohort)}" in page.url
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.COMPLETED
     assert Answer.objects.filter(enrollment=enrollment).count() == 30 + 12
@@ -218,7 +218,7 @@ def test_record_worker_picks_entities(pages, shoot, demo_data):
             page.locator('[data-role="next"]').click()
             page.wait_for_function("() => document.getElementById('stage').dataset.view !== 'feedback'")
         n += 1
-    page.wait_for_url(re.compile(r"^https://app\.prolific\.com/.*cc=DONE123"))
+    page.wait_for_url(re.compile(rf"^https://app\.prolific\.com/.*cc={done_code(cohort)}"))
 
 
 def test_squad_span_offsets_are_code_points(pages, shoot, demo_data):
@@ -279,9 +279,9 @@ def test_mnli_filtered_and_no_enrollment_pages(pages, shoot, demo_data):
     services.filter_enrollment(enrollment_id=enrollment.pk, actor="researcher", reason="test of the filtered page")
     page.reload()
     wait_view(page, "filtered")
-    expect(page.locator("#code")).to_have_text("OUT456")
+    expect(page.locator("#code")).to_have_text(screen_out_code(cohort))
     expect(page.get_by_role("link", name="Go back to Prolific with this code")).to_have_attribute(
-        "href", "https://app.prolific.com/submissions/complete?cc=OUT456"
+        "href", f"https://app.prolific.com/submissions/complete?cc={screen_out_code(cohort)}"
     )
     shoot(page, "14-filtered")
 

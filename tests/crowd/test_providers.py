@@ -17,7 +17,7 @@ import crowd
 from annotation.models import Enrollment, Worker
 from crowd import mturk, prolific
 from crowd.base import Completion, CrowdProvider, Identity, InvalidIdentity
-from tests.annotation.factories import answer_all, cohort, gold_answer, make_study
+from tests.annotation.factories import answer_all, cohort, done_code, gold_answer, make_study, screen_out_code
 
 REPO = Path(__file__).resolve().parents[2]
 PID = "5f3a" + "0" * 20
@@ -245,9 +245,10 @@ def test_the_protocol_calls_the_studys_provider_on_every_move_inside_its_transac
         provider.refuse_finish = False
         answer_all(ids["a@x"], gold_answer)
         assert provider.calls[3:] == [
-            ("filter", "b@x", "filtered", "OUT"),
+            ("filter", "b@x", "filtered", screen_out_code(link)),
             ("withdraw", "c@x", "withdrawn", ""),
-            ("finish", "a@x", "completed", "FIN"),
+            ("finish", "a@x", "completed", done_code(link)),
         ]
+        assert done_code(link).startswith("FIN") and screen_out_code(link).startswith("OUT")
     finally:
         crowd.unregister(provider.slug)

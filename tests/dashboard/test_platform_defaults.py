@@ -57,7 +57,7 @@ def test_without_a_token_a_new_study_recruits_through_the_generic_link(dashboard
     # Chosen anyway, Prolific says what its links need before they take anyone.
     page = dashboard.post("/dashboard/studies/new/", _form(platform="prolific"), follow=True).content.decode()
     assert "take workers now" not in page
-    assert "only once it is published on Prolific" in page and "no Prolific token" in page
+    assert "run as plain links" in page and "not checked with Prolific" in page and "no Prolific token" in page
     page = dashboard.post("/dashboard/studies/new/", _form(name="g", platform="generic"), follow=True)
     assert "the join links take workers now." in page.content.decode()
 

@@ -6,7 +6,9 @@ relies on:
 - a study is created as a draft (UNPUBLISHED) and PUBLISHed; after publishing only
   ``internal_name`` and ``total_available_places`` may change, and places only go up;
 - completion codes: documented code types and actions only; ADD_TO_PARTICIPANT_GROUP needs an
-  existing group; at most one FIXED_SCREEN_OUT_PAYMENT code, whose reward is below the study's;
+  existing group; at most one FIXED_SCREEN_OUT_PAYMENT code, whose reward is below the study's and at least
+  Prolific's minimum screen-out payment (14 US cents, 10 pence); once its ``slots`` screen-outs are used the
+  study is PAUSED;
 - a participant group needs a workspace (or organisation) id;
 - a participant takes a place only while the study is ACTIVE, has a free place, is not in a
   blocklisted group and, where the study has a participant group allowlist (a later part of a
@@ -14,13 +16,18 @@ relies on:
   a group's participants are listed (GET participant-groups/{id}/participants/); RETURNED, TIMED-OUT
   and REJECTED submissions give their place back;
 - submitting a code runs its actions (add to the group, screen out with the fixed reward, or
-  await review); a submission is approved only from AWAITING REVIEW;
+  await review), whoever submits it: a participant who never opened the platform (``start_submission`` then
+  ``submit``) is paid a screen-out code's fixed reward all the same; a submission is approved only from AWAITING
+  REVIEW, rejected only from there with a message of at least 100 characters and a documented category, and a
+  return may be requested (``POST submissions/{id}/request-return/`` with ``request_return_reasons``) of an ACTIVE
+  or AWAITING REVIEW one; the participant then returns it (``participant_returns``), which frees the place;
 - the bonus pay call is NOT idempotent (paying a bulk bonus twice pays twice), as documented.
 Webhooks: a workspace secret, subscriptions confirmed with the X-Hook-Secret header, and
 ``event()`` building the signed request Prolific sends (a test may forge its secret, time or status).
 Switches: ``down`` (connections are dropped without an answer), ``crash_on_pay`` (the pay is
 recorded, then the connection drops: the client never learns it was paid), ``fail_next`` (with
-``fail_status``: 400, 401 for a revoked token, 403, 500, 503...), ``delays`` ((method, path pattern, seconds): such
+``fail_status``: 400, 401 for a revoked token, 403, 500, 503...), ``fail_matching`` ((method, path pattern, status): the
+next such request fails with that status), ``delays`` ((method, path pattern, seconds): such
 a request waits that long before it is handled, as a slow Prolific would, so that a test can race two callers).
 """
 
@@ -56,6 +63,22 @@ ACTIONS = {
     "FIXED_SCREEN_OUT_PAYMENT",
 }
 FREES_PLACE = {"RETURNED", "TIMED-OUT", "REJECTED"}
+# The least fixed screen-out reward Prolific accepts, in the account's smallest unit (its custom screening).
+MIN_SCREEN_OUT = {"USD": 14, "GBP": 10}
+REJECTION_CATEGORIES = {
+    "TOO_QUICKLY",
+    "TOO_SLOWLY",
+    "FAILED_INSTRUCTIONS",
+    "INCOMP_LONGITUDINAL",
+    "FAILED_CHECK",
+    "LOW_EFFORT",
+    "MALINGERING",
+    "NO_CODE",
+    "BAD_CODE",
+    "NO_DATA",
+    "UNSUPP_DEVICE",
+    "OTHER",
+}
 REQUIRED = (
     "name",
     "description",
@@ -86,6 +109,7 @@ class FakeProlific:
         self.fail_next = 0  # answer ``fail_status`` to this many requests (recorded in calls), then work again
         self.fail_status = 503
         self.delays: list[tuple[str, str, float]] = []  # (method, path regex, seconds) before a request is handled
+        self.fail_matching: list[tuple[str, str, int]] = []  # (method, path regex, status): fails the next such request
         self.page_size = 2
         self.hook_secrets: dict[str, str] = {}  # workspace -> its one active secret
         self.subscriptions: dict[str, dict] = {}
@@ -110,9 +134,9 @@ class FakeProlific:
                 fake.wait_if_slow(method, self.path)
                 with fake._lock:
                     fake.calls.append((method, self.path, body))
-                    if fake.fail_next > 0:
-                        fake.fail_next -= 1
-                        status, payload = fake.fail_status, _error(fake.fail_status, "Refused by the fake")
+                    failure = fake.canned_failure(method, self.path)
+                    if failure:
+                        status, payload = failure, _error(failure, "Refused by the fake")
                     else:
                         status, payload = fake.route(method, self.path, body)
                 if status is None:  # crash after the work was done
@@ -146,6 +170,17 @@ class FakeProlific:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/v1/"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def canned_failure(self, method: str, path: str) -> int:
+        """The status a switch makes this request fail with (``fail_matching``, then ``fail_next``), or 0."""
+        matching = next((f for f in self.fail_matching if f[0] == method and re.search(f[1], path)), None)
+        if matching is not None:
+            self.fail_matching.remove(matching)
+            return matching[2]
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            return self.fail_status
+        return 0
 
     def wait_if_slow(self, method: str, path: str) -> None:
         """A request ``delays`` names waits before it is handled (outside the lock: others go on meanwhile)."""
@@ -223,6 +258,30 @@ class FakeProlific:
                             "screen_out": True,
                         }
                     )
+                    screened = sum(
+                        1
+                        for s in self.submissions.values()
+                        if s["study_id"] == sub["study_id"] and s["status"] == "SCREENED OUT"
+                    )
+                    if screened >= action["slots"] and study.get("status") == "ACTIVE":
+                        study["status"] = "PAUSED"  # the screen-out slots are used up: the researcher looks
+
+    def participant_returns(self, sid: str):
+        """The participant returns their submission on Prolific (their own choice, or asked to): its place is free."""
+        with self._lock:
+            sub = self.submissions[sid]
+            if sub["status"] not in ("RESERVED", "ACTIVE", "AWAITING REVIEW"):
+                raise Refused(f"a {sub['status']} submission cannot be returned")
+            sub["status"] = "RETURNED"
+
+    def screen_out_paid(self, pid: str) -> float:
+        """What Prolific paid the participant through fixed screen-out rewards."""
+        return round(sum(p["amount"] for p in self.payments if p["participant"] == pid and p.get("screen_out")), 2)
+
+    def code(self, sid: str, code_type: str = "COMPLETED") -> str:
+        """The code of ``code_type`` of the study the submission is for (what a participant who earned it enters)."""
+        study = self.studies[self.submissions[sid]["study_id"]]
+        return next(c["code"] for c in study["completion_codes"] if c["code_type"] == code_type)
 
     def set_status(self, sid: str, status: str):
         self.submissions[sid]["status"] = status
@@ -320,12 +379,31 @@ class FakeProlific:
                 action == "REJECT"
                 and sub["status"] == "AWAITING REVIEW"
                 and len(body.get("message", "")) >= 100
-                and body.get("rejection_category")
+                and body.get("rejection_category") in REJECTION_CATEGORIES
             ):
                 sub["status"] = "REJECTED"
             else:
                 return 400, _error(400, f"cannot {action} a submission that is {sub['status']}")
             return 200, sub
+        if m := re.fullmatch(r"submissions/(\w+)/request-return/", path):
+            # Asking a participant to return their submission (prolific-oss/cli: RequestSubmissionReturn): the
+            # submission is marked, the participant decides; reasons are required.
+            sub = self.submissions.get(m[1])
+            if sub is None:
+                return 404, _error(404, "Not found.")
+            reasons = (body or {}).get("request_return_reasons")
+            if not isinstance(reasons, list) or not reasons or not all(isinstance(r, str) and r for r in reasons):
+                return 400, _error(400, {"request_return_reasons": ["This field is required."]})
+            if sub["status"] not in ("ACTIVE", "AWAITING REVIEW"):
+                return 400, _error(400, f"cannot request the return of a submission that is {sub['status']}")
+            sub["return_requested"] = "2026-01-01T00:00:00Z"
+            sub["return_reasons"] = list(reasons)
+            return 200, {
+                "id": sub["id"],
+                "status": sub["status"],
+                "participant": sub["participant"],
+                "return_requested": sub["return_requested"],
+            }
         if method == "POST" and path == "submissions/bonus-payments/":
             return self._set_up_bonuses(body or {})
         if m := re.fullmatch(r"submissions/(\w+)/", path):
@@ -419,6 +497,11 @@ class FakeProlific:
                         or a["slots"] < 1
                     ):
                         problems.append("fixed_screen_out_reward below the reward, and slots, are required")
+                    elif reward < MIN_SCREEN_OUT[self.currency]:
+                        problems.append(
+                            f"fixed_screen_out_reward must be at least {MIN_SCREEN_OUT[self.currency]} "
+                            f"({self.currency} smallest unit)"
+                        )
         if screen_outs > 1:
             problems.append("only one completion code may pay a fixed screen-out")
         for f in body.get("filters") or []:

@@ -58,7 +58,7 @@ def approved_worker(fake, study, name):
     c = cohort(study, "sst2", 0)
     worker, pid, sid = arrive(fake, c, name)
     finish(worker)
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     # A slow worker: an hour of recorded active time (answers spread out; idle cap raised below).
     enrolled_at = Enrollment.objects.get(worker__external_id=pid).enrolled_at
     Enrollment.objects.filter(worker__external_id=pid).update(enrolled_at=enrolled_at - timedelta(hours=1))

@@ -49,7 +49,8 @@ def test_every_surface_shows_the_cohorts_one_estimate(fake, researcher):
 
     html = arrive(fake, c, "second").client.get("/work/").content.decode()  # the description page
     assert f"Time: about {duration_text(part.listed_minutes)} in all" in html
-    assert "pays about 1.75 USD" in html and f"{part.time_limit} minutes</span> of opening the study link" in html
+    assert "pays 1.75 USD" in html and "(as listed on Prolific)" in html
+    assert f"{part.time_limit} minutes</span> of opening the study link" in html
 
     researcher_client = Client()  # the dashboard's study page and the Prolific page
     researcher_client.force_login(researcher)

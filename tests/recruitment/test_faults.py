@@ -111,7 +111,7 @@ def test_the_genuine_participant_takes_the_place_of_an_unverified_join_under_the
     assert squatter.current().json().get("item") is None, "the squatter's browser has no work any more"
     assert victim.current().json()["item"] is not None
     finish(victim)
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     out = StringIO()
     call_command("sync_prolific", study=study.pk, stdout=out)
     assert fake.submissions[sid]["status"] == "APPROVED"
@@ -171,7 +171,7 @@ def test_a_filtered_worker_who_sends_the_completion_code_is_listed_and_counted(f
     weak, pid, sid = arrive(fake, c, "cheeky")
     finish_by_position(weak, wrong_positions=set(range(100)))
     assert Enrollment.objects.get(worker__external_id=pid).state == "filtered"
-    fake.submit(sid, "CDONE")  # the study's completion code, not the screen-out code
+    fake.submit(sid, fake.code(sid))  # the study's completion code, not the screen-out code
     assert fake.submissions[sid]["status"] == "AWAITING REVIEW"
     out = StringIO()
     call_command("sync_prolific", study=study.pk, stdout=out)

@@ -119,7 +119,7 @@ def test_a_whole_prolific_journey_logs_no_secret(fake, researcher, logs, django_
     # The way back: the same participant from a new browser.
     back = WorkerClient(c, params={"PROLIFIC_PID": pid, "STUDY_ID": c.prolific.prolific_study_id, "SESSION_ID": sid})
     assert back.join_response.status_code == 302
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     assert dashboard.post(f"/dashboard/studies/{study.pk}/prolific/sync/").status_code == 200
     assert fake.submissions[sid]["status"] == "APPROVED"
     fake.crash_on_pay = True

@@ -12,7 +12,7 @@ from django.test import Client
 from annotation import selectors
 from annotation.models import AuditEvent, Enrollment, Worker
 from recruitment.bonuses import bonus_rows, pay_bonuses
-from recruitment.models import BonusPayment, ProlificCredential
+from recruitment.models import BonusPayment, ProlificCredential, ProlificReview
 from recruitment.places import give_back_places
 from recruitment.publish import publish
 from recruitment.sync import sync
@@ -21,8 +21,10 @@ from results.cells import annotator_test_s1
 from tests.annotation.factories import (
     WorkerClient,
     cohort,
+    done_code,
     make_study,
     pid_for,
+    screen_out_code,
     trim_test_set,
     wrong_answer,
 )
@@ -51,12 +53,14 @@ def test_publish_one_study_per_cohort_with_placeholders_group_exclusion_and_rewa
         assert body["reward"] == 500 and body["estimated_completion_time"] == 25  # 12 USD/h x 25 min, in cents
         assert body["filters"] == [{"filter_id": "participant_group_blocklist", "selected_values": [group_id]}]
         codes = {cc["code_type"]: cc for cc in body["completion_codes"]}
-        assert codes["COMPLETED"]["code"] == "CDONE" and codes["FIXED_SCREENOUT"]["code"] == "CSOUT"
+        assert codes["COMPLETED"]["code"] == done_code(c) and codes["FIXED_SCREENOUT"]["code"] == screen_out_code(c)
+        assert codes["COMPLETED"]["code"].startswith("CDONE") and codes["FIXED_SCREENOUT"]["code"].startswith("CSOUT")
         assert {"action": "MANUALLY_REVIEW"} in codes["COMPLETED"]["actions"]
         (screen_out,) = [a for a in codes["FIXED_SCREENOUT"]["actions"] if a["action"] == "FIXED_SCREEN_OUT_PAYMENT"]
-        # The training step's share of the reward (k of k + 3 test items), below the reward as Prolific asks.
-        assert screen_out["fixed_screen_out_reward"] == (385 if c.shots else 1)  # ceil(500 x 10 / 13)
-        assert 0 < screen_out["fixed_screen_out_reward"] < body["reward"] and screen_out["slots"] == c.target
+        # Prolific's minimum screen-out payment (14 US cents): a code alone earns no more; the time a worker of the
+        # platform spent is paid as a bonus.
+        assert screen_out["fixed_screen_out_reward"] == 14
+        assert 0 < screen_out["fixed_screen_out_reward"] < body["reward"] and screen_out["slots"] == c.target + 1
         for cc in codes.values():
             assert {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group_id} in cc["actions"]
         assert c.launched_at is not None
@@ -73,7 +77,7 @@ def test_a_participant_of_one_cohort_cannot_even_take_another_cohort_of_the_task
     c0, c10 = cohort(study, "sst2", 0), cohort(study, "sst2", 10)
     worker, pid, sid = arrive(fake, c0, "twice")
     finish(worker)
-    fake.submit(sid, "CDONE")  # the completion code's action adds them to the task's group
+    fake.submit(sid, fake.code(sid))  # the completion code's action adds them to the task's group
     with pytest.raises(Refused, match="blocklisted"):
         fake.start_submission(c10.prolific.prolific_study_id, pid)
 
@@ -121,7 +125,7 @@ def test_join_is_verified_and_forged_foreign_and_finished_submissions_are_refuse
     other_study = published(fake, researcher, shots=(0,))
     foreign_sid = fake.start_submission(cohort(other_study, "sst2", 0).prolific.prolific_study_id, pid_for("foreign"))
     finished_sid = fake.start_submission(c.prolific.prolific_study_id, pid_for("finished"))
-    fake.submit(finished_sid, "CDONE")
+    fake.submit(finished_sid, fake.code(finished_sid))
     cases = {
         "forged": (pid_for("forger"), "0123456789abcdef01234567"),
         "someone else's submission": (pid_for("thief"), sid),
@@ -156,7 +160,7 @@ def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researc
     assert researcher_client.get(results).json()["cells"][0]["n"] == 0
     assert check_stored(study) == {c.pk}  # the results' stored scores, without them
     fake.down = False
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     report = sync(study)
     assert enrollment.pk in annotator_test_s1(study)
     assert check_stored(study) == set(), "the verification made the stored scores stale at once"
@@ -209,12 +213,13 @@ def test_a_filtered_worker_gives_the_place_back_to_prolific_at_once_and_only_onc
     with django_capture_on_commit_callbacks(execute=True):  # the commits of the worker's requests
         state = finish(weak, wrong_answer)
     assert Enrollment.objects.get(worker__external_id=p_weak).state == "filtered"
-    assert "CSOUT" in str(state), "the filtered worker is given the screen-out code"
+    assert state["completion"]["code"] == screen_out_code(c), "the filtered worker is given the screen-out code"
     # No sync ran: the give-back task was queued when the filtering committed (eager here).
     assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     patches = [call for call in fake.calls if call[0] == "PATCH"]
     assert patches == [("PATCH", f"/api/v1/studies/{c.prolific.prolific_study_id}/", {"total_available_places": 2})]
-    fake.submit(s_weak, "CSOUT")  # screened out on Prolific: paid the fixed reward, the place stays taken
+    # Screened out on Prolific: paid the fixed reward, the place stays taken.
+    fake.submit(s_weak, fake.code(s_weak, "FIXED_SCREENOUT"))
     assert fake.submissions[s_weak]["status"] == "SCREENED OUT"
     for _ in range(2):
         sync(study)
@@ -240,28 +245,42 @@ def test_a_failed_give_back_is_made_by_the_sync(fake, researcher, django_capture
     assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
 
 
-def test_only_completed_enrollments_with_the_right_code_are_approved_and_nothing_is_rejected(fake, researcher):
+def test_only_earned_codes_are_approved_the_rest_asked_to_return_and_nothing_is_rejected(fake, researcher):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=5)
     c = cohort(study, "sst2", 0)
     good, p_good, s_good = arrive(fake, c, "good")
     finish(good)
-    fake.submit(s_good, "CDONE")
+    fake.submit(s_good, fake.code(s_good))
     wrong, p_wrong, s_wrong = arrive(fake, c, "wrongcode")
     finish(wrong)
     fake.submit(s_wrong, "CWRONG1")
     _, p_idle, s_idle = arrive(fake, c, "unfinished")
-    fake.submit(s_idle, "CDONE")  # claims completion on Prolific without doing the work
+    fake.submit(s_idle, fake.code(s_idle))  # claims completion on Prolific without doing the work
     stranger = fake.start_submission(c.prolific.prolific_study_id, pid_for("stranger"))
-    fake.submit(stranger, "CDONE")
+    fake.submit(stranger, fake.code(stranger))
     out = StringIO()
     call_command("sync_prolific", study=study.pk, stdout=out)
     assert fake.submissions[s_good]["status"] == "APPROVED"
     for sid in (s_wrong, s_idle, stranger):
-        assert fake.submissions[sid]["status"] == "AWAITING REVIEW", "left to the researcher"
+        assert fake.submissions[sid]["status"] == "AWAITING REVIEW", "never approved, never rejected"
+        assert fake.submissions[sid]["return_requested"], "asked to return it: Prolific's way that costs them nothing"
+        assert "not earned on the study's site" in fake.submissions[sid]["return_reasons"][0]
     assert not [call for call in fake.calls if call[2] and call[2].get("action") == "REJECT"]
     text = out.getvalue()
-    assert "approved 1" in text and "for the researcher 3" in text
-    assert "another code" in text and "not completed" in text and "no enrollment" in text
+    assert "approved 1" in text and "for the researcher 3" in text and "asked to return 3" in text
+    assert "another code" in text and "was not finished" in text and "no enrollment" in text
+    # Listed at every sync while they wait, asked only once.
+    again = StringIO()
+    call_command("sync_prolific", study=study.pk, stdout=again)
+    assert "for the researcher 3" in again.getvalue() and "asked to return 0" in again.getvalue()
+    asked = [call for call in fake.calls if call[0] == "POST" and call[1].endswith("/request-return/")]
+    assert len(asked) == 3
+    fake.participant_returns(stranger)  # the stranger returns it: nothing is paid, the place is Prolific's again
+    fake.participant_returns(s_idle)  # so does the worker who claimed a part not done: their place here is freed
+    sync(study)
+    assert fake.paid_total(pid_for("stranger")) == fake.screen_out_paid(pid_for("stranger")) == 0
+    assert ProlificReview.objects.get(submission_id=s_idle).status == "RETURNED"
+    assert Enrollment.objects.get(worker__external_id=p_idle).state == "withdrawn"
 
 
 def test_manual_review_approves_nothing(fake, researcher):
@@ -269,7 +288,7 @@ def test_manual_review_approves_nothing(fake, researcher):
     c = cohort(study, "sst2", 0)
     worker, _, sid = arrive(fake, c, "done")
     finish(worker)
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     report = sync(study)
     assert report.approved == [] and fake.submissions[sid]["status"] == "AWAITING REVIEW"
 
@@ -300,7 +319,7 @@ def test_a_crash_during_the_pay_call_never_pays_twice(fake, researcher):
     report = pay_bonuses(study)
     assert report.uncertain == [pid]
     ledger = BonusPayment.objects.get(enrollment__worker__external_id=pid)
-    assert ledger.state == "paying"
+    assert ledger.state == "unknown"
     paid_once = fake.paid_total(pid)
     assert paid_once > 0
     fake.crash_on_pay = False
@@ -350,7 +369,7 @@ def test_an_expired_worker_adds_a_place_only_once_prolific_keeps_theirs_taken(
     assert Enrollment.objects.get().state == "expired"
     # Still ACTIVE on Prolific: Prolific times it out (or the worker returns it) and frees the place itself.
     assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 1
-    fake.submit(sid, "CDONE")  # ...but the worker submits anyway: that submission keeps its Prolific place
+    fake.submit(sid, fake.code(sid))  # ...but the worker submits anyway: that submission keeps its Prolific place
     report = sync(study)
     assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     assert report.attention and "expired" in report.attention[0][2], "left to the researcher, never rejected"

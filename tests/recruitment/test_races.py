@@ -1,5 +1,6 @@
 """Calls to Prolific that spend or commit, raced on real concurrent PostgreSQL connections against the fake Prolific:
-a webhook and the sync approve a submission once; two pay runs set one bulk bonus up (no orphan on Prolific)."""
+a webhook and the sync approve a submission once; two pay runs set one bulk bonus up (no orphan on Prolific), and a
+pay call in flight in one run is shown in flight by the other, never unknown."""
 
 import time
 from decimal import Decimal
@@ -7,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client
 
@@ -66,7 +68,7 @@ def test_a_webhook_and_the_sync_racing_approve_a_submission_once(fake, researche
     for head_start in ("sync", "webhook"):
         worker, pid, sid = arrive(fake, c, f"racer-{head_start}")
         finish(worker)
-        fake.submit(sid, "CDONE")
+        fake.submit(sid, fake.code(sid))
         body, headers = fake.event(sid)
 
         def hook(body=body, headers=headers):
@@ -102,3 +104,42 @@ def test_concurrent_pay_runs_set_up_one_bulk_bonus(fake, researcher, sst2):
     assert fake.paid_total(pid) == float(ledger.amount)
     call_command("pay_bonuses", study=study.pk, stdout=StringIO())
     assert len(fake.bulks) == 1 and fake.paid_total(pid) == float(ledger.amount)
+
+
+def test_a_pay_call_in_flight_in_another_run_is_shown_in_flight_never_unknown(fake, researcher, sst2):
+    """Two pay runs at once: the second sees the first's pay call in flight (never "UNKNOWN ... got no answer", whose
+    advice, settling it as not paid, would pay twice); it cannot be settled meanwhile; it is paid once."""
+    study = published(fake, researcher, shots=(0,), pay_rate=Decimal("12"), expected_minutes=10, idle_cap_seconds=7200)
+    pid = approved_worker(fake, study, "in-flight")
+    sync(study)
+    fake.delays.append(("POST", r"bulk-bonus-payments/\w+/pay/$", 1.5))  # Prolific takes its time to pay
+
+    def second_run():
+        out = StringIO()
+        call_command("pay_bonuses", study=study.pk, stdout=out)
+        page = Client()
+        page.force_login(researcher)
+        html = page.get(f"/dashboard/studies/{study.pk}/prolific/").content.decode()
+        settle_refused = ""
+        try:
+            call_command(
+                "pay_bonuses",
+                study=study.pk,
+                settle=BonusPayment.objects.get().prolific_bulk_id,
+                not_paid=True,
+                stdout=StringIO(),
+            )
+        except CommandError as exc:
+            settle_refused = str(exc)
+        return out.getvalue(), html, settle_refused
+
+    works = [lambda: pay_bonuses(study), _later(0.6, second_run)]
+    first, (text, html, settle_refused) = run_together(2, lambda i: works[i]())
+    assert not isinstance(first, Exception), first
+    assert "UNKNOWN" not in text and "0 unknown" in text and f"IN FLIGHT {pid}" in text, text
+    assert "do not settle it meanwhile" in text
+    assert 'data-role="in-flight"' in html and "Unknown outcome" not in html and "<td>in flight</td>" in html
+    assert "being paid by another pay run right now" in settle_refused
+    ledger = BonusPayment.objects.get()
+    assert ledger.state == "paid" and first.paid == [(pid, ledger.amount)]
+    assert fake.paid_total(pid) == float(ledger.amount), "paid once"

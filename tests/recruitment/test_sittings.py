@@ -18,7 +18,16 @@ from recruitment.publish import publish
 from recruitment.sync import sync
 from results.cells import annotator_test_s1, table_cells
 from tasks_data.registry import CLUES_TASKS
-from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
+from tests.annotation.factories import (
+    WorkerClient,
+    cohort,
+    done_code,
+    gold_answer,
+    make_study,
+    pid_for,
+    screen_out_code,
+    trim_test_set,
+)
 from tests.clock import Clock
 from tests.recruitment.fake_prolific import Refused
 
@@ -94,7 +103,8 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
                 {"filter_id": "participant_group_allowlist", "selected_values": [groups[number - 1]]}
             ]
         codes = {c["code_type"]: c["code"] for c in body["completion_codes"]}
-        assert codes["COMPLETED"] == ("CDONE" if number == parts else f"CDONEP{number}")
+        assert codes["COMPLETED"] == done_code(record, number)
+        assert codes["FIXED_SCREENOUT"] == screen_out_code(record, number)
 
     ada, bob = pid_for("ada"), pid_for("bob")
     # Part 1 for both, each in one sitting.
@@ -106,11 +116,11 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
     for pid in (ada, bob):
         worker, sid = (a1, a_sid1) if pid == ada else take_part(fake, record, pid, 1)
         state = answer_part(worker, clock)
-        assert state["step"] == "between" and state["completion"]["code"] == "CDONEP1"
+        assert state["step"] == "between" and state["completion"]["code"] == done_code(record, 1)
         page = worker.client.get("/work/").content.decode()
         assert "Part 1 of 4 done" in page and "Part 2 of 4:" in page and "open it from there" in page
         assert start_next_part(worker).status_code == 409, "part 2 starts from its own Prolific study"
-        fake.submit(sid, "CDONEP1")
+        fake.submit(sid, state["completion"]["code"])
 
     # Ada comes back for each later part in a new session (a day later, another browser), from its Prolific study.
     for number in range(2, parts + 1):
@@ -120,7 +130,7 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
         assert start_next_part(worker).status_code == 302
         assert f"Part {number} of 4" in worker.client.get("/work/").content.decode()
         state = answer_part(worker, clock)
-        code = "CDONE" if number == parts else f"CDONEP{number}"
+        code = done_code(record, number)
         assert state["completion"]["code"] == code
         assert state["step"] == ("done" if number == parts else "between")
         fake.submit(sid, code)
@@ -185,22 +195,18 @@ def test_a_prolific_worker_whose_time_runs_out_is_screened_out_and_paid_for_the_
         assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
     clock.advance(11 * 60)  # the part's time limit passes
     state = worker.current().json()
-    assert state["step"] == "expired" and state["completion"]["code"] == "CSOUT"
-    assert "cc=CSOUT" in state["completion"]["redirect_url"]
-    fake.submit(sid, "CSOUT")  # Prolific pays its fixed screen-out reward
+    assert state["step"] == "expired" and state["completion"]["code"] == screen_out_code(sst)
+    assert f"cc={screen_out_code(sst)}" in state["completion"]["redirect_url"]
+    fake.submit(sid, fake.code(sid, "FIXED_SCREENOUT"))  # Prolific pays its fixed screen-out reward
     assert fake.submissions[sid]["status"] == "SCREENED OUT"
     sync(study)
     enrollment = Enrollment.objects.get(worker__external_id=pid)
     assert enrollment.answers.count() == 20, "every answer kept"
     report = pay_bonuses(study)
     (row,) = BonusPayment.objects.filter(enrollment=enrollment)
-    # 20 minutes of active time at 12/h, less the screen-out reward Prolific paid (the training's share).
-    screen_out = (
-        Decimal(
-            fake.studies[sst.prolific.prolific_study_id]["completion_codes"][1]["actions"][0]["fixed_screen_out_reward"]
-        )
-        / 100
-    )
-    assert row.part == 1 and row.active_seconds == 20 * 60 and row.amount == Decimal("4.00") - screen_out
+    # 20 minutes of answers and the time up to the limit (10 minutes, capped at the idle cap of 5) at 12/h, less the
+    # screen-out reward Prolific paid by itself (its minimum, 14 cents).
+    assert fake.screen_out_paid(pid) == 0.14
+    assert row.part == 1 and row.active_seconds == 25 * 60 and row.amount == Decimal("5.00") - Decimal("0.14")
     assert report.paid == [(pid, row.amount)] and fake.paid_total(pid) == float(row.amount)
     assert pay_bonuses(study).paid == [] and fake.paid_total(pid) == float(row.amount), "never paid twice"

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import AuditEvent, Enrollment
-from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
+from tests.annotation.factories import WorkerClient, cohort, done_code, gold_answer, make_study, pid_for, trim_test_set
 from tests.recruitment.journeys import arrive, finish, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -49,7 +49,7 @@ def test_a_finished_participant_gets_their_completion_code_again(fake, researche
     new_browser = back(c, pid, sid)
     assert new_browser.join_response.status_code == 302
     page = new_browser.client.get("/work/").content.decode()
-    assert "CDONE" in page
+    assert done_code(c) in page
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,7 @@ def test_a_submission_awaiting_review_is_approved_at_once_and_never_twice(fake, 
     study = published(fake, researcher, shots=(0,))
     worker, pid, sid = arrive(fake, cohort(study, "sst2", 0), "prompt")
     finish(worker)
-    fake.submit(sid, "CDONE")
+    fake.submit(sid, fake.code(sid))
     assert post(fake.event(sid)).status_code == 200
     assert fake.submissions[sid]["status"] == "APPROVED" and len(approvals(fake)) == 1
     assert post(fake.event(sid, status="AWAITING REVIEW")).status_code == 200, "a late event, another id"

@@ -2,6 +2,7 @@
 "end now" before the part's time limit, a code and the pay for the time worked when it runs out (answers kept), and
 "part k of n" with the resume code between parts. The clock is moved, never slept."""
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -10,8 +11,9 @@ from django.test import Client
 from annotation import selectors, services
 from annotation.estimates import cohort_estimate
 from annotation.models import Answer, Enrollment
-from annotation.protocol import active_seconds, pay
-from tests.annotation.factories import WorkerClient, gold_answer, trim_test_set
+from annotation.pay import worked_seconds
+from annotation.protocol import part_seconds, pay
+from tests.annotation.factories import WorkerClient, done_code, gold_answer, screen_out_code, trim_test_set
 from tests.clock import Clock
 from tests.worker_pages.factories import cohort_of, make_study
 
@@ -62,30 +64,69 @@ def test_a_worker_whose_time_runs_out_in_a_part_gets_a_code_and_the_pay_for_the_
     assert 'data-role="time-left"' in html and "About 5 minutes left" in html and 'data-role="stop"' in html
     clock.advance(6 * 60)  # the time limit passes
     html = client.get("/work/").content.decode()
-    assert 'data-role="stopped"' in html and study.screenout_code in html and "paid for the time you worked" in html
+    code = screen_out_code(cohort)
+    assert 'data-role="stopped"' in html and code in html and "paid for the time you worked" in html
     enrollment.refresh_from_db()
-    assert enrollment.state == Enrollment.State.EXPIRED and enrollment.stopped_at is not None
+    assert enrollment.state == Enrollment.State.EXPIRED
+    assert enrollment.stopped_at == enrollment.enrolled_at + timedelta(minutes=30), "stopped at the limit itself"
     answers = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
     assert len(answers) == 10, "every answer kept"
     row = selectors.enrollment_row(enrollment)
-    seconds = active_seconds(enrolled_at=enrollment.enrolled_at, answered_at=answers, idle_cap_seconds=300)
-    assert seconds == 10 * 60 and row["active_seconds"] == seconds
-    assert row["pay"] == pay(seconds=seconds, rate_per_hour=Decimal("12")) == Decimal("2.00")
+    # The time up to the limit is paid: ten answers a minute apart, then the 20 minutes to the limit capped at the
+    # idle cap of 5 (the worker may have been reading the item the limit cut short).
+    seconds = part_seconds(
+        start=enrollment.enrolled_at, answered_at=answers, end=enrollment.stopped_at, idle_cap_seconds=300
+    )
+    assert seconds == 10 * 60 + 300 and row["active_seconds"] == seconds
+    assert row["pay"] == pay(seconds=seconds, rate_per_hour=Decimal("12")) == Decimal("3.00")
     # The place is offered again.
     assert join(Client(), cohort, "next").state == Enrollment.State.TESTING
 
 
-def test_a_worker_may_end_the_part_now_and_get_the_code(clock):
+def test_end_now_is_taken_only_when_the_page_offers_it_near_the_parts_limit(clock):
     trim_test_set("sst2", 60)
     study = generic_study()
     client = Client()
-    enrollment = join(client, cohort_of(study, "sst2", 0), "tired")
+    sst = cohort_of(study, "sst2", 0)
+    enrollment = join(client, sst, "tired")
     client.post("/work/start/")
     answer_items(client, enrollment, clock, 3, pace=20)
+    # A minute in: the page offers no "End now", and the server refuses one posted anyway (a code for nothing).
+    assert 'data-role="stop"' not in client.get("/work/").content.decode()
+    refused = client.post("/work/stop/")
+    assert refused.status_code == 409 and "only in its last minutes" in refused.content.decode()
+    assert screen_out_code(sst) not in refused.content.decode()
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.TESTING and enrollment.stopped_at is None
+    clock.advance(24 * 60)  # 25 of 30 minutes gone: the page offers it, and the server takes it
+    assert 'data-role="stop"' in client.get("/work/").content.decode()
     assert client.post("/work/stop/").status_code == 302
     html = client.get("/work/").content.decode()
-    assert study.screenout_code in html and 'data-role="stopped"' in html
+    assert screen_out_code(sst) in html and 'data-role="stopped"' in html
     assert Answer.objects.filter(enrollment=enrollment).count() == 3
+    # Paid for the time worked up to the moment they ended it: three answers of 20 s, then 24 minutes capped at
+    # the idle cap of 5.
+    row = selectors.enrollment_row(Enrollment.objects.get(pk=enrollment.pk))
+    assert row["active_seconds"] == 3 * 20 + 300
+
+
+def test_with_no_answer_in_the_part_ending_it_is_a_withdrawal_and_a_time_out_gives_no_code(clock):
+    trim_test_set("sst2", 60)
+    study = generic_study(workers_per_cohort=1)
+    sst = cohort_of(study, "sst2", 0)
+    idle = WorkerClient(sst, params={"worker_id": "idle"})
+    clock.advance(26 * 60)  # near the limit, nothing answered
+    ended = idle.send("post", "/api/work/stop/")
+    assert ended.status_code == 200 and ended.json()["step"] == "withdrawn" and ended.json()["completion"] is None
+    # The place is given back at once: the cohort of one takes the next worker.
+    late = WorkerClient(sst, params={"worker_id": "late"})
+    assert late.enrollment_id is not None and late.enrollment_id != idle.enrollment_id
+    clock.advance(31 * 60)  # the time limit passes with nothing answered in the part
+    state = late.current().json()
+    assert state["step"] == "expired" and state["completion"] is None
+    page = late.client.get("/work/").content.decode()
+    assert 'data-role="stopped"' not in page and "there is no code for it" in page
+    assert screen_out_code(sst) not in late.client.get("/work/").content.decode()
 
 
 def test_a_long_test_step_in_sittings_on_the_generic_link(clock):
@@ -104,7 +145,7 @@ def test_a_long_test_step_in_sittings_on_the_generic_link(clock):
     html = first.get("/work/").content.decode()
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.BETWEEN
-    assert "Part 1 of 2 done" in html and f"{study.completion_code}P1" in html and "Part 2 of 2:" in html
+    assert "Part 1 of 2 done" in html and done_code(cohort, 1) in html and "Part 2 of 2:" in html
     assert enrollment.resume_code in html and 'data-role="next-part-start"' in html
     # The cohort is full while Ann is between parts: her place waits for her.
     assert Client().get(cohort.join_path, {"worker_id": "late"}).status_code != 302
@@ -120,7 +161,8 @@ def test_a_long_test_step_in_sittings_on_the_generic_link(clock):
     answer_items(second, enrollment, clock, 75, pace=8)
     enrollment.refresh_from_db()
     assert enrollment.state == Enrollment.State.COMPLETED and enrollment.part == 2
-    assert study.completion_code in second.get("/work/").content.decode()
+    final = second.get("/work/").content.decode()
+    assert done_code(cohort, 2) in final and done_code(cohort, 1) not in final
     assert Enrollment.objects.filter(selectors.in_results(), pk=enrollment.pk).exists()
 
 
@@ -135,11 +177,22 @@ def test_the_worker_api_ends_a_part_and_starts_the_next(clock):
         clock.advance(8)
         assert worker.answer(state["item"]["id"], gold_answer(worker.example(state["item"]["id"]))).status_code == 201
     state = worker.current().json()
-    assert state["step"] == "between" and state["completion"]["code"] == f"{study.completion_code}P1"
+    assert state["step"] == "between" and state["completion"]["code"] == done_code(cohort, 1)
+    clock.advance(600)  # a wait between parts
     started = worker.send("post", "/api/work/next-part/").json()
     assert started["step"] == "test" and started["progress"]["done"] == 75
+    assert worker.send("post", "/api/work/stop/").status_code == 409, "too early in part 2 to end it with a code"
+    for _ in range(3):
+        clock.advance(8)
+        handle = worker.current().json()["item"]["id"]
+        assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
+    clock.advance(26 * 60)  # near part 2's limit of 30 minutes
     stopped = worker.send("post", "/api/work/stop/").json()
-    assert stopped["step"] == "expired" and stopped["completion"]["code"] == study.screenout_code
+    assert stopped["step"] == "expired" and stopped["completion"]["code"] == screen_out_code(cohort, 2)
+    assert screen_out_code(cohort, 2) not in (screen_out_code(cohort, 1), done_code(cohort, 2))
+    # Part 2 is paid from its start: three answers of 8 s, then 26 minutes capped at 5; the wait is no work.
+    enrollment = Enrollment.objects.get(pk=worker.enrollment_id)
+    assert worked_seconds(enrollment) == {1: 75 * 8, 2: 3 * 8 + 300}
 
 
 def test_the_estimate_becomes_the_measured_median_once_three_workers_finished(clock, researcher):

@@ -11,7 +11,7 @@ from annotation import services
 from annotation.models import Answer, Enrollment
 from annotation.session import ACK_KEY
 from tasks_data.models import Example
-from tests.annotation.factories import pid_for
+from tests.annotation.factories import done_code, pid_for, screen_out_code
 from tests.worker_pages.factories import answer_current, bind, cohort_of, enroll, handle, make_study
 
 ALL_TASKS = ("sst2", "mnli", "conll03", "wikiann", "squad2", "record")
@@ -257,14 +257,15 @@ def test_completion_pages_for_each_platform(demo_data):
     while Enrollment.objects.get(pk=enrollment.pk).state != Enrollment.State.COMPLETED:
         answer_current(enrollment)
     _, html = _page(client)
-    assert 'data-view="done"' in html and "DONE123" in html
-    assert 'data-auto-redirect="https://app.prolific.com/submissions/complete?cc=DONE123"' in html
+    code = done_code(enrollment.cohort)
+    assert 'data-view="done"' in html and code in html
+    assert f'data-auto-redirect="https://app.prolific.com/submissions/complete?cc={code}"' in html
 
     generic, client = _worker("mnli", 0, platform="generic", worker_id_param="wid")
     while Enrollment.objects.get(pk=generic.pk).state != Enrollment.State.COMPLETED:
         answer_current(generic)
     _, html = _page(client)
-    assert "DONE123" in html and "data-auto-redirect" not in html and "data-autosubmit" not in html
+    assert done_code(generic.cohort) in html and "data-auto-redirect" not in html and "data-autosubmit" not in html
 
 
 def test_mturk_completion_posts_back_and_the_last_htmx_answer_reloads(demo_data):
@@ -291,7 +292,9 @@ def test_mturk_completion_posts_back_and_the_last_htmx_answer_reloads(demo_data)
     assert response["HX-Redirect"].endswith("/work/")
     _, html = _page(client)
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html and "data-autosubmit" in html
-    assert 'name="assignmentId" value="AS1"' in html and 'name="completion_code" value="DONE123"' in html
+    code = done_code(enrollment.cohort)
+    assert code.startswith("DONE123")
+    assert 'name="assignmentId" value="AS1"' in html and f'name="completion_code" value="{code}"' in html
 
 
 def test_filtered_worker_sees_the_screenout_code_after_the_last_feedback(demo_data):
@@ -302,8 +305,9 @@ def test_filtered_worker_sees_the_screenout_code_after_the_last_feedback(demo_da
     assert 'data-view="feedback"' in html
     client.post("/work/next/", {"item": handle(enrollment, result.answer.example_id)})
     _, html = _page(client)
-    assert 'data-view="filtered"' in html and "OUT456" in html and "DONE123" not in html
-    assert "https://app.prolific.com/submissions/complete?cc=OUT456" in html
+    code = screen_out_code(enrollment.cohort)
+    assert 'data-view="filtered"' in html and code in html and "DONE123" not in html
+    assert f"https://app.prolific.com/submissions/complete?cc={code}" in html
     response = client.post("/work/answer/", {"item": handle(enrollment, result.answer.example_id), "label": "positive"})
     assert response.status_code == 409 and 'data-view="filtered"' in response.content.decode()
 
@@ -321,6 +325,7 @@ def test_withdrawn_and_expired_workers_see_that_the_session_ended(demo_data):
     Enrollment.objects.filter(pk=late.pk).update(enrolled_at=timezone.now() - timedelta(minutes=6))
     _, html = _page(client)
     assert 'data-view="ended"' in html and "time allowed for this study has passed" in html
+    assert "there is no code for it" in html and 'data-role="stopped"' not in html, "nothing answered: no code"
 
 
 # ---------------------------------------------------------------- changing the last test answer

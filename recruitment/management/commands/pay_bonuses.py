@@ -42,7 +42,10 @@ class Command(StudyCommand):
             self.stdout.write(f"not paid {pid}: Prolific refused; run again later")
         states = money_states(study)
         self.stdout.write(
-            f"ledger: {states.paid} paid, {states.unknown_count} unknown, {states.planned + states.set_up} to pay"
+            f"ledger: {states.paid} paid, {states.in_flight_count} in flight, {states.unknown_count} unknown, "
+            f"{states.planned + states.set_up} to pay"
         )
+        for _bulk, pids, how in states.in_flight:
+            self.stdout.write(f"IN FLIGHT {', '.join(pids)}: {how}")
         for _bulk, pids, how in states.unknown:
             self.stdout.write(f"UNKNOWN {', '.join(pids)}: the pay call got no answer; {how}")

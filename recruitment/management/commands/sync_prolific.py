@@ -21,7 +21,8 @@ class Command(StudyCommand):
         self.stdout.write(
             f"freed {len(report.freed)}, approved {len(report.approved)}, "
             f"verified {len(report.verified)}, for the researcher {len(report.attention)} "
-            f"(filtered with the completion code {report.filtered_with_completion_code}), "
+            f"(asked to return {len(report.return_requested)}), "
+            f"filtered with the completion code {report.filtered_with_completion_code}, "
             f"unverified joins expired {len(report.expired)}"
         )
         for sub_id, pid, reason in report.attention:
