@@ -49,6 +49,9 @@ GAP_NOTE = (
 )
 CI_TARGETS = (("ci", TEST_SET), ("ci_task", TASK_ITEMS))  # Cell attribute / cell key prefix, its target
 FLAG_MARK = "†"
+CUT_OFF_NOTE = (
+    "Workers cut off by a part's time limit (paid for the time they worked; not in n, no cell counts them), per cohort"
+)
 NO_HUMAN_COHORT = "no human cohort"
 MISSING = "-"
 NOTE = (
@@ -105,6 +108,7 @@ class Cell:
     ci_task: tuple[float, float] | None = None  # percent, human cells only: the 95% interval for the task's items
     flags: tuple[str, ...] = ()  # human cells only: what makes the intervals doubtful (keys of FLAGS)
     head: str | None = None  # gap cells: the difference alone (``text`` has its intervals too)
+    cut_off: int | None = None  # human cells only: the cohort's workers cut off by a part's time limit (not in n)
 
     @property
     def short(self) -> str:
@@ -120,7 +124,8 @@ class Cell:
             parts = [f"± {self.text.split(' ± ', 1)[1]}"] if " ± " in self.text else []
             parts += [format_interval(*self.ci)] if self.ci else []
         parts = [p.strip() for p in parts if p.strip()]
-        return parts + ([f"n={self.n}"] if self.n is not None and self.text != MISSING else [])
+        parts += [f"n={self.n}"] if self.n is not None and self.text != MISSING else []
+        return parts + ([f"{self.cut_off} cut off by time"] if self.cut_off else [])
 
     @property
     def full_text(self) -> str:
@@ -202,7 +207,32 @@ class Table:
             notes.append(self.flag_note)
         if self.mrc_gold_note:
             notes.append(self.mrc_gold_note)
+        if self.cut_off is not None:
+            notes.append(self.cut_off_note)
         return notes
+
+    @property
+    def cut_off(self) -> list[dict] | None:
+        """Per human cell, its cohort's workers cut off by a part's time limit: ``{"task", "shots", "workers"}``;
+        None when the cells do not say (``results.cells.human_cells``)."""
+        if not self.cells or any("cut_off" not in c for c in self.cells):
+            return None
+        return [
+            {"task": c["task"], "shots": c["shots"], "workers": c["cut_off"]}
+            for c in sorted(self.cells, key=lambda c: cohort_key(c["task"], c["shots"]))
+        ]
+
+    @property
+    def cut_off_note(self) -> str:
+        """Who the cells leave out because a part's time limit cut them off, per cohort."""
+        cut = [c for c in self.cut_off or () if c["workers"]]
+        if not cut:
+            return f"{CUT_OFF_NOTE}: none."
+        listed = "; ".join(
+            f"{TASKS[c['task']].name if c['task'] in TASKS else c['task']} {c['shots']}-shot: {c['workers']}"
+            for c in cut
+        )
+        return f"{CUT_OFF_NOTE}: {listed}."
 
     @property
     def caption(self) -> str:
@@ -329,7 +359,12 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
     human: dict[int, dict[str, Cell]] = {}
     for c in sorted(cells, key=lambda c: cohort_key(c["task"], c["shots"])):
         human.setdefault(c["shots"], {})[c["task"]] = Cell(
-            format_cell(c["mean"], c["std"]), c.get("n"), _ci(c), _ci(c, "ci_task"), tuple(c.get("flags") or ())
+            format_cell(c["mean"], c["std"]),
+            c.get("n"),
+            _ci(c),
+            _ci(c, "ci_task"),
+            tuple(c.get("flags") or ()),
+            cut_off=c.get("cut_off"),
         )
     rows = [
         Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))

@@ -32,7 +32,7 @@ from .answering import (
     submit_answer,
 )
 from .completion import completion
-from .errors import Conflict
+from .errors import Conflict, NotCurrentItem, TimeUp
 from .filtering import (
     expire_stale,
     filter_enrollment,
@@ -49,6 +49,8 @@ from .studies import close_cohort, close_study, create_study, data_errors, launc
 __all__ = [
     # errors
     "Conflict",
+    "NotCurrentItem",
+    "TimeUp",
     "InvalidAnswer",
     "JoinRefused",
     "TransitionNotAllowed",

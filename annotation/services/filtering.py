@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from tasks_data.models import Example, TrainingSetItem
 
-from ..estimates import estimate
-from ..models import Answer, AuditEvent, Cohort, Enrollment
+from ..estimates import check_positions, estimate
+from ..models import Answer, AuditEvent, Cohort, Enrollment, PartTiming
 from ..protocol import (
     COMPARISON_EXCLUDES,
     RETURN_DAYS,
@@ -51,14 +51,28 @@ def is_stale(enrollment: Enrollment, now: datetime) -> bool:
 
 def part_deadline(enrollment: Enrollment) -> datetime:
     """When the part's time limit passes (between parts: when the worker's place is offered again). Part 1's clock
-    starts at joining, with its limit from the cohort's estimate (``estimates.Part.time_limit``: the task's figure,
-    so it needs only the item counts the worker's hot path reads with the enrollment); a later part's is set as it
-    starts."""
+    starts at joining, a later part's as it starts; each with the limit of the worker's estimate then
+    (``estimates.Part.time_limit``), kept on the enrollment so that it never changes under them."""
     limit = enrollment.timer_minutes or first_part_limit(enrollment)
-    return (enrollment.timer_started_at or enrollment.enrolled_at) + timedelta(minutes=limit)
+    return part_start(enrollment) + timedelta(minutes=limit)
+
+
+def part_start(enrollment: Enrollment) -> datetime:
+    """When the clock of the part the worker is in started (between parts: their wait)."""
+    return enrollment.timer_started_at or enrollment.enrolled_at
+
+
+def timed_out(enrollment: Enrollment) -> bool:
+    """Whether the enrollment ended because its part's time limit passed (not by the worker's choice)."""
+    return (
+        enrollment.state == State.EXPIRED
+        and enrollment.stopped_at is not None
+        and enrollment.stopped_at >= part_deadline(enrollment)
+    )
 
 
 def first_part_limit(enrollment: Enrollment) -> int:
+    """Part 1's limit for an enrollment that has none kept (joined before limits were kept on it)."""
     cohort = enrollment.cohort
     training = getattr(enrollment, "training_total", None)
     test = getattr(enrollment, "test_total", None)
@@ -94,6 +108,7 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
         )
         return True
     enrollment.stopped_at = now
+    _keep_cut_off(enrollment)
     transition(
         enrollment,
         State.EXPIRED,
@@ -103,6 +118,31 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
         update_fields=("stopped_at",),
     )
     return True
+
+
+def _keep_cut_off(enrollment: Enrollment) -> None:
+    """A part cut off by its time limit: the worker needed at least the limit for its items (the measured time
+    limits count it so, ``estimates.fit_paces``; the results count the workers cut off)."""
+    from .answering import part_bounds, part_items  # answering uses this module's clock
+
+    if not hasattr(enrollment, "test_total"):  # not read by the hot path
+        cohort = enrollment.cohort
+        enrollment.training_total = (
+            TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
+        )
+        enrollment.test_total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    checks = check_positions(enrollment)
+    PartTiming.objects.get_or_create(
+        enrollment=enrollment,
+        part=enrollment.part,
+        defaults={
+            "started_at": part_start(enrollment),
+            "ended_at": part_deadline(enrollment),
+            "items": part_items(enrollment, part_bounds(enrollment, checks), checks, enrollment.part),
+            "limit_minutes": round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
+            "cut_off": True,
+        },
+    )
 
 
 def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:

@@ -11,6 +11,7 @@ from django.db.models import Count
 
 import crowd
 
+from ..estimates import cohort_estimate, enrollment_estimate
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import (
     MAX_UNVERIFIED_WAITING,
@@ -30,6 +31,7 @@ NOT_ALLOWED = (
     "this task before, and each person takes part once"
 )
 NOT_OPEN = "this study is not open yet; please try again later"
+RETURNING = "you hold a place in this study: you finished part {done} of {parts}, and part {next} is waiting for you"
 FULL = "this study is full: all places have been taken"
 ENDED = "this study has ended and no longer takes participants"
 
@@ -114,7 +116,12 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
         return "rebind"
     if not who.session:
         return ""
-    verification = verification_of(cohort, who, returning=True)  # may raise JoinRefused
+    try:
+        verification = verification_of(cohort, who, returning=True)
+    except JoinRefused:
+        if existing.state == State.BETWEEN and who.session == existing.platform_session:
+            return ""  # the session of the part they finished (no longer active there): welcomed back, not rebound
+        raise
     if verification == Enrollment.VERIFIED:
         if who.session == existing.platform_session:
             return "rebind"
@@ -261,12 +268,18 @@ def join(
             )
             return JoinOutcome(cohort, existing, rebound=True)
         if way != "supersede":
+            if existing.state == State.BETWEEN:
+                parts = len(enrollment_estimate(existing).parts)
+                message = RETURNING.format(done=existing.part, parts=parts, next=existing.part + 1)
+                raise JoinRefused(JoinRefusal.RETURNING, message, study.platform)
             raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
         check_accepting(cohort)
         supersede, verification = existing, Enrollment.VERIFIED
     else:
         check_accepting(cohort)
         verification = verification_of(cohort, who)  # before any lock: it may call the platform
+    # Part 1's time limit as the worker joins (the cohort's estimate then): it never changes under them.
+    first_limit = cohort_estimate(cohort).part(1).time_limit
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
@@ -297,7 +310,8 @@ def join(
             platform_data=who.data,
             verification=verification,
             resume_code=new_resume_code() if study.provider.offers_resume_code else "",
-            part=1,  # its clock starts at joining, its limit the cohort's estimate's (filtering.part_deadline)
+            part=1,  # its clock starts at joining (filtering.part_deadline)
+            timer_minutes=first_limit,
         )
         try:
             transition(

@@ -15,6 +15,7 @@ from tasks_data.models import Task, TrainingSet
 from tasks_data.registry import SHOTS, TASKS
 
 from .. import platform_settings
+from ..estimates import sitting_refusal
 from ..models import AuditEvent, Cohort, Enrollment, Study
 from ..protocol import holds_place, reopen_refusal
 from .errors import Conflict
@@ -88,6 +89,8 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         for key, messages in study.provider.check_settings(study, settings).items():
             errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
+    if valid and "sitting_minutes" not in errors and (refusal := sitting_refusal(study=study)):
+        errors["sitting_minutes"] = [refusal]
     missing, task_rows, training_sets = (
         data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid else ({}, {}, {})
     )

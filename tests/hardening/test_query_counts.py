@@ -30,8 +30,9 @@ MAX_ANSWER = 8  # session, savepoint, lock, count, item, INSERT, "served at" UPD
 MAX_ANSWER_END_OF_STEP = 11  # lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT
 MAX_PAGE = 20  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
 # cohort, the platform's check (Prolific: the cohort's Prolific study, kept by its app), worker (get or create,
-# savepoints), exposure, cohort lock, count, enrollment, audit, session
-MAX_JOIN = 17
+# savepoints), exposure, cohort lock, count, enrollment, audit, session; part 1's time limit as they join (the
+# cohort's test and training items, its measured part times)
+MAX_JOIN = 20
 
 
 def queries(fn) -> tuple[int, object]:

@@ -81,7 +81,7 @@ def test_launch_study_with_defaults_fits_every_task(slug, researcher):
         "launch_study", "--name", name, "--tasks", slug, "--owner", "rita", stdout=out, stderr=err, verbosity=2
     )
     study = Study.objects.get(name=f"paper {slug}")
-    assert study.cohorts.count() == 4 and study.expected_minutes is None and study.time_limit is None
+    assert study.cohorts.count() == 4 and study.expected_minutes is None and study.time_limit_minutes is None
     assert _fits(study) == []
     assert f"{slug} 0-shot: about" in err.getvalue() and "warning" not in err.getvalue()
 

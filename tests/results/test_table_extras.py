@@ -92,15 +92,17 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
         "SST-2 95% CI (this test set) high",
         "SST-2 95% CI (the task's items) low",
         "SST-2 95% CI (the task's items) high",
+        "SST-2 cut off by time",
     ]
     human10 = next(r for r in rows if r[:2] == ["Human", "10"])
+    assert human10[-1] == "0"  # nobody cut off by a part's time limit
     assert (
         human10[2] == "80.0 ± 20.0"
         and human10[3] == "3"
         and float(human10[4]) == pytest.approx(interval["low"], abs=0.01)
     )
     assert float(human10[6]) == pytest.approx(task_items["low"], abs=0.01)
-    assert ["Majority vote", "10", "80.0", "3", "", "", "", ""] in rows
+    assert ["Majority vote", "10", "80.0", "3", "", "", "", "", ""] in rows  # no cut-off count: not a human row
     md = client.get(url, {"fmt": "md"}).content.decode()
     low, high = interval["low"], interval["high"]
     assert f"| Human | 10 | 80.0 ± 20.0 [{low:.1f}, {high:.1f}] (n=3) |" in md
@@ -310,7 +312,8 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
 
 def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher, django_assert_max_num_queries):
     table_cells(sst)  # computes and keeps each cohort's scores
-    with django_assert_max_num_queries(2):  # the fingerprint of the cohorts' results, the cohorts
+    # The fingerprint of the cohorts' results, the cohorts, the workers cut off by time.
+    with django_assert_max_num_queries(3):
         assert [c["n"] for c in table_cells(sst)] == [0, 3]
     client = _client(researcher)
     assert client.get(f"/api/studies/{sst.pk}/results/").json()["cells"][0]["n"] == 0
@@ -322,7 +325,7 @@ def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, resea
     api = client.get(f"/api/studies/{sst.pk}/results/").json()
     assert api["cells"][0]["n"] == 1 and api["cells"][0]["mean"] == pytest.approx(100.0)
     assert api["cells"][1]["n"] == 3  # the other cohort, still from the cache
-    with django_assert_max_num_queries(2):
+    with django_assert_max_num_queries(3):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
 
 
