@@ -117,9 +117,7 @@ def spread(test_items: int) -> int:
     return max(MIN_SPREAD, round(SPREAD * test_items))
 
 
-def shown_before(
-    check: AttentionCheck, *, seed: int, test_items: int, part: tuple[int, int] | None = None
-) -> int:
+def shown_before(check: AttentionCheck, *, seed: int, test_items: int, part: tuple[int, int] | None = None) -> int:
     """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
     ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request; within
     ``part`` (the test positions [first, end) of the part that holds the researcher's position), so that every

@@ -38,6 +38,7 @@ starts (``Enrollment.timer_minutes``): a limit never changes under someone worki
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,8 +55,8 @@ from .models import AttentionCheck, Cohort, Enrollment, PartTiming, Study
 MEASURED_AFTER = 3  # workers of a cohort who finished a part before the measured pace replaces the task's figure
 OVERRIDE_TOLERANCE = 0.25  # a researcher's figure further off the estimate than this is warned about
 MIN_TIME_LIMIT = 30  # minutes: a short part still leaves time to read the description and take a break
-# The share of honest workers a part's limit lets finish. A little above the 95th percentile: at the top of the
-# stated spreads a limit at exactly the 95th would cut off 5%, with nothing to spare.
+# The share of honest workers the limits let finish every part of their test step. A little above the 95th
+# percentile: at the top of the stated spreads a limit at exactly the 95th would cut off 5%, with nothing to spare.
 LIMIT_QUANTILE = 0.96
 ITEM_SIGMA = 1.0  # log-sd of one item's time around the task's figure (assumed before data)
 WORKER_SIGMA = 0.4  # log-sd of the workers' speeds (assumed before data, and the least spread assumed after)
@@ -247,14 +248,39 @@ def assumed_spread(items: int) -> float:
     return math.hypot(WORKER_SIGMA, _sum_log_sd(items))
 
 
-def prior_limit_seconds(items: int, seconds_per_item: float) -> float:
-    """The ``LIMIT_QUANTILE`` quantile of a part's total time before any data: ``seconds_per_item`` the median item
-    of a typical worker, the spreads ``ITEM_SIGMA`` and ``WORKER_SIGMA`` (see the module's docstring)."""
+@functools.lru_cache(maxsize=4096)
+def part_z(items: tuple[int, ...]) -> float:
+    """How many stated spreads above its median each part's limit lies, for a test step of parts of ``items`` items,
+    so that a worker finishes every part within its limit with probability ``LIMIT_QUANTILE``: a slow worker is slow
+    in every part (their speed is shared), the items' times are each part's own. Solved over the worker's speed
+    by Gauss-Hermite quadrature; for one part it is the quantile's z."""
+    import numpy as np  # the estimate's only numerical solve: cached per shape of a test step
+    from scipy.special import ndtr
+
+    nodes, weights = np.polynomial.hermite_e.hermegauss(48)
+    weights = weights / weights.sum()
+    own = np.array([_sum_log_sd(n) for n in items])  # each part's own (items') spread
+    total = np.hypot(WORKER_SIGMA, own)
+
+    def finishes(z: float) -> float:
+        inside = (z * total[None, :] - WORKER_SIGMA * nodes[:, None]) / own[None, :]
+        return float((weights * ndtr(inside).prod(axis=1)).sum())
+
+    low, high = _Z, _Z + 6.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if finishes(middle) < LIMIT_QUANTILE else (low, middle)
+    return high
+
+
+def prior_limit_seconds(items: int, seconds_per_item: float, z: float = _Z) -> float:
+    """A part's limit before any data, ``z`` stated spreads above its median time (``part_z``): ``seconds_per_item``
+    the median item of a typical worker, the spreads ``ITEM_SIGMA`` and ``WORKER_SIGMA`` (the module's docstring)."""
     items = max(items, 1)
     sum_var = _sum_log_sd(items) ** 2
     # The sum's mean is items x the item mean (the median x e^(sigma^2/2)); its log-normal's median is below it.
     log_median = math.log(items * seconds_per_item) + ITEM_SIGMA**2 / 2 - sum_var / 2
-    return math.exp(log_median + _Z * assumed_spread(items))
+    return math.exp(log_median + z * assumed_spread(items))
 
 
 @dataclass(frozen=True)
@@ -299,21 +325,23 @@ def fit_paces(finished: Sequence[tuple[float, int]], cut_off: Sequence[tuple[flo
     return PaceFit(float(result.x[0]), math.exp(float(result.x[1])), workers)
 
 
-def measured_limit_seconds(items: int, fit: PaceFit) -> float:
-    """The ``LIMIT_QUANTILE`` quantile of a part's total time from the cohort's data: the fit's pace, its spread at
-    least the stated one, widened for the few workers measured (a prediction for the next worker)."""
+def measured_limit_seconds(items: int, fit: PaceFit, z: float = _Z) -> float:
+    """A part's limit from the cohort's data, ``z`` spreads above the fit's pace (``part_z``): its spread at least
+    the stated one, widened for the few workers measured (a prediction for the next worker)."""
     spread = max(fit.log_sd, assumed_spread(items)) * math.sqrt(1 + 1 / max(fit.workers, 1))
-    return max(items, 1) * math.exp(fit.log_mean + _Z * spread)
+    return max(items, 1) * math.exp(fit.log_mean + z * spread)
 
 
-def part_time_limit(*, items: int, seconds_per_item: float, study: Study, fit: PaceFit | None = None) -> int:
+def part_time_limit(
+    *, items: int, seconds_per_item: float, study: Study, fit: PaceFit | None = None, z: float = _Z
+) -> int:
     """A part's time limit in minutes: the study's own, or the larger of the limits before and after data (at least
-    ``MIN_TIME_LIMIT``)."""
+    ``MIN_TIME_LIMIT``); ``z`` from ``part_z`` of the test step's parts."""
     if study.time_limit_minutes:
         return study.time_limit_minutes
-    seconds = prior_limit_seconds(items, seconds_per_item)
+    seconds = prior_limit_seconds(items, seconds_per_item, z)
     if fit is not None:
-        seconds = max(seconds, measured_limit_seconds(items, fit))
+        seconds = max(seconds, measured_limit_seconds(items, fit, z))
     return max(MIN_TIME_LIMIT, math.ceil(seconds / 60 - 1e-9))
 
 
@@ -361,6 +389,7 @@ def estimate(
         listed = [max(1, math.ceil(m - 1e-9)) for m in minutes]
     # A limit from the figure the minutes use, before data (the researcher's, if given: they know their items).
     figure = per_item if study.expected_minutes else spec.seconds_per_item
+    z = part_z(tuple(items))
     parts = tuple(
         Part(
             number=i + 1,
@@ -371,7 +400,7 @@ def estimate(
             checks=in_part[i],
             minutes=minutes[i],
             listed_minutes=listed[i],
-            time_limit=part_time_limit(items=items[i], seconds_per_item=figure, study=study, fit=fit),
+            time_limit=part_time_limit(items=items[i], seconds_per_item=figure, study=study, fit=fit, z=z),
         )
         for i, (first, end) in enumerate(bounds)
     )

@@ -461,7 +461,9 @@ def answer(request: HtmxHttpRequest) -> HttpResponse:
         return _refused(request, enrollment, 409, notice=_CONFLICT_NOTICE)
     except services.Conflict as exc:
         enrollment.refresh_from_db()
-        return _refused(request, enrollment, 409, notice=f"That answer was not saved: {exc}. Here is where you are now.")
+        return _refused(
+            request, enrollment, 409, notice=f"That answer was not saved: {exc}. Here is where you are now."
+        )
     except InvalidAnswer as exc:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 400, error=f"Not saved: {exc}.")

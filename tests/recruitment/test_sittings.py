@@ -111,6 +111,12 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
         assert "Part 1 of 4 done" in page and "Part 2 of 4:" in page and "open it from there" in page
         assert start_next_part(worker).status_code == 409, "part 2 starts from its own Prolific study"
         fake.submit(sid, "CDONEP1")
+        # In a new browser, the part-1 link (its submission is now awaiting review): welcomed back, pointed to part 2.
+        again = WorkerClient(record, params={"PROLIFIC_PID": pid, "STUDY_ID": studies[1], "SESSION_ID": sid})
+        page = again.join_response.content.decode()
+        assert again.join_response.status_code == 200, page[:300]
+        assert "Welcome back" in page and "part 2 is waiting for you" in page and "open the next part" in page
+        assert "cannot join" not in page and 'name="resume_code"' not in page
 
     # Ada comes back for each later part in a new session (a day later, another browser), from its Prolific study.
     for number in range(2, parts + 1):

@@ -165,10 +165,38 @@ def test_the_estimate_becomes_the_measured_median_once_three_workers_finished(cl
         assert cohort_estimate(cohort).measured == (n == 2)
     estimate = cohort_estimate(cohort)
     # The typical pace of the part totals (19, 20 and 21 s an item): their geometric mean.
-    assert estimate.seconds_per_item == pytest.approx(20, abs=0.05) and estimate.minutes == pytest.approx(10 * 20 / 60, rel=0.01)
+    assert estimate.seconds_per_item == pytest.approx(20, abs=0.05) and estimate.minutes == pytest.approx(
+        10 * 20 / 60, rel=0.01
+    )
     html = Client().get(cohort.join_path, {"worker_id": "new"}, follow=True).content.decode()
     assert "(about 20 seconds an item)" in html and "Time: about 4 min in all" in html  # 3.3 min, listed as 4
     researcher_client = Client()
     researcher_client.force_login(researcher)
     page = researcher_client.get(f"/dashboard/studies/{study.pk}/").content.decode()
     assert "20.0 s (measured)" in page and 'data-minutes="4"' in page
+
+
+def test_a_worker_between_parts_in_a_new_browser_is_welcomed_back_and_asked_for_the_resume_code(clock):
+    trim_test_set("sst2", 150)
+    study = generic_study(sitting_minutes=10, workers_per_cohort=1)
+    cohort = cohort_of(study, "sst2", 0)
+    first = Client()
+    enrollment = join(first, cohort, "ann")
+    first.post("/work/start/")
+    answer_items(first, enrollment, clock, 75, pace=8)
+    enrollment.refresh_from_db()
+    assert enrollment.state == Enrollment.State.BETWEEN
+
+    other = Client()  # a new browser, the same link
+    response = other.get(cohort.join_path, {"worker_id": "ann"})
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Welcome back" in page and "You hold a place in this study" in page and "part 2 is waiting" in page
+    assert 'name="resume_code"' in page and "cannot join" not in page and "nothing about you was kept" not in page
+    wrong = other.post(f"{cohort.join_path}?worker_id=ann", {"resume_code": "WRONGCODE2"})
+    assert wrong.status_code == 200 and "That resume code does not match" in wrong.content.decode()
+    right = other.post(f"{cohort.join_path}?worker_id=ann", {"resume_code": enrollment.resume_code})
+    assert right.status_code == 302
+    assert "Part 1 of 2 done" in other.get("/work/").content.decode()
+    # Someone who never took part still reads the one answer for every refusal.
+    assert "cannot join" in Client().get(cohort.join_path, {"worker_id": "bob"}).content.decode()
