@@ -139,6 +139,17 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
     return "rebind" if who.session == existing.platform_session else ""
 
 
+def _not_back(existing: Enrollment, study: Study) -> JoinRefused:
+    """Why a worker with an enrollment, from a browser not bound to it, is not taken back: one between parts is
+    welcomed back and told how to continue (a resume code, or the next part's own study); anyone else gets the one
+    answer for every "not allowed" (rule 1)."""
+    if existing.state != State.BETWEEN:
+        return JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
+    parts = len(enrollment_estimate(existing).parts)
+    message = RETURNING.format(done=existing.part, parts=parts, next=existing.part + 1)
+    return JoinRefused(JoinRefusal.RETURNING, message, study.platform)
+
+
 def _continue_if_next_part(existing: Enrollment, cohort: Cohort, who: crowd.Identity) -> None:
     """A worker between parts who comes with the platform's session of the next part (a platform that lists each
     part as a study of its own), confirmed by the platform, continues under it."""
@@ -268,11 +279,7 @@ def join(
             )
             return JoinOutcome(cohort, existing, rebound=True)
         if way != "supersede":
-            if existing.state == State.BETWEEN:
-                parts = len(enrollment_estimate(existing).parts)
-                message = RETURNING.format(done=existing.part, parts=parts, next=existing.part + 1)
-                raise JoinRefused(JoinRefusal.RETURNING, message, study.platform)
-            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+            raise _not_back(existing, study)
         check_accepting(cohort)
         supersede, verification = existing, Enrollment.VERIFIED
     else:

@@ -48,6 +48,12 @@ def data_errors(*, tasks: list[str], shots: list[int], chain) -> tuple[dict, dic
     return errors, task_rows, training_sets
 
 
+def _sitting_errors(study: Study, *, checked: bool) -> dict[str, list[str]]:
+    """The sitting cap's error when it cannot hold a cohort's part 1 (``estimates.sitting_refusal``)."""
+    refusal = sitting_refusal(study=study) if checked else ""
+    return {"sitting_minutes": [refusal]} if refusal else {}
+
+
 def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bool = False, **params) -> Study:
     """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field.
 
@@ -89,11 +95,10 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
         for key, messages in study.provider.check_settings(study, settings).items():
             errors.setdefault(key, []).extend(messages)
     valid = not ({"tasks", "shots", "chain"} & set(errors))
-    if valid and "sitting_minutes" not in errors and (refusal := sitting_refusal(study=study)):
-        errors["sitting_minutes"] = [refusal]
     missing, task_rows, training_sets = (
         data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain) if valid else ({}, {}, {})
     )
+    missing.update(_sitting_errors(study, checked=valid and "sitting_minutes" not in errors))
     for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)
     if errors:
