@@ -184,6 +184,9 @@ def _cut(blocks: list[int], training: int, parts: int, capacity: int) -> list[tu
     remaining = training + sum(blocks)
     for number in range(1, parts + 1):
         size = training if number == 1 else 0
+        # Part 1 holds the training step and a first test item whatever the cap (a cap too short for them is refused
+        # when the study is made: ``sitting_refusal``).
+        cap = max(capacity, training + blocks[0]) if number == 1 else capacity
         target = remaining / (parts - number + 1)
         end = first
         if number == parts:
@@ -193,10 +196,10 @@ def _cut(blocks: list[int], training: int, parts: int, capacity: int) -> list[tu
                 step = blocks[end]
                 # Take the next block while it brings the part nearer its share (and keeps it within the cap);
                 # every part takes at least one.
-                if end > first and (size + step > capacity or size + step - target > target - size):
+                if end > first and (size + step > cap or size + step - target > target - size):
                     break
                 size, end = size + step, end + 1
-        if size > capacity:
+        if size > cap:
             return None
         bounds.append((first, end))
         remaining -= size
@@ -299,10 +302,12 @@ class PaceFit:
 
 
 def fit_paces(finished: Sequence[tuple[float, int]], cut_off: Sequence[tuple[float, int]], workers: int) -> PaceFit:
-    """A log-normal fitted to the seconds per item of each finished part (``(seconds, items)``), the parts cut off
-    by their limit counted as taking at least their limit (a censored fit: leaving them out would lean the fit to
-    the fast workers who finished)."""
+    """A log-normal fitted to the seconds per item of each worker (``(seconds, items)`` of their parts), those a
+    limit cut off counted as taking at least that long (a censored fit: leaving them out would lean the fit to the
+    fast workers who finished)."""
     done = [math.log(max(s, 1.0) / max(n, 1)) for s, n in finished]
+    if not done:  # every worker measured was cut off somewhere: their times are all one knows, each a lower bound
+        done, cut_off = [math.log(max(s, 1.0) / max(n, 1)) for s, n in cut_off], ()
     mean = sum(done) / len(done)
     sd = math.sqrt(sum((y - mean) ** 2 for y in done) / (len(done) - 1)) if len(done) > 1 else WORKER_SIGMA
     if not cut_off:
@@ -446,23 +451,28 @@ def measured_fit(cohort: Cohort) -> PaceFit | None:
 
 
 def _fits(cohorts: list[Cohort]) -> dict[int, PaceFit]:
-    """``measured_fit`` of each cohort that has one, in one query: the parts finished or cut off by workers whose
-    join the crowd platform did not leave unconfirmed."""
-    rows: dict[int, tuple[list, list, set]] = {}
+    """``measured_fit`` of each cohort that has one, in one query. One pace per worker (whose join the crowd platform
+    did not leave unconfirmed): their parts' seconds over their items, "at least" when a limit cut one off. One per
+    worker, not per part: only those who finished a part go on to the next, and counting their later parts would
+    lean the fit to the fast workers."""
+    workers: dict[int, dict[int, list]] = {}
     for cohort_id, enrollment_id, started, ended, items, cut in (
         PartTiming.objects.filter(enrollment__cohort__in=cohorts)
         .exclude(enrollment__verification__in=(Enrollment.UNVERIFIED, Enrollment.SUPERSEDED))
         .values_list("enrollment__cohort_id", "enrollment_id", "started_at", "ended_at", "items", "cut_off")
     ):
-        finished, cut_off, workers = rows.setdefault(cohort_id, ([], [], set()))
-        (cut_off if cut else finished).append(((ended - started).total_seconds(), items))
-        if not cut:
-            workers.add(enrollment_id)
-    return {
-        cohort_id: fit_paces(finished, cut_off, len(workers))
-        for cohort_id, (finished, cut_off, workers) in rows.items()
-        if len(workers) >= MEASURED_AFTER
-    }
+        row = workers.setdefault(cohort_id, {}).setdefault(enrollment_id, [0.0, 0, False, False])
+        row[0] += (ended - started).total_seconds()
+        row[1] += items
+        row[2 if cut else 3] = True  # cut off in a part; finished a part
+    fits = {}
+    for cohort_id, rows in workers.items():
+        if sum(finished_one for *_, finished_one in rows.values()) < MEASURED_AFTER:
+            continue
+        finished = [(s, n) for s, n, cut, _ in rows.values() if not cut]
+        cut_off = [(s, n) for s, n, cut, _ in rows.values() if cut]
+        fits[cohort_id] = fit_paces(finished, cut_off, len(rows))
+    return fits
 
 
 def _check_positions(cohorts: list[Cohort]) -> dict[tuple[int, int], list[int]]:

@@ -85,20 +85,22 @@ def cut_share(times: np.ndarray, limits: list[float]) -> float:
 
 
 def first_workers(times: np.ndarray, items: list[int], limits: list[float], finished_workers: int):
-    """The part totals the first workers leave (finished parts, and the part a limit cut off), taking workers in
-    order until ``finished_workers`` of them finished a part; their (finished, cut_off, workers)."""
-    finished, cut_off, done = [], [], 0
+    """What the first workers leave, as the platform reads its ``PartTiming`` rows: each worker's seconds and items
+    over their parts (up to the limit of a part that cut them off), taking workers in order until
+    ``finished_workers`` of them finished a part; (finished, cut_off, workers)."""
+    finished, cut_off, done, seen = [], [], 0, 0
     for row in times:
-        finished_one = False
-        for k, seconds in enumerate(row):
-            if seconds > limits[k]:
-                cut_off.append((limits[k], items[k]))
+        seconds, count, cut = 0.0, 0, False
+        for k, took in enumerate(row):
+            seconds, count = seconds + min(float(took), limits[k]), count + items[k]
+            if took > limits[k]:
+                cut = True
                 break
-            finished.append((float(seconds), items[k]))
-            finished_one = True
-        done += finished_one
+        done += not (cut and count == items[0])  # finished part 1 at least
+        seen += 1
+        (cut_off if cut else finished).append((seconds, count))
         if done >= finished_workers:
-            return finished, cut_off, done
+            return finished, cut_off, seen
     return None
 
 
@@ -108,7 +110,7 @@ def simulate(args) -> list[dict]:
 
     rng = np.random.default_rng(args.seed)
     rows = []
-    truths = (1.0,) if args.quick else (1.0, 0.5, 2.0)
+    truths = args.truths
     for truth in truths:
         for slug, shots, cap in COHORTS:
             items, prior = cohort_parts(slug, shots, cap)
@@ -144,7 +146,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=20000, help="simulated workers per setting")
     parser.add_argument("--replicates", type=int, default=200, help="draws of the first workers per setting")
     parser.add_argument("--breaks", action="store_true", help="a fifth of the parts with a 5-20 minute break")
-    parser.add_argument("--quick", action="store_true", help="the right figure only (no figure off by 2)")
+    parser.add_argument(
+        "--truths", type=float, nargs="+", default=[1.0, 0.5, 2.0], help="true item time / the task's figure"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     setup_django()

@@ -172,7 +172,7 @@ def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_po
     estimate = scores.estimate  # kept with the cached scores; a cohort without annotators has no plan to price
     if estimate is None:
         return out
-    out["expected_minutes"] = estimate.minutes
+    out["expected_minutes"] = estimate.listed_minutes  # the minutes the workers are shown and paid, every part
     out["parts"] = len(estimate.parts)
     if planned is not None:
         share = fee_share(study)

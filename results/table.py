@@ -280,7 +280,7 @@ class Table:
                     "test_set": format_interval(c.get("ci_low"), c.get("ci_high")) or "–",
                     "task_items": format_interval(c.get("ci_task_low"), c.get("ci_task_high")) or "–",
                     "planned": planned_text,
-                    "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:.1f}",
+                    "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:g}",
                     "cost": None if cost is None else f"{cost} {c.get('currency', '')}".strip(),
                     "fee": c.get("planned_fee") or None,
                     "flags": [FLAGS[f] for f in c.get("flags") or ()],

@@ -62,7 +62,7 @@ def test_every_surface_shows_the_cohorts_one_estimate(fake, researcher):
         assert "1.75 USD" in page
 
     (cell,) = table_cells(study)  # the planner
-    assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
+    assert cell["expected_minutes"] == estimate.listed_minutes
     assert cell["planned"] is None or cell["planned_cost"] >= cell["planned"] * estimate.total_pay
 
 

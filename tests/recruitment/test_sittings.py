@@ -148,7 +148,7 @@ def test_a_record_10_shot_cohort_in_sittings_on_prolific(fake, researcher, clock
     ada_enrollment = Enrollment.objects.get(worker__external_id=ada)
     assert set(annotator_test_s1(study)) == {ada_enrollment.pk}
     (cell,) = table_cells(study)
-    assert cell["n"] == 1 and cell["expected_minutes"] == pytest.approx(cohort_estimate(record).minutes)
+    assert cell["n"] == 1 and cell["expected_minutes"] == cohort_estimate(record).listed_minutes
 
     # Pay per part through the ledger: each approved part topped up to the rate over its active time, once.
     out = StringIO()

@@ -140,8 +140,8 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert table_cells(sst, target_points=25)[1]["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.25)
     wider = table_cells(sst, target_points=40)[1]["planned"]
     assert wider == _planned_by_hand([1.0, 0.8, 0.6], 0.40) < cell["planned"]
-    # Priced: planned annotators x the cohort's estimate at the study's rate (measured once its first 3 workers
-    # finished: the median of their gaps between answers) + the platform's service fee.
+    # Priced: planned annotators x the cohort's estimate at the study's rate (measured once 3 workers finished a
+    # part: the typical pace of their part totals) + the platform's service fee.
     enrollments = list(sst.cohorts.get(shots=10).enrollments.all())
     assert len(enrollments) == 3
     estimate = cohort_estimate(sst.cohorts.get(shots=10))
@@ -151,7 +151,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert sst.platform == "prolific" and fee_share > 0
     fee = (cell["planned"] * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))
     assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee
-    assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
+    assert cell["expected_minutes"] == estimate.listed_minutes  # what the workers are shown and paid
     html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
     assert "Annotators for ± 40.0" in html and f'<td class="num">{wider}</td>' in html
     for bad in ("abc", "0", "-3", "nan", "1e9"):
