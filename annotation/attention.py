@@ -31,7 +31,7 @@ from tasks_data.models import Example, Task
 from tasks_data.s1 import as_set
 
 from .answers import InvalidAnswer, validate_answer
-from .estimates import split
+from .estimates import Estimate, enrollment_estimate, split
 from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
 
@@ -176,6 +176,27 @@ def progress(enrollment: Enrollment, done: int) -> Progress:
     checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
     due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
     return Progress(due, sum(c.answered for c in checks), len(checks), positions)
+
+
+def check_positions(enrollment: Enrollment) -> list[int]:
+    """The test positions of the checks a worker meets (no query in a study without checks)."""
+    if not enrollment.cohort.study.has_attention_checks:
+        return []
+    return list(checks_of(enrollment).values_list("position", flat=True))
+
+
+def worker_estimate(enrollment: Enrollment) -> Estimate:
+    """The cohort's estimate as one worker meets it: their checks counted as items in the parts that hold them, so
+    that no count they read tells a check from an item."""
+    return enrollment_estimate(enrollment, checks=check_positions(enrollment))
+
+
+def part_items(enrollment: Enrollment, bounds: list[tuple[int, int]], positions: list[int], part: int) -> int:
+    """The items of a worker's part: its test items and checks, and the training step in part 1 (the enrollment as
+    ``hot_sql.fetch`` reads it, with ``training_total`` and ``test_total``)."""
+    first, end = bounds[min(part, len(bounds)) - 1]
+    held = sum(1 for p in positions if first <= min(p, enrollment.test_total - 1) < end)
+    return (enrollment.training_total if part == 1 and enrollment.cohort.shots else 0) + end - first + held
 
 
 def part_bounds(enrollment: Enrollment, positions: list[int]) -> list[tuple[int, int]]:

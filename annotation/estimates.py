@@ -2,7 +2,7 @@
 estimate per cohort, read by every page that says so.
 
 The worker's description page, the crowd platform's listing (its estimated time, reward and maximum time), the
-dashboard and the results planner all read ``cohort_estimate`` (a worker's own pages ``enrollment_estimate``: the
+dashboard and the results planner all read ``cohort_estimate`` (a worker's own pages ``attention.worker_estimate``: the
 same, with the attention checks they meet).
 
 **Parts.** A test step longer than the study's sitting cap (``Study.sitting_minutes``) is split at item boundaries
@@ -528,12 +528,10 @@ def cohort_estimate(cohort: Cohort) -> Estimate:
     return cohort_estimates([cohort])[cohort.pk]
 
 
-def enrollment_estimate(enrollment: Enrollment, *, checks: Sequence[int] | None = None) -> Estimate:
+def enrollment_estimate(enrollment: Enrollment, *, checks: Sequence[int]) -> Estimate:
     """The cohort's estimate as one worker meets it: with the attention checks they meet (``checks``: their test
-    positions, read when not given), in the parts that hold them."""
+    positions, ``attention.check_positions``), in the parts that hold them (``attention.worker_estimate``)."""
     cohort = enrollment.cohort
-    if checks is None:
-        checks = check_positions(enrollment)
     return estimate(
         study=cohort.study,
         task_slug=cohort.task.slug,
@@ -542,15 +540,6 @@ def enrollment_estimate(enrollment: Enrollment, *, checks: Sequence[int] | None 
         fit=measured_fit(cohort),
         checks=checks,
     )
-
-
-def check_positions(enrollment: Enrollment) -> list[int]:
-    """The test positions of the attention checks a worker meets (no query in a study without checks)."""
-    if not enrollment.cohort.study.has_attention_checks:
-        return []
-    from .attention import checks_of  # attention places each check within its part: it imports this module
-
-    return list(checks_of(enrollment).values_list("position", flat=True))
 
 
 # ---------------------------------------------------------------- what the researcher is told

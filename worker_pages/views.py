@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
-from annotation.estimates import duration_text, enrollment_estimate
+from annotation.estimates import duration_text
 from annotation.models import Answer, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
@@ -73,7 +73,7 @@ def _step_info(enrollment: Enrollment, estimate=None) -> dict:
     platform's listing and the researcher's pages, with the attention checks the worker meets counted as the items
     they look like, in the parts that hold them)."""
     cohort = enrollment.cohort
-    estimate = estimate or enrollment_estimate(enrollment)
+    estimate = estimate or attention.worker_estimate(enrollment)
     part = estimate.part(enrollment.part)
     spec, study = cohort.task.spec, cohort.study
     in_part = enrollment.state in (Enrollment.State.TRAINING, Enrollment.State.TESTING)
@@ -313,7 +313,7 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
 
 def _between_context(enrollment: Enrollment) -> dict:
     """A part done: its code, the next part, and how to come back for it."""
-    estimate = enrollment_estimate(enrollment)
+    estimate = attention.worker_estimate(enrollment)
     following = estimate.part(enrollment.part + 1)
     deadline = services.part_deadline(enrollment)
     return {

@@ -15,7 +15,6 @@ from tasks_data.s1 import item_s1
 
 from .. import attention
 from ..answers import validate_answer
-from ..estimates import check_positions, enrollment_estimate
 from ..handles import is_handle_of, item_handle
 from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, PartTiming, Study
 from ..protocol import RETURN_DAYS, State, step_name, transition
@@ -81,7 +80,7 @@ def part_bounds(enrollment: Enrollment, checks: list[int] | None = None) -> list
     """(first, end) test positions of each part of the worker's test step (``estimates.split``), from the counts
     the hot path read with the enrollment; ``checks``: the positions of the worker's attention checks, read (one
     query) when not given in a study that has checks."""
-    return attention.part_bounds(enrollment, check_positions(enrollment) if checks is None else checks)
+    return attention.part_bounds(enrollment, attention.check_positions(enrollment) if checks is None else checks)
 
 
 def start_next_part(*, enrollment_id: int) -> Enrollment:
@@ -96,7 +95,7 @@ def start_next_part(*, enrollment_id: int) -> Enrollment:
         part = enrollment.part + 1
         if not enrollment.cohort.study.provider.may_start_part(enrollment, part):
             raise Conflict(f"open part {part} from its own study on {enrollment.cohort.study.provider.name}")
-        limit = enrollment_estimate(enrollment).part(part).time_limit
+        limit = attention.worker_estimate(enrollment).part(part).time_limit
         enrollment.part, enrollment.timer_started_at, enrollment.timer_minutes = part, now, limit
         transition(
             enrollment,
@@ -288,13 +287,6 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
 TIME_UP = "the time for this part has passed: that answer was not saved; your earlier answers are kept"
 
 
-def part_items(enrollment: Enrollment, bounds: list[tuple[int, int]], checks: list[int], part: int) -> int:
-    """The items of a worker's part: its test items and attention checks, and the training step in part 1."""
-    first, end = bounds[min(part, len(bounds)) - 1]
-    held = sum(1 for p in checks if first <= min(p, enrollment.test_total - 1) < end)
-    return (enrollment.training_total if part == 1 and enrollment.cohort.shots else 0) + end - first + held
-
-
 def _keep_part_timing(enrollment: Enrollment, bounds: list[tuple[int, int]], checks: list[int], now) -> None:
     """The part just finished: how long it took, from its start to its last answer (breaks included), for the
     measured time limits (``annotation.estimates``)."""
@@ -303,7 +295,7 @@ def _keep_part_timing(enrollment: Enrollment, bounds: list[tuple[int, int]], che
         part=enrollment.part,
         started_at=part_start(enrollment),
         ended_at=now,
-        items=part_items(enrollment, bounds, checks, enrollment.part),
+        items=attention.part_items(enrollment, bounds, checks, enrollment.part),
         limit_minutes=round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import crowd
 
-from ..estimates import enrollment_estimate
+from ..attention import worker_estimate
 from ..models import Enrollment
 from ..protocol import State, code_for
 
@@ -14,7 +14,7 @@ def completion(*, enrollment: Enrollment) -> crowd.Completion | None:
     middle of a part (paid for the time worked), and where the crowd platform wants it; None otherwise."""
     study = enrollment.cohort.study
     # Only a part's code needs the parts: the last part's is the study's completion code.
-    parts = len(enrollment_estimate(enrollment).parts) if enrollment.state == State.BETWEEN else 1
+    parts = len(worker_estimate(enrollment).parts) if enrollment.state == State.BETWEEN else 1
     code = code_for(study, enrollment.state, part=enrollment.part, parts=parts, stopped=bool(enrollment.stopped_at))
     if not code:
         return None

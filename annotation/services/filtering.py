@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from tasks_data.models import Example, TrainingSetItem
 
-from ..estimates import check_positions, estimate
+from ..attention import check_positions, part_bounds, part_items
+from ..estimates import estimate
 from ..models import Answer, AuditEvent, Cohort, Enrollment, PartTiming
 from ..protocol import (
     COMPARISON_EXCLUDES,
@@ -123,8 +124,6 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
 def _keep_cut_off(enrollment: Enrollment) -> None:
     """A part cut off by its time limit: the worker needed at least the limit for its items (the measured time
     limits count it so, ``estimates.fit_paces``; the results count the workers cut off)."""
-    from .answering import part_bounds, part_items  # answering uses this module's clock
-
     if not hasattr(enrollment, "test_total"):  # not read by the hot path
         cohort = enrollment.cohort
         enrollment.training_total = (

@@ -11,7 +11,8 @@ from django.db.models import Count
 
 import crowd
 
-from ..estimates import cohort_estimate, enrollment_estimate
+from ..attention import worker_estimate
+from ..estimates import cohort_estimate
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import (
     MAX_UNVERIFIED_WAITING,
@@ -145,7 +146,7 @@ def _not_back(existing: Enrollment, study: Study) -> JoinRefused:
     answer for every "not allowed" (rule 1)."""
     if existing.state != State.BETWEEN:
         return JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
-    parts = len(enrollment_estimate(existing).parts)
+    parts = len(worker_estimate(existing).parts)
     message = RETURNING.format(done=existing.part, parts=parts, next=existing.part + 1)
     return JoinRefused(JoinRefusal.RETURNING, message, study.platform)
 
