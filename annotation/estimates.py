@@ -25,7 +25,8 @@ slow honest worker is not cut off:
   typical worker (what timing a typical item gives, not a mean), item times log-normal around it with log-sd
   ``ITEM_SIGMA`` and the workers' speeds log-normal with log-sd ``WORKER_SIGMA`` (the top of the spreads
   benchmarks/time_limits.py simulates); the part's total is the sum of its items' times (``prior_limit_seconds``,
-  Fenton-Wilkinson's log-normal for the sum);
+  Fenton-Wilkinson's log-normal for the sum; ``part_z`` makes the quantile hold for every part of a test step
+  together: a slow worker is slow in each), and a break of ``BREAK_MINUTES`` is added;
 - after data, from the measured part totals of every worker who finished a part, breaks and all (``PartTiming``,
   from the part's start to its last answer), the parts cut off by their limit counted as "at least that long"
   (a censored log-normal fit, ``fit_paces``): the quantile of that fit, its spread never below the stated one
@@ -59,6 +60,9 @@ MIN_TIME_LIMIT = 30  # minutes: a short part still leaves time to read the descr
 # percentile: at the top of the stated spreads a limit at exactly the 95th would cut off 5%, with nothing to spare.
 LIMIT_QUANTILE = 0.96
 ITEM_SIGMA = 1.0  # log-sd of one item's time around the task's figure (assumed before data)
+# Minutes added to a part's limit before data: the description page tells workers to take breaks when they need them
+# (after data, the measured part times hold their breaks).
+BREAK_MINUTES = 15
 WORKER_SIGMA = 0.4  # log-sd of the workers' speeds (assumed before data, and the least spread assumed after)
 _Z = NormalDist().inv_cdf(LIMIT_QUANTILE)
 
@@ -344,7 +348,7 @@ def part_time_limit(
     ``MIN_TIME_LIMIT``); ``z`` from ``part_z`` of the test step's parts."""
     if study.time_limit_minutes:
         return study.time_limit_minutes
-    seconds = prior_limit_seconds(items, seconds_per_item, z)
+    seconds = prior_limit_seconds(items, seconds_per_item, z) + 60 * BREAK_MINUTES
     if fit is not None:
         seconds = max(seconds, measured_limit_seconds(items, fit, z))
     return max(MIN_TIME_LIMIT, math.ceil(seconds / 60 - 1e-9))
