@@ -94,7 +94,9 @@ def first_workers(times: np.ndarray, items: list[int], limits: list[float], fini
     """What the first workers leave, as the platform reads its ``PartTiming`` rows: each worker's seconds and items
     over their parts (up to the limit of a part that cut them off), taking workers in order until
     ``finished_workers`` of them finished a part; (finished, cut_off, workers)."""
-    finished, cut_off, done, seen = [], [], 0, 0
+    finished: list[tuple[float, int]] = []
+    cut_off: list[tuple[float, int]] = []
+    done = seen = 0
     for row in times:
         seconds, count, cut = 0.0, 0, False
         for k, took in enumerate(row):
