@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -30,6 +31,7 @@ from tasks_data.models import Example, Task
 from tasks_data.s1 import as_set
 
 from .answers import InvalidAnswer, validate_answer
+from .estimates import Estimate, enrollment_estimate, split
 from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
 
@@ -115,12 +117,19 @@ def spread(test_items: int) -> int:
     return max(MIN_SPREAD, round(SPREAD * test_items))
 
 
-def shown_before(check: AttentionCheck, *, seed: int, test_items: int) -> int:
+def shown_before(check: AttentionCheck, *, seed: int, test_items: int, part: tuple[int, int] | None = None) -> int:
     """The test item (0-based) before which a worker meets the check: drawn near the researcher's position (within
-    ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request."""
-    low = max(0, check.position - spread(test_items))
-    high = max(low, min(test_items - 1, check.position + spread(test_items)))
+    ``SPREAD`` of the test step), per enrollment (its ``order_seed``) and check, the same on every request; within
+    ``part`` (the test positions [first, end) of the part that holds the researcher's position), so that every
+    worker meets it in the same part, the one whose item count includes it (``estimates.split``)."""
+    first, end = part or (0, test_items)
+    low = max(0, first, check.position - spread(test_items))
+    high = max(low, min(test_items - 1, end - 1, check.position + spread(test_items)))
     return random.Random(f"{seed}:{check.item_id}").randint(low, high)
+
+
+def _part_holding(bounds: list[tuple[int, int]], position: int) -> tuple[int, int]:
+    return next(((first, end) for first, end in bounds if first <= position < end), bounds[-1])
 
 
 def began_testing_at(enrollment: Enrollment):
@@ -138,15 +147,69 @@ def checks_of(enrollment: Enrollment):
     return checks.filter(created_at__lte=started) if started is not None else checks
 
 
-def progress(enrollment: Enrollment, done: int) -> tuple[AttentionCheck | None, int, int]:
-    """(the check due before test item ``done``, checks answered, checks in all) of a worker (1 query; the
-    enrollment as ``hot_sql.fetch`` reads it, with ``test_total``)."""
+@dataclass
+class Progress:
+    """Where a worker stands with the checks of their test step."""
+
+    due: AttentionCheck | None  # the check due before the next test item
+    answered: int
+    total: int
+    positions: list[int]  # the researcher's positions of the worker's checks: the parts hold them (estimates.split)
+
+
+def progress(enrollment: Enrollment, done: int) -> Progress:
+    """The worker's checks before test item ``done`` (1 query; the enrollment as ``hot_sql.fetch`` reads it, with
+    ``training_total`` and ``test_total``)."""
     answered = AttentionAnswer.objects.filter(enrollment_id=enrollment.pk, attention_check=OuterRef("pk"))
     checks = list(checks_of(enrollment).annotate(answered=Exists(answered)).order_by("position", "id"))
-    places = {c.pk: shown_before(c, seed=enrollment.order_seed, test_items=enrollment.test_total) for c in checks}
+    positions = [c.position for c in checks]
+    bounds = part_bounds(enrollment, positions)
+    places = {
+        c.pk: shown_before(
+            c,
+            seed=enrollment.order_seed,
+            test_items=enrollment.test_total,
+            part=_part_holding(bounds, c.position),
+        )
+        for c in checks
+    }
     checks.sort(key=lambda c: (places[c.pk], c.position, c.pk))
     due = next((c for c in checks if not c.answered and places[c.pk] <= done), None)
-    return due, sum(c.answered for c in checks), len(checks)
+    return Progress(due, sum(c.answered for c in checks), len(checks), positions)
+
+
+def check_positions(enrollment: Enrollment) -> list[int]:
+    """The test positions of the checks a worker meets (no query in a study without checks)."""
+    if not enrollment.cohort.study.has_attention_checks:
+        return []
+    return list(checks_of(enrollment).values_list("position", flat=True))
+
+
+def worker_estimate(enrollment: Enrollment) -> Estimate:
+    """The cohort's estimate as one worker meets it: their checks counted as items in the parts that hold them, so
+    that no count they read tells a check from an item."""
+    return enrollment_estimate(enrollment, checks=check_positions(enrollment))
+
+
+def part_items(enrollment: Enrollment, bounds: list[tuple[int, int]], positions: list[int], part: int) -> int:
+    """The items of a worker's part: its test items and checks, and the training step in part 1 (the enrollment as
+    ``hot_sql.fetch`` reads it, with ``training_total`` and ``test_total``)."""
+    first, end = bounds[min(part, len(bounds)) - 1]
+    held = sum(1 for p in positions if first <= min(p, enrollment.test_total - 1) < end)
+    return (enrollment.training_total if part == 1 and enrollment.cohort.shots else 0) + end - first + held
+
+
+def part_bounds(enrollment: Enrollment, positions: list[int]) -> list[tuple[int, int]]:
+    """(first, end) test positions of each part of the worker's test step, their checks at ``positions``
+    (``estimates.split``), from the counts the hot path read with the enrollment: no query."""
+    cohort = enrollment.cohort
+    return split(
+        training_items=enrollment.training_total if cohort.shots else 0,
+        test_items=enrollment.test_total,
+        seconds_per_item=cohort.task.spec.seconds_per_item,
+        sitting_minutes=cohort.study.sitting_minutes,
+        checks=positions,
+    )
 
 
 def count(enrollment: Enrollment) -> int:

@@ -173,7 +173,8 @@ class Study(models.Model):
         blank=True,
         validators=_bounds(1, MAX_TIME_LIMIT_MINUTES),
         verbose_name="time limit (minutes)",
-        help_text="Minutes a part (sitting) may take before it ends. Empty: twice its estimate.",
+        help_text="Minutes a part (sitting) may take before it ends. Empty: long enough for a slow worker (the 96th "
+        "percentile of the time a part takes, from the task's figure, then from the cohort's measured times).",
     )
     closed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Set when the researcher writes the study's first attention check (AttentionCheck): the worker's
@@ -238,12 +239,6 @@ class Study(models.Model):
             else []
         )
         return (0, *sorted({k for spec in specs for k in spec.shots} or SHOTS))
-
-    @property
-    def time_limit(self) -> int | None:
-        """The study's own time limit, or twice the researcher's expected duration; None when neither is set
-        (each cohort's part then has twice its estimate: ``annotation.estimates``)."""
-        return self.time_limit_minutes or (2 * self.expected_minutes if self.expected_minutes else None)
 
 
 class Cohort(models.Model):
@@ -395,6 +390,29 @@ class Enrollment(models.Model):
 
     def __str__(self):
         return f"{self.worker} in {self.cohort}"
+
+
+class PartTiming(models.Model):
+    """How long a worker took for one part of the test step (the training step counts in part 1), kept as the
+    part ends: finished, or cut off by its time limit (then ``ended_at`` is the deadline: the worker needed at
+    least that long). The measured time limits and estimates read these (``annotation.estimates``), and the
+    results say per cohort how many workers were cut off by time."""
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.CASCADE, related_name="part_timings")
+    part = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()
+    items = models.PositiveIntegerField(help_text="The part's items (training, test and attention checks).")
+    limit_minutes = models.PositiveIntegerField(help_text="The part's time limit for this worker.")
+    cut_off = models.BooleanField(default=False, help_text="The time limit passed before the part was done.")
+
+    class Meta:
+        ordering = ["enrollment", "part"]
+        constraints = [models.UniqueConstraint(fields=["enrollment", "part"], name="part_timing_once")]
+
+    @property
+    def seconds(self) -> float:
+        return (self.ended_at - self.started_at).total_seconds()
 
 
 class ImmutableAnswer(Exception):

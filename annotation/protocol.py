@@ -364,6 +364,9 @@ class JoinRefusal(str, enum.Enum):
     NOT_OPEN = "not_open"  # created, not launched yet
     CLOSED = "closed"
     FULL = "full"  # rule 2
+    # Not a refusal of the person: someone with a place between parts, from a browser not bound to it, is welcomed
+    # back and told how to continue (a resume code, or the next part's own study on their platform).
+    RETURNING = "returning"
 
 
 class JoinRefused(Exception):

@@ -3,12 +3,14 @@
 The results keep each cohort's scores in the database (``results.scores``), so that no request scores a
 study's answers again; a kept row must never be stale. What they read of a cohort: the test answers of its
 enrollments ``in_results`` (completed, verified or not checked, not left out) and, for the planner's
-measured time per item (``estimates``), the answers of those completed or between parts. So the cohort's
-kept scores are stale after:
+measured pace (``estimates``), the kept timings of its parts (``PartTiming``) of enrollments not left
+unverified. So the cohort's kept scores are stale after:
 
 - an enrollment entering or leaving one of those states (``protocol.transition``: completing, finishing a
   part, starting the next, withdrawn or expired between parts, an unverified one expired);
-- its verification changing (the crowd platform vouched for it, or it was superseded);
+- a part's timing kept (``timing_kept``: a part finished, or cut off by its time limit in any state);
+- its verification changing, in any state (the crowd platform vouched for it, or it was superseded: its
+  timings count or stop counting);
 - a researcher leaving it out of the results or counting it in again.
 
 An answer is stored or revised only while its enrollment is in a step (training, or the test step), a state
@@ -35,9 +37,14 @@ READ_BY_RESULTS = frozenset({Enrollment.State.COMPLETED, *MEASURED_STATES})
 cohort_changed = Signal()
 
 
-def results_changed(*, enrollment: Enrollment, from_state: str | None = None) -> None:
+def results_changed(*, enrollment: Enrollment, from_state: str | None = None, always: bool = False) -> None:
     """Mark the enrollment's cohort's kept results stale if the results read the enrollment, now or before
-    ``from_state`` (a transition's). Call it after any change to an enrollment's state, verification,
-    ``left_out`` or answers, in the same transaction."""
-    if enrollment.state in READ_BY_RESULTS or from_state in READ_BY_RESULTS:
+    ``from_state`` (a transition's), or ``always`` (a change they read in any state: a verification). Call it
+    after any change to an enrollment's state, verification, ``left_out`` or answers, in the same transaction."""
+    if always or enrollment.state in READ_BY_RESULTS or from_state in READ_BY_RESULTS:
         cohort_changed.send(sender=Enrollment, cohort_id=enrollment.cohort_id)
+
+
+def timing_kept(*, enrollment: Enrollment) -> None:
+    """A part's timing was kept for the enrollment (``PartTiming``): the measured pace of its cohort may move."""
+    results_changed(enrollment=enrollment, always=True)

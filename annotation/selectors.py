@@ -33,7 +33,7 @@ from tasks_data.registry import find_task, task_order
 from tasks_data.scoring import as_published
 
 from .estimates import split
-from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, Study
+from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, PartTiming, Study
 from .pay import seconds_per_part
 from .protocol import (
     ACTIVE_STATES,
@@ -113,6 +113,20 @@ def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
         .values_list("task_id", "n")
     )
     return dict(rows)
+
+
+def cut_off_by_time(study: Study) -> dict[int, int]:
+    """{cohort id: its workers cut off by a part's time limit} (1 query; cohorts with none left out): paid for the
+    time they worked, and left out of every result (they did not finish). Joins the crowd platform left unconfirmed
+    are not counted."""
+    return dict(
+        PartTiming.objects.filter(cut_off=True, enrollment__cohort__study=study)
+        .exclude(enrollment__verification__in=(UNVERIFIED, SUPERSEDED))
+        .order_by()
+        .values("enrollment__cohort_id")
+        .annotate(n=Count("enrollment_id", distinct=True))
+        .values_list("enrollment__cohort_id", "n")
+    )
 
 
 def study_cohorts(study: Study) -> list[Cohort]:

@@ -174,16 +174,24 @@ class WorkAnswerView(WorkerView):
         responses={
             201: SubmitResultSerializer,
             400: OpenApiResponse(description="invalid answer; detail names the problem"),
-            409: OpenApiResponse(description="already answered, or not the current item"),
+            409: OpenApiResponse(
+                description="already answered, or not the current item; or the part's time limit had passed (then "
+                "with the worker's state: the part ended, and its code)"
+            ),
         },
         summary="Answer the current item, once; the training step returns its gold and S1.",
     )
     def post(self, request):
         body = AnswerSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.submit_answer(
-            enrollment_id=self.enrollment_id, item=body.validated_data["item"], answer=body.validated_data["answer"]
-        )
+        try:
+            result = services.submit_answer(
+                enrollment_id=self.enrollment_id, item=body.validated_data["item"], answer=body.validated_data["answer"]
+            )
+        except services.TimeUp as exc:
+            # The part's time had passed: said so, with where the worker is now (the part ended, and its code).
+            now = work_state_payload(services.current_item(enrollment_id=self.enrollment_id))
+            return Response({**now, "detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(submit_payload(result, result.answer.enrollment), status=status.HTTP_201_CREATED)
 
 

@@ -92,6 +92,9 @@ class CrowdProvider:
     refusal_help: ClassVar[str] = "If you came from a recruitment platform, please go back there."
     #: On the "not allowed" refusal page: how a worker who started in another browser gets back to their work.
     way_back_help: ClassVar[str] = "If you started this study in another browser, please go back to it."
+    #: To a worker with a place between parts, from a browser not bound to it, where there is no resume code to type:
+    #: how to start the next part.
+    between_parts_help: ClassVar[str] = "Open the study from where you found it, in the browser you used before."
     finish_note: ClassVar[str] = ""  # after "you get your completion code"
     screenout_note: ClassVar[str] = ""  # after "you get the screen-out payment for your time"
     preview_note: ClassVar[str] = ""  # on the preview page, where the platform shows one before accepting

@@ -44,6 +44,11 @@ class Prolific(CrowdProvider):
         "active, you continue where you stopped (or get your completion code again if you finished). "
         "Do not return your submission in that case."
     )
+    between_parts_help = (
+        "Each later part is a study of its own on Prolific, open to you once you finished the part before: open the "
+        "next part from your studies on Prolific (it appears there after you submitted the code of your last part); "
+        "its link brings you back here, where you continue."
+    )
     finish_note = " and are sent back to Prolific"
     screenout_note = " and a code to submit on Prolific"
     completion_origins = ("https://app.prolific.com",)

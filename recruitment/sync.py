@@ -205,7 +205,7 @@ def reconcile_submission(
         ):
             enrollment.verification = VERIFIED
             enrollment.save(update_fields=["verification"])
-            results_changed(enrollment=enrollment)
+            results_changed(enrollment=enrollment, always=True)
             report.verified.append(pid)
             audit(study, "prolific verified", f"submission {sub_id}", enrollment, actor)
         recorded = records.status_of(enrollment, part)

@@ -14,7 +14,7 @@ import numpy as np
 from django.db.models import Avg
 
 from annotation.models import Answer, Cohort, Study
-from annotation.selectors import in_results, study_cohorts
+from annotation.selectors import cut_off_by_time, in_results, study_cohorts
 from baselines.selectors import agreement_with, completed_runs
 from tasks_data.s1 import check_mrc_gold, corpus_s1
 from tasks_data.stats import mean_std
@@ -239,7 +239,7 @@ def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_po
     estimate = scores.estimate  # kept with the cached scores; a cohort without annotators has no plan to price
     if estimate is None:
         return out
-    out["expected_minutes"] = estimate.minutes
+    out["expected_minutes"] = estimate.listed_minutes  # the minutes the workers are shown and paid, every part
     out["parts"] = len(estimate.parts)
     if planned is not None:
         share = fee_share(study)
@@ -249,7 +249,7 @@ def _plan(study: Study, cohort, scores: CohortScores, s1: list[float], target_po
 
 
 def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = DEFAULT_TARGET_POINTS) -> list[dict]:
-    """Table 5's human cells with their extras, one per cohort, in table order (2 queries when the
+    """Table 5's human cells with their extras, one per cohort, in table order (3 queries when the
     cohorts' scores are cached, ``results.scores``).
 
     Each cell has ``human_cells``' keys, S1 read with ``mrc_gold`` (the stored answers rescored
@@ -262,10 +262,12 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
     interval on this test set of ± ``target_points``, with probability ``assurance``; None when it cannot be estimated
     or 1000 are not enough), ``expected_minutes`` (the cohort's estimate, ``annotation.estimates``), ``planned_cost``
     and ``planned_fee`` (Decimal, in ``currency``: planned annotators x the estimate's pay at the study's
-    rate, plus the platform's service fee, ``study.provider.service_fee()``) and ``target_points``.
+    rate, plus the platform's service fee, ``study.provider.service_fee()``) and ``target_points``; ``cut_off``: the
+    cohort's workers cut off by a part's time limit, whom no cell counts (``annotation.selectors.cut_off_by_time``).
     """
     check_mrc_gold(mrc_gold)
     scores = study_scores(study)
+    cut_off = cut_off_by_time(study)
     out = []
     for cohort in study_cohorts(study):
         cell_scores = scores.get(cohort.pk) or CohortScores(cohort.pk, cohort.task.slug, cohort.shots)
@@ -285,6 +287,7 @@ def table_cells(study: Study, *, mrc_gold: str = "best", target_points: float = 
             "flags": [],
             "planned": None,
             "target_points": target_points,
+            "cut_off": cut_off.get(cohort.pk, 0),
         }
         if len(s1) >= 2:
             test_set = t_interval(s1).clipped()

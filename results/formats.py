@@ -62,6 +62,7 @@ def json_value(value):
 
 
 N_SUFFIX = " n"
+CUT_OFF_LABEL = "cut off by time"
 N_NOTE = "n: annotators (human rows), splits (model rows), paired test items (gap rows)."
 
 
@@ -98,6 +99,14 @@ def table_frame(
                 for row, values in zip(table.rows, data, strict=True):
                     ci = getattr(row.cells[i], attribute)
                     values += [round(ci[0], 2), round(ci[1], 2)] if ci else [None, None]
+    cut_columns = []
+    if n == "columns" and table.cut_off is not None:
+        # Per task, its cohorts' workers cut off by a part's time limit (human rows; integers, as the n).
+        for i, name in enumerate(table.columns):
+            cut_columns.append(label(f"{name} {CUT_OFF_LABEL}"))
+            for row, values in zip(table.rows, data, strict=True):
+                values.append(row.cells[i].cut_off if row.kind == "human" else None)
+        columns += cut_columns
     if table.has_models:
         index = pd.MultiIndex.from_tuples(
             [(label(r.method), str(r.shots)) for r in table.rows], names=[METHOD_LABEL, SHOTS_LABEL]
@@ -105,7 +114,7 @@ def table_frame(
     else:
         index = pd.Index([str(r.shots) for r in table.rows], name=SHOTS_LABEL)
     frame = pd.DataFrame(data, index=index, columns=columns)
-    for name in n_columns:
+    for name in (*n_columns, *cut_columns):
         frame[name] = frame[name].astype("Int64")  # integers; a cell without an n stays empty
     frame.columns.name = None
     return frame
@@ -205,6 +214,8 @@ def _json(table: Table) -> str:
             {"task": c["task"], "shots": c["shots"], "s1": json_value(c.get("majority")), "n": c.get("n")}
             for c in table.cells
         ]
+    if table.cut_off is not None:
+        payload["cut_off_by_time"] = table.cut_off
     if table.aggregates:
         payload["aggregates"] = [{k: json_value(v) for k, v in a.items()} for a in table.aggregates]
     if table.model_rows:

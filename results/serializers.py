@@ -57,8 +57,8 @@ class TableCellSerializer(serializers.Serializer):
     expected_minutes = serializers.FloatField(
         allow_null=True,
         required=False,
-        help_text="The cohort's estimated minutes per annotator (annotation.estimates): the items x the time per item, "
-        "measured once its first workers finished a part.",
+        help_text="The cohort's estimated minutes per annotator (annotation.estimates): the sum of its parts' listed "
+        "minutes, the items x the time per item, measured once its workers finished parts.",
     )
     planned_cost = serializers.DecimalField(
         max_digits=12,

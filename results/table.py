@@ -65,6 +65,9 @@ GAP_NOTE = (
 )
 CI_TARGETS = (("ci", TEST_SET), ("ci_task", TASK_ITEMS))  # Cell attribute / cell key prefix, its target
 FLAG_MARK = "†"
+CUT_OFF_NOTE = (
+    "Workers cut off by a part's time limit (paid for the time they worked; not in n, no cell counts them), per cohort"
+)
 NO_HUMAN_COHORT = "no human cohort"
 MISSING = "-"
 NOTE = (
@@ -122,6 +125,7 @@ class Cell:
     flags: tuple[str, ...] = ()  # human and gap cells: what makes the intervals doubtful (keys of FLAGS)
     head: str | None = None  # gap cells: the difference alone (``text`` has its intervals too)
     values: tuple[float, ...] = ()  # human cells of fewer than MODEL_BASED_BELOW annotators: their S1 (percent)
+    cut_off: int | None = None  # human cells only: the cohort's workers cut off by a part's time limit (not in n)
 
     @property
     def short(self) -> str:
@@ -138,7 +142,8 @@ class Cell:
             parts += [format_interval(*self.ci) + (" model-based" if self.values else "")] if self.ci else []
             parts += [self.values_text] if self.values else []
         parts = [p.strip() for p in parts if p.strip()]
-        return parts + ([f"n={self.n}"] if self.n is not None and self.text != MISSING else [])
+        parts += [f"n={self.n}"] if self.n is not None and self.text != MISSING else []
+        return parts + ([f"{self.cut_off} cut off by time"] if self.cut_off else [])
 
     @property
     def values_text(self) -> str:
@@ -242,7 +247,29 @@ class Table:
             notes.append(self.flag_note)
         if self.mrc_gold_note:
             notes.append(self.mrc_gold_note)
+        if self.cut_off is not None:
+            notes.append(self.cut_off_note)
         return notes
+
+    @property
+    def cut_off(self) -> list[dict] | None:
+        """Per human cell, its cohort's workers cut off by a part's time limit: ``{"task", "shots", "workers"}``;
+        None when the cells do not say (``results.cells.human_cells``)."""
+        if not self.cells or any("cut_off" not in c for c in self.cells):
+            return None
+        return [
+            {"task": c["task"], "shots": c["shots"], "workers": c["cut_off"]}
+            for c in sorted(self.cells, key=lambda c: cohort_key(c["task"], c["shots"]))
+        ]
+
+    @property
+    def cut_off_note(self) -> str:
+        """Who the cells leave out because a part's time limit cut them off, per cohort."""
+        cut = [c for c in self.cut_off or () if c["workers"]]
+        if not cut:
+            return f"{CUT_OFF_NOTE}: none."
+        listed = "; ".join(f"{task_name(c['task'])} {c['shots']}-shot: {c['workers']}" for c in cut)
+        return f"{CUT_OFF_NOTE}: {listed}."
 
     @property
     def caption(self) -> str:
@@ -291,7 +318,7 @@ class Table:
                     "task_items": format_interval(c.get("ci_task_low"), c.get("ci_task_high")) or "–",
                     "planned": planned_text,
                     "plan_range": _plan_range(c.get("plan_low"), c.get("plan_high")),
-                    "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:.1f}",
+                    "minutes": "–" if c.get("expected_minutes") is None else f"{c['expected_minutes']:g}",
                     "cost": None if cost is None else f"{cost} {c.get('currency', '')}".strip(),
                     "fee": c.get("planned_fee") or None,
                     "flags": [FLAGS[f] for f in c.get("flags") or ()],
@@ -402,6 +429,7 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
             _ci(c, "ci_task"),
             tuple(c.get("flags") or ()),
             values=tuple(c.get("values") or ()),
+            cut_off=c.get("cut_off"),
         )
     rows = [
         Row("human", HUMAN_LABEL, k, tuple(human[k].get(s, Cell(MISSING, 0)) for s in tasks))

@@ -714,6 +714,7 @@ _NOT_NAMES = frozenset(
     not also however meanwhile now today yesterday tomorrow tonight still just only even yes oh ok okay
     what which who whom whose why how
     please read choose mark select click answer follow pick type write note find tick press
+    ignore attention check warning important remember instruction instructions question test task
     one two three four five six seven eight nine ten first second third
     monday tuesday wednesday thursday friday saturday sunday
     january february march april may june july august september october november december
@@ -726,12 +727,16 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|@highlight\s*)$")
 def entity_candidates(context: str) -> list[tuple[int, int]]:
     """The candidates a ReCoRD-like item offers in ``context``: its names, a run of capitalised words being one
     ("Barack Obama", "White House" out of "The White House"), a possessive left out, never a capitalised function
-    word, weekday or month; a sentence's first word alone only if the text never writes it in lower case.
+    word, instruction word, weekday or month. A single word opening a sentence is capitalised whatever it is: it is
+    one only if the text writes it capitalised elsewhere too (mid-sentence, or opening another sentence) and never in
+    lower case: "Ignore the text" or "Attention:" opening a check's sentence is no name.
 
-    Real items take their candidates from the data; measured on the official ReCoRD test set this finds 87% of
-    them, and 78% of what it finds is one (tests/annotation/test_attention_disguise.py). An attention check offers them
+    Real items take their candidates from the data; measured on the official ReCoRD test set this finds 85% of
+    them, and 82% of what it finds is one (tests/annotation/test_attention_disguise.py). An attention check offers them
     (``EntityKind.expected_candidates``)."""
-    lower = {m.group() for m in _WORD.finditer(context) if m.group()[0].islower()}
+    lower: set[str] = set()
+    capitalised: dict[str, int] = {}
+    mid_sentence: set[str] = set()
     runs: list[list[int]] = []
     run: list[int] | None = None
     for match in _WORD.finditer(context):
@@ -740,6 +745,12 @@ def entity_candidates(context: str) -> list[tuple[int, int]]:
             text, end = text[:-1], end - 1
         if text.endswith(("'s", "’s")):
             text, end = text[:-2], end - 2
+        if text and text[0].islower():
+            lower.add(text.lower())
+        elif text:
+            capitalised[text] = capitalised.get(text, 0) + 1
+            if not _opens_sentence(context, start):
+                mid_sentence.add(text)
         if not text or not text[0].isupper() or text.lower() in _NOT_NAMES:
             run = None
         elif run is not None and context[run[1] : start] == " ":
@@ -747,13 +758,18 @@ def entity_candidates(context: str) -> list[tuple[int, int]]:
         else:
             run = [start, end]
             runs.append(run)
-    return [
-        (s, e)
-        for s, e in runs
-        if " " in context[s:e]
-        or not _SENTENCE_START.search(context[max(0, s - 12) : s])
-        or context[s:e].lower() not in lower
-    ]
+
+    def is_name(s: int, e: int) -> bool:
+        text = context[s:e]
+        if " " in text or not _opens_sentence(context, s):
+            return True
+        return text.lower() not in lower and (text in mid_sentence or capitalised.get(text, 0) > 1)
+
+    return [(s, e) for s, e in runs if is_name(s, e)]
+
+
+def _opens_sentence(context: str, start: int) -> bool:
+    return bool(_SENTENCE_START.search(context[max(0, start - 12) : start]))
 
 
 class EntityKind(_MarkedSpans):

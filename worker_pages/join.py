@@ -26,6 +26,7 @@ JOIN_STATUS = {
     JoinRefusal.NOT_OPEN: 403,
     JoinRefusal.CLOSED: 403,
     JoinRefusal.FULL: 409,
+    JoinRefusal.RETURNING: 200,  # a welcome back, asking how to continue
 }
 
 
@@ -66,6 +67,18 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
         )
     except services.JoinRefused as refused:
         provider = crowd.PROVIDERS.get(refused.platform)
+        if refused.reason == JoinRefusal.RETURNING:
+            return render(
+                request,
+                "annotation/join_returning.html",
+                status=JOIN_STATUS[refused.reason],
+                context={
+                    "message": refused.message,
+                    "provider": provider,
+                    "resume_param": services.RESUME_PARAM,
+                    "code_given": bool(params.get(services.RESUME_PARAM)),
+                },
+            )
         not_allowed = refused.reason == JoinRefusal.NOT_ALLOWED
         # The way back (annotation.services.joining): a resume code, posted to the same link, where the
         # platform cannot vouch for the worker.

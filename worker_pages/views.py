@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
-from annotation.estimates import cohort_estimate, duration_text
+from annotation.estimates import duration_text
 from annotation.models import Answer, AuditEvent, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
@@ -83,22 +83,24 @@ def _part_figures(enrollment: Enrollment, estimate) -> dict[int, dict]:
     return figures
 
 
-def _step_info(enrollment: Enrollment) -> dict:
-    """Time, pay and parts as the crowd platform listed each part (or the cohort's estimate, ``annotation.estimates``:
-    the same figures as the researcher's pages), with which it is."""
+def _step_info(enrollment: Enrollment, estimate=None) -> dict:
+    """Time, pay and parts as the worker's estimate has them (``annotation.estimates``: the same figures as the
+    platform's listing and the researcher's pages, with the attention checks the worker meets counted as the items
+    they look like, in the parts that hold them)."""
     cohort = enrollment.cohort
-    estimate = cohort_estimate(cohort)
+    estimate = estimate or attention.worker_estimate(enrollment)
     part = estimate.part(enrollment.part)
     figures = _part_figures(enrollment, estimate)
     spec, study = cohort.task.spec, cohort.study
+    in_part = enrollment.state in (Enrollment.State.TRAINING, Enrollment.State.TESTING)
     return {
         "training_items": estimate.training_items,
-        "test_items": _test_total(enrollment),  # the attention checks too: the progress bar counts them
+        "test_items": estimate.test_items + estimate.checks,  # the attention checks too: the progress bar counts them
         "shots": cohort.shots,
         "repeats": spec.train_rows_per_shot,
         "seconds_per_item": round(estimate.seconds_per_item),
         "duration": duration_text(figures[part.number]["minutes"]),
-        "test_duration": duration_text(estimate.test_minutes),
+        "total_duration": duration_text(estimate.listed_minutes),
         "pay": figures[part.number]["pay"],
         "figures": figures[part.number]["source"],
         "rate": study.pay_rate,
@@ -111,7 +113,8 @@ def _step_info(enrollment: Enrollment) -> dict:
             for p in estimate.parts
         ],
         "all_figures": figures,
-        "time_limit": part.time_limit,
+        # The worker's own limit, kept as their part started; the estimate's for a part not started.
+        "time_limit": (enrollment.timer_minutes if in_part else None) or part.time_limit,
     }
 
 
@@ -169,7 +172,7 @@ def _item_context(state: services.WorkState, *, revising: services.LastAnswer | 
     ctx = _base_context(enrollment)
     ctx.update(
         view="item",
-        time_left=_time_left(enrollment),
+        clock=_clock(enrollment),
         part=_part_label(enrollment),
         item=item,
         item_handle=state.item_handle,
@@ -351,7 +354,7 @@ def _stage_context(request: HttpRequest, enrollment: Enrollment) -> dict:
 
 def _between_context(enrollment: Enrollment) -> dict:
     """A part done: its code, the next part, and how to come back for it."""
-    estimate = cohort_estimate(enrollment.cohort)
+    estimate = attention.worker_estimate(enrollment)
     following = estimate.part(enrollment.part + 1)
     deadline = services.part_deadline(enrollment)
     info = _step_info(enrollment)
@@ -371,13 +374,22 @@ def _between_context(enrollment: Enrollment) -> dict:
     }
 
 
-def _time_left(enrollment: Enrollment) -> dict | None:
-    """Minutes left before the part's time limit when the worker may end the part now (the page warns and offers
-    "End now": the server's own rule, ``services.end_now_window``), else None."""
-    left = services.end_now_window(enrollment, timezone.now())
-    if left is None:
-        return None
-    return {"minutes": int(left.total_seconds() // 60), "deadline": services.part_deadline(enrollment)}
+def _clock(enrollment: Enrollment) -> dict:
+    """The part's clock, from the server's deadline: the seconds left (the page counts down from them, on its own
+    clock: a device's time of day may be wrong), and how many are left when the page warns and offers to end the
+    part (``warning``: already so), by the rule the server enforces (``services.end_now_seconds``)."""
+    deadline = services.part_deadline(enrollment)
+    left = max(0.0, (deadline - timezone.now()).total_seconds())
+    warn = services.end_now_seconds(enrollment)
+    return {"seconds_left": left, "warn_seconds": warn, "warning": left <= warn, "text": clock_text(left)}
+
+
+def clock_text(seconds: float) -> str:
+    """What the countdown shows: "4:05", "1:02:09" (whole seconds, rounded up: never "0:00" before the end)."""
+    whole = max(0, -(-int(seconds * 1000) // 1000))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _enrollment(request: HttpRequest) -> Enrollment | None:
@@ -461,6 +473,10 @@ def _refused(request: HtmxHttpRequest, enrollment: Enrollment, status: int, **me
 _CONFLICT_NOTICE = (
     "That answer was not saved: this item had already been answered (answers are final). Here is where you are now."
 )
+_TIME_UP_NOTICE = (
+    "That answer was not saved: the time for this part had passed when it arrived. Your earlier answers are kept "
+    "and you are paid for the time you worked: here is your code."
+)
 
 
 @require_POST
@@ -474,9 +490,17 @@ def answer(request: HtmxHttpRequest) -> HttpResponse:
     try:
         raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
         services.submit_answer(enrollment_id=enrollment.pk, item=item, answer=raw)
-    except services.Conflict:
+    except services.TimeUp:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_TIME_UP_NOTICE)
+    except services.NotCurrentItem:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 409, notice=_CONFLICT_NOTICE)
+    except services.Conflict as exc:
+        enrollment.refresh_from_db()
+        return _refused(
+            request, enrollment, 409, notice=f"That answer was not saved: {exc}. Here is where you are now."
+        )
     except InvalidAnswer as exc:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 400, error=f"Not saved: {exc}.")
@@ -583,6 +607,9 @@ def revise(request: HtmxHttpRequest) -> HttpResponse:
     try:
         raw = _raw_answer(enrollment.cohort.task.spec, request.POST)
         answer = services.revise_last_test_answer(enrollment_id=enrollment.pk, item=item, answer=raw)
+    except services.TimeUp:
+        enrollment.refresh_from_db()
+        return _refused(request, enrollment, 409, notice=_TIME_UP_NOTICE)
     except services.Conflict:
         enrollment.refresh_from_db()
         return _refused(request, enrollment, 409, notice=_NOT_REVISABLE)

@@ -33,9 +33,10 @@ from .answering import (
     submit_answer,
 )
 from .completion import completion
-from .errors import Conflict
+from .errors import Conflict, NotCurrentItem, TimeUp
 from .filtering import (
     ENDED_UNANSWERED,
+    end_now_seconds,
     end_now_window,
     expire_stale,
     filter_enrollment,
@@ -52,6 +53,8 @@ from .studies import close_cohort, close_study, create_study, data_errors, launc
 __all__ = [
     # errors
     "Conflict",
+    "NotCurrentItem",
+    "TimeUp",
     "InvalidAnswer",
     "JoinRefused",
     "TransitionNotAllowed",
@@ -80,6 +83,7 @@ __all__ = [
     "start_next_part",
     "part_bounds",
     "part_deadline",
+    "end_now_seconds",
     "end_now_window",
     "ENDED_UNANSWERED",
     "stop_part",

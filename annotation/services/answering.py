@@ -15,13 +15,22 @@ from tasks_data.s1 import item_s1
 
 from .. import attention
 from ..answers import validate_answer
-from ..estimates import cohort_estimate, split
 from ..handles import is_handle_of, item_handle
-from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, Study
+from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, PartTiming, Study
 from ..protocol import RETURN_DAYS, State, step_name, transition
 from ..results_changes import results_changed
-from .errors import Conflict
-from .filtering import STEP_OF_STATE, expire_if_stale, finish_training, is_stale, load_enrollment, part_started_at
+from .errors import Conflict, NotCurrentItem, TimeUp
+from .filtering import (
+    STEP_OF_STATE,
+    expire_if_stale,
+    finish_training,
+    is_stale,
+    load_enrollment,
+    part_deadline,
+    part_start,
+    part_started_at,
+    timed_out,
+)
 from .hot_paths import hot_path
 
 
@@ -69,16 +78,11 @@ def item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
     return example
 
 
-def part_bounds(enrollment: Enrollment) -> list[tuple[int, int]]:
-    """(first, end) test positions of each part of the cohort's test step (``estimates.split``), from the
-    counts the hot path read with the enrollment: no query."""
-    spec = enrollment.cohort.task.spec
-    return split(
-        training_items=enrollment.training_total if enrollment.cohort.shots else 0,
-        test_items=enrollment.test_total,
-        seconds_per_item=spec.seconds_per_item,
-        sitting_minutes=enrollment.cohort.study.sitting_minutes,
-    )
+def part_bounds(enrollment: Enrollment, checks: list[int] | None = None) -> list[tuple[int, int]]:
+    """(first, end) test positions of each part of the worker's test step (``estimates.split``), from the counts
+    the hot path read with the enrollment; ``checks``: the positions of the worker's attention checks, read (one
+    query) when not given in a study that has checks."""
+    return attention.part_bounds(enrollment, attention.check_positions(enrollment) if checks is None else checks)
 
 
 def start_next_part(*, enrollment_id: int) -> Enrollment:
@@ -93,7 +97,7 @@ def start_next_part(*, enrollment_id: int) -> Enrollment:
         part = enrollment.part + 1
         if not enrollment.cohort.study.provider.may_start_part(enrollment, part):
             raise Conflict(f"open part {part} from its own study on {enrollment.cohort.study.provider.name}")
-        limit = cohort_estimate(enrollment.cohort).part(part).time_limit
+        limit = attention.worker_estimate(enrollment).part(part).time_limit
         enrollment.part, enrollment.timer_started_at, enrollment.timer_minutes = part, now, limit
         enrollment.part_starts = {**(enrollment.part_starts or {}), str(part): now.isoformat()}
         transition(
@@ -155,7 +159,8 @@ def current_item(*, enrollment_id: int) -> WorkState:
             step=step_name(enrollment.state), done=done, total=step_total(enrollment, last), enrollment=enrollment
         )
     done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
-    check, checks_done, checks = _attention(enrollment, step, done)
+    checks = _attention(enrollment, step, done)
+    check, checks_done = checks.due, checks.answered
     item = attention.as_item(check, enrollment.cohort.task) if check else item_at(enrollment, step, done)
     if item is None:
         raise Conflict("this step has no item left to answer")  # only if the data changed under a study
@@ -164,17 +169,17 @@ def current_item(*, enrollment_id: int) -> WorkState:
     return WorkState(
         step=step,
         done=done + checks_done,
-        total=step_total(enrollment, step) + checks,
+        total=step_total(enrollment, step) + checks.total,
         item=item,
         enrollment=enrollment,
     )
 
 
-def _attention(enrollment: Enrollment, step: str, done: int) -> tuple:
-    """(due attention check, checks answered, checks) in the test step of a study with checks; else none
-    (and no query: the worker's progress counts the checks, the researcher's tables never do)."""
+def _attention(enrollment: Enrollment, step: str, done: int) -> attention.Progress:
+    """The worker's attention checks in the test step of a study with checks; else none (and no query: the worker's
+    progress counts the checks, the researcher's tables never do)."""
     if step != Answer.Step.TEST or not enrollment.cohort.study.has_attention_checks:
-        return None, 0, 0
+        return attention.Progress(None, 0, 0, [])
     return attention.progress(enrollment, done)
 
 
@@ -196,9 +201,9 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
     """Store one answer, once (rules 3, 5, 6); at the end of a step, move the worker on.
 
     ``item`` is the current item's handle (``annotation.handles``), as the worker was shown it.
-    Raises Conflict (409): not in a step, the item is not the current one (any other handle,
-    another enrollment's or a made-up one), or it is already answered; InvalidAnswer (400).
-    Nothing is stored when it raises.
+    Raises TimeUp (a Conflict, 409) when the part's time limit has passed; Conflict: not in a step, the item is
+    not the current one (any other handle, another enrollment's or a made-up one), or it is already answered;
+    InvalidAnswer (400). Nothing is stored when it raises.
 
     The enrollment's row lock serialises a worker's submissions; the answers are counted after
     the lock is taken, so the count includes every submission committed before. A constant
@@ -207,16 +212,20 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
     now = timezone.now()
     with transaction.atomic():
         enrollment = hot_path().fetch(enrollment_id, lock=True)
-        if expire_if_stale(enrollment, now):
-            raise Conflict("your time for this study has run out")
+        if is_stale(enrollment, now) and enrollment.state in STEP_OF_STATE:
+            raise TimeUp(TIME_UP)  # rolled back with the request: the next read expires it (current_item)
+        expire_if_stale(enrollment, now)
         step = STEP_OF_STATE.get(enrollment.state)
         if step is None:
+            if timed_out(enrollment):
+                raise TimeUp(TIME_UP)
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
         done = hot_path().answers_in_step(enrollment.pk, step)
         total = step_total(enrollment, step)
-        check, checks_done, checks = _attention(enrollment, step, done)
-        if check is not None:
-            return _submit_check(enrollment, check, item, answer, done + checks_done, total + checks)
+        checks = _attention(enrollment, step, done)
+        checks_done = checks.answered
+        if checks.due is not None:
+            return _submit_check(enrollment, checks.due, item, answer, done + checks_done, total + checks.total)
         example = item_at(enrollment, step, done) if done < total else None
         if example is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=example.pk):
             _refuse_other_item(enrollment, item)
@@ -236,7 +245,7 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
                 served_at=enrollment.current_served_at,
             )
         except IntegrityError:
-            raise Conflict("this item was already answered; answers are final") from None
+            raise NotCurrentItem("this item was already answered; answers are final") from None
         served = enrollment.current_served_at
         enrollment.current_served_at = None
         done += 1
@@ -247,6 +256,8 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
             if done == total:
                 finish_training(enrollment, now)
         elif done == total:
+            bounds = part_bounds(enrollment, checks.positions)
+            _keep_part_timing(enrollment, bounds, checks.positions, now)
             enrollment.completed_at = now
             transition(
                 enrollment,
@@ -254,11 +265,11 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
                 actor="worker",
                 action="complete test step",
                 update_fields=("completed_at", "current_served_at"),
-                parts=len(part_bounds(enrollment)),
+                parts=len(bounds),
             )
-        elif done == part_bounds(enrollment)[enrollment.part - 1][1]:
+        elif done == (bounds := part_bounds(enrollment, checks.positions))[enrollment.part - 1][1]:
             # The end of a part: the worker gets its code and comes back for the next (RETURN_DAYS to do so).
-            bounds = part_bounds(enrollment)
+            _keep_part_timing(enrollment, bounds, checks.positions, now)
             enrollment.timer_started_at, enrollment.timer_minutes = now, RETURN_DAYS * 24 * 60
             transition(
                 enrollment,
@@ -272,8 +283,24 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         if done < total and served is not None:
             hot_path().mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
-        result.done, result.total = result.done + checks_done, result.total + checks
+        result.done, result.total = result.done + checks_done, result.total + checks.total
         return result
+
+
+TIME_UP = "the time for this part has passed: that answer was not saved; your earlier answers are kept"
+
+
+def _keep_part_timing(enrollment: Enrollment, bounds: list[tuple[int, int]], checks: list[int], now) -> None:
+    """The part just finished: how long it took, from its start to its last answer (breaks included), for the
+    measured time limits (``annotation.estimates``)."""
+    PartTiming.objects.create(
+        enrollment=enrollment,
+        part=enrollment.part,
+        started_at=part_start(enrollment),
+        ended_at=now,
+        items=attention.part_items(enrollment, bounds, checks, enrollment.part),
+        limit_minutes=round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
+    )  # the transition that follows (between parts, or completed) tells the results (``results_changes``)
 
 
 @dataclass
@@ -338,8 +365,8 @@ def revise_last_test_answer(*, enrollment_id: int, item: str, answer) -> LastAns
     now = timezone.now()
     with transaction.atomic():
         enrollment = hot_path().fetch(enrollment_id, lock=True)
-        if expire_if_stale(enrollment, now):
-            raise Conflict("your time for this study has run out")
+        if expire_if_stale(enrollment, now) or timed_out(enrollment):
+            raise TimeUp(TIME_UP)
         if enrollment.state != State.TESTING:
             raise Conflict("answers can be changed only during the test step: this answer is final")
         last = revisable_test_answer(enrollment)
@@ -389,8 +416,8 @@ def _refuse_other_item(enrollment: Enrollment, handle) -> NoReturn:
         *enrollment.attention_answers.values_list("attention_check__item_id", flat=True),
     ]
     if any(is_handle_of(handle, enrollment_id=enrollment.pk, item_id=pk) for pk in answered):
-        raise Conflict("this item was already answered; answers are final")
-    raise Conflict("this is not the current item: items are answered one at a time, in order")
+        raise NotCurrentItem("this item was already answered; answers are final")
+    raise NotCurrentItem("this is not the current item: items are answered one at a time, in order")
 
 
 def _submit_check(enrollment: Enrollment, check, handle, raw_answer, done: int, total: int) -> SubmitResult:

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from tasks_data.models import Example, TrainingSetItem
 
+from ..attention import check_positions, part_bounds, part_items
 from ..estimates import estimate
-from ..models import Answer, AttentionAnswer, AuditEvent, Cohort, Enrollment
+from ..models import Answer, AttentionAnswer, AuditEvent, Cohort, Enrollment, PartTiming
 from ..pay import part_starts
 from ..protocol import (
     COMPARISON_EXCLUDES,
@@ -30,7 +31,7 @@ from ..protocol import (
     reinstate_state,
     transition,
 )
-from ..results_changes import results_changed
+from ..results_changes import results_changed, timing_kept
 from .errors import Conflict
 
 STEP_OF_STATE = {State.TRAINING: Answer.Step.TRAINING, State.TESTING: Answer.Step.TEST}
@@ -53,14 +54,28 @@ def is_stale(enrollment: Enrollment, now: datetime) -> bool:
 
 def part_deadline(enrollment: Enrollment) -> datetime:
     """When the part's time limit passes (between parts: when the worker's place is offered again). Part 1's clock
-    starts at joining, with its limit from the cohort's estimate (``estimates.Part.time_limit``: the task's figure,
-    so it needs only the item counts the worker's hot path reads with the enrollment); a later part's is set as it
-    starts."""
+    starts at joining, a later part's as it starts; each with the limit of the worker's estimate then
+    (``estimates.Part.time_limit``), kept on the enrollment so that it never changes under them."""
     limit = enrollment.timer_minutes or first_part_limit(enrollment)
-    return (enrollment.timer_started_at or enrollment.enrolled_at) + timedelta(minutes=limit)
+    return part_start(enrollment) + timedelta(minutes=limit)
+
+
+def part_start(enrollment: Enrollment) -> datetime:
+    """When the clock of the part the worker is in started (between parts: their wait)."""
+    return enrollment.timer_started_at or enrollment.enrolled_at
+
+
+def timed_out(enrollment: Enrollment) -> bool:
+    """Whether the enrollment ended because its part's time limit passed (not by the worker's choice)."""
+    return (
+        enrollment.state == State.EXPIRED
+        and enrollment.stopped_at is not None
+        and enrollment.stopped_at >= part_deadline(enrollment)
+    )
 
 
 def first_part_limit(enrollment: Enrollment) -> int:
+    """Part 1's limit for an enrollment that has none kept (joined before limits were kept on it)."""
     cohort = enrollment.cohort
     training = getattr(enrollment, "training_total", None)
     test = getattr(enrollment, "test_total", None)
@@ -101,15 +116,20 @@ END_NOW_SHARE = 0.2
 END_NOW_MINUTES = 5.0
 
 
+def end_now_seconds(enrollment: Enrollment) -> float:
+    """How long before the part's time limit the worker may end it now: ``END_NOW_SHARE`` of the limit, at least
+    ``END_NOW_MINUTES``."""
+    limit = (part_deadline(enrollment) - part_start(enrollment)).total_seconds()
+    return max(60.0 * END_NOW_MINUTES, END_NOW_SHARE * limit)
+
+
 def end_now_window(enrollment: Enrollment, now: datetime) -> timedelta | None:
     """The time left in the part when the worker may end it now and keep the pay for their answers (the page warns
     and offers "End now"), else None: too early in the part, or not in a part."""
     if enrollment.state not in STEP_OF_STATE:
         return None
-    deadline = part_deadline(enrollment)
-    limit = deadline - (enrollment.timer_started_at or enrollment.enrolled_at)
-    left = deadline - now
-    if left > max(timedelta(minutes=END_NOW_MINUTES), END_NOW_SHARE * limit):
+    left = part_deadline(enrollment) - now
+    if left.total_seconds() > end_now_seconds(enrollment):
         return None
     return max(left, timedelta(0))
 
@@ -141,6 +161,7 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
         )
         return True
     enrollment.stopped_at = min(now, part_deadline(enrollment))
+    _keep_cut_off(enrollment)
     transition(
         enrollment,
         State.EXPIRED,
@@ -159,6 +180,30 @@ NOT_YET = (
     "a part can be ended with a code only in its last minutes (the page offers it then); to leave now, withdraw: "
     "your place goes to someone else"
 )
+
+
+def _keep_cut_off(enrollment: Enrollment) -> None:
+    """A part cut off by its time limit: the worker needed at least the limit for its items (the measured time
+    limits count it so, ``estimates.fit_paces``; the results count the workers cut off)."""
+    if not hasattr(enrollment, "test_total"):  # not read by the hot path
+        cohort = enrollment.cohort
+        enrollment.training_total = (
+            TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
+        )
+        enrollment.test_total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    checks = check_positions(enrollment)
+    PartTiming.objects.get_or_create(
+        enrollment=enrollment,
+        part=enrollment.part,
+        defaults={
+            "started_at": part_start(enrollment),
+            "ended_at": part_deadline(enrollment),
+            "items": part_items(enrollment, part_bounds(enrollment, checks), checks, enrollment.part),
+            "limit_minutes": round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
+            "cut_off": True,
+        },
+    )
+    timing_kept(enrollment=enrollment)
 
 
 def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:

@@ -11,6 +11,8 @@ from django.db.models import Count
 
 import crowd
 
+from ..attention import worker_estimate
+from ..estimates import cohort_estimate
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import (
     MAX_UNVERIFIED_WAITING,
@@ -31,6 +33,7 @@ NOT_ALLOWED = (
     "this task before, and each person takes part once"
 )
 NOT_OPEN = "this study is not open yet; please try again later"
+RETURNING = "you hold a place in this study: you finished part {done} of {parts}, and part {next} is waiting for you"
 FULL = "this study is full: all places have been taken"
 ENDED = "this study has ended and no longer takes participants"
 
@@ -118,7 +121,12 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
         return "rebind"
     if not who.session:
         return ""
-    verification = verification_of(cohort, who, returning=True)  # may raise JoinRefused
+    try:
+        verification = verification_of(cohort, who, returning=True)
+    except JoinRefused:
+        if existing.state == State.BETWEEN and who.session == existing.platform_session:
+            return ""  # the session of the part they finished (no longer active there): welcomed back, not rebound
+        raise
     if verification == Enrollment.VERIFIED:
         if who.session == existing.platform_session:
             return "rebind"
@@ -134,6 +142,17 @@ def _way_back(existing: Enrollment, cohort: Cohort, who: crowd.Identity, params:
         )
     # A platform that vouches for nothing (an assignment id in the link): its own session is the worker's.
     return "rebind" if who.session == existing.platform_session else ""
+
+
+def _not_back(existing: Enrollment, study: Study) -> JoinRefused:
+    """Why a worker with an enrollment, from a browser not bound to it, is not taken back: one between parts is
+    welcomed back and told how to continue (a resume code, or the next part's own study); anyone else gets the one
+    answer for every "not allowed" (rule 1)."""
+    if existing.state != State.BETWEEN:
+        return JoinRefused(JoinRefusal.NOT_ALLOWED, NOT_ALLOWED, study.platform)
+    parts = len(worker_estimate(existing).parts)
+    message = RETURNING.format(done=existing.part, parts=parts, next=existing.part + 1)
+    return JoinRefused(JoinRefusal.RETURNING, message, study.platform)
 
 
 def _continue_if_next_part(existing: Enrollment, cohort: Cohort, who: crowd.Identity) -> None:
@@ -265,12 +284,14 @@ def join(
             )
             return JoinOutcome(cohort, existing, rebound=True)
         if way != "supersede":
-            raise JoinRefused(JoinRefusal.NOT_ALLOWED, refused, study.platform)
+            raise _not_back(existing, study)
         check_accepting(cohort)
         supersede, verification = existing, Enrollment.VERIFIED
     else:
         check_accepting(cohort)
         verification = verification_of(cohort, who)  # before any lock: it may call the platform
+    # Part 1's time limit as the worker joins (the cohort's estimate then): it never changes under them.
+    first_limit = cohort_estimate(cohort).part(1).time_limit
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(
@@ -301,7 +322,8 @@ def join(
             platform_data=who.data,
             verification=verification,
             resume_code=new_resume_code() if study.provider.offers_resume_code else "",
-            part=1,  # its clock starts at joining, its limit the cohort's estimate's (filtering.part_deadline)
+            part=1,  # its clock starts at joining (filtering.part_deadline)
+            timer_minutes=first_limit,
         )
         try:
             transition(
@@ -340,7 +362,7 @@ def _supersede(enrollment_id: int, study: Study, *, elsewhere: bool = False) -> 
         )
     else:
         squatter.save(update_fields=["verification"])
-        results_changed(enrollment=squatter)
+        results_changed(enrollment=squatter, always=True)
         AuditEvent.objects.create(
             study_id=squatter.cohort.study_id,  # the squatter's own study (another one of the task, maybe)
             enrollment=squatter,

@@ -16,6 +16,7 @@ from tasks_data.registry import CLUES_TASKS, SHOTS, find_task, get_task
 from tasks_data.selectors import tasks_visible_to
 
 from .. import platform_settings
+from ..estimates import sitting_refusal
 from ..models import AuditEvent, Cohort, Enrollment, Study
 from ..protocol import holds_place, reopen_refusal
 from .errors import Conflict
@@ -68,6 +69,12 @@ def _shot_list(shots):
     return shots
 
 
+def _sitting_errors(study: Study, *, checked: bool) -> dict[str, list[str]]:
+    """The sitting cap's error when it cannot hold a cohort's part 1 (``estimates.sitting_refusal``)."""
+    refusal = sitting_refusal(study=study) if checked else ""
+    return {"sitting_minutes": [refusal]} if refusal else {}
+
+
 def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bool = False, **params) -> Study:
     """Create a study and its cohorts (one per task x shots); raises ValidationError naming the field.
 
@@ -111,6 +118,7 @@ def create_study(*, name: str, tasks: Sequence[str], created_by=None, launch: bo
     missing, task_rows, training_sets = (
         data_errors(tasks=study.tasks, shots=study.shots, chain=study.chain, user=created_by) if valid else ({}, {}, {})
     )
+    missing.update(_sitting_errors(study, checked=valid and "sitting_minutes" not in errors))
     for key, messages in missing.items():
         errors.setdefault(key, []).extend(messages)
     if errors:

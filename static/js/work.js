@@ -124,6 +124,46 @@
     });
   }
 
+  /* ------------------------------------------------------------ the part's clock */
+
+  // The server says how many seconds the part has left as it made the page (data-seconds-left): the page counts
+  // down from them on its own monotonic clock (a device's time of day may be wrong), shows the warning and the
+  // offer to end the part once data-warn-seconds are left, and when the time is up loads the stage again: the
+  // server ends the part there and shows the code. One timer for the page; each swapped stage brings its own figure.
+  function clockText(seconds) {
+    var whole = Math.max(0, Math.ceil(seconds - 1e-3));
+    var h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), s = whole % 60;
+    var two = function (n) { return (n < 10 ? "0" : "") + n; };
+    return h ? h + ":" + two(m) + ":" + two(s) : m + ":" + two(s);
+  }
+  function startClock(el) {
+    if (el.dataset.ends) { return; }
+    el.dataset.ends = String(performance.now() + 1000 * parseFloat(el.getAttribute("data-seconds-left")));
+  }
+  function tick() {
+    var el = document.querySelector("[data-countdown]");
+    if (!el) { return; }
+    startClock(el);
+    var left = (parseFloat(el.dataset.ends) - performance.now()) / 1000;
+    var shown = $(el, '[data-role="clock"]');
+    if (shown) { shown.textContent = clockText(left); }
+    if (el.hidden && left <= parseFloat(el.getAttribute("data-warn-seconds"))) { el.hidden = false; }
+    if (left > 0 || el.dataset.over) { return; }
+    el.dataset.over = "1";
+    el.hidden = false;
+    var note = $(el, '[data-role="clock-note"]');
+    if (note) { note.textContent = "The time for this part has passed. Your answers are kept: your code is on its way."; }
+    var stage = document.getElementById("stage");
+    if (stage) { $$(stage, "form button").forEach(function (b) { b.disabled = true; }); }
+    // A moment after the deadline (the server's clock, not this one, decides): the server ends the part.
+    setTimeout(function () {
+      if (window.htmx && document.body.contains(el)) {
+        window.htmx.ajax("GET", el.getAttribute("data-refresh"), { target: "#stage", swap: "outerHTML" });
+      }
+    }, 1500);
+  }
+  setInterval(tick, 250);
+
   // Buttons of a form in flight are disabled: a double click or key repeat sends one answer.
   document.addEventListener("htmx:beforeRequest", function (e) {
     var form = e.detail.elt;

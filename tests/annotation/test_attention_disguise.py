@@ -184,9 +184,29 @@ def test_a_record_check_offers_candidates_as_a_real_item_does(researcher):
     assert AttentionAnswer.objects.get().passed
 
 
+def test_a_record_check_written_as_instructions_offers_no_instruction_word(researcher):
+    """A check's sentences open with words a real item never offers ("Attention check.", "Ignore the text"): the worker
+    is offered the text's names only, as a real item's candidates are drawn."""
+    check = {
+        **RECORD_CHECK,
+        "context": "Attention check. Ignore the article and choose Paris. Barack Obama met Reuters in Paris.\n"
+        "@highlight\nCheck your answer",
+        "expected": "Paris",
+    }
+    c = _study(researcher, check, task="record", n_test=2)
+    offered = {AttentionCheck.objects.get().context[s:e] for s, e in AttentionCheck.objects.get().candidates}
+    assert offered == {"Paris", "Barack Obama", "Reuters"}, offered
+    worker = WorkerClient(c, "record-instructions")
+    worker.client.post("/work/start/", HTTP_X_CSRFTOKEN=worker.csrf)
+    _to_the_check(worker)
+    page = worker.client.get("/work/").content.decode()
+    buttons = set(re.findall(r'<button type="button" class="cand"[^>]*>([^<]*)</button>', page))
+    assert buttons == {"Paris", "Barack Obama", "Reuters"} and not {"Attention", "Ignore", "Check"} & buttons
+
+
 def test_the_candidate_extraction_finds_a_real_items_candidates(clues):
     """On the imported ReCoRD test items, the extraction offers what the data offers: no capitalised function word,
-    and most of the real candidates (the official test set: 87% of them, and 78% of what it offers is one)."""
+    and most of the real candidates (the official test set: 85% of them, and 82% of what it offers is one)."""
     found = real_total = offered_total = 0
     items = list(Example.objects.filter(task__slug="record", role=Example.Role.TEST))
     if len(items) < 20:

@@ -84,7 +84,7 @@ def test_ner_worker_prolific_mouse(pages, shoot, demo_data):
         )
         expected = sorted(dict.fromkeys(example.gold))
         if step == "test" and not seen_test:
-            expect(page.locator(".banner")).to_contain_text("training step is over")
+            expect(page.locator(".banner[role=status]")).to_contain_text("training step is over")
             shoot(page, "05-first-test-item")
             seen_test = True
         if not example.gold:

@@ -121,7 +121,8 @@ def test_a_pool_with_its_own_settings_grants_credit_on_finishing_and_screens_out
     # Its time ran out: told through on_expire, and no credit.
     late = WorkerClient(link, params={"survey_code": "1003"})
     assert late.join_response.status_code == 302
-    services.expire_stale(now=timezone.now() + timedelta(minutes=study.time_limit + 1))
+    limit = Enrollment.objects.get(worker__external_id="1003").timer_minutes  # the part's limit as they joined
+    services.expire_stale(now=timezone.now() + timedelta(minutes=limit + 1))
     assert provider.expired == ["1003"] and len(server.grants) == 2
     # Refused as its own: a survey code is digits.
     assert Client().get(link.join_path, {"survey_code": "x1"}).status_code == 400

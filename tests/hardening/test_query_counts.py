@@ -27,11 +27,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 # The ceilings (queries per request; see the module docstring for what counts).
 MAX_CURRENT = 4  # session, progress and state (one statement), item, "served at" UPDATE
 MAX_ANSWER = 8  # session, savepoint, lock, count, item, INSERT, "served at" UPDATE, release
-MAX_ANSWER_END_OF_STEP = 11  # lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT
-MAX_PAGE = 20  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
+# lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT; the test step's end: the part's
+# timing kept, the stored results marked stale
+MAX_ANSWER_END_OF_STEP = 13
+MAX_PAGE = 21  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
 # cohort, the platform's check (Prolific: the cohort's Prolific study, kept by its app), worker (get or create,
-# savepoints), exposure, cohort lock, count, enrollment, audit, session
-MAX_JOIN = 17
+# savepoints), exposure, cohort lock, count, enrollment, audit, session; part 1's time limit as they join (the
+# cohort's test and training items, its measured part times)
+MAX_JOIN = 20
 
 
 def queries(fn) -> tuple[int, object]:

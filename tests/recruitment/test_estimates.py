@@ -2,17 +2,20 @@
 planner show the same figure; the defaults of launch_study and of the dashboard form give no cohort whose parts
 outrun their time limit, for each of the six tasks; a researcher's own figure far off the estimate is warned about."""
 
+import re
 from decimal import Decimal
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotation.estimates import cohort_estimate, duration_text
+from annotation.estimates import cohort_estimate, duration_text, estimate, test_items_of
 from annotation.models import Study
 from recruitment.publish import publish
 from results.cells import table_cells
+from tasks_data.models import Task
 from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, pid_for, trim_test_set
 
@@ -60,7 +63,7 @@ def test_every_surface_shows_the_cohorts_one_estimate(fake, researcher):
         assert "1.75 USD" in page
 
     (cell,) = table_cells(study)  # the planner
-    assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
+    assert cell["expected_minutes"] == estimate.listed_minutes
     assert cell["planned"] is None or cell["planned_cost"] >= cell["planned"] * estimate.total_pay
 
 
@@ -82,7 +85,7 @@ def test_launch_study_with_defaults_fits_every_clues_task(slug, researcher):
         "launch_study", "--name", name, "--tasks", slug, "--owner", "rita", stdout=out, stderr=err, verbosity=2
     )
     study = Study.objects.get(name=f"paper {slug}")
-    assert study.cohorts.count() == 4 and study.expected_minutes is None and study.time_limit is None
+    assert study.cohorts.count() == 4 and study.expected_minutes is None and study.time_limit_minutes is None
     assert _fits(study) == []
     assert f"{slug} 0-shot: about" in err.getvalue() and "warning" not in err.getvalue()
 
@@ -104,41 +107,78 @@ def test_the_dashboard_form_with_defaults_fits_every_clues_task_and_warns_of_a_f
     assert "your expected duration of 30 minutes is -86% off the estimate of 210 minutes" in html
 
 
-def test_the_readme_figures_are_the_estimate_functions(researcher):
-    """The README's table of a paper-sized study is what ``annotation.estimates`` gives for the official test sets."""
-    import math
-    import re
-    from pathlib import Path
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_COLUMNS = ["Task", "Shots", "Items", "Parts (minutes each)", "Time", "Time limit of each part", "Pay at $12/h"]
 
-    from annotation.estimates import estimate, test_items_of
-    from tasks_data.models import Task
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme[readme.index("<!-- estimate-table") : readme.index("<!-- /estimate-table -->")]
-    rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    names = {spec.name: slug for slug, spec in CLUES_TASKS.items()}
+def readme_table() -> list[dict[str, str]]:
+    """The README's table of a paper-sized study, a dict per row (its header's columns)."""
+    text = README.read_text()
+    table = text[text.index("<!-- estimate-table") : text.index("<!-- /estimate-table -->")]
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    header, rows = [c.strip() for c in lines[0].split("|")[1:-1]], lines[2:]
+    assert header == README_COLUMNS
+    return [dict(zip(header, (c.strip() for c in row.split("|")[1:-1]), strict=True)) for row in rows]
+
+
+def estimate_row(study: Study, slug: str, shots: int, test_items: int) -> dict[str, str]:
+    """A row of the README's table as the estimate function (what every page and listing reads) gives it."""
+    spec = CLUES_TASKS[slug]
+    e = estimate(study=study, task_slug=slug, training_items=shots * spec.train_rows_per_shot, test_items=test_items)
+    return {
+        "Task": spec.name,
+        "Shots": str(shots),
+        "Items": str(e.items),
+        "Parts (minutes each)": f"{len(e.parts)} ({' + '.join(str(p.listed_minutes) for p in e.parts)})",
+        "Time": f"{e.listed_minutes} min",
+        "Time limit of each part": f"{' / '.join(str(p.time_limit) for p in e.parts)} min",
+        "Pay at $12/h": f"${e.total_pay}",
+    }
+
+
+def test_the_readme_table_is_the_estimate_function_cell_by_cell(researcher):
+    """Every cell of the README's table of a paper-sized study, minutes included, is what ``annotation.estimates``
+    gives for the official test sets at the defaults; its time is the sum of its parts' minutes, as a worker and
+    Prolific read them; and the study's total is the table's."""
+    tests = {slug: test_items_of(Task.objects.get(slug=slug)) for slug in CLUES_TASKS}
+    if tests["sst2"] != 210:
+        pytest.skip("the README's table is of the official test sets (the demo data is imported)")
     study = Study(pay_rate=Decimal(12), sitting_minutes=60)
-    total = Decimal(0)
-    for name, _shots, items, minutes, sittings, pay in (map(str.strip, r) for r in rows):
-        slug = names[name]
-        spec, test_items = CLUES_TASKS[slug], test_items_of(Task.objects.get(slug=slug))
-        shown = []
-        for k in (0, 10, 30):
-            e = estimate(
-                study=study, task_slug=slug, training_items=k * spec.train_rows_per_shot, test_items=test_items
+    rows = readme_table()
+    expected = [estimate_row(study, slug, k, tests[slug]) for slug in CLUES_TASKS for k in Study.SHOT_CONDITIONS]
+    assert [(r["Task"], r["Shots"]) for r in rows] == [(r["Task"], r["Shots"]) for r in expected]
+    for shown, computed in zip(rows, expected, strict=True):
+        for column in README_COLUMNS:
+            assert shown[column] == computed[column], (
+                f"README, {shown['Task']} {shown['Shots']}-shot, {column}: {shown[column]!r}; "
+                f"the estimate: {computed[column]!r}"
             )
-            shown.append((e.training_items + e.test_items, math.ceil(e.minutes - 1e-9), len(e.parts), e))
-        assert items == " / ".join(str(n) for n, *_ in shown)
-        assert minutes == " / ".join(str(m) for _, m, *_ in shown) + " min"
-        first = " / ".join(str(e.parts[0].listed_minutes) for *_, e in shown)
-        assert sittings == f"{shown[0][2]} ({first})" and len({p for _, _, p, _ in shown}) == 1
-        assert pay == " / ".join(f"${e.total_pay}" for *_, e in shown)
-        for k in (0, 10, 20, 30):
-            e = estimate(
-                study=study, task_slug=slug, training_items=k * spec.train_rows_per_shot, test_items=test_items
-            )
-            total += 3 * e.total_pay
-    assert len(rows) == 6 and f"${total:,}" in re.sub(r"\s+", " ", readme)
+        parts = [int(m) for m in re.findall(r"\d+", shown["Parts (minutes each)"].split("(", 1)[1])]
+        assert f"{sum(parts)} min" == shown["Time"], f"{shown['Task']} {shown['Shots']}-shot: the time is its parts'"
+    total = sum((3 * Decimal(r["Pay at $12/h"].lstrip("$")) for r in rows), Decimal(0))
+    assert f"72 annotators, ${total:,} in rewards" in re.sub(r"\s+", " ", README.read_text())
+
+
+def test_a_figure_of_ones_own_is_listed_as_its_parts_add_up(researcher):
+    """``--expected-minutes 100`` on ReCoRD 10-shot: the parts share out the 100 minutes (the README says so), on
+    launch_study's lines, the study page and the worker's description page."""
+    err = StringIO()
+    options = ("--name", "own", "--tasks", "record", "--shots", "10", "--expected-minutes", "100", "--owner", "rita")
+    call_command("launch_study", *options, stdout=StringIO(), stderr=err, verbosity=2)
+    study = Study.objects.get(name="own")
+    (c,) = study.cohorts.select_related("task", "study")
+    est = cohort_estimate(c)
+    minutes = [p.listed_minutes for p in est.parts]
+    assert sum(minutes) == est.listed_minutes == 100 and max(minutes) - min(minutes) <= 1
+    listed = " + ".join(map(str, minutes))
+    assert f"record 10-shot: about 100 min (your figure) in {len(minutes)} part(s) of {listed} min" in err.getvalue()
+    if len(minutes) == 4:  # the official test set (the README's example)
+        assert f"ReCoRD 10-shot is listed as {listed} = 100 minutes" in re.sub(r"\s+", " ", README.read_text())
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/dashboard/studies/{study.pk}/").content.decode()
+    assert [int(m) for m in re.findall(r'data-minutes="(\d+)"', page)] == minutes
+    assert est.total_pay == Decimal(12) * 100 / 60
 
 
 def test_launch_study_warns_of_a_duration_far_off_the_estimate(researcher):

@@ -358,7 +358,7 @@ def test_end_now_on_prolific_pays_only_for_answers_in_the_part(fake, researcher,
     idle = open_link(c, pid, first, sid)
     early = idle.send("post", "/api/work/stop/")
     assert early.status_code == 409 and "withdraw" in early.json()["detail"]
-    clock.advance(26 * 60)
+    clock.advance((Enrollment.objects.get(pk=idle.enrollment_id).timer_minutes - 4) * 60)  # near the limit
     ended = idle.send("post", "/api/work/stop/").json()
     assert ended["step"] == "withdrawn" and ended["completion"] is None
     page = idle.client.get("/work/").content.decode()
@@ -369,7 +369,7 @@ def test_end_now_on_prolific_pays_only_for_answers_in_the_part(fake, researcher,
     busy_sid = fake.start_submission(first, busy_pid)
     busy = open_link(c, busy_pid, first, busy_sid)
     answer(busy, clock, 20, pace=60)  # slow: 20 minutes for 20 items
-    clock.advance(6 * 60)
+    clock.advance((Enrollment.objects.get(pk=busy.enrollment_id).timer_minutes - 20 - 4) * 60)  # near the limit
     stopped = busy.send("post", "/api/work/stop/").json()
     assert stopped["step"] == "expired" and stopped["completion"]["code"] == screen_out_code(c, 1)
     fake.submit(busy_sid, stopped["completion"]["code"])
@@ -377,7 +377,7 @@ def test_end_now_on_prolific_pays_only_for_answers_in_the_part(fake, researcher,
     sync(study)
     pay_bonuses(study)
     (row,) = BonusPayment.objects.filter(enrollment__worker__external_id=busy_pid)
-    # 20 minutes of answers, then 6 minutes to End now capped at the idle cap of 5: 25 minutes at 12/h = 5.00.
+    # 20 minutes of answers, then the minutes to End now capped at the idle cap of 5: 25 minutes at 12/h = 5.00.
     assert row.active_seconds == 25 * 60 and row.amount == Decimal("5.00") - Decimal("0.14")
     assert fake.paid_total(busy_pid) == 4.86 and fake.paid_total(pid) == fake.screen_out_paid(pid) == 0
 

@@ -92,15 +92,17 @@ def test_majority_row_and_intervals_in_every_table_export(sst, researcher):
         "SST-2 95% CI (this test set) high",
         "SST-2 95% CI (the task's items) low",
         "SST-2 95% CI (the task's items) high",
+        "SST-2 cut off by time",
     ]
     human10 = next(r for r in rows if r[:2] == ["Human", "10"])
+    assert human10[-1] == "0"  # nobody cut off by a part's time limit
     assert (
         human10[2] == "80.0 ± 20.0"
         and human10[3] == "3"
         and float(human10[4]) == pytest.approx(interval["low"], abs=0.01)
     )
     assert float(human10[6]) == pytest.approx(task_items["low"], abs=0.01)
-    assert ["Majority vote", "10", "80.0", "3", "", "", "", ""] in rows
+    assert ["Majority vote", "10", "80.0", "3", "", "", "", "", ""] in rows  # no cut-off count: not a human row
     md = client.get(url, {"fmt": "md"}).content.decode()
     low, high = interval["low"], interval["high"]
     # Three annotators: their values beside the (model-based) interval, as the paper's cells of three.
@@ -151,8 +153,8 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert table_cells(sst, target_points=25)[1]["planned"] == _planned_by_hand([1.0, 0.8, 0.6], 0.25)
     wider = table_cells(sst, target_points=40)[1]["planned"]
     assert wider == _planned_by_hand([1.0, 0.8, 0.6], 0.40) < cell["planned"]
-    # Priced: planned annotators x the cohort's estimate at the study's rate (measured once its first 3 workers
-    # finished: the median of their gaps between answers) + the platform's service fee.
+    # Priced: planned annotators x the cohort's estimate at the study's rate (measured once 3 workers finished a
+    # part: the typical pace of their part totals) + the platform's service fee.
     enrollments = list(sst.cohorts.get(shots=10).enrollments.all())
     assert len(enrollments) == 3
     estimate = cohort_estimate(sst.cohorts.get(shots=10))
@@ -162,7 +164,7 @@ def test_results_page_shows_both_intervals_majority_and_the_priced_planner(sst, 
     assert sst.platform == "prolific" and fee_share > 0
     fee = (cell["planned"] * each * Decimal(str(fee_share))).quantize(Decimal("0.01"))
     assert cell["planned_fee"] == fee and cell["planned_cost"] == cell["planned"] * each + fee
-    assert cell["expected_minutes"] == pytest.approx(estimate.minutes)
+    assert cell["expected_minutes"] == estimate.listed_minutes  # what the workers are shown and paid
     html = client.get(f"/dashboard/studies/{sst.pk}/results/", {"target": "40"}).content.decode()
     assert f'<td class="num planned" data-label="Annotators for ± 40.0">{wider}</td>' in html
     for bad in ("abc", "0", "-3", "nan", "1e9"):
@@ -323,7 +325,8 @@ def test_the_mrc_gold_rule_reads_annotator_rows_and_model_rows_too(researcher):
 
 def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, researcher, django_assert_max_num_queries):
     table_cells(sst)  # computes and stores each cohort's scores
-    with django_assert_max_num_queries(2):  # the stored scores' counters, the cohorts (the scores: read already)
+    # The stored scores' counters, the cohorts, the workers cut off by time (the scores: read already).
+    with django_assert_max_num_queries(3):
         assert [c["n"] for c in table_cells(sst)] == [0, 3]
     client = _client(researcher)
     assert client.get(f"/api/studies/{sst.pk}/results/").json()["cells"][0]["n"] == 0
@@ -335,9 +338,9 @@ def test_the_table_reads_cached_scores_and_a_new_result_shows_at_once(sst, resea
     api = client.get(f"/api/studies/{sst.pk}/results/").json()
     assert api["cells"][0]["n"] == 1 and api["cells"][0]["mean"] == pytest.approx(100.0)
     assert api["cells"][1]["n"] == 3  # the other cohort, still as stored
-    with django_assert_max_num_queries(3):  # and the 0-shot cohort's scores, new to this Study object
+    with django_assert_max_num_queries(4):  # and the 0-shot cohort's scores, new to this Study object
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
-    with django_assert_max_num_queries(2):
+    with django_assert_max_num_queries(3):
         assert [c["n"] for c in table_cells(sst)] == [1, 3]
 
 

@@ -56,6 +56,9 @@ _MASKS = [
     (re.compile(r'(name="item" value=")[a-z2-7]{16}'), r"\1HANDLE"),
     (re.compile(r'("(?:id|item)":")[a-z2-7]{16}"'), r'\1HANDLE"'),
     (re.compile(r"WORKER-[AB]"), "WORKER-X"),
+    # The part's clock: the seconds left as each page was made.
+    (re.compile(r'(data-seconds-left=")[\d.]+'), r"\1SECONDS"),
+    (re.compile(r'(data-role="clock">)[\d:]+'), r"\1CLOCK"),
 ]
 
 

@@ -162,8 +162,9 @@ def test_a_forged_handle_is_refused_as_a_wrong_item_is(study):
     page_forged = worker.client.post("/work/answer/", {"item": "a" * 16, "label": "positive"})
     assert page_wrong.status_code == page_forged.status_code == 409
 
-    def shown(response) -> str:  # the page without its (per-response masked) CSRF token
-        return re.sub(r'(csrfmiddlewaretoken" value=|X-CSRFToken": )"[^"]*"', "", response.content.decode())
+    def shown(response) -> str:  # the page without its (per-response masked) CSRF token, nor its clock's seconds
+        page = re.sub(r'(csrfmiddlewaretoken" value=|X-CSRFToken": )"[^"]*"', "", response.content.decode())
+        return re.sub(r'data-seconds-left="[\d.]+"|data-role="clock">[\d:]+', "", page)
 
     assert "That answer was not saved" in shown(page_forged) and shown(page_forged) == shown(page_wrong)
     assert not Answer.objects.exists()

@@ -16,8 +16,9 @@ def _part_of(html: str) -> str | None:
 
 
 def test_every_page_of_a_part_names_the_part(demo_data):
-    # ReCoRD's items at a minute each in 10-minute sittings: a test step in parts.
-    study = make_study(tasks=("record",), shots=(0, 10), sitting_minutes=10, filter_fraction=None)
+    # ReCoRD's items at a minute each in short sittings (15 minutes: part 1 holds the 10-minute training step):
+    # a test step in parts.
+    study = make_study(tasks=("record",), shots=(10,), sitting_minutes=15, filter_fraction=None)
     enrollment = enroll(cohort_of(study, "record", 10))
     client = bind(Client(), enrollment)
     item = _part_of(client.get("/work/").content.decode())
@@ -26,6 +27,7 @@ def test_every_page_of_a_part_names_the_part(demo_data):
     feedback = client.get("/work/").content.decode()
     assert 'class="feedback' in feedback and _part_of(feedback) == item
 
+    study = make_study(tasks=("record",), shots=(0,), sitting_minutes=10, filter_fraction=None)
     enrollment = enroll(cohort_of(study, "record", 0))
     client = bind(Client(), enrollment)
     item = _part_of(client.get("/work/").content.decode())

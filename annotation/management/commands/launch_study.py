@@ -1,7 +1,6 @@
 """manage.py launch_study: one option per study parameter, derived from the Study model (``Study.parameters``),
 and one per crowd platform setting (``annotation.platform_settings``), for that platform only."""
 
-import math
 from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth import get_user_model
@@ -163,12 +162,13 @@ class Command(BaseCommand):
         # researcher's own that is far off it.
         for cohort in cohorts:
             est = estimates.cohort_estimate(cohort)
-            longest = max(p.listed_minutes for p in est.parts)
             if options["verbosity"] > 1:  # the study page shows it too
+                minutes = " + ".join(str(p.listed_minutes) for p in est.parts)
+                limits = " / ".join(str(p.time_limit) for p in est.parts)
                 self.stderr.write(
-                    f"{cohort.task.slug} {cohort.shots}-shot: about {math.ceil(est.minutes)} min "
-                    f"({est.source}) in {len(est.parts)} part(s) of at most {longest} min, each with a time limit of "
-                    f"{max(p.time_limit for p in est.parts)} min; pays {est.total_pay} {study.pay_currency}"
+                    f"{cohort.task.slug} {cohort.shots}-shot: about {est.listed_minutes} min ({est.source}) in "
+                    f"{len(est.parts)} part(s) of {minutes} min, with time limits of {limits} min; pays "
+                    f"{est.total_pay} {study.pay_currency}"
                 )
             warning = estimates.override_warning(study=study, task=cohort.task, shots=cohort.shots)
             if warning:
