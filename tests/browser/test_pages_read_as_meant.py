@@ -30,8 +30,8 @@ def _shown(page, selector: str) -> str:
 
 @pytest.mark.parametrize("size", [PHONE, LAPTOP], ids=["phone", "laptop"])
 def test_record_reads_a_blank_everywhere_and_the_feedback_names_the_part(pages, demo_data, size):
-    # ReCoRD at a minute an item in 10-minute sittings: the demo's 10 training and 12 test items in 2 parts.
-    study = make_study(tasks=("record",), shots=(10,), sitting_minutes=10, filter_fraction=None)
+    # ReCoRD at a minute an item in 15-minute sittings: the demo's 10 training and 12 test items in parts.
+    study = make_study(tasks=("record",), shots=(10,), sitting_minutes=15, filter_fraction=None)
     cohort = cohort_of(study, "record", 10)
     touch = {"has_touch": True, "is_mobile": True} if size is PHONE else {}
     page = pages.new(viewport=size, **touch)
