@@ -31,7 +31,7 @@ from tasks_data.models import Example, Task
 from tasks_data.s1 import as_set
 
 from .answers import InvalidAnswer, validate_answer
-from .estimates import Estimate, enrollment_estimate, split
+from .estimates import Estimate, cohort_estimate, enrollment_estimate, split
 from .models import AttentionAnswer, AttentionCheck, AuditEvent, Cohort, Enrollment, Study
 
 
@@ -65,20 +65,42 @@ def add_check(
         item_id=0,
     )
     check.full_clean(exclude=["item_id"])
-    with transaction.atomic():
-        Study.objects.select_for_update().filter(pk=study.pk).first()
-        check.item_id = _reserve_item_id()
-        check.save()
-        if not study.has_attention_checks:
-            study.has_attention_checks = True
-            study.save(update_fields=["has_attention_checks"])
-        AuditEvent.objects.create(
-            study=study,
-            actor=actor,
-            action="add attention check",
-            reason=f"{spec.name}, before test item {position}: {check.question}",
-        )
+    had_checks = study.has_attention_checks
+    try:
+        with transaction.atomic():
+            Study.objects.select_for_update().filter(pk=study.pk).first()
+            check.item_id = _reserve_item_id()
+            check.save()
+            if not study.has_attention_checks:
+                study.has_attention_checks = True
+                study.save(update_fields=["has_attention_checks"])
+            _keep_published_parts(study, task_row, spec.name)
+            AuditEvent.objects.create(
+                study=study,
+                actor=actor,
+                action="add attention check",
+                reason=f"{spec.name}, before test item {position}: {check.question}",
+            )
+    except ValidationError:
+        study.has_attention_checks = had_checks  # rolled back with the rest
+        raise
     return check
+
+
+def _keep_published_parts(study: Study, task: Task, name: str) -> None:
+    """ValidationError when the check just written would change the parts of a cohort its crowd platform already
+    lists part by part (each part its own listing, with its pay): a worker would meet a part nobody published."""
+    for cohort in Cohort.objects.filter(study=study, task=task).select_related("study", "task"):
+        listed = study.provider.listed_parts(cohort)
+        parts = len(cohort_estimate(cohort).parts)
+        if listed and parts != len(listed):
+            raise ValidationError(
+                {
+                    "position": f"{name} {cohort.shots}-shot is published on {study.provider.name} in {len(listed)} "
+                    f"part(s); with this check its test step would need {parts} (no part may outgrow the study's "
+                    f"sitting cap of {study.sitting_minutes} minutes). Write checks before publishing."
+                }
+            )
 
 
 def _reserve_item_id() -> int:

@@ -7,11 +7,13 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.test import Client
 
+from annotation.attention import add_check
 from annotation.estimates import cohort_estimate
-from annotation.models import Answer, AuditEvent, Enrollment
+from annotation.models import Answer, AttentionCheck, AuditEvent, Enrollment
 from recruitment.bonuses import pay_bonuses
 from recruitment.client import ProlificError
 from recruitment.models import BonusPayment, ProlificPart, ProlificReview
@@ -411,3 +413,22 @@ def test_a_shared_part_code_opens_no_later_part_and_its_places_are_given_back(fa
     assert back.send("post", "/api/work/next-part/").status_code == 200
     sync(study)
     assert fake.studies[parts[2]]["total_available_places"] == 2, "given back once"
+
+
+def test_a_check_that_would_change_the_published_parts_is_refused(fake, researcher):
+    """Each part is published as a listing of its own, with its pay: a check that would make the test step need one
+    more part is refused, naming the cohort, and nothing is written; before publishing the same check is taken."""
+    study = two_parts(fake, researcher, workers_per_cohort=1)
+    c = cohort(study, "sst2", 0)
+    assert len(studies_of(c)) == 2  # 75 items of 8 s a part: both parts full to the cap
+    check = {"task": "sst2", "position": 10, "question": "For this item choose positive.", "context": "A check."}
+    with pytest.raises(
+        ValidationError, match=r"published on Prolific in 2 part\(s\); with this check its test step would"
+    ):
+        add_check(study, **check, expected="positive", actor="researcher")
+    assert not AttentionCheck.objects.filter(study=study).exists()
+    study.refresh_from_db()
+    assert not study.has_attention_checks and len(cohort_estimate(c).parts) == 2
+    unpublished = make_study(shots=[0], launch=False, created_by=researcher, sitting_minutes=10)
+    add_check(unpublished, **check, expected="positive", actor="researcher")
+    assert len(cohort_estimate(cohort(unpublished, "sst2", 0)).parts) == 3
