@@ -480,7 +480,7 @@ def _fits(cohorts: list[Cohort]) -> dict[int, PaceFit]:
     return fits
 
 
-def _check_positions(cohorts: list[Cohort]) -> dict[tuple[int, int], list[int]]:
+def study_check_positions(cohorts: Sequence[Cohort]) -> dict[tuple[int, int], list[int]]:
     """The test positions of the attention checks of each (study, task) of ``cohorts`` (no query when no study of
     theirs has one)."""
     studies = {c.study_id for c in cohorts if c.study.has_attention_checks}
@@ -514,7 +514,7 @@ def cohort_estimates(cohorts, *, study: Study | None = None) -> dict[int, Estima
         .values_list("training_set_id", "n")
     )
     fits = _fits(cohorts)
-    checks = _check_positions(cohorts)
+    checks = study_check_positions(cohorts)
     return {
         c.pk: estimate(
             study=c.study,

@@ -32,7 +32,7 @@ from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import find_task, task_order
 from tasks_data.scoring import as_published
 
-from .estimates import split
+from .estimates import split, study_check_positions
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, PartTiming, Study
 from .pay import seconds_per_part
 from .protocol import (
@@ -284,7 +284,7 @@ def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: floa
 
 def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     """Progress, time and pay of the given enrollments, as ``cohort_enrollments`` (2 queries whatever
-    their number)."""
+    their number; 3 in a study with attention checks)."""
     ids = [e.pk for e in enrollments]
     curves: dict[int, list[float]] = defaultdict(list)
     unproducible: dict[int, list[bool]] = defaultdict(list)
@@ -304,6 +304,7 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
             test_s1s[enrollment_id].append(s1)
         times[enrollment_id].append(answered_at)
     n_test = test_item_counts({e.task_id for e in enrollments})
+    checks = study_check_positions([e.cohort for e in enrollments])
     rows = []
     for e in enrollments:
         study = e.cohort.study
@@ -330,15 +331,20 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
                 **answer_time_signals(e.enrolled_at, timing[e.pk], e.cohort.task.spec.min_answer_seconds),
                 # Only a completed enrollment has a test S1: the mean over every test item.
                 "test_s1": sum(test) / len(test) if e.state in RESULT_STATES and test else None,
-                "sitting": sitting_text(e, test_done=len(test), test_items=n_test.get(e.task_id, 0)),
+                "sitting": sitting_text(
+                    e,
+                    test_done=len(test),
+                    test_items=n_test.get(e.task_id, 0),
+                    checks=checks.get((e.cohort.study_id, e.task_id), []),
+                ),
             }
         )
     return rows
 
 
-def sitting_text(enrollment: Enrollment, *, test_done: int, test_items: int) -> str:
+def sitting_text(enrollment: Enrollment, *, test_done: int, test_items: int, checks: Sequence[int] = ()) -> str:
     """Where a worker of a cohort in parts stands, for the researcher ("" for a cohort in one part): no query, the
-    parts from the items (``estimates.split``)."""
+    parts from the items and the study's attention checks (``estimates.split``), as the cohort's listing has them."""
     cohort = enrollment.cohort
     spec = cohort.task.spec
     bounds = split(
@@ -346,6 +352,7 @@ def sitting_text(enrollment: Enrollment, *, test_done: int, test_items: int) -> 
         test_items=test_items,
         seconds_per_item=spec.seconds_per_item,
         sitting_minutes=cohort.study.sitting_minutes,
+        checks=checks,
     )
     parts, part = len(bounds), enrollment.part
     if parts < 2:
