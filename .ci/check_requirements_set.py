@@ -591,6 +591,7 @@ class Smoke:
             "enrollment_id": enrollment,
             "token": token,
             "clues_id": site.get("clues_id"),
+            "slug": "sst2",  # a task's routes (the smoke study's task)
         }
         table, rows = site["table_formats"], site["row_formats"]
         found = []
