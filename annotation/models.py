@@ -17,7 +17,7 @@ from django.db import models
 
 import crowd
 from tasks_data.models import Example, Task, TrainingSet
-from tasks_data.registry import SHOTS, SPLITS, find_task
+from tasks_data.registry import SHOTS, SPLITS, find_task, unknown_tasks
 
 RESEARCHERS_GROUP = "researchers"
 
@@ -215,7 +215,7 @@ class Study(models.Model):
             errors.setdefault("tasks", []).append("choose at least one task")
         unknown = [t for t in tasks if isinstance(t, str) and not find_task(t)]
         if unknown:
-            errors.setdefault("tasks", []).append(f"unknown task(s): {', '.join(unknown)}")
+            errors.setdefault("tasks", []).append(unknown_tasks(unknown))
         conditions = self.shot_conditions()
         shots = self.shots if isinstance(self.shots, list) else None
         if shots is None or not all(isinstance(k, int) and not isinstance(k, bool) for k in shots):

@@ -30,7 +30,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from tasks_data.card_import import Use
 from tasks_data.models import Example, TrainingSetItem
 from tasks_data.registry import find_task, task_order
-from tasks_data.scoring import as_published
+from tasks_data.scoring import as_published, published_id
 
 from .estimates import split, study_check_positions
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, PartTiming, Study
@@ -468,7 +468,7 @@ def prediction_rows(enrollment: Enrollment) -> list[dict]:
 
 def prediction_row(kind, clues_id: str, clues_id_is_number: bool, texts: Sequence[str]) -> dict:
     """One test answer as a CLUES prediction line (``prediction_rows``)."""
-    return {"id": int(clues_id) if clues_id_is_number else clues_id, "prediction": as_published(kind, texts)}
+    return {"id": published_id(clues_id, clues_id_is_number), "prediction": as_published(kind, texts)}
 
 
 def completed_enrollments(study: Study) -> list[Enrollment]:

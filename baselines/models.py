@@ -36,6 +36,9 @@ class BaselineRun(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     config = models.JSONField(default=dict, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # The process running it, or that ran it last ({"pid", "host", "started"}): a second runner names it when it
+    # leaves a running run alone (baselines/runners.py).
+    runner = models.JSONField(null=True, blank=True)
     device = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -49,6 +52,12 @@ class BaselineRun(models.Model):
     predictions = models.JSONField(null=True, blank=True)
     item_scores = models.JSONField(null=True, blank=True, help_text="Per test item S1, in test-file order.")
     notes = models.JSONField(default=dict, blank=True)
+    # What the prompts actually held and how answers were read, so that a run is never shown for more than it was:
+    # training examples per test item's prompt ({"min", "median", "max", "of": the training file's}; None where no
+    # prompt holds them: a method that trains), and the scoring route ("log-likelihood", "generation", "chat"; ""
+    # for a method with one way).
+    demonstrations = models.JSONField(null=True, blank=True)
+    scoring = models.CharField(max_length=40, blank=True)
     # What the servers were asked: requests (retries included), refused (as too long for the window), resumed
     # (answered from the kept responses), retries, prompt_tokens, completion_tokens, seconds, and
     # killed_attempt_requests (sent by earlier attempts that did not complete). None for a model run in process.
@@ -68,6 +77,13 @@ class BaselineRun(models.Model):
         model = self.model or "-"
         where = f" at {self.server}" if self.server else (f" ({self.backend})" if self.backend else "")
         return f"{self.task.slug} {self.method} {model}{where} {self.shots}-shot split {self.split} seed {self.seed}"
+
+    @property
+    def fewer_demonstrations(self) -> bool:
+        """Some test item's prompt held fewer training examples than the training file has (the model's window was
+        too small for them all, or the run was told to hold fewer)."""
+        held = self.demonstrations or {}
+        return bool(held) and held["min"] < held["of"]
 
     @property
     def total_tokens(self) -> int | None:

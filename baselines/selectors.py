@@ -133,6 +133,7 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
         groups.items(), key=lambda kv: (task_order(kv[0][0]), *kv[0][1:])
     ):
         mean, std = mean_std(100 * r.s1 for r in members if r.s1 is not None)  # completed runs: each has its S1
+        held = [r.demonstrations for r in members if r.demonstrations]
         rows.append(
             {
                 "task": task,
@@ -147,9 +148,43 @@ def model_cells(runs: Iterable[BaselineRun]) -> list[dict]:
                 "n": len(members),
                 "splits": sorted({r.split for r in members}),
                 "seeds": sorted({r.seed for r in members}),
+                # what its runs' prompts held (the least and most of any item, the median of the runs' medians)
+                "demonstrations": {
+                    "min": min(d["min"] for d in held),
+                    "median": statistics.median(d["median"] for d in held),
+                    "max": max(d["max"] for d in held),
+                    "of": max(d["of"] for d in held),
+                }
+                if held
+                else None,
+                "scoring": ", ".join(sorted({r.scoring for r in members if r.scoring})),
+                "scoring_fallbacks": sorted({f for r in members if (f := (r.notes or {}).get("scoring_fallback"))}),
             }
         )
     return rows
+
+
+def demonstrations_text(held: dict | None) -> str:
+    """What a run's (or a row's) prompts held, in words: "5-9 of 30 demonstrations (median 7)", or "30 of 30
+    demonstrations"; "" when its prompts hold none."""
+    if not held:
+        return ""
+    low, high, of = held["min"], held["max"], held["of"]
+    if low == high:
+        return f"{low} of {of} demonstrations"
+    return f"{low}-{high} of {of} demonstrations (median {held['median']:g})"
+
+
+def downgrades(row: Mapping) -> list[str]:
+    """What a model row (``model_cells``) did less than its name says, one line each: prompts that held fewer
+    training examples than the file has, and a choice scored by generation where the method scores by
+    log-likelihood (with why: ``notes["scoring_fallback"]``)."""
+    held, out = row.get("demonstrations"), []
+    if held and held["min"] < held["of"]:
+        out.append(f"its prompts held {demonstrations_text(held)}: the model's window cannot hold them all")
+    if row.get("scoring_fallbacks"):
+        out.append(f"scored by generation, not log-likelihood: {'; '.join(row['scoring_fallbacks'])}")
+    return out
 
 
 def model_item_means(runs: Iterable[BaselineRun]) -> dict[tuple, dict[str, float]]:
@@ -183,11 +218,13 @@ def agreement_with(
 
 
 def run_list(runs=None) -> list[dict]:
-    """Every run as ``export_baselines`` and ``GET /api/baselines/runs/`` list it (S1 in percent)."""
+    """Every run as ``export_baselines`` and ``GET /api/baselines/runs/`` list it (S1 in percent, the unit in the
+    column's name), with its attempts, the training examples its prompts actually held per test item (min, median,
+    max: below ``shots`` where the model's window dropped some) and how its answers were scored."""
     runs = runs if runs is not None else BaselineRun.objects.select_related("task").order_by("pk")
     out = []
     for run in runs:
-        usage = run.usage or {}
+        usage, demos = run.usage or {}, run.demonstrations or {}
         out.append(
             {
                 "id": run.pk,
@@ -200,7 +237,13 @@ def run_list(runs=None) -> list[dict]:
                 "split": run.split,
                 "seed": run.seed,
                 "status": run.status,
-                "s1": None if run.s1 is None else 100 * run.s1,
+                "attempts": run.attempts,
+                "s1_percent": None if run.s1 is None else 100 * run.s1,
+                "demonstrations_min": demos.get("min"),
+                "demonstrations_median": demos.get("median"),
+                "demonstrations_max": demos.get("max"),
+                "demonstrations_of": demos.get("of"),
+                "scoring": run.scoring,
                 "requests": usage.get("requests"),
                 "tokens": run.total_tokens,
                 "seconds": usage.get("seconds"),
@@ -222,7 +265,13 @@ RUN_FIELDS = (
     "split",
     "seed",
     "status",
-    "s1",
+    "attempts",
+    "s1_percent",
+    "demonstrations_min",
+    "demonstrations_median",
+    "demonstrations_max",
+    "demonstrations_of",
+    "scoring",
     "requests",
     "tokens",
     "seconds",
@@ -246,14 +295,28 @@ def transcript(run: BaselineRun) -> list[dict]:
 
 def prediction_lines(run: BaselineRun) -> str:
     """A completed run's predictions as a CLUES prediction file (``{"id", "prediction"}`` per line, test-file
-    order), each answer spelled as the official files spell it (NER "no entity" as ``[""]``), so that the
-    official ``eval/S1.py`` gives the run's S1."""
+    order), each id and answer written as the official files write them (SST-2's ids as JSON numbers, NER "no
+    entity" as ``[""]``), so that the file joins the test file by id and the official ``eval/S1.py`` gives the
+    run's S1."""
     import json
 
-    from tasks_data.scoring import as_published
+    from tasks_data.models import Example
+    from tasks_data.scoring import as_published, published_id
 
     kind = run.task.spec.answer_kind
+    numbers = set(
+        Example.objects.filter(task=run.task, role=Example.Role.TEST, clues_id_is_number=True).values_list(
+            "clues_id", flat=True
+        )
+    )
     return "".join(
-        json.dumps({"id": p["id"], "prediction": as_published(kind, p["prediction"])}, ensure_ascii=False) + "\n"
+        json.dumps(
+            {
+                "id": published_id(str(p["id"]), str(p["id"]) in numbers),
+                "prediction": as_published(kind, p["prediction"]),
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
         for p in run.predictions or []
     )

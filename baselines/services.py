@@ -1,12 +1,16 @@
 """Planning and executing baseline runs; Django only orchestrates, ``fewshot_models`` adapts.
 
-A run is claimed, executed and stored under a row lock, and completed runs are never run or
-stored again: a re-run of ``run_baselines`` skips them, and a Celery message delivered twice
-(a worker died, acks_late) finds the run already done or retries it a bounded number of times.
+A run is claimed, executed and stored under a row lock, by one process at a time (``runners``), and completed
+runs are never run or stored again: a re-run of ``run_baselines`` skips them and retries every other one (however
+many attempts it took before: each is counted), a second process leaves a running run to its runner, and a Celery
+message delivered again (a worker died, acks_late) finds the run done, running, or retries it a bounded number of
+times.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,10 +27,11 @@ from tasks_data.s1 import corpus_s1
 from tasks_data.scoring import item_scores
 from tasks_data.selectors import test_examples
 
+from . import runners
 from .models import BaselineRun
 from .store import RunStore
 
-MAX_ATTEMPTS = 3  # a run whose worker died this many times is marked failed
+MAX_ATTEMPTS = 3  # deliveries of one queued message whose worker died each time, before the run is marked failed
 DEFAULT_METHODS = ("ft",)
 NOT_IMPORTED = "no data imported (manage.py import_clues; a task of one's own: manage.py import_task)"
 
@@ -63,6 +68,46 @@ def models_by_method(
     return {m: (list(models[m]) if models.get(m) else None) for m in methods}
 
 
+def method_settings(
+    methods: Sequence[str], settings: Sequence[tuple[str, object]]
+) -> tuple[dict[str, dict], list[str]]:
+    """A sweep's ``--set`` settings per method: ``METHOD.KEY=VALUE`` for that method, ``KEY=VALUE`` for each method
+    that takes the key (its ``defaults``) and ignored by the others. -> (each method's settings, one line per method
+    saying what it took and what it ignored). A setting no method takes, a method's own setting it does not take,
+    or one for a method not in the sweep, is a ``ValueError`` naming what the methods take: nothing runs."""
+    takes = {m: set(METHODS[m].defaults) for m in methods}
+    per_method: dict[str, dict] = {m: {} for m in methods}
+    ignored: dict[str, list[str]] = {m: [] for m in methods}
+    for key, value in settings:
+        method, dot, name = key.partition(".")
+        if dot and method in METHODS:
+            if method not in takes:
+                raise ValueError(f"--set {key}: {method} is not among --methods {' '.join(methods)}")
+            if name not in takes[method]:
+                raise ValueError(
+                    f"--set {key}: {method} has no setting {name!r}; {method} takes {_known(takes[method])}"
+                )
+            per_method[method][name] = value
+            continue
+        if not any(key in keys for keys in takes.values()):
+            known = "; ".join(f"{m} takes {_known(keys)}" for m, keys in takes.items())
+            raise ValueError(f"--set {key}: no method of this sweep takes {key!r} ({known})")
+        for m, keys in takes.items():
+            if key in keys:
+                per_method[m][key] = value
+            else:
+                ignored[m].append(f"{key}={json.dumps(value)}")
+    lines = []
+    for m in methods:
+        took = ", ".join(f"{k}={json.dumps(v)}" for k, v in per_method[m].items()) or "nothing"
+        lines.append(f"settings: {m} took {took}" + (f"; ignored {', '.join(ignored[m])}" if ignored[m] else ""))
+    return per_method, lines
+
+
+def _known(keys) -> str:
+    return ", ".join(sorted(keys)) if keys else "no settings"
+
+
 def plan_runs(
     *,
     tasks: Sequence[str] | None = None,
@@ -75,6 +120,7 @@ def plan_runs(
     server: str = "",
     seeds: Sequence[int] | None = None,
     backend: str | None = None,
+    settings: Mapping[str, dict] | None = None,
 ) -> tuple[list[BaselineRun], list[Skipped]]:
     """Create (or find) the BaselineRun rows of a sweep; methods that do not apply are skipped.
 
@@ -82,13 +128,9 @@ def plan_runs(
     skipped); None: each method's default, or, with a ``server`` given, a backend that reaches it.
     ``server``: the base URL of the server of the remote backends. ``seeds``: several seeds (sampling).
     ``tasks``: None, every task of the registry with data imported (the others skipped, named); ``shots`` and
-    ``splits``: None, each task's own training-file sizes and splits."""
-    skipped: list[Skipped] = []
-    if tasks is None:
-        imported = set(Task.objects.values_list("slug", flat=True))
-        tasks = [slug for slug in registry.tasks() if slug in imported]
-        skipped += [Skipped(slug, "", NOT_IMPORTED) for slug in registry.tasks() if slug not in imported]
-    tasks = list(tasks)
+    ``splits``: None, each task's own training-file sizes and splits. ``settings``: each method's own settings
+    (``method_settings``), over ``config["extra"]``."""
+    tasks, skipped = _tasks_of_sweep(tasks)
     per_method, server = _checked_sweep(tasks, methods, models, server, backend)
     seeds = list(seeds or [seed])
     task_rows = {t.slug: t for t in Task.objects.filter(slug__in=tasks)}
@@ -119,6 +161,8 @@ def plan_runs(
                     + ("(the model's name as the server lists it)" if over_server else "(a local checkpoint folder)")
                 )
             run_config = dict(config or {})
+            if settings and settings.get(method):
+                run_config["extra"] = {**run_config.get("extra", {}), **settings[method]}
             for name in names:
                 for k in spec.shots if shots is None else shots:
                     if k == 0 and not adapter.zero_shot:
@@ -137,6 +181,15 @@ def plan_runs(
     return runs, skipped
 
 
+def _tasks_of_sweep(tasks: Sequence[str] | None) -> tuple[list[str], list[Skipped]]:
+    """The sweep's tasks: those given, or every task of the registry with data imported (the others skipped)."""
+    if tasks is not None:
+        return list(tasks), []
+    imported = set(Task.objects.values_list("slug", flat=True))
+    every = registry.tasks()
+    return [s for s in every if s in imported], [Skipped(s, "", NOT_IMPORTED) for s in every if s not in imported]
+
+
 def _checked_sweep(tasks, methods, models, server: str, backend: str | None) -> tuple[dict, str]:
     """The sweep's names checked: -> (models per method, the server's normalised base URL or "")."""
     unknown = [m for m in methods if m not in METHODS]
@@ -144,7 +197,7 @@ def _checked_sweep(tasks, methods, models, server: str, backend: str | None) -> 
         raise ValueError(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}")
     bad_tasks = [t for t in tasks if registry.find_task(t) is None]
     if bad_tasks:
-        raise ValueError(f"unknown task(s): {', '.join(bad_tasks)}; known: {', '.join(registry.tasks())}")
+        raise ValueError(registry.unknown_tasks(bad_tasks, known=registry.tasks()))
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if server:
@@ -195,23 +248,31 @@ def to_adapter_example(example: Example) -> AdapterExample:
     )
 
 
-def _claim(run_id: int) -> BaselineRun | None:
-    """Mark a run as running (one more attempt); None when there is nothing to do."""
+def _claim(run_id: int, *, queued_at: int | None) -> BaselineRun | None:
+    """Mark a run as running by this process (one more attempt); None when there is nothing to do here: it is
+    completed, another live process runs it (the run is left as it is), or the Celery message that asked for it
+    was delivered ``MAX_ATTEMPTS`` times, its worker dying each time (``queued_at``: the run's attempts when the
+    message was sent; None: asked for here and now, which is always tried)."""
     with transaction.atomic():
         run = BaselineRun.objects.select_for_update().select_related("task").get(pk=run_id)
         if run.status == BaselineRun.Status.COMPLETED:
             return None
-        if run.attempts >= MAX_ATTEMPTS:
+        if run.status == BaselineRun.Status.RUNNING and runners.held_by_another(run.runner):
+            return None
+        if queued_at is not None and run.attempts - queued_at >= MAX_ATTEMPTS:
             if run.status != BaselineRun.Status.FAILED:
                 run.status = BaselineRun.Status.FAILED
-                run.error = run.error or f"gave up after {run.attempts} attempts (the worker died each time)"
+                run.error = run.error or (
+                    f"gave up after {run.attempts - queued_at} attempts of one queued message (the worker died each "
+                    "time); run the command again to retry it"
+                )
                 run.finished_at = timezone.now()
                 run.save(update_fields=["status", "error", "finished_at"])
             return None
         run.status, run.attempts, run.started_at = BaselineRun.Status.RUNNING, run.attempts + 1, timezone.now()
-        run.error = ""
+        run.error, run.runner = "", runners.this_process()
         run.usage = _killed_attempts(run.usage)
-        run.save(update_fields=["status", "attempts", "started_at", "error", "usage"])
+        run.save(update_fields=["status", "attempts", "started_at", "error", "usage", "runner"])
         return run
 
 
@@ -225,12 +286,23 @@ def _killed_attempts(usage: dict | None) -> dict | None:
 
 
 def execute_run(
-    run_id: int, *, device: str = "auto", progress: Callable[[str, int, int], None] | None = None
+    run_id: int,
+    *,
+    device: str = "auto",
+    progress: Callable[[str, int, int], None] | None = None,
+    queued_at: int | None = None,
 ) -> BaselineRun:
-    """Adapt and predict for one run, score it with S1, store it once. Failures are recorded."""
-    run = _claim(run_id)
-    if run is None:
-        return BaselineRun.objects.get(pk=run_id)
+    """Adapt and predict for one run, score it with S1, store it once. Failures are recorded. A run another
+    process is running is left to it: the run comes back still running, naming its runner (``runners``).
+    ``queued_at``: the run's attempts when a Celery message asked for it (see ``_claim``)."""
+    with runners.hold(run_id) as held:
+        run = _claim(run_id, queued_at=queued_at) if held else None
+        if run is None:
+            return BaselineRun.objects.select_related("task").get(pk=run_id)
+        return _execute(run, device, progress)
+
+
+def _execute(run: BaselineRun, device: str, progress) -> BaselineRun:
     try:
         spec = run.task.spec
         train = []
@@ -258,12 +330,11 @@ def execute_run(
             raise RuntimeError(f"{len(result.predictions)} predictions for {len(tests)} test items")
         scores = item_scores(run.task, tests, result.predictions)
     except Exception as exc:  # noqa: BLE001 - any failure is this run's, and the sweep goes on
-        BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING).update(
-            status=BaselineRun.Status.FAILED,
-            finished_at=timezone.now(),
-            error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc(limit=8)}",
-        )
-        return BaselineRun.objects.get(pk=run.pk)
+        _fail(run, f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc(limit=8)}")
+        return BaselineRun.objects.select_related("task").get(pk=run.pk)
+    except BaseException as exc:  # Ctrl-C (or the process told to stop): recorded, then let through
+        _fail(run, f"interrupted ({type(exc).__name__}); run the command again to retry it")
+        raise
     # Stored only if this attempt still owns the run: a duplicate delivery cannot store twice.
     BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING, attempts=run.attempts).update(
         status=BaselineRun.Status.COMPLETED,
@@ -278,8 +349,25 @@ def execute_run(
         item_scores=scores,
         notes=result.notes,
         usage=None if result.usage is None else {**result.usage, **(run.usage or {})},
+        demonstrations=demonstrations_held(result.demonstrations, len(train)),
+        scoring=result.scoring,
     )
-    return BaselineRun.objects.get(pk=run.pk)
+    return BaselineRun.objects.select_related("task").get(pk=run.pk)
+
+
+def demonstrations_held(used: Sequence[int] | None, of: int) -> dict | None:
+    """How many training examples the run's prompts held per test item: ``{"min", "median", "max", "of"}`` (``of``:
+    the training file's examples); None for a method whose prompts hold none (one that trains)."""
+    if used is None or not used:
+        return None
+    return {"min": min(used), "median": statistics.median(used), "max": max(used), "of": of}
+
+
+def _fail(run: BaselineRun, error: str) -> None:
+    # only this attempt's: a run another attempt has taken since is not this one's to mark
+    BaselineRun.objects.filter(pk=run.pk, status=BaselineRun.Status.RUNNING, attempts=run.attempts).update(
+        status=BaselineRun.Status.FAILED, finished_at=timezone.now(), error=error
+    )
 
 
 def pending(runs: Iterable[BaselineRun]) -> list[BaselineRun]:

@@ -17,6 +17,26 @@ import crowd
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+def data_dir() -> Path:
+    """Where the platform keeps what it writes (the SQLite file, .cache/ with the local researcher's password and
+    downloads, collected static files): CLUES_HOME when set; in a source checkout (manage.py beside the packages)
+    the checkout, as `make run` has it; installed from a wheel, the user's data folder
+    ($XDG_DATA_HOME/clues-platform, by default ~/.local/share/clues-platform), never inside site-packages."""
+    if os.environ.get("CLUES_HOME"):
+        return Path(os.environ["CLUES_HOME"]).expanduser()
+    if (BASE_DIR / "manage.py").is_file():
+        return BASE_DIR
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "clues-platform"
+
+
+DATA_DIR = data_dir()
+if DATA_DIR != BASE_DIR:
+    try:  # SQLite creates its file, not the folders above it
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # a read-only home: the first write names the folder
+
+
 def env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
     if value is None or value == "":
@@ -115,7 +135,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}",
         conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
         # A kept connection is checked (SELECT 1) before a request uses it, so that after a database restart
         # no request fails on a dead connection; CONN_HEALTH_CHECKS=0 saves that round trip per request.
@@ -164,7 +184,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

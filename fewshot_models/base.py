@@ -128,6 +128,11 @@ class AdapterResult:
     peak_gpu_memory_bytes: int | None
     notes: dict
     usage: dict | None = None  # requests, tokens and seconds a server was asked for (backends.Tally)
+    # What the prompts actually held: per test item, how many training examples its prompt carried (None where no
+    # prompt carries them: a method that trains); and how the answers were read ("log-likelihood", "generation",
+    # "chat"; "" for a method with one way). So that a run is never taken for more than it was.
+    demonstrations: list[int] | None = None
+    scoring: str = ""
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -324,6 +324,12 @@ class ICLAdapter(Adapter):
             chosen = task.answer_kind.is_choice  # a label or a candidate, not written text
             generated = chosen and not backend.scores_loglikelihood
             notes.update(backend.notes())
+            if generated:  # the method's own route is log-likelihood: why it could not be taken
+                notes["scoring_fallback"] = notes.get("echo_refused") or (
+                    "the server has no /v1/completions"
+                    if notes.get("completions_endpoint") is False
+                    else f"the {backend.name} backend cannot score continuations"
+                )
             notes.update(
                 seed=config.seed,
                 model=backend.model_name,
@@ -344,4 +350,6 @@ class ICLAdapter(Adapter):
                 peak_gpu_memory_bytes=backend.peak_memory_bytes(),
                 notes=notes,
                 usage=backend.tally.as_dict() if not backend.in_process else None,
+                demonstrations=list(notes["demonstrations_used"]),
+                scoring="log-likelihood" if chosen and not generated else "generation",
             )

@@ -289,4 +289,6 @@ class WorkerAdapter(Adapter):
                 peak_gpu_memory_bytes=None,
                 notes=notes,
                 usage=backend.tally.as_dict(),
+                demonstrations=[len(train)] * len(test),  # every test item carries the whole training transcript
+                scoring="chat",
             )

@@ -25,8 +25,9 @@ from tasks_data.selectors import tasks_visible_to
 
 class BaselineRunListView(ResearcherView):
     @extend_schema(
-        summary="Every baseline run: task, method, model, server, shots, split, seed, status, S1 "
-        "(percent), requests, tokens, seconds",
+        summary="Every baseline run: task, method, model, server, shots, split, seed, status, attempts, S1 "
+        "(s1_percent), the training examples its prompts held per item (min, median, max), its scoring, requests, "
+        "tokens, seconds",
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request):

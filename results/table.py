@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from annotation.selectors import cohort_key
+from baselines.selectors import demonstrations_text
 from tasks_data.registry import Category, find_task, task_name
 from tasks_data.s1 import MRC_GOLD, MRC_GOLD_NOTE
 from tasks_data.stats import STD_DDOF
@@ -126,6 +127,7 @@ class Cell:
     head: str | None = None  # gap cells: the difference alone (``text`` has its intervals too)
     values: tuple[float, ...] = ()  # human cells of fewer than MODEL_BASED_BELOW annotators: their S1 (percent)
     cut_off: int | None = None  # human cells only: the cohort's workers cut off by a part's time limit (not in n)
+    notes: tuple[str, ...] = ()  # model cells: what the runs' prompts held and how they were scored (page only)
 
     @property
     def short(self) -> str:
@@ -143,7 +145,7 @@ class Cell:
             parts += [self.values_text] if self.values else []
         parts = [p.strip() for p in parts if p.strip()]
         parts += [f"n={self.n}"] if self.n is not None and self.text != MISSING else []
-        return parts + ([f"{self.cut_off} cut off by time"] if self.cut_off else [])
+        return parts + ([f"{self.cut_off} cut off by time"] if self.cut_off else []) + list(self.notes)
 
     @property
     def values_text(self) -> str:
@@ -374,6 +376,12 @@ def _ci(c: Mapping, prefix: str = "ci") -> tuple[float, float] | None:
     return None if low is None or high is None else clip(low, high)
 
 
+def _held(row: Mapping) -> tuple[str, ...]:
+    """A model row's prompts and scoring, as its cell shows them: never the shots alone where fewer were held."""
+    held = demonstrations_text(row.get("demonstrations"))
+    return tuple(t for t in (held, f"scored by {row['scoring']}" if row.get("scoring") else "") if t)
+
+
 def build_table(
     cells: Sequence[Mapping],
     model_rows: Iterable[Mapping] = (),
@@ -458,7 +466,9 @@ def _build_table(cells: list[dict], model_rows: list[dict], aggregates: list[dic
     agree: dict[tuple[str, int], dict[str, Cell]] = {}
     for m in _distinct_labels(model_rows):
         key = (_label(m), int(m["shots"]))
-        models.setdefault(key, {})[m["task"]] = Cell(format_cell(m.get("mean"), m.get("std")), m.get("n"))
+        models.setdefault(key, {})[m["task"]] = Cell(
+            format_cell(m.get("mean"), m.get("std")), m.get("n"), notes=_held(m)
+        )
         if m.get("diff") is not None:
             gaps.setdefault((f"{HUMAN_LABEL} − {key[0]}", key[1]), {})[m["task"]] = _gap_cell(
                 m, tuple(f for f in m.get("gap_flags") or () if f in FLAGS)

@@ -376,10 +376,27 @@ def find_task(slug: str) -> TaskSpec | None:
     return spec
 
 
+def unknown_tasks(slugs: Iterable[str], known: Iterable[str] | None = None) -> str:
+    """What to tell someone who named tasks the registry does not hold: each, with the slug it likely means (a
+    near slug, or a task's name typed for its slug: "SQuADv2" is squad2), then every known slug. ``known``: the
+    slugs they may use (None: the CLUES tasks; a researcher is never told another's task of their own)."""
+    import difflib
+
+    known = list(CLUES_TASKS if known is None else known)
+    names = {spec.name.lower(): slug for slug in known if (spec := find_task(slug))}
+    said = []
+    for given in slugs:
+        near = names.get(given.lower()) or next(
+            iter(difflib.get_close_matches(given.lower(), [*known, *names], n=1, cutoff=0.6)), None
+        )
+        said.append(f"{given} (did you mean {names.get(near, near)}?)" if near else given)
+    return f"unknown task{'s' if len(said) != 1 else ''}: {', '.join(said)}; known tasks: {', '.join(known)}"
+
+
 def get_task(slug: str) -> TaskSpec:
     spec = find_task(slug)
     if spec is None:
-        raise UnknownTask(f"unknown task {slug!r}; known tasks: {', '.join(tasks())}")
+        raise UnknownTask(unknown_tasks([slug], known=tasks()))  # an operator's look-up (commands, the admin)
     return spec
 
 

@@ -35,6 +35,12 @@ def as_published(kind: AnswerKind, texts: Iterable[str]) -> list[str]:
     return kind.as_published(texts)
 
 
+def published_id(clues_id: str, is_number: bool) -> str | int:
+    """A test item's id as its CLUES file writes it: a JSON number where the file has one (SST-2), else a string;
+    what every prediction file exports, so that it joins the official files by id."""
+    return int(clues_id) if is_number else clues_id
+
+
 def published_gold(example: Example) -> list[str]:
     """The example's gold as the official files give it (MRC: the distinct answer texts)."""
     return as_published(example.task.spec.answer_kind, example.gold)

@@ -69,7 +69,10 @@ class ResponseStore(Protocol):
 
     def get(self, key: str) -> dict | None: ...
 
-    def put(self, key: str, record: dict) -> None: ...
+    def put_many(self, records: Sequence[tuple[str, dict]], *, tally: dict) -> None:
+        """Keep answered requests ``(key, record)``, all of them or none, before returning. ``tally``: what the
+        run's requests have cost so far (``Tally.as_dict``), for a store that records it as it goes."""
+        ...
 
 
 class MemoryStore:
@@ -83,6 +86,10 @@ class MemoryStore:
 
     def put(self, key: str, record: dict) -> None:
         self.items[key] = record
+
+    def put_many(self, records: Sequence[tuple[str, dict]], *, tally: dict) -> None:
+        for key, record in records:
+            self.put(key, record)
 
 
 @dataclass

@@ -7,8 +7,13 @@ of answered requests. Plain httpx; nothing here knows a model or a method.
 * ``ask``: a batch. Requests answered before (the store) are not sent; the others go through ``concurrency``
   threads kept for the client's life, each taking the next request when its last is answered, so that the cost
   of a request does not grow with the batch (nor a small batch pay for starting threads). Answers are stored by
-  the calling thread as they arrive (a store backed by a database is only ever used from one thread). On a
-  failure the requests in flight are finished and stored, the others are dropped, and the failure is raised.
+  the calling thread as they arrive, off the requests' path: those that come back within ``KEEP_EVERY`` (100 ms)
+  of the first are written in one go (``ResponseStore.put_many``: a run's store makes it one transaction), so that
+  the store costs at most 10 writes a second and a few microseconds per answer, and the window never waits for
+  it. An answer counts as done (``done``, progress) only once it is kept: a run killed at any moment re-sends
+  only what was in flight (sent, or answered in the last 100 ms and not yet kept). A store backed by a database
+  is only ever used from the calling thread. On a failure the requests in flight are finished and stored, the
+  others are dropped, and the failure is raised.
 * What is stored: the request's key (a hash of its URL and body) and what reading the answer kept (``read``),
   with its token counts: never the request's text, never the full answer.
 """
@@ -24,12 +29,14 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .base import BackendError, ContextTooSmall, Done, Stopwatch
+from .base import BackendError, ContextTooSmall, Done
 
+KEEP_EVERY = 0.1  # seconds: the answers that come back within this time are kept in one write...
+MAX_BATCH = 500  # ... of at most this many
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After is a server to come back to later, not to wait for
 _TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504}
 #: What users paste from a client's configuration: the endpoint, where the base URL is meant.
@@ -180,6 +187,31 @@ def read_event_stream(text: str) -> dict:
     return {"choices": [{"index": 0, **choice, "finish_reason": finish}], "usage": usage or {}}
 
 
+class _Inbox:
+    """The answers of one ``ask`` as the window's threads hand them over; ``all_in`` is set with the last (once
+    ``expect`` has said how many there will be)."""
+
+    def __init__(self):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.all_in = threading.Event()
+        self._lock = threading.Lock()
+        self._total: int | None = None
+        self._count = 0
+
+    def put(self, item) -> None:
+        self.queue.put(item)
+        with self._lock:
+            self._count += 1
+            if self._count == self._total:
+                self.all_in.set()
+
+    def expect(self, total: int) -> None:
+        with self._lock:
+            self._total = total
+            if self._count >= total:
+                self.all_in.set()
+
+
 class Exchange:
     """Requests to one server: ``send`` one, ``ask`` a batch (see the module's docstring)."""
 
@@ -278,52 +310,86 @@ class Exchange:
 
     # ------------------------------------------------------------------ a batch
 
-    def ask(self, path: str, bodies: Sequence[dict], reads: Sequence[Callable[[dict], Any]], done: Done = None) -> list:
-        """What ``reads[i]`` keeps of the answer to ``bodies[i]``, for every body: from the store, else sent."""
-        results: list = [None] * len(bodies)
-        keys = [request_key(f"{self.server}/{path}", b) for b in bodies]
-        todo = []
-        for i, key in enumerate(keys):
-            hit = self.store.get(key)
-            if hit is None:
-                todo.append(i)
-                continue
-            # a response kept before answers were kept compactly is read again
-            results[i] = hit["answer"] if "answer" in hit else reads[i](hit["raw"])
-            self.tally.add(resumed=1)
-            if done:
-                done()
-        if todo:
-            with Stopwatch(self.tally):
-                self._window(path, bodies, reads, keys, todo, results, done)
+    def ask(self, path: str, bodies: Iterable[dict], reads: Sequence[Callable[[dict], Any]], done: Done = None) -> list:
+        """What ``reads[i]`` keeps of the answer to the i-th body, for every body (one per read): from the store,
+        else sent. Each body is sent as soon as it is known not to be in the store, so that the window's threads
+        send while the rest are looked up (and, given lazily, written)."""
+        results: list = [None] * len(reads)
+        keys: list[str] = []
+        answers, stop = _Inbox(), threading.Event()
+        sent: list[int] = []
+        began = 0.0
+        try:
+            for i, body in enumerate(bodies):
+                keys.append(request_key(f"{self.server}/{path}", body))
+                hit = self.store.get(keys[i])
+                if hit is None:
+                    if not sent:
+                        began = time.perf_counter()
+                        self._start_threads()
+                    sent.append(i)
+                    self._jobs.put((path, body, i, answers, stop))
+                    continue
+                # a response kept before answers were kept compactly is read again
+                results[i] = hit["answer"] if "answer" in hit else reads[i](hit["raw"])
+                self.tally.add(resumed=1)
+                if done:
+                    done()
+        except BaseException:
+            stop.set()  # what was sent is answered and dropped: nothing else of this batch goes out
+            raise
+        if sent:
+            answers.expect(len(sent))
+            try:
+                self._collect(path, reads, keys, len(sent), results, done, answers, stop)
+            finally:  # wall-clock seconds spent waiting for answers
+                self.tally.add(seconds=time.perf_counter() - began)
         return results
 
-    def _window(self, path, bodies, reads, keys, todo: list[int], results: list, done: Done) -> None:
-        """``bodies[todo]`` sent through the window's threads; answers kept here as they arrive."""
-        answers: queue.SimpleQueue = queue.SimpleQueue()
-        stop = threading.Event()
-        self._start_threads()
-        for i in todo:
-            self._jobs.put((path, bodies[i], i, answers, stop))
+    def _collect(self, path, reads, keys, left: int, results: list, done: Done, answers: _Inbox, stop) -> None:
+        """The answers of the requests sent, kept here, in batches, as they arrive."""
         failure: BaseException | None = None
         try:
-            for _ in todo:
-                i, data, exc = answers.get()
-                if data is None and exc is None:  # not sent: the batch had already failed
-                    continue
-                problem = exc if exc is not None else self._keep(data, reads[i], keys[i], path, results, i)
-                if problem is None:
-                    if done:
-                        done()
-                    continue
-                if isinstance(problem, ContextTooSmall):
-                    problem.index = i
-                failure = failure or problem
-                stop.set()
+            while left:
+                batch = self._next_batch(answers, left)
+                left -= len(batch)
+                kept: list[tuple[int, str, dict]] = []
+                for i, data, exc in batch:
+                    if data is None and exc is None:  # not sent: the batch had already failed
+                        continue
+                    problem = exc if exc is not None else self._read(data, reads[i], path, results, i)
+                    if problem is None:
+                        kept.append((i, keys[i], {"answer": results[i], "usage": self._tokens(data)}))
+                        continue
+                    if isinstance(problem, ContextTooSmall):
+                        problem.index = i
+                    failure = failure or problem
+                    stop.set()
+                self._keep(kept, done)
         finally:
             stop.set()  # whatever went wrong here, no thread sends another request of this batch
         if failure is not None:
             raise failure
+
+    @staticmethod
+    def _next_batch(answers: _Inbox, left: int) -> list:
+        """The answers to keep in one write: those that come back within ``KEEP_EVERY`` of the first (at most
+        ``MAX_BATCH``; at once when no other is awaited). A write per batch, not per answer, keeps the store's
+        cost per answer small beside the client's own, so that keeping answers never slows the window. The calling
+        thread wakes twice a batch (its first answer, then its time or the ask's last answer), not at each answer,
+        so as to take the interpreter lock from the threads sending requests as seldom as it can."""
+        batch, want = [answers.queue.get()], min(left, MAX_BATCH)
+        until = time.monotonic() + KEEP_EVERY
+        while True:
+            try:
+                while len(batch) < want:
+                    batch.append(answers.queue.get_nowait())
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            if len(batch) >= want or now >= until:
+                return batch
+            answers.all_in.wait(until - now)
 
     def _start_threads(self) -> None:
         """The window: ``concurrency`` threads for the client's life, each sending the next request as soon as its
@@ -351,17 +417,27 @@ class Exchange:
                 stop.set()
                 answers.put((i, None, exc))
 
-    def _keep(self, data: dict, read, key: str, path: str, results: list, i: int) -> BaseException | None:
-        """An answer read into ``results[i]``, tallied and stored; or what went wrong."""
-        usage = data.get("usage") or {}
-        tokens = {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
-        self.tally.add(**tokens)
+    def _read(self, data: dict, read, path: str, results: list, i: int) -> BaseException | None:
+        """An answer read into ``results[i]`` and its tokens tallied; or what went wrong."""
+        self.tally.add(**self._tokens(data, every=True))
         try:
             results[i] = read(data)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             return BackendError(f"{self.server}/{path}: an answer in no known form ({type(exc).__name__}: {exc})")
-        self.store.put(key, {"answer": results[i], "usage": {k: v for k, v in tokens.items() if v}})
-        progress = getattr(self.store, "progress", None)  # a run's store records its tally as it goes
-        if progress:
-            progress(self.tally.as_dict())
         return None
+
+    @staticmethod
+    def _tokens(data: dict, *, every: bool = False) -> dict[str, int]:
+        usage = data.get("usage") or {}
+        tokens = {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}
+        return tokens if every else {k: v for k, v in tokens.items() if v}
+
+    def _keep(self, kept: list[tuple[int, str, dict]], done: Done) -> None:
+        """A batch of answers written to the store in one go (with the run's tally, for a run's store); each is
+        counted as done only once it is kept."""
+        if not kept:
+            return
+        self.store.put_many([(key, record) for _, key, record in kept], tally=self.tally.as_dict())
+        if done:
+            for _ in kept:
+                done()

@@ -301,18 +301,20 @@ class OpenAIBackend(Backend):
         return [t.split(r.stop)[0] if r.stop else t for t, r in zip(texts, requests, strict=True)]
 
     def chat(self, requests: Sequence[ChatRequest], done: Done = None) -> list[str]:
-        bodies = []
-        for r in requests:
-            body: dict[str, Any] = {
-                "model": self.model_name,
-                "messages": [{"role": role, "content": text} for role, text in r.messages],
-                "max_tokens": int(r.max_tokens),
-                "temperature": float(r.temperature),
-            }
-            if r.seed is not None:
-                body["seed"] = int(r.seed)
-            bodies.append(body)
-        return self.client.ask("chat/completions", bodies, [_message] * len(bodies), done)
+        # written as they are sent (a generator): the first requests go out while the others are written
+        bodies = (self._chat_body(r) for r in requests)
+        return self.client.ask("chat/completions", bodies, [_message] * len(requests), done)
+
+    def _chat_body(self, r: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [{"role": role, "content": text} for role, text in r.messages],
+            "max_tokens": int(r.max_tokens),
+            "temperature": float(r.temperature),
+        }
+        if r.seed is not None:
+            body["seed"] = int(r.seed)
+        return body
 
     # ------------------------------------------------------------------ bookkeeping
 

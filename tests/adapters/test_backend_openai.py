@@ -155,22 +155,26 @@ def test_answered_requests_are_never_sent_again(fake):
     assert len(set(bodies)) == 7
 
 
-def test_each_answer_is_kept_as_it_arrives(fake):
-    """Not at the end of a batch: a run killed in the middle keeps every answer that came back."""
-    fake.latency = 0.05
+def test_each_answer_is_kept_as_it_arrives_and_counted_done_only_once_kept(fake):
+    """Not at the end of a batch: a run killed in the middle keeps every answer that came back, and no answer is
+    counted as done (progress) before it is kept."""
+    fake.latency = 0.15  # longer than a batch's 100 ms: each answer (pair) is kept before the next comes
+    done: list[int] = []
 
     class Watching(MemoryStore):
         answered_at_put: list[int] = []
 
-        def put(self, key, record):
+        def put_many(self, records, *, tally):
             self.answered_at_put.append(len(fake.answered))
-            super().put(key, record)
+            assert len(done) == len(self.items)  # every answer counted so far is kept
+            super().put_many(records, tally=tally)
 
     store = Watching()
     with open_backend(cfg(fake, store=store, concurrency=2), method="worker") as backend:
-        backend.chat(chat(10))
-    assert len(store.items) == 10
+        backend.chat(chat(10), done=lambda: done.append(1))
+    assert len(store.items) == 10 == len(done)
     assert store.answered_at_put[0] <= 3  # the first answer was kept while the others were still coming
+    assert len(store.answered_at_put) >= 3  # as they came: not one write at the end
 
 
 def test_context_too_small_is_recognised(fake):

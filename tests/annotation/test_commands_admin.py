@@ -63,7 +63,8 @@ def test_launch_study_creates_launches_and_prints_the_join_paths(researcher):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--tasks", "nope"], "tasks: unknown task"),
+        (["--tasks", "nope"], "tasks: unknown task: nope; known tasks: sst2, mnli, conll03, wikiann, squad2, record"),
+        (["--tasks", "squadv2"], r"tasks: unknown task: squadv2 \(did you mean squad2\?\); known tasks: sst2, mnli"),
         (["--tasks", "sst2", "--shots", "5"], "shots: shots must be among"),
         (["--tasks", "sst2", "--workers", "0"], "workers_per_cohort"),
         (["--tasks", "sst2", "--chain", "9"], "chain"),

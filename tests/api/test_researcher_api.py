@@ -133,7 +133,7 @@ def test_create_a_study_validates_through_the_service(researcher):
     )
     assert response.status_code == 400
     body = response.json()
-    assert "unknown task(s): nope" in body["tasks"][0]
+    assert "unknown task: nope; known tasks: sst2, mnli, conll03, wikiann, squad2, record" in body["tasks"][0]
     assert "shots must be among" in body["shots"][0]
     assert "tasks:" in body["detail"] and "shots:" in body["detail"]
     response = client.post(

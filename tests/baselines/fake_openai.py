@@ -59,6 +59,9 @@ class FakeOpenAI:
         self.reply = lambda body: "positive"
         self.complete = lambda prompt: " none"
         self.logprob = None
+        # what it was asked, for the tests; a benchmark's fake remembers nothing (its heap would grow with every
+        # request and slow it down as a run goes on, the later of two compared clients most)
+        self.remember = True
         self.calls: list[dict] = []  # every request: {"path", "body", "authorization", "status", "at"}
         self.answered: list[dict] = []  # bodies of POSTs answered 200
         self.in_flight = self.max_in_flight = 0
@@ -123,6 +126,8 @@ class FakeOpenAI:
         return False
 
     def _record(self, handler, body, status):
+        if not self.remember:
+            return
         with self._lock:
             self.calls.append(
                 {
@@ -223,7 +228,7 @@ class FakeOpenAI:
         if fault == "drop":  # the work is done (and would be billed), then the connection goes
             self._record(handler, body, 0)
             with self._lock:
-                self.answered.append(body)
+                self.answered.append(body if self.remember else None)
             handler.close_connection = True
             handler.connection.shutdown(2)
             return
@@ -242,7 +247,7 @@ class FakeOpenAI:
                 choice["logprobs"] = self._logprobs(words(text), echo=False)
         n_completion = len(words(text))
         with self._lock:
-            self.answered.append(body)
+            self.answered.append(body if self.remember else None)
         self._record(handler, body, 200)
         if self.stream and path == "/v1/chat/completions":
             return self._stream(handler, body, text)
@@ -315,6 +320,7 @@ if __name__ == "__main__":  # a fake on its own process (the benchmark): prints 
     args = parser.parse_args()
     fake = FakeOpenAI(models=(args.model,), key=None, latency=args.latency)
     fake.reply = lambda body: "none"
+    fake.remember = False
     print(fake.base_url, flush=True)
     try:
         fake.server.serve_forever()

@@ -156,6 +156,18 @@ def test_predictions_export_in_the_official_format_and_score_as_the_platform_doe
         call_command("export_baselines", "--predictions", "999", stdout=io.StringIO())
 
 
+def test_predictions_export_ids_as_the_official_file_writes_them(fake):
+    """SST-2's ids are JSON numbers in its test file (and in the human export): the run's file joins it by id."""
+    from tasks_data.management.commands.import_clues import DEMO_DATA
+
+    sweep(fake, tasks=("sst2",))
+    out = io.StringIO()
+    call_command("export_baselines", "--predictions", str(BaselineRun.objects.get().pk), stdout=out)
+    ids = [json.loads(line)["id"] for line in out.getvalue().splitlines()]
+    official = [json.loads(line)["id"] for line in (DEMO_DATA / "SST-2" / "sst_test.jsonl").open()]
+    assert ids == official and all(type(i) is int for i in ids)
+
+
 def test_answers_are_kept_compactly(fake):
     sweep(fake, methods=("icl",))
     rows = list(BaselineResponse.objects.all())
@@ -179,3 +191,175 @@ def test_the_workers_notes_name_items_by_clues_id_and_count_the_second_try(fake)
     # each item asked twice (the reply, then the validation message and one more try), all counted
     assert run_.usage["requests"] == 2 * (training + len(tests)) == len(fake.answered)
     assert "'Banana Republic' is not text of the passage" in fake.answered[1]["messages"][-1]["content"]
+
+
+# --------------------------------------------------------------------------- retrying, and one runner per run
+
+
+def test_a_run_that_failed_many_times_runs_again_once_the_cause_is_fixed(fake):
+    """Failed (or stopped) attempts are counted and shown, never a wall: the fifth try of a run runs."""
+    fake.fail_after = 0  # the server answers every request with 503
+    for attempt in range(1, 5):
+        err = io.StringIO()
+        with pytest.raises(CommandError, match=rf"1 of 1 run\(s\) failed \(attempts so far: {attempt};"):
+            call_command(
+                "run_baselines",
+                *("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", fake.base_url),
+                *("--shots", "10", "--splits", "1", "--max-retries", "0"),
+                stdout=io.StringIO(),
+                stderr=err,
+            )
+        assert f"(attempt {attempt}): BackendError" in err.getvalue()
+    assert BaselineRun.objects.get().attempts == 4
+    fake.fail_after = None
+    out = sweep(fake)
+    assert "1 to run (1 tried before: attempts so far: 4)" in out
+    run_ = BaselineRun.objects.get()
+    assert run_.status == "completed" and run_.attempts == 5 and run_.usage["requests"] > 0
+    listed = io.StringIO()
+    call_command("export_baselines", stdout=listed)
+    assert json.loads(listed.getvalue())[0]["attempts"] == 5
+
+
+@pytest.fixture
+def another_runner():
+    """A live process that holds a run as its runner would: a sleeping child of this test, and on PostgreSQL the
+    run's advisory lock held by another connection (what a runner's connection holds)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    held = []
+
+    def hold(run_):
+        from django.db import connection
+
+        from baselines import runners
+
+        runner = {"pid": child.pid, "host": runners.this_process()["host"], "started": runners._start_ticks(child.pid)}
+        BaselineRun.objects.filter(pk=run_.pk).update(status="running", runner=runner)
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            db = connection.settings_dict
+            other = psycopg.connect(
+                host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]
+            )
+            other.execute("SELECT pg_advisory_lock(%s::integer, %s::integer)", (runners._LOCK_SPACE, run_.pk))
+            held.append(other)
+        return runner
+
+    def let_go():
+        for other in held:
+            other.close()
+        child.kill()
+        child.wait(timeout=10)
+
+    try:
+        yield child, hold, let_go
+    finally:
+        let_go()
+
+
+def test_a_second_command_leaves_a_running_run_to_its_runner_and_names_it(fake, another_runner):
+    child, hold, let_go = another_runner
+    fake.fail_after = 5  # a first attempt that kept five answers, then failed
+    with pytest.raises(CommandError):
+        sweep(fake, "--max-retries", "0")
+    fake.fail_after = None
+    run_ = BaselineRun.objects.get()
+    kept = BaselineResponse.objects.filter(run=run_).count()
+    hold(run_)
+    sent = len([c for c in fake.calls if c["body"] is not None])
+    err = io.StringIO()
+    with pytest.raises(
+        CommandError, match=rf"1 run\(s\) left to the process already running them \(process {child.pid} on "
+    ):
+        call_command(
+            "run_baselines",
+            *("--tasks", "sst2", "--methods", "worker", "--models", "tiny-model", "--api-base", fake.base_url),
+            *("--shots", "10", "--splits", "1"),
+            stdout=io.StringIO(),
+            stderr=err,
+        )
+    assert f"left alone: sst2 worker tiny-model at {fake.base_url} 10-shot split 1 seed 42: process {child.pid}" in (
+        err.getvalue()
+    )
+    # nothing was sent, taken over or discarded
+    left = BaselineRun.objects.get()
+    assert len([c for c in fake.calls if c["body"] is not None]) == sent and (
+        left.status,
+        left.attempts,
+        left.runner["pid"],
+    ) == ("running", 1, child.pid)
+    assert BaselineResponse.objects.filter(run=run_).count() == kept == 5
+    # the runner gone (killed: its connection closed, its pid gone), the next command takes the run over
+    let_go()
+    sweep(fake)
+    done = BaselineRun.objects.get()
+    assert (done.status, done.attempts, done.usage["resumed"]) == ("completed", 2, 5)
+
+
+# --------------------------------------------------------------------------- settings per method
+
+
+def test_a_setting_goes_to_the_methods_that_take_it_and_each_says_what_it_took(fake):
+    out = sweep(fake, "--set", "temperature=0.7", "--set", "icl.max_new_tokens=8", methods=("icl", "worker"))
+    assert "settings: icl took max_new_tokens=8; ignored temperature=0.7" in out
+    assert "settings: worker took temperature=0.7\n" in out
+    icl, worker = BaselineRun.objects.get(method="icl"), BaselineRun.objects.get(method="worker")
+    assert icl.status == worker.status == "completed"
+    assert icl.config["extra"] == {"max_new_tokens": 8} and worker.config["extra"] == {"temperature": 0.7}
+    chats = [b for b in fake.answered if "messages" in b]
+    assert chats and {b["temperature"] for b in chats} == {0.7} and {b["max_tokens"] for b in chats} == {64}
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            "temprature=0.7",
+            "--set temprature: no method of this sweep takes 'temprature' (icl takes eval_batch_size",
+        ),
+        ("icl.temperature=0.7", "--set icl.temperature: icl has no setting 'temperature'; icl takes eval_batch_size"),
+        ("ft.epochs=1", "--set ft.epochs: ft is not among --methods icl worker"),
+    ],
+)
+def test_a_setting_no_method_takes_is_refused_before_anything_runs(fake, setting, message):
+    with pytest.raises(CommandError) as err:
+        sweep(fake, "--set", setting, methods=("icl", "worker"))
+    assert str(err.value).startswith(message)
+    assert not BaselineRun.objects.exists() and fake.calls == []
+
+
+def test_progress_bars_are_drawn_on_a_terminal_only(fake):
+    """Into a log (no terminal) nothing but the command's lines; on a terminal (a pseudo-terminal here) the bars."""
+    import os
+    import pty
+    import threading
+
+    err = io.StringIO()
+    call_command("run_baselines", "--tasks", "sst2", "--methods", "majority", stdout=io.StringIO(), stderr=err)
+    assert "\r" not in err.getvalue() and "run/s" not in err.getvalue()
+    BaselineRun.objects.all().delete()
+    master, slave = pty.openpty()
+    drawn: list[bytes] = []
+    reader = threading.Thread(target=lambda: drawn.extend(iter(lambda: _read(master), b"")), daemon=True)
+    reader.start()
+    with open(slave, "w", closefd=True) as terminal:
+        call_command(
+            "run_baselines", "--tasks", "sst2", "--methods", "majority", "--shots", "10", "--splits", "1",
+            stdout=io.StringIO(), stderr=terminal,
+        )  # fmt: skip
+    reader.join(timeout=10)
+    os.close(master)
+    assert b"sst2 majority 10-shot split 1" in b"".join(drawn)
+
+
+def _read(fd: int) -> bytes:
+    import os
+
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the terminal's other end closed
+        return b""

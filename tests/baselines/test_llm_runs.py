@@ -16,6 +16,7 @@ from baselines.models import BaselineResponse, BaselineRun
 from baselines.selectors import model_cells
 from fewshot_models.backends.openai import OpenAIBackend
 from tasks_data.models import Example
+from tests.annotation.factories import cohort, complete, make_study
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
@@ -265,13 +266,16 @@ def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     call_command("export_baselines", "--format", "json", stdout=out)
     (row,) = json.loads(out.getvalue())
     assert row["task"] == "sst2" and row["method"] == "worker" and row["server"] == fake.base_url
-    assert row["s1"] == pytest.approx(100 * run.s1) and row["requests"] == run.usage["requests"]
+    assert row["s1_percent"] == pytest.approx(100 * run.s1) and row["requests"] == run.usage["requests"]
     assert row["tokens"] == run.usage["prompt_tokens"] + run.usage["completion_tokens"] and row["seconds"] > 0
     out = io.StringIO()
     call_command("export_baselines", "--format", "csv", stdout=out)
     header, line = out.getvalue().splitlines()
-    assert header.startswith("id,task,method,model,backend,server,shots,split,seed,status,s1,requests,tokens,seconds")
-    assert f",openai,{fake.base_url},10,1,42,completed," in line
+    assert header.startswith(
+        "id,task,method,model,backend,server,shots,split,seed,status,attempts,s1_percent,demonstrations_min,"
+        "demonstrations_median,demonstrations_max,demonstrations_of,scoring,requests,tokens,seconds"
+    )
+    assert f",openai,{fake.base_url},10,1,42,completed,1," in line
     out = io.StringIO()
     call_command("export_baselines", "--transcript", str(run.pk), stdout=out)
     entries = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -296,3 +300,52 @@ def test_export_baselines_and_the_api(fake, researcher, plain_user, caplog):
     assert len(got["transcript"]) == len(entries) and got["run"]["id"] == run.pk
     assert client.get("/api/baselines/runs/999/transcript/").status_code == 404
     assert client.post("/api/baselines/runs/", {}).status_code in (403, 405)  # nothing starts a run on the web
+
+
+# --------------------------------------------------------------------------- nothing downgraded in silence
+
+
+def test_prompts_that_held_fewer_demonstrations_are_said_everywhere(fake, researcher):
+    """A 10-shot icl run on a server whose window holds about half the demonstrations: the run, the command's
+    closing table, the listing and the results page all say how many its prompts held."""
+    from tasks_data.models import TrainingSet
+
+    demos = TrainingSet.objects.get(task__slug="sst2", shots=10, split=1).examples.all()
+    tests = Example.objects.filter(task__slug="sst2", role="test")
+    longest = max(len(e.context.split()) + len(e.question.split()) for e in tests)
+    fake.window = sum(len(d.context.split()) + len(d.question.split()) + 4 for d in demos) // 2 + longest + 20
+    fake.advertise_window = True  # vLLM's max_model_len
+    out, _ = sweep(fake, methods=("icl",))
+    run = BaselineRun.objects.get()
+    held = run.demonstrations
+    assert run.status == "completed" and run.scoring == "log-likelihood" and held["of"] == 10
+    assert 0 < held["min"] <= held["median"] <= held["max"] < 10 and run.fewer_demonstrations
+    assert held["min"] == min(run.notes["demonstrations_used"]) and held["max"] == max(run.notes["demonstrations_used"])
+    span = f"{held['min']}-{held['max']}" if held["min"] < held["max"] else str(held["min"])
+    assert f"note: sst2 icl tiny-model 10-shot: its prompts held {span} of 10 demonstrations" in out
+    assert f"{held['min']}/{held['median']:g}/{held['max']} of 10" in out and "log-likelihood" in out
+    listed = io.StringIO()
+    call_command("export_baselines", stdout=listed)
+    (row,) = json.loads(listed.getvalue())
+    assert (row["demonstrations_min"], row["demonstrations_max"], row["demonstrations_of"]) == (
+        held["min"],
+        held["max"],
+        10,
+    )
+    assert row["scoring"] == "log-likelihood"
+    study = make_study(tasks=["sst2"], shots=[10], created_by=researcher, filter_floor=None, filter_fraction=None)
+    complete(cohort(study, "sst2", 10), "A")
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/dashboard/studies/{study.pk}/results/").content.decode()
+    assert f"{span} of 10 demonstrations" in page and "scored by log-likelihood" in page
+
+
+def test_a_choice_scored_by_generation_says_why(fake):
+    fake.no_completions = True  # a chat-only server: no log-probabilities to score a label with
+    out, _ = sweep(fake, methods=("icl", "worker"))
+    icl, worker = BaselineRun.objects.get(method="icl"), BaselineRun.objects.get(method="worker")
+    assert icl.scoring == "generation" and worker.scoring == "chat"
+    assert icl.demonstrations == worker.demonstrations == {"min": 10, "median": 10, "max": 10, "of": 10}
+    (note,) = [line for line in out.splitlines() if line.startswith("note:")]  # all 10 held: no note of it
+    assert note.startswith("note: sst2 icl tiny-model 10-shot: scored by generation, not log-likelihood: /completions")

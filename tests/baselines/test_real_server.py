@@ -3,8 +3,12 @@ fastapi, uvicorn, openai and accelerate from requirements/dev.txt) serving a tin
 
 What this server is (transformers 4.57): chat completions only, every answer streamed as server-sent events;
 `/v1/models` lists a fixed catalogue, not the checkpoint it loads on request; no `/v1/completions`, so no
-log-probabilities: `icl` generates. The test skips, with the server's last words, only when the server cannot
-start; in CI (CI=true) that is a failure."""
+log-probabilities: `icl` generates. A server that does not start (or dies starting) fails the test, with its last
+words, wherever it runs: in every pass of .ci/run (its last one runs with no environment at all) as on a laptop.
+
+How long a start takes: 19 s on the 2-core machine at load 8, 210 s when six started at once at load 19 (a
+scratch script timing `transformers serve` to its first /health 200). START_SECONDS waits about three times the
+worst of these."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from tests.tasks_data.official_s1 import eval_S1
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.usefixtures("demo")]
 
 TASKS = ("sst2", "conll03")
+START_SECONDS = 600  # see the module's docstring: the measured worst start, 210 s, with room
 
 
 def _free_port() -> int:
@@ -51,14 +56,11 @@ def served(tmp_path_factory):
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
+        began = time.monotonic()
         while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                state = f"exited {proc.returncode}" if proc.poll() is not None else "no answer in 180 s"
-                reason = f"transformers serve did not start ({state}): {log_path.read_text()[-1500:]}"
-                if os.environ.get("CI"):
-                    pytest.fail(reason)
-                pytest.skip(reason)
+            if proc.poll() is not None or time.monotonic() - began > START_SECONDS:
+                state = f"exited {proc.returncode}" if proc.poll() is not None else f"no answer in {START_SECONDS} s"
+                pytest.fail(f"transformers serve did not start ({state}): {log_path.read_text()[-1500:]}")
             try:
                 if httpx.get(base + "/health", timeout=2).status_code == 200:
                     break

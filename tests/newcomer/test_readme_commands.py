@@ -6,7 +6,8 @@ environment, on the embedded default (a scratch SQLite file, no broker, no Redis
 forever (``make run``, gunicorn) are started, asked for a page over HTTP and stopped. A comment line right
 after a command is its documented output: it must appear in what the command printed (up to an ellipsis),
 and a documented ``CommandError`` must be what the command fails with. The few commands that cannot run here
-are listed in SKIPPED with the reason; each must still be in the README (so the list cannot go stale).
+are listed in SKIPPED with the reason; each must still be in the README (so the list cannot go stale). A
+run_baselines sweep of hours runs narrowed (NARROWED) by flags the README itself shows on a run_baselines line.
 """
 
 from __future__ import annotations
@@ -37,14 +38,18 @@ README = REPO / "README.md"
 
 SKIPPED = {
     ".venv/bin/celery -A clues_platform worker -l info": "needs a Redis broker; tests/baselines runs a real worker",
-    ".venv/bin/python manage.py run_baselines": "trains ft on every task with data (90 runs on the CLUES tasks, about "
-    "36 min on a CPU); tests/adapters and tests/baselines cover it",
-    ".venv/bin/python manage.py run_baselines --tasks sst2 mnli --methods pt icl --models /models/roberta-large "
-    "/models/gpt2": "the model folders are examples",
-    ".venv/bin/python manage.py run_baselines --queue": "without a broker it runs the 90 default runs inline",
     ".venv/bin/celery -A clues_platform worker -Q gpu -c 1": "needs a Redis broker and a GPU machine",
     "DATABASE_URL=postgres://postgres@127.0.0.1:5432/clues make test": "the whole suite (this test is in it)",
     "CI=true bash .ci/run": "CI itself (this test is in it)",
+}
+# A sweep of hours runs narrowed, by flags the README shows on a run_baselines line of its own (checked), to one task,
+# shots and split: the command line is otherwise as written, the default model and every name in it included.
+RUN_BASELINES = ".venv/bin/python manage.py run_baselines"
+NARROWED = {
+    RUN_BASELINES: "--tasks sst2 --shots 10 --splits 1",  # 90 runs, about 36 min on a CPU
+    f"{RUN_BASELINES} --tasks sst2 mnli --methods pt icl --models pt=$HOME/models/roberta-large "
+    "icl=$HOME/models/gpt2": "--tasks sst2 --shots 10 --splits 1",  # 60 runs
+    f"{RUN_BASELINES} --queue": "--tasks sst2 --shots 10 --splits 1",  # no broker: the 90 default runs inline
 }
 POSTGRES_BLOCK_MARKER = "export DATABASE_URL=postgres://"
 # The PostgreSQL + Redis block runs on the suite's servers: its database under a scratch name (created by `make run`
@@ -131,6 +136,7 @@ def scratch(tmp_path_factory):
         (stamps / name).touch()
     home = root.parent / "home"
     home.mkdir()
+    models(home / "models")
     official, _ = _official_zip()
     if official:
         (home / "CLUES-JSON.zip").symlink_to(official)
@@ -140,6 +146,18 @@ def scratch(tmp_path_factory):
 
         data = synthetic.zip_release(DEMO_DATA, home / "CLUES-JSON.zip")
     return root, stamps, home, data, official is not None
+
+
+def models(folder: Path) -> None:
+    """The checkpoint folders the README names (~/models/...): tiny ones of the kinds it names, built here (a
+    masked LM with the prompt's verbalizer words as tokens for pt, a causal LM for icl)."""
+    from tasks_data.registry import CLUES_TASKS
+    from tests.adapters import tiny_models
+
+    words = sorted({w for slug in ("sst2", "mnli") for w in CLUES_TASKS[slug].prompt.verbalizer.values()})
+    texts = ["It was great.", "A sentence? Yes, it is.", *words]
+    tiny_models.bert_checkpoint(folder / "roberta-large", texts, mlm=True, whole_words=words)
+    tiny_models.gpt2_checkpoint(folder / "gpt2", texts)
 
 
 def base_env(root: Path, stamps: Path, home: Path, data: Path) -> dict:
@@ -218,13 +236,14 @@ def serve(command: Command, root: Path, env: dict) -> str:
 def run(command: Command, root: Path, env: dict, *, official: bool) -> str:
     if "score predictions.jsonl" in command.line:
         write_predictions(root)
+    line = f"{command.line} {NARROWED[command.line]}" if command.line in NARROWED else command.line
     result = subprocess.run(
-        ["bash", "-c", f"{command.line}\nstatus=$?; env -0 > ../env.out; exit $status"],
+        ["bash", "-c", f"{line}\nstatus=$?; env -0 > ../env.out; exit $status"],
         cwd=root,
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=900 if line.startswith(RUN_BASELINES) else 180,  # trains models on a shared CPU
     )
     output = result.stdout + result.stderr
     expect_error = any(d.startswith("CommandError") for d in command.documented)
@@ -248,6 +267,10 @@ def test_readme_commands_work_as_written(scratch):
     blocks = readme_blocks()
     lines = {c.line for block in blocks for c in block}
     assert not set(SKIPPED) - lines, f"SKIPPED lists commands the README no longer has: {set(SKIPPED) - lines}"
+    assert not set(NARROWED) - lines, f"NARROWED lists commands the README no longer has: {set(NARROWED) - lines}"
+    shown = [line for line in lines if line.startswith(RUN_BASELINES)]
+    for flags in set(NARROWED.values()):  # narrowed only as the README narrows a run itself
+        assert any(line.endswith(" " + flags) and line not in NARROWED for line in shown), flags
     ran, skipped = [], []
     began = time.monotonic()
     scratch_database = None

@@ -67,6 +67,12 @@ def test_another_researcher_finds_no_trace_of_a_task_until_it_is_shared(secret, 
         "/api/studies/", {"name": "x", "tasks": ["secret-reviews"], "shots": [0]}, content_type="application/json"
     )
     assert refused.json()["tasks"] == ["unknown task(s): secret-reviews"]
+    # A slug typed near hers: the known tasks he is told of, and the one he likely meant, are never hers.
+    typo = oscar.post(
+        "/api/studies/", {"name": "x", "tasks": ["secret-review"], "shots": [0]}, content_type="application/json"
+    )
+    assert typo.status_code == 400 and "secret-reviews" not in typo.content.decode()
+    assert "known tasks: sst2, mnli, conll03, wikiann, squad2, record" in typo.json()["tasks"][0]
     # The form, posted with the slug typed in: refused as a choice that does not exist.
     form = oscar.post(
         "/dashboard/studies/new/", {"name": "x", "tasks": ["secret-reviews"], "shots": ["0"], "chain": "1"}

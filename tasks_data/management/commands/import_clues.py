@@ -39,7 +39,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--retry-download", action="store_true", help="download again even if a download failed less than a day ago"
         )
-        parser.add_argument("--cache", default=str(settings.BASE_DIR / ".cache"), help="where a downloaded zip is kept")
+        parser.add_argument("--cache", default=str(settings.DATA_DIR / ".cache"), help="where a downloaded zip is kept")
 
     def handle(
         self,
@@ -111,7 +111,14 @@ class Command(BaseCommand):
         return path
 
     def _import(self, path: Path, label: str):
-        bar = tqdm(total=len(CLUES_TASKS), desc="validating", unit="task", file=self.stderr._out, leave=False)
+        bar = tqdm(
+            total=len(CLUES_TASKS),
+            desc="validating",
+            unit="task",
+            file=self.stderr._out,
+            leave=False,
+            disable=not self.stderr.isatty(),  # a bar on a terminal, never into a log
+        )
 
         def progress(name):
             bar.set_description(f"validating {name}")
