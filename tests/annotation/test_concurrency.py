@@ -6,8 +6,7 @@ from django.db import connection
 from annotation import services
 from annotation.models import Answer, Enrollment
 from annotation.protocol import JoinRefusal
-from tasks_data.models import Example, Task
-from tests.annotation.threads import run_together
+from tests.annotation.threads import run_together, tiny_sst2
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,23 +22,7 @@ def _postgresql_only():
 @pytest.fixture
 def sst2_task():
     """A tiny SST-2 test set, committed so every thread's connection sees it."""
-    task = Task.objects.create(slug="sst2", source="concurrency test", fingerprint="-")
-    Example.objects.bulk_create(
-        [
-            Example(
-                task=task,
-                role=Example.Role.TEST,
-                identity=f"t{i}",
-                clues_id=str(i),
-                position=i,
-                context=f"review {i}",
-                question="positive or negative?",
-                gold=["positive"],
-            )
-            for i in range(3)
-        ]
-    )
-    return task
+    return tiny_sst2("concurrency test")
 
 
 def test_twenty_simultaneous_joins_of_a_three_slot_cohort_make_exactly_three_enrollments(sst2_task):

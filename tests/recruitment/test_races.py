@@ -16,9 +16,8 @@ from annotation.models import AuditEvent
 from recruitment.bonuses import pay_bonuses
 from recruitment.models import BonusPayment
 from recruitment.sync import sync
-from tasks_data.models import Example, Task
 from tests.annotation.factories import cohort
-from tests.annotation.threads import run_together
+from tests.annotation.threads import run_together, tiny_sst2
 from tests.recruitment.journeys import approved_worker, arrive, finish, published
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,21 +35,7 @@ def _postgresql_only():
 @pytest.fixture
 def sst2(db):
     """A tiny SST-2 test set, committed so every thread's connection sees it."""
-    task = Task.objects.create(slug="sst2", source="race test", fingerprint="-")
-    Example.objects.bulk_create(
-        Example(
-            task=task,
-            role=Example.Role.TEST,
-            identity=f"t{i}",
-            clues_id=str(i),
-            position=i,
-            context=f"a fine film, take {i}",
-            question="positive or negative?",
-            gold=["positive"],
-        )
-        for i in range(3)
-    )
-    return task
+    return tiny_sst2("race test", context="a fine film, take {i}")
 
 
 def _later(seconds, work):

@@ -12,8 +12,7 @@ from annotation import services
 from annotation.models import Study
 from results import scores
 from results.models import StoredScores
-from tasks_data.models import Example, Task
-from tests.annotation.threads import run_together
+from tests.annotation.threads import run_together, tiny_sst2
 from tests.results.stored import check_stored
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,20 +35,7 @@ def _completed(cohort, i: int) -> int:
 
 
 def test_a_store_racing_an_uncommitted_change_waits_for_it_and_is_refused():
-    task = Task.objects.create(slug="sst2", source="race test", fingerprint="-")
-    Example.objects.bulk_create(
-        Example(
-            task=task,
-            role=Example.Role.TEST,
-            identity=f"t{i}",
-            clues_id=str(i),
-            position=i,
-            context=f"review {i}",
-            question="positive or negative?",
-            gold=["positive"],
-        )
-        for i in range(3)
-    )
+    tiny_sst2("race test")
     study = services.create_study(
         name="race", tasks=["sst2"], shots=[0], workers_per_cohort=3, launch=True, platform="prolific"
     )
