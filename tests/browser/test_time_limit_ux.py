@@ -26,19 +26,25 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PROLIFIC = "?PROLIFIC_PID={pid}&STUDY_ID=STUDY1&SESSION_ID=SESS-{pid}"
 
 
-@pytest.mark.parametrize("size", ["laptop", "phone"])
-def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_kept(pages, demo_data, size):
+def _started(pages, size: str, name: str):
+    """A worker of a new SST-2 0-shot study at the first item, in a browser of ``size``: (study, cohort, page,
+    enrollment)."""
     study = make_study(tasks=("sst2",), shots=(0,))
     cohort = cohort_of(study, "sst2", 0)
     touch = {"has_touch": True, "is_mobile": True} if size == "phone" else {}
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page = pages.new(viewport=PHONE if size == "phone" else LAPTOP, **touch)
-    pid = pid_for(f"LIMIT-{size}")
+    pid = pid_for(f"{name}-{size}")
     page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
     wait_view(page, "description")
     page.get_by_role("button", name="Start").click()
     wait_view(page, "item")
-    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    return study, cohort, page, Enrollment.objects.get(worker__external_id=pid)
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_kept(pages, demo_data, size):
+    study, cohort, page, enrollment = _started(pages, size, "LIMIT")
     for _ in range(2):
         state = services.current_item(enrollment_id=enrollment.pk)
         services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
@@ -73,17 +79,7 @@ def test_near_the_limit_end_now_is_in_reach_and_gives_a_code_with_the_answers_ke
 
 @pytest.mark.parametrize("size", ["laptop", "phone"])
 def test_the_countdown_reaches_zero_and_the_page_says_the_time_has_passed_with_the_code(pages, demo_data, size):
-    study = make_study(tasks=("sst2",), shots=(0,))
-    cohort = cohort_of(study, "sst2", 0)
-    touch = {"has_touch": True, "is_mobile": True} if size == "phone" else {}
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page = pages.new(viewport=PHONE if size == "phone" else LAPTOP, **touch)
-    pid = pid_for(f"ZERO-{size}")
-    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
-    wait_view(page, "description")
-    page.get_by_role("button", name="Start").click()
-    wait_view(page, "item")
-    enrollment = Enrollment.objects.get(worker__external_id=pid)
+    study, cohort, page, enrollment = _started(pages, size, "ZERO")
     state = services.current_item(enrollment_id=enrollment.pk)
     services.submit_answer(enrollment_id=enrollment.pk, item=state.item_handle, answer=gold_answer(state.item))
 
