@@ -262,3 +262,18 @@ def baseline_runs(task: str, shots: int, method: str, model: str, s1s) -> list:
         )
         for i, s1 in enumerate(s1s)
     ]
+
+
+def sst2_run_answers(tests: list[Example], wrong: set[int]) -> dict:
+    """A completed SST-2 run's s1, predictions and item scores: the gold label on every test item but the
+    positions in ``wrong`` (the other label there); keyword arguments for ``BaselineRun.objects.create``."""
+    return {
+        "s1": 1 - len(wrong) / len(tests),
+        "predictions": [
+            {"id": e.clues_id, "prediction": [next(x for x in ("positive", "negative") if x != e.gold[0])]}
+            if i in wrong
+            else {"id": e.clues_id, "prediction": [e.gold[0]]}
+            for i, e in enumerate(tests)
+        ],
+        "item_scores": [0.0 if i in wrong else 1.0 for i in range(len(tests))],
+    }

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from annotation.models import RESEARCHERS_GROUP
 from baselines.models import BaselineRun
 from tasks_data.models import Example
-from tests.annotation.factories import cohort, complete, make_study
+from tests.annotation.factories import cohort, complete, make_study, sst2_run_answers
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.dashboard_pages import WIDTHS, no_sideways_scroll
 
@@ -46,17 +46,7 @@ def _study():
             split=split,
             seed=0,
             status=BaselineRun.Status.COMPLETED,
-            s1=1 - len(wrong) / len(tests),
-            predictions=[
-                {
-                    "id": e.clues_id,
-                    "prediction": [next(x for x in ("positive", "negative") if x != e.gold[0])]
-                    if i in wrong
-                    else [e.gold[0]],
-                }
-                for i, e in enumerate(tests)
-            ],
-            item_scores=[0.0 if i in wrong else 1.0 for i in range(len(tests))],
+            **sst2_run_answers(tests, wrong),
         )
     call_command("fit_results", "--study", str(study.pk), stdout=io.StringIO())
     return study

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, User
 from annotation.models import RESEARCHERS_GROUP
 from baselines.models import BaselineRun
 from tasks_data.models import Example
-from tests.annotation.factories import cohort, complete, make_study, trim_test_set
+from tests.annotation.factories import cohort, complete, make_study, sst2_run_answers, trim_test_set
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.dashboard_pages import WIDTHS, no_sideways_scroll
 
@@ -43,17 +43,7 @@ def _study():
                 split=split,
                 seed=0,
                 status=BaselineRun.Status.COMPLETED,
-                s1=1 - len(wrong) / len(tests),
-                predictions=[
-                    {
-                        "id": e.clues_id,
-                        "prediction": [next(x for x in ("positive", "negative") if x != e.gold[0])]
-                        if i in wrong
-                        else [e.gold[0]],
-                    }
-                    for i, e in enumerate(tests)
-                ],
-                item_scores=[0.0 if i in wrong else 1.0 for i in range(len(tests))],
+                **sst2_run_answers(tests, wrong),
             )
     return study
 
