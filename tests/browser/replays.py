@@ -138,6 +138,7 @@ def researcher_journey(pages, shoot, settings):
     # charted beside humans they have no gap to (and their name is text, not markup).
     expect(page.locator(".chart svg")).not_to_contain_text("FT BERT-Base")
     expect(page.locator(".unpaired-models")).to_contain_text("FT BERT-Base <b>")
+    expect(page.locator("main")).to_contain_text("No model row stands beside a human cohort here")
     shoot(page, "25-results")
     contents = {}
     for fmt, label in (("csv", "CSV"), ("json", "JSON"), ("md", "Markdown"), ("tex", "LaTeX")):
