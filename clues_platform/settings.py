@@ -203,7 +203,8 @@ UPLOAD_MAX_SIZE = int(os.environ.get("UPLOAD_MAX_SIZE", str(20 * 2**20)))
 # A shared cache (rate limits) is Redis when REDIS_URL / CACHE_URL is set, else per-process memory.
 _CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL", "")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL}
+    # Django's Redis backend, with its client kept (clues_platform/cache.py).
+    "default": {"BACKEND": "clues_platform.cache.RedisCache", "LOCATION": _CACHE_URL}
     if _CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
