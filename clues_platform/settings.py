@@ -96,6 +96,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "clues_platform.middleware.RecentConnectionMiddleware",  # first: before any middleware's query
     "django.middleware.security.SecurityMiddleware",
     "clues_platform.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -142,6 +143,9 @@ DATABASES = {
         conn_health_checks=env_bool("CONN_HEALTH_CHECKS", True),
     )
 }
+# ...unless the previous request used it less than this many seconds ago (RecentConnectionMiddleware): a connection
+# in steady use is not checked before every request; 0 checks before every request (Django's own behaviour).
+CONN_HEALTH_CHECK_IDLE = float(os.environ.get("CONN_HEALTH_CHECK_IDLE", "5"))
 # PostgreSQL: bind parameters on the server and prepare a statement once a connection has run it 5 times, so the
 # worker's few hot statements are parsed and planned once per connection (benchmarks/README.md). Turn it off
 # (DB_PREPARED_STATEMENTS=0) behind a transaction-pooling proxy such as PgBouncer, which cannot keep them.
