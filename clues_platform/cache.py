@@ -1,8 +1,8 @@
 """The shared cache (Redis): Django's backend, with one Redis client kept instead of one built per call.
 
 Django's ``RedisCacheClient.get_client`` builds a ``redis.Redis`` around its connection pool on every cache call.
-Building it costs several times the GET it serves (~0.13 ms per call; benchmarks/README.md), and a worker's every
-request reads its session from the cache. The pools were already kept; the client is kept with its pool here. A
+Building it cost more than the GET it serves (benchmarks/README.md, "Round trips of an answer"), and every request
+of a worker reads its session from the cache. The pools were already kept; the client is kept with its pool here. A
 ``redis.Redis`` is safe to share between threads (each command takes a connection from the pool), and its pool
 drops the parent's connections in a forked process (redis-py checks the pid), so gunicorn's workers each get
 their own.
