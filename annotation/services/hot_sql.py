@@ -1,11 +1,11 @@
 """The worker's hot path, written in SQL.
 
 GET /api/work/current/ and POST /api/work/answer/ are most of the platform's traffic. Their
-statements are few and constant (tests/hardening/test_query_counts.py), and all but the INSERT
-are written in SQL: building and compiling the ORM's equivalent cost several times running the
-statement, and was most of a request's CPU (benchmarks/README.md). Table and column names come
-from the models' meta, and the SQL is plain enough for PostgreSQL and SQLite alike (the
-protocol tests run on both).
+statements are few and constant (tests/hardening/test_query_counts.py), and written in SQL: building
+and compiling the ORM's equivalent cost several times running the statement, and was most of a
+request's CPU (benchmarks/README.md). Table and column names come from the models' meta, and the SQL
+is plain enough for PostgreSQL and SQLite alike (the protocol tests run on both), but for the answer's
+INSERT, which clears the serving time in its own statement on PostgreSQL only.
 
 Still needed (benchmarks/README.md "Hand-written SQL or the ORM"): the same functions written with
 querysets (benchmarks/hot_orm.py, the oracle tests/annotation/test_hot_path.py checks this module
