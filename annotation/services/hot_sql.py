@@ -51,7 +51,7 @@ _NEXT_ITEM_SQL = (
 
 
 def _example(row) -> Example | None:
-    """An Example from its columns, or None for a missing row: what ``raw()`` builds, for a fraction of its CPU."""
+    """An Example from its columns, or None for a missing row: what ``raw()`` builds, for less CPU."""
     return None if row is None or row[0] is None else _instance(Example, list(row))
 
 
