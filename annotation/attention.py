@@ -268,10 +268,11 @@ def as_item(check: AttentionCheck, task: Task) -> Example:
     )
 
 
-def store_answer(enrollment: Enrollment, check: AttentionCheck, raw_answer) -> AttentionAnswer:
-    """Validate and store a worker's answer to a check (``InvalidAnswer`` as for any item)."""
+def new_answer(enrollment: Enrollment, check: AttentionCheck, raw_answer) -> AttentionAnswer:
+    """A worker's answer to a check, validated (``InvalidAnswer`` as for any item), not yet stored (the hot path's
+    ``insert`` stores it)."""
     valid = validate_answer(enrollment.cohort.task.spec, as_item(check, enrollment.cohort.task), raw_answer)
-    return AttentionAnswer.objects.create(
+    return AttentionAnswer(
         enrollment=enrollment,
         attention_check=check,
         texts=valid.texts,

@@ -12,7 +12,7 @@ from datetime import datetime
 from django.db.models import Count, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from annotation.models import Answer, Enrollment
+from annotation.models import Answer, AttentionAnswer, Enrollment
 from tasks_data.models import Example, TrainingSetItem
 
 
@@ -75,3 +75,20 @@ def test_item(task_id: int, position: int) -> Example | None:
         .order_by("position", "pk")[position : position + 1]
         .first()
     )
+
+
+def next_item(
+    enrollment_id: int, step: str, *, training_set_id: int | None, task_id: int
+) -> tuple[int, Example | None]:
+    """The answers given in the step and the item after them (hot_sql.next_item; here two statements)."""
+    done = answers_in_step(enrollment_id, step)
+    if step == Answer.Step.TRAINING:
+        return done, training_item(training_set_id, done) if training_set_id is not None else None
+    return done, test_item(task_id, done)
+
+
+def insert(answer: Answer | AttentionAnswer, *, clear_served: bool) -> None:
+    """The answer saved, and the serving time cleared when ``clear_served`` (hot_sql.insert)."""
+    answer.save(force_insert=True)
+    if clear_served:
+        mark_served(answer.enrollment_id, None)

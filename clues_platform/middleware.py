@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+import weakref
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.utils.cache import add_never_cache_headers
@@ -79,3 +82,37 @@ class NoStoreMiddleware:
         if not response.has_header("Cache-Control"):
             add_never_cache_headers(response)
         return response
+
+
+# When each kept database connection last served a request (monotonic seconds).
+_LAST_USED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class RecentConnectionMiddleware:
+    """Skips the database health check (CONN_HEALTH_CHECKS: a SELECT 1 round trip before a request's first query)
+    on a connection the previous request used less than CONN_HEALTH_CHECK_IDLE seconds ago.
+
+    The check is for a connection that died while idle (a database restart no request saw, an idle timeout). A
+    connection in steady use finds a restart itself: the request that meets it gets a 503 (retried, nothing
+    stored: benchmarks/README.md "Faults"), and Django closes the connection after it. Goes first in MIDDLEWARE:
+    Django resets the check when the request starts (``request_started``), before any middleware runs.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        now = time.monotonic()
+        for conn in connections.all(initialized_only=True):
+            used = _LAST_USED.get(conn)
+            if used is not None and now - used < settings.CONN_HEALTH_CHECK_IDLE and conn.connection is not None:
+                conn.health_check_done = True  # type: ignore[attr-defined]  # Django 4.1+, not in the stubs
+        try:
+            return self.get_response(request)
+        finally:
+            done = time.monotonic()
+            for conn in connections.all(initialized_only=True):
+                if conn.connection is not None and not conn.errors_occurred:
+                    _LAST_USED[conn] = done
+                else:  # a connection that failed is checked before its next request
+                    _LAST_USED.pop(conn, None)

@@ -96,6 +96,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "clues_platform.middleware.RecentConnectionMiddleware",  # first: before any middleware's query
     "django.middleware.security.SecurityMiddleware",
     "clues_platform.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -142,6 +143,9 @@ DATABASES = {
         conn_health_checks=env_bool("CONN_HEALTH_CHECKS", True),
     )
 }
+# ...unless the previous request used it less than this many seconds ago (RecentConnectionMiddleware): a connection
+# in steady use is not checked before every request; 0 checks before every request (Django's own behaviour).
+CONN_HEALTH_CHECK_IDLE = float(os.environ.get("CONN_HEALTH_CHECK_IDLE", "5"))
 # PostgreSQL: bind parameters on the server and prepare a statement once a connection has run it 5 times, so the
 # worker's few hot statements are parsed and planned once per connection (benchmarks/README.md). Turn it off
 # (DB_PREPARED_STATEMENTS=0) behind a transaction-pooling proxy such as PgBouncer, which cannot keep them.
@@ -203,7 +207,8 @@ UPLOAD_MAX_SIZE = int(os.environ.get("UPLOAD_MAX_SIZE", str(20 * 2**20)))
 # A shared cache (rate limits) is Redis when REDIS_URL / CACHE_URL is set, else per-process memory.
 _CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL", "")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL}
+    # Django's Redis backend, with its client kept (clues_platform/cache.py).
+    "default": {"BACKEND": "clues_platform.cache.RedisCache", "LOCATION": _CACHE_URL}
     if _CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }

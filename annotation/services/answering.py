@@ -207,7 +207,8 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
 
     The enrollment's row lock serialises a worker's submissions; the answers are counted after
     the lock is taken, so the count includes every submission committed before. A constant
-    number of queries: lock, count, current item, INSERT, UPDATE (plus 4 at the end of a step).
+    number of queries: lock, the count with the current item (one statement), the INSERT, which clears the serving
+    time on PostgreSQL (a separate UPDATE on SQLite); plus 4 at the end of a step.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -220,21 +221,20 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
             if timed_out(enrollment):
                 raise TimeUp(TIME_UP)
             raise Conflict(f"no answers are taken now: your enrollment is {enrollment.state}")
-        done = hot_path().answers_in_step(enrollment.pk, step)
+        done, example = _answered_and_next(enrollment, step)
         total = step_total(enrollment, step)
         checks = _attention(enrollment, step, done)
         checks_done = checks.answered
         if checks.due is not None:
             return _submit_check(enrollment, checks.due, item, answer, done + checks_done, total + checks.total)
-        example = item_at(enrollment, step, done) if done < total else None
-        if example is None or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=example.pk):
+        if example is None or done >= total or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=example.pk):
             _refuse_other_item(enrollment, item)
         spec = enrollment.cohort.task.spec
         valid = validate_answer(spec, example, answer)
         score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
         try:
             # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
-            stored = Answer.objects.create(
+            stored = Answer(
                 enrollment=enrollment,
                 example=example,
                 step=step,
@@ -244,9 +244,10 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
                 s1=score,
                 served_at=enrollment.current_served_at,
             )
+            # The next item is not served yet (a step's or a part's end clears it with the state's UPDATE).
+            hot_path().insert(stored, clear_served=enrollment.current_served_at is not None and done + 1 < total)
         except IntegrityError:
             raise NotCurrentItem("this item was already answered; answers are final") from None
-        served = enrollment.current_served_at
         enrollment.current_served_at = None
         done += 1
         result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=item)
@@ -280,11 +281,24 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
                 update_fields=("timer_started_at", "timer_minutes", "current_served_at"),
                 parts=len(bounds),
             )
-        if done < total and served is not None:
-            hot_path().mark_served(enrollment.pk, None)
         result.next_state = enrollment.state
         result.done, result.total = result.done + checks_done, result.total + checks.total
         return result
+
+
+def _answered_and_next(enrollment: Enrollment, step: str) -> tuple[int, Example | None]:
+    """The answers given in the step and the item after them (``item_at``): one statement in the file's order; a
+    shuffled test order counts, then loads its order."""
+    cohort = enrollment.cohort
+    if step == Answer.Step.TEST and cohort.study.test_order == Study.TestOrder.SHUFFLE:
+        done = hot_path().answers_in_step(enrollment.pk, step)
+        return done, item_at(enrollment, step, done)
+    done, example = hot_path().next_item(
+        enrollment.pk, step, training_set_id=cohort.training_set_id, task_id=cohort.task_id
+    )
+    if example is not None:
+        example.task = cohort.task  # loaded with the enrollment
+    return done, example
 
 
 TIME_UP = "the time for this part has passed: that answer was not saved; your earlier answers are kept"
@@ -424,8 +438,8 @@ def _submit_check(enrollment: Enrollment, check, handle, raw_answer, done: int, 
     """Store an attention check's answer apart from test answers (``annotation.attention``)."""
     if not is_handle_of(handle, enrollment_id=enrollment.pk, item_id=check.item_id):
         _refuse_other_item(enrollment, handle)
-    answer = attention.store_answer(enrollment, check, raw_answer)
-    hot_path().mark_served(enrollment.pk, None)
+    answer = attention.new_answer(enrollment, check, raw_answer)
+    hot_path().insert(answer, clear_served=True)
     return SubmitResult(
         step=Answer.Step.TEST, answer=answer, done=done + 1, total=total, next_state=enrollment.state, item=handle
     )

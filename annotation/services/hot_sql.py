@@ -1,11 +1,11 @@
 """The worker's hot path, written in SQL.
 
 GET /api/work/current/ and POST /api/work/answer/ are most of the platform's traffic. Their
-statements are few and constant (tests/hardening/test_query_counts.py), and all but the INSERT
-are written in SQL: building and compiling the ORM's equivalent cost several times running the
-statement, and was most of a request's CPU (benchmarks/README.md). Table and column names come
-from the models' meta, and the SQL is plain enough for PostgreSQL and SQLite alike (the
-protocol tests run on both).
+statements are few and constant (tests/hardening/test_query_counts.py), and written in SQL: building
+and compiling the ORM's equivalent cost several times running the statement, and was most of a
+request's CPU (benchmarks/README.md). Table and column names come from the models' meta, and the SQL
+is plain enough for PostgreSQL and SQLite alike (the protocol tests run on both), but for the answer's
+INSERT, which clears the serving time in its own statement on PostgreSQL only.
 
 Still needed (benchmarks/README.md "Hand-written SQL or the ORM"): the same functions written with
 querysets (benchmarks/hot_orm.py, the oracle tests/annotation/test_hot_path.py checks this module
@@ -22,32 +22,75 @@ from datetime import datetime
 from typing import cast
 
 from django.db import connection
+from django.db.models import Field
 
 from tasks_data.models import Example, Task, TrainingSetItem
 
-from ..models import Answer, Cohort, Enrollment, Study
+from ..models import Answer, AttentionAnswer, Cohort, Enrollment, Study
 
 _ENROLLMENT, _ANSWER = Enrollment._meta.db_table, Answer._meta.db_table
 _EXAMPLE, _ITEM = Example._meta.db_table, TrainingSetItem._meta.db_table
-_TEST_ITEM_SQL = f"SELECT * FROM {_EXAMPLE} WHERE task_id = %s AND role = %s ORDER BY position, id LIMIT 1 OFFSET %s"
+# The item's columns named in the model's field order (what ``_instance`` reads), not the table's.
+_EXAMPLE_COLUMNS = ", ".join(f"e.{f.column}" for f in Example._meta.concrete_fields)
+# The item at a position ({}: the OFFSET) of a step, in the file's order.
+_TEST_ITEM_SQL = (
+    f"SELECT {_EXAMPLE_COLUMNS} FROM {_EXAMPLE} e WHERE e.task_id = %s AND e.role = %s "
+    "ORDER BY e.position, e.id LIMIT 1 OFFSET {}"
+)
 _TRAINING_ITEM_SQL = (
-    f"SELECT e.* FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.example_id = e.id "
-    "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET %s"
+    f"SELECT {_EXAMPLE_COLUMNS} FROM {_EXAMPLE} e INNER JOIN {_ITEM} i ON i.example_id = e.id "
+    "WHERE i.training_set_id = %s ORDER BY i.position, i.id LIMIT 1 OFFSET {}"
+)
+_ANSWERS_IN_STEP_SQL = f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s"
+# The answers of a step and the item after them ({}: the item's query), in one statement and so one snapshot. The
+# count is written twice: the item's OFFSET cannot name a column of the query around it.
+_NEXT_ITEM_SQL = (
+    f"SELECT n.done, x.* FROM (SELECT COUNT(*) AS done FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s) n "
+    "LEFT JOIN ({}) x ON 1 = 1"
 )
 
 
+def _example(row) -> Example | None:
+    """An Example from its columns, or None for a missing row: what ``raw()`` builds, for less CPU."""
+    return None if row is None or row[0] is None else _instance(Example, list(row))
+
+
+def _one_example(sql: str, params: list) -> Example | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return _example(cursor.fetchone())
+
+
 def training_item(training_set_id: int, position: int) -> Example | None:
-    return next(iter(Example.objects.raw(_TRAINING_ITEM_SQL, [training_set_id, position])), None)
+    return _one_example(_TRAINING_ITEM_SQL.format("%s"), [training_set_id, position])
 
 
 def test_item(task_id: int, position: int) -> Example | None:
-    return next(iter(Example.objects.raw(_TEST_ITEM_SQL, [task_id, Example.Role.TEST.value, position])), None)
+    return _one_example(_TEST_ITEM_SQL.format("%s"), [task_id, Example.Role.TEST.value, position])
 
 
 def answers_in_step(enrollment_id: int, step: str) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s", [enrollment_id, step])
+        cursor.execute(_ANSWERS_IN_STEP_SQL, [enrollment_id, step])
         return cursor.fetchone()[0]
+
+
+def next_item(
+    enrollment_id: int, step: str, *, training_set_id: int | None, task_id: int
+) -> tuple[int, Example | None]:
+    """The answers the enrollment gave in ``step`` and the item after them in the file's order (None past the end):
+    ``answers_in_step`` and ``training_item`` / ``test_item`` in one statement, run once the caller holds the
+    enrollment's lock (so the count includes every answer committed before it)."""
+    counted: list = [enrollment_id, step]
+    params: list
+    if step == Answer.Step.TRAINING:
+        item, params = _TRAINING_ITEM_SQL, [training_set_id]
+    else:
+        item, params = _TEST_ITEM_SQL, [task_id, Example.Role.TEST.value]
+    with connection.cursor() as cursor:
+        cursor.execute(_NEXT_ITEM_SQL.format(item.format(f"({_ANSWERS_IN_STEP_SQL})")), [*counted, *params, *counted])
+        done, *columns = cursor.fetchone()
+    return done, _example(columns)
 
 
 def mark_served(enrollment_id: int, now: datetime | None) -> bool:
@@ -62,6 +105,33 @@ def mark_served(enrollment_id: int, now: datetime | None) -> bool:
                 [value, enrollment_id],
             )
         return cursor.rowcount == 1
+
+
+@functools.cache  # per model, on first use (the connection's vendor)
+def _insert_sql(model, clear_served: bool) -> tuple[str, list[Field]]:
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(cast(str, f.column) for f in fields)
+    table = model._meta.db_table
+    insert = f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id"
+    if clear_served and connection.vendor == "postgresql":
+        # The serving time is cleared in the INSERT's own statement: one round trip less per answer.
+        return f"WITH cleared AS (UPDATE {_ENROLLMENT} SET current_served_at = NULL WHERE id = %s) {insert}", fields
+    return insert, fields
+
+
+def insert(answer: Answer | AttentionAnswer, *, clear_served: bool) -> None:
+    """INSERT an answer (its id set from ``RETURNING``), and clear its enrollment's serving time when
+    ``clear_served``: what ``save()`` and ``mark_served(None)`` do, in one statement on PostgreSQL (two on SQLite,
+    whose INSERT cannot carry an UPDATE). Raises IntegrityError for a second answer to an item or a position."""
+    sql, fields = _insert_sql(type(answer), clear_served)
+    values = [f.get_db_prep_save(f.pre_save(answer, True), connection) for f in fields]  # pre_save: auto_now_add
+    together = clear_served and connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [answer.enrollment_id, *values] if together else values)
+        answer.pk = cursor.fetchone()[0]
+    answer._state.adding, answer._state.db = False, connection.alias
+    if clear_served and not together:
+        mark_served(answer.enrollment_id, None)
 
 
 def _quoted(*names: str) -> str:

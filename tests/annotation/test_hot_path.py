@@ -39,6 +39,17 @@ def _same_reads(enrollment_id: int) -> None:
     for step in (Answer.Step.TRAINING, Answer.Step.TEST):
         assert hot_sql.answers_in_step(enrollment_id, step) == hot_orm.answers_in_step(enrollment_id, step)
     c = enrollment.cohort
+    for step in (Answer.Step.TRAINING, Answer.Step.TEST):
+        done, item = hot_sql.next_item(enrollment_id, step, training_set_id=c.training_set_id, task_id=c.task_id)
+        oracle_done, oracle = hot_orm.next_item(
+            enrollment_id, step, training_set_id=c.training_set_id, task_id=c.task_id
+        )
+        assert done == oracle_done == hot_sql.answers_in_step(enrollment_id, step)
+        assert (item and model_to_dict(item)) == (oracle and model_to_dict(oracle))
+        at = (
+            hot_sql.training_item(c.training_set_id, done) if step == "training" else hot_sql.test_item(c.task_id, done)
+        )
+        assert (item and item.pk) == (at and at.pk)
     for position in (0, 1, enrollment.training_total - 1, enrollment.training_total, 10_000):
         a, b = hot_sql.training_item(c.training_set_id, position), hot_orm.training_item(c.training_set_id, position)
         assert (a and model_to_dict(a)) == (b and model_to_dict(b))
@@ -57,11 +68,15 @@ def _journey(settings, name: str, enrollment_id: int) -> None:
             return
         # A reload serves the same item.
         assert services.current_item(enrollment_id=enrollment_id).item.pk == state.item.pk
-        services.submit_answer(
+        assert Enrollment.objects.get(pk=enrollment_id).current_served_at is not None
+        stored = services.submit_answer(
             enrollment_id=enrollment_id,
             item=state.item_handle,
             answer=(gold_answer if n % 3 else wrong_answer)(state.item),
-        )
+        ).answer
+        assert stored.pk and Answer.objects.get(pk=stored.pk).texts == stored.texts
+        # The next item is not served yet: its serving time is recorded when it is read.
+        assert Enrollment.objects.get(pk=enrollment_id).current_served_at is None
         n += 1
 
 

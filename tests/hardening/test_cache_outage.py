@@ -1,15 +1,20 @@
 """A Redis (cache) outage: workers keep their sessions and their answers are taken (SECURITY.md)."""
 
+import secrets
+
 import pytest
 from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.test import Client, override_settings
 
+from clues_platform.cache import RedisCache
 from tests.annotation.factories import pid_for
+from tests.security.redis_cache import redis_url
 from tests.worker_pages.factories import cohort_of, make_study
 
 DEAD_REDIS = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
-}  # nothing listens on port 1
+    "default": {"BACKEND": "clues_platform.cache.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+}  # production's backend (settings.CACHES); nothing listens on port 1
 
 pytestmark = pytest.mark.django_db
 
@@ -48,3 +53,23 @@ def test_the_stock_cached_sessions_would_fail_there(db):
         store["x"] = 1
         with pytest.raises(RedisConnectionError):
             store.save()  # a new session key is checked against the cache, unguarded
+
+
+def test_the_cache_keeps_its_redis_client_where_django_builds_one_per_call():
+    """A request's session read does not pay for building a Redis client (clues_platform/cache.py)."""
+    kept = RedisCache("redis://127.0.0.1:1/0", {})._cache
+    assert kept.get_client("a") is kept.get_client("b") is kept.get_client("c", write=True)  # one server: one client
+    django = DjangoRedisCache("redis://127.0.0.1:1/0", {})._cache
+    assert django.get_client("a") is not django.get_client("a")  # the control: Django's builds a new one
+    assert kept.get_client().connection_pool is kept._get_connection_pool(False)
+
+
+def test_the_kept_client_works_through_the_cache():
+    url = redis_url()
+    if url is None:
+        pytest.skip("no Redis at CACHE_URL / REDIS_URL / 127.0.0.1:6379")
+    cache = RedisCache(url, {"KEY_PREFIX": f"test-{secrets.token_hex(4)}"})
+    cache.set("kept", {"enrollment_id": 7}, timeout=10)
+    assert cache.get("kept") == {"enrollment_id": 7} and cache.get("kept") == {"enrollment_id": 7}
+    cache.delete("kept")
+    assert cache.get("kept") is None
