@@ -12,15 +12,23 @@ from django.test import RequestFactory
 from clues_platform import middleware
 
 pytestmark = pytest.mark.django_db
-connection = connections["default"]  # the wrapper itself (monkeypatch cannot restore attributes through the proxy)
+
+
+def wrapper():
+    """The default connection's wrapper itself, as the middleware finds it now (monkeypatch cannot restore
+    attributes through the ``connection`` proxy; an earlier test may have replaced the wrapper)."""
+    return connections["default"]
 
 
 @pytest.fixture
 def checks(db, monkeypatch) -> list[int]:
     """The health checks run, counted; the connection's checks on (as CONN_HEALTH_CHECKS=1 sets them)."""
     run: list[int] = []
+    connection = wrapper()
     monkeypatch.setattr(middleware, "_LAST_USED", weakref.WeakKeyDictionary())
     monkeypatch.setattr(connection, "health_check_enabled", True)
+    # An earlier test's database error leaves the flag up; Django lowers it as a request starts (not run here).
+    monkeypatch.setattr(connection, "errors_occurred", False)
     monkeypatch.setattr(connection, "is_usable", lambda: run.append(1) or True)
     return run
 
@@ -28,6 +36,7 @@ def checks(db, monkeypatch) -> list[int]:
 def request(clock: float, monkeypatch) -> None:
     """One request at ``clock`` seconds, which runs a query; the check reset first, as Django does at its start."""
     monkeypatch.setattr(middleware.time, "monotonic", lambda: clock)
+    connection = wrapper()
     connection.health_check_done = False
 
     def view(request):
@@ -59,9 +68,9 @@ def test_a_zero_idle_time_checks_before_every_request(settings, checks, monkeypa
 def test_a_connection_with_errors_is_checked_at_the_next_request(settings, checks, monkeypatch):
     settings.CONN_HEALTH_CHECK_IDLE = 5
     request(1.0, monkeypatch)
-    monkeypatch.setattr(connection, "errors_occurred", True)
+    monkeypatch.setattr(wrapper(), "errors_occurred", True)
     request(2.0, monkeypatch)  # used a moment ago, so not checked; but it failed
-    monkeypatch.setattr(connection, "errors_occurred", False)
+    monkeypatch.setattr(wrapper(), "errors_occurred", False)
     assert len(checks) == 1
     request(3.0, monkeypatch)
     assert len(checks) == 2
