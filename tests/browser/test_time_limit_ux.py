@@ -116,18 +116,8 @@ def test_the_countdown_reaches_zero_and_the_page_says_the_time_has_passed_with_t
 def test_ending_a_part_with_nothing_answered_gives_no_code_and_says_what_to_do(pages, demo_data, size):
     """End now is a code only for work: near the limit with nothing answered, the page withdraws the worker, shows no
     code, and tells a Prolific participant to return the submission."""
-    study = make_study(tasks=("sst2",), shots=(0,))
-    cohort = cohort_of(study, "sst2", 0)
-    touch = {"has_touch": True, "is_mobile": True} if size == "phone" else {}
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page = pages.new(viewport=PHONE if size == "phone" else LAPTOP, **touch)
-    pid = pid_for(f"NOTHING-{size}")
-    page.goto(f"/join/{cohort.join_token}/" + PROLIFIC.format(pid=pid))
-    wait_view(page, "description")
-    page.get_by_role("button", name="Start").click()
-    wait_view(page, "item")
+    _study, _cohort, page, enrollment = _started(pages, size, "NOTHING")
     expect(page.locator('[data-role="stop"]')).to_be_hidden()  # early in the part: no End now
-    enrollment = Enrollment.objects.get(worker__external_id=pid)
     limit = enrollment.timer_minutes
     Enrollment.objects.filter(pk=enrollment.pk).update(
         enrolled_at=enrollment.enrolled_at - timedelta(minutes=limit - 4)
