@@ -7,6 +7,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from fewshot_models import icl as icl_module
+from fewshot_models.backends.openai import OpenAIBackend
+from tests.baselines.fake_openai import TOKEN, FakeOpenAI
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_BROKER = os.environ.get("CLUES_TEST_BROKER", "redis://127.0.0.1:6379/7")
 
@@ -104,6 +108,18 @@ def celery_worker_process(celery_broker):
         proc.kill()
     if log:
         log.close()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """The fake OpenAI-compatible server (a real HTTP server on 127.0.0.1), the client pointed at nothing else and
+    retrying at once, and what this process learned of servers forgotten."""
+    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
+    monkeypatch.setattr(icl_module, "SERVER_FITS", {})
+    with FakeOpenAI() as server:
+        yield server
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):

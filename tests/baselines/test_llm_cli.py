@@ -14,24 +14,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from baselines.models import BaselineResponse, BaselineRun
-from fewshot_models import icl as icl_module
-from fewshot_models.backends.openai import OpenAIBackend
 from tasks_data.models import Example
-from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 from tests.tasks_data.official_s1 import eval_S1
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
-    monkeypatch.setattr(icl_module, "SERVER_FITS", {})
-    with FakeOpenAI() as server:
-        yield server
 
 
 def run(*args) -> str:

@@ -14,21 +14,11 @@ from django.test import Client
 
 from baselines.models import BaselineResponse, BaselineRun
 from baselines.selectors import model_cells
-from fewshot_models.backends.openai import OpenAIBackend
 from tasks_data.models import Example
 from tests.annotation.factories import cohort, complete, make_study
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo")]
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
-    with FakeOpenAI() as server:
-        yield server
 
 
 def run_command(*args) -> tuple[str, str]:

@@ -16,12 +16,9 @@ import pytest
 from django.core.management import call_command
 
 from baselines.models import BaselineRun
-from fewshot_models import icl as icl_module
-from fewshot_models.backends.openai import OpenAIBackend
 from results.cells import model_rows
 from tasks_data.card_import import import_task
 from tasks_data.registry import CLUES_TASKS
-from tests.baselines.fake_openai import TOKEN, FakeOpenAI
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -37,16 +34,6 @@ def run(*args) -> tuple[str, str]:
 @pytest.fixture
 def reviews(researcher):
     return import_task(EXAMPLE, owner=researcher).task
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", TOKEN)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(OpenAIBackend, "backoff", 0.02)
-    monkeypatch.setattr(icl_module, "SERVER_FITS", {})
-    with FakeOpenAI() as server:
-        yield server
 
 
 def test_with_no_tasks_every_task_with_data_runs_and_the_others_are_named(reviews, own_task):
