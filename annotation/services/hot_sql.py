@@ -48,6 +48,16 @@ _NEXT_ITEM_SQL = (
     f"SELECT n.done, x.* FROM (SELECT COUNT(*) AS done FROM {_ANSWER} WHERE enrollment_id = %s AND step = %s) n "
     "LEFT JOIN ({}) x ON 1 = 1"
 )
+# Each statement written out once, at import: the item at a position given as a parameter, and the count with the
+# item after it, per step.
+_ITEM_AT: dict[str, str] = {
+    Answer.Step.TRAINING: _TRAINING_ITEM_SQL.format("%s"),
+    Answer.Step.TEST: _TEST_ITEM_SQL.format("%s"),
+}
+_NEXT_ITEM: dict[str, str] = {
+    step: _NEXT_ITEM_SQL.format(item.format(f"({_ANSWERS_IN_STEP_SQL})"))
+    for step, item in ((Answer.Step.TRAINING, _TRAINING_ITEM_SQL), (Answer.Step.TEST, _TEST_ITEM_SQL))
+}
 
 
 def _example(row) -> Example | None:
@@ -62,11 +72,11 @@ def _one_example(sql: str, params: list) -> Example | None:
 
 
 def training_item(training_set_id: int, position: int) -> Example | None:
-    return _one_example(_TRAINING_ITEM_SQL.format("%s"), [training_set_id, position])
+    return _one_example(_ITEM_AT[Answer.Step.TRAINING], [training_set_id, position])
 
 
 def test_item(task_id: int, position: int) -> Example | None:
-    return _one_example(_TEST_ITEM_SQL.format("%s"), [task_id, Example.Role.TEST.value, position])
+    return _one_example(_ITEM_AT[Answer.Step.TEST], [task_id, Example.Role.TEST.value, position])
 
 
 def answers_in_step(enrollment_id: int, step: str) -> int:
@@ -82,13 +92,9 @@ def next_item(
     ``answers_in_step`` and ``training_item`` / ``test_item`` in one statement, run once the caller holds the
     enrollment's lock (so the count includes every answer committed before it)."""
     counted: list = [enrollment_id, step]
-    params: list
-    if step == Answer.Step.TRAINING:
-        item, params = _TRAINING_ITEM_SQL, [training_set_id]
-    else:
-        item, params = _TEST_ITEM_SQL, [task_id, Example.Role.TEST.value]
+    params: list = [training_set_id] if step == Answer.Step.TRAINING else [task_id, Example.Role.TEST.value]
     with connection.cursor() as cursor:
-        cursor.execute(_NEXT_ITEM_SQL.format(item.format(f"({_ANSWERS_IN_STEP_SQL})")), [*counted, *params, *counted])
+        cursor.execute(_NEXT_ITEM[step], [*counted, *params, *counted])
         done, *columns = cursor.fetchone()
     return done, _example(columns)
 
