@@ -377,6 +377,10 @@ class Enrollment(models.Model):
     test_total: int
     training_done: int
     test_done: int
+    # (step, position, item or None past the end): the item at the worker's place in the step their state is in, in
+    # the file's order, read with the counts (hot_sql.fetch, unlocked); None where the state is no step or the test
+    # order is shuffled.
+    place_read: tuple[str, int, Example | None] | None
 
     class Meta:
         ordering = ["cohort", "enrolled_at"]

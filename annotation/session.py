@@ -1,33 +1,66 @@
-"""Binding a browser session to one enrollment: the only way a worker reaches their work."""
+"""Binding a browser to one enrollment: the only way a worker reaches their work.
 
-from django.http import HttpRequest
+The binding is a signed cookie, not a session value: the worker API reads it on every request, and a session read
+was a round trip to the session store each time (benchmarks/README.md). It is signed with the site's key (no one can
+make one for another enrollment), HttpOnly, and lives as long as a session does; the session keeps what only the
+join and the worker's pages read (the enrollments this browser was bound to, what the worker acknowledged).
+"""
+
+from django.conf import settings
+from django.core import signing
+from django.http import HttpRequest, HttpResponse
 
 from .models import Enrollment
 
-SESSION_KEY = "enrollment_id"
+BINDING_COOKIE = "clues_enrollment"
+_BINDING_SALT = "annotation.session.binding"
 # Every enrollment this browser was bound to (one id per task: a second id on the same task is refused).
 SEEN_KEY = "enrollments_seen"
 
 
-def bind(request: HttpRequest, enrollment: Enrollment) -> None:
-    """Bind the session to ``enrollment``, under a new session id unless the session is brand new.
+def _signer() -> signing.TimestampSigner:
+    return signing.get_cookie_signer(salt=_BINDING_SALT)
+
+
+def binding(enrollment_id: int) -> str:
+    """The binding cookie's value for ``enrollment_id``."""
+    return _signer().sign(str(enrollment_id))
+
+
+def bind(request: HttpRequest, response: HttpResponse, enrollment: Enrollment) -> None:
+    """Bind the browser to ``enrollment`` (the cookie set on ``response``), under a new session id unless the
+    session is brand new.
 
     A session that already exists gets a new id on binding, so that an id planted in the browser
     beforehand (session fixation) is worth nothing. A browser without a valid session has no id
     yet (Django ignores an unknown one): its id is drawn when the session is first saved, at the
     end of this request, which spares the join two database writes.
     """
-    if request.session.get(SESSION_KEY) != enrollment.pk and request.session.session_key is not None:
+    if bound_enrollment_id(request) != enrollment.pk and request.session.session_key is not None:
         request.session.cycle_key()
-    request.session[SESSION_KEY] = enrollment.pk
     seen = seen_enrollment_ids(request)
     if enrollment.pk not in seen:
         request.session[SEEN_KEY] = [*seen, enrollment.pk][-50:]
+    response.set_cookie(
+        BINDING_COOKIE,
+        binding(enrollment.pk),
+        max_age=settings.SESSION_COOKIE_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite=settings.SESSION_COOKIE_SAMESITE,
+    )
 
 
 def bound_enrollment_id(request: HttpRequest) -> int | None:
-    value = request.session.get(SESSION_KEY)
-    return value if isinstance(value, int) else None
+    """The enrollment the browser is bound to; None without a binding, or with one that is forged or too old."""
+    value = request.COOKIES.get(BINDING_COOKIE)
+    if value is None:
+        return None
+    try:
+        enrollment_id = _signer().unsign(value, max_age=settings.SESSION_COOKIE_AGE)
+    except signing.BadSignature:
+        return None
+    return int(enrollment_id) if enrollment_id.isdecimal() else None
 
 
 def seen_enrollment_ids(request: HttpRequest) -> list[int]:

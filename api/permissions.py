@@ -4,8 +4,8 @@ Researchers: an authenticated user (session or token) in the ``researchers`` gro
 superuser (``annotation.selectors.is_researcher``); anonymous requests get 401, other
 users 403. Which studies a researcher sees is ``annotation.selectors.studies_visible_to``.
 
-Workers have no account: a browser session bound to one enrollment by the join link
-(``annotation.session``) is their only credential. ``WorkerSessionAuthentication`` reads
+Workers have no account: the browser's binding to one enrollment, a signed cookie the join link
+sets (``annotation.session``), is their only credential. ``WorkerSessionAuthentication`` reads
 that binding and enforces CSRF for it, as DRF's SessionAuthentication does only for
 logged-in users; a worker can therefore reach nothing but their own enrollment, and no
 enrollment id is ever taken from the request.
@@ -38,7 +38,7 @@ class BoundEnrollment:
 
 
 class WorkerSessionAuthentication(authentication.SessionAuthentication):
-    """Authenticates the enrollment bound to the browser session; CSRF is always enforced.
+    """Authenticates the enrollment the browser is bound to (no session read); CSRF is always enforced.
 
     ``request.user`` stays whatever Django's session says (usually anonymous);
     ``request.auth`` is a ``BoundEnrollment``.

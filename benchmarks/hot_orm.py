@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from annotation.models import Answer, AttentionAnswer, Enrollment
+from annotation.models import Answer, AttentionAnswer, Enrollment, Study
+from annotation.services.hot_sql import UNCHANGED
 from tasks_data.models import Example, TrainingSetItem
 
 
@@ -44,7 +46,21 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
         qs = qs.select_for_update(of=("self",))
     enrollment = qs.get(pk=enrollment_id)
     enrollment.task = enrollment.cohort.task
+    if not lock:
+        enrollment.place_read = _place(enrollment)
     return enrollment
+
+
+def _place(enrollment: Enrollment) -> tuple[str, int, Example | None] | None:
+    """The item at the worker's place in the step their state is in, in the file's order (hot_sql.fetch)."""
+    cohort = enrollment.cohort
+    if enrollment.state == Enrollment.State.TRAINING:
+        done = enrollment.training_done
+        item = training_item(cohort.training_set_id, done) if cohort.training_set_id else None
+        return Answer.Step.TRAINING, done, item
+    if enrollment.state == Enrollment.State.TESTING and cohort.study.test_order == Study.TestOrder.FILE:
+        return Answer.Step.TEST, enrollment.test_done, test_item(cohort.task_id, enrollment.test_done)
+    return None
 
 
 def answers_in_step(enrollment_id: int, step: str) -> int:
@@ -85,6 +101,16 @@ def next_item(
     if step == Answer.Step.TRAINING:
         return done, training_item(training_set_id, done) if training_set_id is not None else None
     return done, test_item(task_id, done)
+
+
+def insert_if_unchanged(answer: Answer, *, read: Enrollment) -> bool:
+    """The answer saved and the serving time cleared, if the enrollment is as ``read`` (hot_sql.insert_if_unchanged)."""
+    with transaction.atomic():
+        now = Enrollment.objects.select_for_update().filter(pk=answer.enrollment_id).values(*UNCHANGED).first()
+        if now is None or any(now[column] != getattr(read, column) for column in UNCHANGED):
+            return False
+        insert(answer, clear_served=True)
+    return True
 
 
 def insert(answer: Answer | AttentionAnswer, *, clear_served: bool) -> None:

@@ -107,6 +107,7 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
                 "study": cohort.study,
             },
         )
-    session.bind(request, outcome.enrollment)
+    response = redirect(WORK_PATH)
+    session.bind(request, response, outcome.enrollment)
     get_token(request)  # the csrftoken cookie the worker API needs (X-CSRFToken header)
-    return redirect(WORK_PATH)
+    return response

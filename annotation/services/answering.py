@@ -62,7 +62,10 @@ def item_at(enrollment: Enrollment, step: str, position: int) -> Example | None:
     an index scan of at most ``position + 1`` rows; a shuffled test order loads the ids first.
     """
     cohort = enrollment.cohort
-    if step == Answer.Step.TRAINING:
+    read = getattr(enrollment, "place_read", None)
+    if read is not None and read[:2] == (step, position):
+        example = read[2]  # read with the enrollment (hot_sql.fetch)
+    elif step == Answer.Step.TRAINING:
         if cohort.training_set_id is None:
             return None
         example = hot_path().training_item(cohort.training_set_id, position)
@@ -134,10 +137,10 @@ class WorkState:
 def current_item(*, enrollment_id: int) -> WorkState:
     """Where the worker is; records when the current item was first served.
 
-    A read, in a constant number of queries (3, or 2 once the item's serving time is recorded):
-    one statement reads the enrollment with its progress (one snapshot, so state and answer
-    counts agree), one the item at that position, and a conditional UPDATE records the serving
-    time. No row lock: submissions are serialised by ``submit_answer``'s lock, and a read racing
+    A read, in a constant number of queries (2, or 1 once the item's serving time is recorded):
+    one statement reads the enrollment with its progress and the item at that position (one snapshot, so state,
+    answer counts and item agree; a shuffled test order reads its item apart), and a conditional UPDATE records the
+    serving time. No row lock: submissions are serialised by ``submit_answer``'s lock, and a read racing
     a submission only returns the state just before it.
     """
     now = timezone.now()
@@ -205,12 +208,16 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
     not the current one (any other handle, another enrollment's or a made-up one), or it is already answered;
     InvalidAnswer (400). Nothing is stored when it raises.
 
-    The enrollment's row lock serialises a worker's submissions; the answers are counted after
-    the lock is taken, so the count includes every submission committed before. A constant
-    number of queries: lock, the count with the current item (one statement), the INSERT, which clears the serving
-    time on PostgreSQL (a separate UPDATE on SQLite); plus 4 at the end of a step.
+    An answer that leaves the worker in their step and part is stored in two statements (``_submit_within_step``);
+    anything else takes the locking path: the enrollment's row lock serialises a worker's submissions, and the
+    answers are counted after the lock is taken, so the count includes every submission committed before. A
+    constant number of queries there: lock, the count with the current item (one statement), the INSERT, which
+    clears the serving time on PostgreSQL (a separate UPDATE on SQLite); plus 4 at the end of a step.
     """
     now = timezone.now()
+    within = _submit_within_step(enrollment_id, item, answer, now)
+    if within is not None:
+        return within
     with transaction.atomic():
         enrollment = hot_path().fetch(enrollment_id, lock=True)
         if is_stale(enrollment, now) and enrollment.state in STEP_OF_STATE:
@@ -284,6 +291,52 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
         result.next_state = enrollment.state
         result.done, result.total = result.done + checks_done, result.total + checks.total
         return result
+
+
+def _submit_within_step(enrollment_id: int, handle: str, answer, now) -> SubmitResult | None:
+    """The answer to the current item when it leaves the worker in their step and part, stored as the locking path
+    stores it, in two statements: the enrollment read with its place (``hot_sql.fetch``), and the INSERT that holds
+    only if the enrollment is still as read (``hot_sql.insert_if_unchanged``, which takes its row lock). None, and
+    nothing stored, for anything else: the end of a step or a part, an attention check, a handle that is not the
+    current item's, the time up, a concurrent change; the locking path decides those. Raises InvalidAnswer as it."""
+    enrollment = hot_path().fetch(enrollment_id, lock=False)
+    step = STEP_OF_STATE.get(enrollment.state)
+    if step is None or enrollment.cohort.study.has_attention_checks or is_stale(enrollment, now):
+        return None
+    done = enrollment.training_done if step == Answer.Step.TRAINING else enrollment.test_done
+    total = step_total(enrollment, step)
+    if done + 1 >= total:
+        return None
+    if step == Answer.Step.TEST and done + 1 == part_bounds(enrollment, [])[enrollment.part - 1][1]:
+        return None
+    example = item_at(enrollment, step, done)  # read with the enrollment, in the file's order
+    if example is None or not is_handle_of(handle, enrollment_id=enrollment.pk, item_id=example.pk):
+        return None
+    spec = enrollment.cohort.task.spec
+    valid = validate_answer(spec, example, answer)
+    score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+    stored = Answer(
+        enrollment=enrollment,
+        example=example,
+        step=step,
+        position=done,
+        texts=valid.texts,
+        spans=valid.spans,
+        s1=score,
+        served_at=enrollment.current_served_at,
+    )
+    try:
+        if not hot_path().insert_if_unchanged(stored, read=enrollment):
+            return None
+    except IntegrityError:
+        return None  # answered by a concurrent request: the locking path refuses it, as it refuses any repeat
+    enrollment.current_served_at = None
+    done += 1
+    result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=handle)
+    if step == Answer.Step.TRAINING:
+        result.gold, result.s1 = list(example.gold), score
+        result.gold_unproducible = example.gold_unproducible
+    return result
 
 
 def _answered_and_next(enrollment: Enrollment, step: str) -> tuple[int, Example | None]:

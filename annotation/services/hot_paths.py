@@ -14,8 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from . import hot_sql
 
-# name -> a module with fetch, answers_in_step, next_item, training_item, test_item, mark_served and insert (as
-# hot_sql has).
+# name -> a module with fetch, answers_in_step, next_item, training_item, test_item, mark_served, insert and
+# insert_if_unchanged (as hot_sql has).
 HOT_PATHS: dict[str, ModuleType] = {"sql": hot_sql}
 
 

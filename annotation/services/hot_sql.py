@@ -13,16 +13,23 @@ against) cost gunicorn about twice the CPU per worker request (9.05 against 4.7 
 throughput ratio to the ceiling. The statements are built on first use (``_load_sql`` is cached),
 not at import. ``settings.CLUES_HOT_PATH`` chooses the implementation by name (this one, "sql", by default:
 hot_paths.py).
+
+Round trips cost more than anything else here (about 0.1 ms of the web process's CPU each on a small machine, as
+much again in the database): a current-item read is one statement and the serving time's UPDATE, an answer in the
+middle of a step one read and one INSERT (``insert_if_unchanged``), as the ceiling's one INSERT is one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from datetime import datetime
 from typing import cast
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Field
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 from tasks_data.models import Example, Task, TrainingSetItem
 
@@ -113,9 +120,13 @@ def mark_served(enrollment_id: int, now: datetime | None) -> bool:
         return cursor.rowcount == 1
 
 
+def _answer_fields(model) -> list[Field]:
+    return [f for f in model._meta.concrete_fields if not f.primary_key]
+
+
 @functools.cache  # per model, on first use (the connection's vendor)
 def _insert_sql(model, clear_served: bool) -> tuple[str, list[Field]]:
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    fields = _answer_fields(model)
     columns = ", ".join(cast(str, f.column) for f in fields)
     table = model._meta.db_table
     insert = f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) RETURNING id"
@@ -138,6 +149,63 @@ def insert(answer: Answer | AttentionAnswer, *, clear_served: bool) -> None:
     answer._state.adding, answer._state.db = False, connection.alias
     if clear_served and not together:
         mark_served(answer.enrollment_id, None)
+
+
+# The enrollment's columns an answer in the middle of a step relies on: unchanged since they were read, the answer
+# is stored as the locking path would store it (``answering.submit_answer``).
+UNCHANGED = ("state", "part", "timer_started_at", "timer_minutes")
+
+
+@functools.cache  # on first use (the connection's vendor)
+def _unchanged_sql() -> tuple[str, str, list[Field]]:
+    """The UPDATE that locks the enrollment, checks it is as read and clears its serving time; the INSERT of the
+    answer from it (PostgreSQL: one statement), or alone (SQLite, after the UPDATE in its transaction)."""
+    same = "IS NOT DISTINCT FROM" if connection.vendor == "postgresql" else "IS"
+    where = " AND ".join(f"{column} {same} %s" for column in UNCHANGED)
+    update = f"UPDATE {_ENROLLMENT} SET current_served_at = NULL WHERE id = %s AND {where}"
+    fields = _answer_fields(Answer)
+    columns = ", ".join(cast(str, f.column) for f in fields)
+    values = ", ".join(["%s"] * len(fields))
+    if connection.vendor == "postgresql":
+        insert = f"WITH locked AS ({update} RETURNING id) INSERT INTO {_ANSWER} ({columns}) SELECT {values} FROM locked"
+    else:
+        insert = f"INSERT INTO {_ANSWER} ({columns}) VALUES ({values})"
+    return update, insert + " RETURNING id", fields
+
+
+def insert_if_unchanged(answer: Answer, *, read: Enrollment) -> bool:
+    """INSERT ``answer`` and clear the serving time, if the enrollment's ``UNCHANGED`` columns still hold what
+    ``read`` holds; False, and nothing written, if they do not. One statement on PostgreSQL: its UPDATE takes the
+    enrollment's row lock, and re-checks the row as a concurrent change left it, as the locking read does. Raises
+    IntegrityError for a second answer to an item or a position."""
+    update, insert, fields = _unchanged_sql()
+    expected = [answer.enrollment_id, *(_db_value(read, column) for column in UNCHANGED)]
+    values = [f.get_db_prep_save(f.pre_save(answer, True), connection) for f in fields]
+    # A transaction where the statement is not alone (SQLite), a savepoint inside the caller's (the tests): a
+    # duplicate's IntegrityError leaves it usable.
+    together = connection.vendor == "postgresql" and not connection.in_atomic_block
+    with contextlib.nullcontext() if together else transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(insert, [*expected, *values])
+        else:  # the transaction holds SQLite's write lock from the UPDATE on
+            cursor.execute(update, expected)
+            if cursor.rowcount != 1:
+                return False
+            cursor.execute(insert, values)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    answer.pk = row[0]
+    answer._state.adding, answer._state.db = False, connection.alias
+    return True
+
+
+_ENROLLMENT_FIELDS = {f.column: f for f in Enrollment._meta.concrete_fields}
+
+
+def _db_value(enrollment: Enrollment, column: str):
+    field = _ENROLLMENT_FIELDS[column]
+    return field.get_db_prep_value(getattr(enrollment, field.attname), connection)
 
 
 def _quoted(*names: str) -> str:
@@ -164,8 +232,32 @@ _COUNTS = {
 }
 
 
+# The id of the item at the worker's place in the step their state is in, in the file's order (NULL past the end,
+# outside a step, and for a shuffled test order, which is not the file's): what ``next_item`` reads, for the
+# enrollment's own statement. Each OFFSET counts the step's answers (by the enrollment id: a parameter).
+_PLACE = (
+    f"CASE WHEN e.state = %s THEN (SELECT i.example_id FROM {_ITEM} i WHERE i.training_set_id = c.training_set_id "
+    f"ORDER BY i.position, i.id LIMIT 1 OFFSET ({_ANSWERS_IN_STEP_SQL})) "
+    f"WHEN e.state = %s AND s.test_order = %s THEN (SELECT p.id FROM {_EXAMPLE} p WHERE p.task_id = c.task_id "
+    f"AND p.role = %s ORDER BY p.position, p.id LIMIT 1 OFFSET ({_ANSWERS_IN_STEP_SQL})) END"
+)
+
+
+def _place_params(enrollment_id: int) -> list:
+    return [
+        Enrollment.State.TRAINING.value,
+        enrollment_id,
+        Answer.Step.TRAINING.value,
+        Enrollment.State.TESTING.value,
+        Study.TestOrder.FILE.value,
+        Example.Role.TEST.value,
+        enrollment_id,
+        Answer.Step.TEST.value,
+    ]
+
+
 @functools.cache  # built on first use (the connection's quoting), once per process
-def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
+def _load_sql(counts: tuple[str, ...], with_item: bool) -> tuple[str, list]:
     # A concrete field always has its column (Field.set_attributes_from_name); the stubs allow None.
     columns = [_quoted(alias, cast(str, f.column)) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
@@ -175,6 +267,9 @@ def _load_sql(counts: tuple[str, ...]) -> tuple[str, list]:
         f"INNER JOIN {_quoted(Study._meta.db_table)} s ON s.id = c.study_id "
         f"INNER JOIN {_quoted(Task._meta.db_table)} t ON t.id = c.task_id"
     )
+    if with_item:
+        columns += [f"x.{f.column}" for f in Example._meta.concrete_fields]
+        joins += f" LEFT JOIN {_EXAMPLE} x ON x.id = ({_PLACE})"
     return f"SELECT {', '.join(columns)} FROM {joins} WHERE e.id = %s", [p for n in counts for p in _COUNTS[n][1]]
 
 
@@ -194,24 +289,36 @@ def _instance(model, values: list):
         ]
     for i, column, converter in _CONVERTERS[model]:
         values[i] = converter(values[i], column, connection)
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+        return model.from_db(connection.alias, [f.attname for f in fields], values)
+    # What from_db builds, without Model.__init__'s per-field work (no signal listens to these models' init).
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(_ATTNAMES.setdefault(model, [f.attname for f in fields]), values, strict=True))
+    instance._state = state = ModelState()
+    state.adding, state.db = False, connection.alias
+    return instance
+
+
+_ATTNAMES: dict = {}
 
 
 def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     """The enrollment with its cohort, study and task and the item counts of each step, in one statement.
 
     Unlocked, it also counts the answers of each step in that statement, so that state and counts
-    agree. Locked (``SELECT ... FOR UPDATE OF e``), it does not: a locking read that waited for
-    the lock would count as of before the wait, so the caller counts once it holds the lock.
+    agree, and reads the item at the worker's place in the file's order (``place_read``: the step the state is in,
+    the position and its item). Locked
+    (``SELECT ... FOR UPDATE OF e``), it does neither: a locking read that waited for the lock would count as of
+    before the wait, so the caller counts once it holds the lock.
     What ``Enrollment.objects.select_related(...).annotate(...).get()`` gives, by hand: the ORM
     spends more CPU building that query than the database spends running it.
     """
     counts = ("training_total", "test_total") if lock else tuple(_COUNTS)
-    sql, params = _load_sql(counts)
+    sql, params = _load_sql(counts, not lock)
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF e" if connection.features.has_select_for_update_of else " FOR UPDATE"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, enrollment_id])
+        cursor.execute(sql, [*params, *([] if lock else _place_params(enrollment_id)), enrollment_id])
         row = cursor.fetchone()
     if row is None:
         raise Enrollment.DoesNotExist(f"no enrollment {enrollment_id}")
@@ -223,6 +330,17 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     enrollment, cohort, study, task = objects
     cohort.study, cohort.task = study, task
     enrollment.cohort, enrollment.task = cohort, task
-    for name, value in zip(counts, row[at:], strict=True):
+    for name, value in zip(counts, row[at : at + len(counts)], strict=True):
         setattr(enrollment, name, value)
+    if not lock:
+        enrollment.place_read = _place(enrollment, _example(row[at + len(counts) :]))
     return enrollment
+
+
+def _place(enrollment: Enrollment, item: Example | None) -> tuple[str, int, Example | None] | None:
+    """What ``_PLACE`` read: (step, position, item), or None where it reads nothing."""
+    if enrollment.state == Enrollment.State.TRAINING:
+        return Answer.Step.TRAINING, enrollment.training_done, item
+    if enrollment.state == Enrollment.State.TESTING and enrollment.cohort.study.test_order == Study.TestOrder.FILE:
+        return Answer.Step.TEST, enrollment.test_done, item
+    return None

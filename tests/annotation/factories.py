@@ -7,16 +7,24 @@ import json
 import re
 from collections.abc import Callable
 
+from django.http import HttpRequest
 from django.test import Client
 
-from annotation import attention, services
+from annotation import attention, services, session
 from annotation.codes import part_codes
 from annotation.models import AttentionCheck, Cohort, Enrollment
 from annotation.protocol import State
-from annotation.session import SESSION_KEY
 from tasks_data.models import Example
 
 _WORD = re.compile(r"\w+")
+
+
+def bound_enrollment_id(client: Client) -> int | None:
+    """The enrollment a test client's browser is bound to, read from its binding cookie as the platform reads it."""
+    request = HttpRequest()
+    cookie = client.cookies.get(session.BINDING_COOKIE)
+    request.COOKIES = {session.BINDING_COOKIE: cookie.value} if cookie is not None else {}
+    return session.bound_enrollment_id(request)
 
 
 def make_study(tasks=("sst2",), shots=(0, 10), *, launch=True, **options):
@@ -172,7 +180,7 @@ class WorkerClient:
 
     @property
     def enrollment_id(self) -> int | None:
-        return self.client.session.get(SESSION_KEY)
+        return bound_enrollment_id(self.client)
 
     def example(self, handle: str) -> Example:
         """The item behind a handle this worker was shown (the test's oracle: a worker cannot do this)."""

@@ -1,7 +1,10 @@
 """Rules that must hold under simultaneous requests, on real concurrent PostgreSQL connections."""
 
+import threading
+import time
+
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from annotation import services
 from annotation.models import Answer, Enrollment
@@ -74,3 +77,35 @@ def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
     assert len(stored) == 1
     assert all(isinstance(r, services.Conflict) for r in results if r not in stored), results
     assert Answer.objects.filter(enrollment=enrollment).count() == 1
+
+
+@pytest.mark.parametrize("change", ["withdraw", "filter"])
+def test_an_answer_racing_a_change_of_state_is_not_stored_after_it(sst2_task, change):
+    """The answer reads the enrollment while a researcher's (or the worker's) change holds its lock: its INSERT waits
+    for the change, sees it, and stores nothing."""
+    study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True, platform="prolific")
+    enrollment = services.join(
+        token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "2" * 24, "SESSION_ID": "x"}
+    ).enrollment
+    item = services.current_item(enrollment_id=enrollment.pk).item
+    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    locked = threading.Event()
+
+    def work(i: int):
+        if i == 0:
+            with transaction.atomic():
+                Enrollment.objects.select_for_update().get(pk=enrollment.pk)
+                locked.set()
+                time.sleep(0.5)  # the answer reads the enrollment meanwhile, then waits for this lock
+                if change == "withdraw":
+                    services.withdraw(enrollment_id=enrollment.pk, actor="worker", reason="race")
+                else:
+                    services.filter_enrollment(enrollment_id=enrollment.pk, actor="researcher", reason="race")
+            return "changed"
+        assert locked.wait(10)
+        return services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["negative"])
+
+    results = run_together(2, work)
+    assert results[0] == "changed", results
+    assert isinstance(results[1], services.Conflict) and "no answers are taken now" in str(results[1]), results
+    assert not Answer.objects.filter(enrollment=enrollment).exists()

@@ -25,7 +25,7 @@ def test_join_binds_the_session_sets_the_csrf_cookie_and_redirects_to_the_worker
     assert response["Location"] == "/work/"
     assert worker.csrf, "the join response sets Django's csrftoken cookie"
     enrollment = Enrollment.objects.get(worker__external_id=pid_for("P1"))
-    assert worker.client.session["enrollment_id"] == enrollment.pk
+    assert worker.enrollment_id == enrollment.pk
     assert enrollment.platform_data == {"STUDY_ID": "study-1", "SESSION_ID": "session-P1"}
     assert enrollment.state == Enrollment.State.TESTING  # 0 shots: straight to the test step
 
@@ -89,14 +89,14 @@ def test_unknown_link_404_and_missing_parameter_400():
 def test_a_returning_worker_is_taken_back_to_the_same_enrollment():
     sst10 = cohort(make_study(shots=[10]), "sst2", 10)
     worker = WorkerClient(sst10, "P1")
-    first = worker.client.session["enrollment_id"]
+    first = worker.enrollment_id
     again = worker.client.get(sst10.join_path, prolific("P1"))
     assert again.status_code == 302
-    assert worker.client.session["enrollment_id"] == first
+    assert worker.enrollment_id == first
     # Another browser with the same Prolific session id (the platform re-opened the link): taken back too.
     elsewhere = WorkerClient(sst10, "P1")
     assert elsewhere.join_response.status_code == 302
-    assert elsewhere.client.session["enrollment_id"] == first
+    assert elsewhere.enrollment_id == first
     # Another browser claiming the id without the platform's session: refused.
     stranger = WorkerClient(sst10, params={"PROLIFIC_PID": pid_for("P1"), "SESSION_ID": "forged"})
     assert stranger.join_response.status_code == 403

@@ -8,6 +8,7 @@ from django.test import Client
 
 from annotation import services
 from annotation.models import Answer, Enrollment, ImmutableAnswer
+from annotation.session import BINDING_COOKIE, binding
 from tasks_data.models import Example, TrainingSetItem
 from tests.annotation.factories import (
     FORBIDDEN_KEYS,
@@ -381,8 +382,6 @@ def test_a_worker_can_withdraw_and_the_place_is_freed():
 
 def test_a_session_bound_to_a_vanished_enrollment_is_403():
     worker = WorkerClient(cohort(make_study(shots=[0]), "sst2", 0), "P1")
-    session = worker.client.session
-    session["enrollment_id"] = 10**12
-    session.save()
+    worker.client.cookies[BINDING_COOKIE] = binding(10**12)
     response = worker.current()
     assert response.status_code == 403 and "no longer exists" in response.json()["detail"]

@@ -33,7 +33,7 @@ def test_fuzz_the_api_from_its_schema(researcher):
     complete(cohort(study, "sst2", 0), "DONE1")
     worker = WorkerClient(cohort(study, "sst2", 10), "FUZZ1")
     for _ in range(3):
-        state = services.current_item(enrollment_id=worker.client.session["enrollment_id"])
+        state = services.current_item(enrollment_id=worker.enrollment_id)
         services.submit_answer(
             enrollment_id=state.enrollment.pk, item=state.item_handle, answer=gold_answer(state.item)
         )

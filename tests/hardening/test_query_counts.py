@@ -5,7 +5,7 @@ large one, and for each kind of item (training, last training item with the filt
 test, last test item). Each request is also held to a fixed ceiling, so that a change that adds
 a query to the hot path shows here (benchmarks/load.py measures what the queries cost).
 
-Counts are of the statements Django runs in the request, session included where it is a query (the database
+Counts are of the statements Django runs in the request, a page's session included where it is a query (the database
 session backend, without CACHE_URL; with Redis, as in production, the session read is not a query). SAVEPOINT and
 RELEASE statements count: in these tests every request runs inside the test's transaction.
 """
@@ -13,7 +13,6 @@ RELEASE statements count: in these tests every request runs inside the test's tr
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -26,14 +25,20 @@ from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_s
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 
 # The counts (queries per request; see the module docstring for what counts), held exactly where the hot path's.
-SESSION = 1 if settings.SESSION_ENGINE == "django.contrib.sessions.backends.db" else 0  # the session's read
-CURRENT = SESSION + 3  # session, progress and state (one statement), item, "served at" UPDATE
-# session, savepoint, lock, the step's answer count with the item after them (one statement), INSERT, release; the
-# INSERT clears "served at" in its own statement on PostgreSQL, with an UPDATE of its own on SQLite.
-ANSWER = SESSION + (5 if connection.vendor == "postgresql" else 6)
-# lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT; the test step's end: the part's
-# timing kept, the stored results marked stale
-MAX_ANSWER_END_OF_STEP = 13
+# The worker API reads no session: the browser's binding is a signed cookie (annotation.session).
+CURRENT = 2  # progress, state and the item (one statement), "served at" UPDATE
+PG = connection.vendor == "postgresql"
+# An answer within a step: the enrollment with its progress and item (one statement), then the INSERT that
+# holds only if the enrollment is unchanged: one statement on PostgreSQL, the UPDATE and the INSERT on SQLite, in a
+# savepoint here (inside the test's transaction).
+ANSWER = 1 + (3 if PG else 4)
+# The locking path (the end of a step or a part, a shuffled order, a refusal): savepoint, lock, the step's answer
+# count with the item after them (one statement), INSERT, release; the INSERT clears "served at" in its own statement
+# on PostgreSQL, with an UPDATE of its own on SQLite.
+LOCKED = 5 if PG else 6
+# the read, then lock .. INSERT, then training S1, the others' S1, state UPDATE, audit INSERT; the test step's end:
+# the part's timing kept, the stored results marked stale
+MAX_ANSWER_END_OF_STEP = 14
 MAX_PAGE = 21  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
 # cohort, the platform's check (Prolific: the cohort's Prolific study, kept by its app), worker (get or create,
 # savepoints), exposure, cohort lock, count, enrollment, audit, session; part 1's time limit as they join (the
@@ -93,6 +98,7 @@ def test_the_worker_api_runs_a_constant_number_of_queries(django_assert_max_num_
     # Answering: the same for every item but the last of a step, which moves the worker on.
     assert len({r["answer"] for r in training[:-1] + test[:-1]}) == 1, rows
     assert training[0]["answer"] == ANSWER
+    assert training[-1]["answer"] > 1 + LOCKED  # the locking path, after the read
     assert training[-1]["answer"] <= MAX_ANSWER_END_OF_STEP and test[-1]["answer"] <= MAX_ANSWER_END_OF_STEP
     # After the last answer: the "done" state.
     assert rows[-1]["current"] <= CURRENT
@@ -125,8 +131,8 @@ def test_a_shuffled_test_order_runs_a_constant_number_of_queries_too():
     worker = WorkerClient(cohort(make_study(shots=[0], test_order="shuffle"), "sst2", 0), "P1")
     rows = walk(worker)
     assert len({r["current"] for r in rows[:-1]}) == 1 and len({r["answer"] for r in rows[:-2]}) == 1, rows
-    # The order's ids, then the item by its id; the answer's count apart from its item.
-    assert rows[0]["current"] == CURRENT + 1 and rows[0]["answer"] == ANSWER + 2
+    # The order's ids, then the item by its id, in the read and in the answer.
+    assert rows[0]["current"] == CURRENT + 2 and rows[0]["answer"] == ANSWER + 2
 
 
 def test_joining_runs_a_constant_number_of_queries(django_assert_max_num_queries):

@@ -31,11 +31,11 @@ import pytest
 from django.test import Client
 
 from annotation.models import Enrollment
-from annotation.session import SESSION_KEY
 from tasks_data.models import Example
 from tasks_data.registry import CLUES_TASKS
 from tests.annotation.factories import (
     FORBIDDEN_KEYS,
+    bound_enrollment_id,
     cohort,
     example_of,
     keys_anywhere,
@@ -135,7 +135,7 @@ class Journey:
             self.record(f"item page #{n}", c.get("/work/"))
             self.record(f"item fragment #{n}", c.get("/work/", **HTMX))
             handle = state["item"]["id"]
-            example = example_of(c.session[SESSION_KEY], handle)
+            example = example_of(bound_enrollment_id(c), handle)
             api_answer, form = fixed_answer(example)
             training = state["step"] == "training"
             if n % 2:  # through the API

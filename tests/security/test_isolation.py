@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
-from django.contrib.sessions.models import Session
-from django.test import Client
+from django.test import Client, override_settings
 
 from annotation.models import Answer, Enrollment
-from annotation.session import SESSION_KEY
+from annotation.session import BINDING_COOKIE, binding
 from tasks_data.models import Example
-from tests.annotation.factories import WorkerClient, baseline_runs, cohort, make_study, pid_for, prolific
+from tests.annotation.factories import (
+    WorkerClient,
+    baseline_runs,
+    bound_enrollment_id,
+    cohort,
+    make_study,
+    pid_for,
+    prolific,
+)
 from tests.security.urls import concrete, routes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
@@ -60,7 +67,7 @@ def test_a_worker_id_from_another_browser_cannot_take_over_the_enrollment(platfo
     thief = WorkerClient(target, params=replay)
     assert thief.join_response.status_code == 403
     assert "cannot take part" in thief.join_response.content.decode()
-    assert SESSION_KEY not in thief.client.session
+    assert bound_enrollment_id(thief.client) is None
     assert thief.current().status_code == 403
     # The owner is untouched; the platform's own session (Prolific SESSION_ID, MTurk assignment) is the way back.
     assert Enrollment.objects.count() == 1 and Answer.objects.count() == 1
@@ -93,6 +100,23 @@ def test_a_worker_cannot_act_on_another_enrollment_through_the_worker_pages():
     forged.cookies[settings.SESSION_COOKIE_NAME] = "x" * 32
     assert forged.get("/api/work/current/").status_code == 403
     assert forged.get("/work/").status_code == 403
+    # Nor is a binding the client wrote or altered: Alice's own, with Bob's id put in, unsigned, or signed by
+    # another key; an empty one.
+    alice_binding = alice.client.cookies[BINDING_COOKIE].value
+    bob_id = str(bound_enrollment_id(bob.client))
+    for value in (
+        alice_binding.replace(str(bound_enrollment_id(alice.client)), bob_id, 1),
+        bob_id,
+        binding(int(bob_id)) + "x",
+        "",
+    ):
+        forged.cookies[BINDING_COOKIE] = value
+        assert forged.get("/api/work/current/").status_code == 403, value
+        assert forged.get("/work/").status_code == 403, value
+    with override_settings(SECRET_KEY="another-site-" + "k" * 40):
+        other_key = binding(int(bob_id))
+    forged.cookies[BINDING_COOKIE] = other_key
+    assert forged.get("/api/work/current/").status_code == 403
 
 
 # ---------------------------------------------------------------- session fixation
@@ -106,19 +130,19 @@ def test_joining_never_keeps_a_session_id_chosen_beforehand():
     planted.cookies[settings.SESSION_COOKIE_NAME] = "plantedsessionid0123456789abcdef"
     assert planted.get(sst0.join_path, prolific("VICTIM1")).status_code == 302
     assert session_key(planted) not in (None, "plantedsessionid0123456789abcdef")
-    # A real session of the attacker's (bound to the attacker's enrollment), planted in the victim's browser:
-    # joining cycles it, and the attacker's copy of the old id reaches nothing of the victim's.
+    # A real session of the attacker's and their binding, planted in the victim's browser: joining cycles the
+    # session, binds the victim's own enrollment, and the attacker's copies reach nothing of the victim's.
     attacker = WorkerClient(sst0, "ATTACKER")
     old_key = session_key(attacker.client)
     victim = Client()
     victim.cookies[settings.SESSION_COOKIE_NAME] = old_key
+    victim.cookies[BINDING_COOKIE] = attacker.client.cookies[BINDING_COOKIE].value
     # (A browser bound on a task cannot join that task under another id, so the victim joins another task.)
     assert victim.get(mnli0.join_path, prolific("VICTIM2")).status_code == 302
     assert session_key(victim) != old_key
     victim_enrollment = Enrollment.objects.get(worker__external_id=pid_for("VICTIM2"))
-    assert victim.session[SESSION_KEY] == victim_enrollment.pk
-    old = Session.objects.filter(session_key=old_key).first()
-    assert old is None or old.get_decoded().get(SESSION_KEY) != victim_enrollment.pk
+    assert bound_enrollment_id(victim) == victim_enrollment.pk
+    assert bound_enrollment_id(attacker.client) != victim_enrollment.pk
     state = attacker.current()
     assert state.status_code == 403 or state.json()["progress"]["done"] == 0
 

@@ -7,7 +7,7 @@ import itertools
 
 from annotation import services
 from annotation.models import Cohort, Enrollment
-from annotation.session import SESSION_KEY
+from annotation.session import BINDING_COOKIE, binding
 from tests.annotation.factories import pid_for
 
 _ids = itertools.count(1)
@@ -48,12 +48,12 @@ def enroll(cohort: Cohort, pid: str | None = None) -> Enrollment:
 
 
 def bind(client, enrollment: Enrollment, *, started: bool = True):
-    """Bind the test client's session to an enrollment (what /join/ does) and skip the description."""
-    session = client.session
-    session[SESSION_KEY] = enrollment.pk
+    """Bind the test client to an enrollment (the cookie /join/ sets) and skip the description."""
+    client.cookies[BINDING_COOKIE] = binding(enrollment.pk)
     if started:
+        session = client.session
         session["work_started"] = enrollment.pk
-    session.save()
+        session.save()
     return client
 
 
