@@ -29,6 +29,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import authentication, serializers, status
 from rest_framework.exceptions import NotAuthenticated, ParseError, PermissionDenied
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -140,6 +141,14 @@ class ApiView(APIView):
 # ---------------------------------------------------------------- workers
 
 
+class JSONResponses(DefaultContentNegotiation):
+    """Always JSON, whatever the Accept header asks: the worker API has no other form, and reading the header was a
+    noticeable part of a worker request's CPU (benchmarks/README.md). The request's body is chosen as DRF chooses."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class WorkerView(ApiView):
     """The bound enrollment is ``request.auth.enrollment_id``; nothing in the request can name another."""
 
@@ -147,6 +156,7 @@ class WorkerView(ApiView):
     permission_classes = [IsBoundWorker]
     renderer_classes = [JSONRenderer]
     parser_classes = [SafeJSONParser]
+    content_negotiation_class = JSONResponses
 
     def permission_denied(self, request, message=None, code=None):
         # No session binding is "forbidden" with our message, not DRF's "credentials not provided".

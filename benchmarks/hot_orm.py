@@ -39,8 +39,9 @@ def _counts(lock: bool) -> dict:
     return counts
 
 
-def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
-    """The enrollment with its cohort, study and task and the item counts of each step (hot_sql.fetch)."""
+def fetch(enrollment_id: int, *, lock: bool, serve_at: datetime | None = None) -> Enrollment:
+    """The enrollment with its cohort, study and task and the item counts of each step (hot_sql.fetch); the serving
+    time is left to the caller (``mark_served``), as hot_sql leaves it on SQLite."""
     qs = Enrollment.objects.select_related("cohort__study", "cohort__task").annotate(**_counts(lock))
     if lock:
         qs = qs.select_for_update(of=("self",))

@@ -137,14 +137,14 @@ class WorkState:
 def current_item(*, enrollment_id: int) -> WorkState:
     """Where the worker is; records when the current item was first served.
 
-    A read, in a constant number of queries (2, or 1 once the item's serving time is recorded):
-    one statement reads the enrollment with its progress and the item at that position (one snapshot, so state,
-    answer counts and item agree; a shuffled test order reads its item apart), and a conditional UPDATE records the
-    serving time. No row lock: submissions are serialised by ``submit_answer``'s lock, and a read racing
-    a submission only returns the state just before it.
+    A read, in a constant number of queries: one statement reads the enrollment with its progress and the item at
+    that position (one snapshot, so state, answer counts and item agree; a shuffled test order reads its item
+    apart), and records the serving time on PostgreSQL; elsewhere a conditional UPDATE records it. No row lock:
+    submissions are serialised by ``submit_answer``'s lock, and a read racing a submission only returns the state
+    just before it.
     """
     now = timezone.now()
-    enrollment = hot_path().fetch(enrollment_id, lock=False)
+    enrollment = hot_path().fetch(enrollment_id, lock=False, serve_at=now)
     if is_stale(enrollment, now):
         with transaction.atomic():
             expire_if_stale(load_enrollment(enrollment_id, lock=True), now)

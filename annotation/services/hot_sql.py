@@ -256,8 +256,19 @@ def _place_params(enrollment_id: int) -> list:
     ]
 
 
+# Marks the serving time in the read's own statement (PostgreSQL: a data-modifying WITH), where current_item would
+# mark it: in a step, before the part's deadline (``filtering.is_stale``), not marked yet. Parameters: now, the
+# enrollment id, now again (the deadline's check).
+_SERVE = (
+    f"WITH served AS (UPDATE {_ENROLLMENT} SET current_served_at = %s WHERE id = %s AND current_served_at IS NULL "
+    "AND state IN (%s, %s) AND (timer_minutes IS NULL "
+    "OR COALESCE(timer_started_at, enrolled_at) + timer_minutes * INTERVAL '1 minute' >= %s) "
+    "RETURNING current_served_at) "
+)
+
+
 @functools.cache  # built on first use (the connection's quoting), once per process
-def _load_sql(counts: tuple[str, ...], with_item: bool) -> tuple[str, list]:
+def _load_sql(counts: tuple[str, ...], with_item: bool, serve: bool = False) -> tuple[str, list]:
     # A concrete field always has its column (Field.set_attributes_from_name); the stubs allow None.
     columns = [_quoted(alias, cast(str, f.column)) for model, alias in _JOINED for f in model._meta.concrete_fields]
     columns += [f"({_COUNTS[name][0]})" for name in counts]
@@ -270,7 +281,10 @@ def _load_sql(counts: tuple[str, ...], with_item: bool) -> tuple[str, list]:
     if with_item:
         columns += [f"x.{f.column}" for f in Example._meta.concrete_fields]
         joins += f" LEFT JOIN {_EXAMPLE} x ON x.id = ({_PLACE})"
-    return f"SELECT {', '.join(columns)} FROM {joins} WHERE e.id = %s", [p for n in counts for p in _COUNTS[n][1]]
+    if serve:
+        columns.append("(SELECT current_served_at FROM served)")
+    select = f"{_SERVE if serve else ''}SELECT {', '.join(columns)} FROM {joins} WHERE e.id = %s"
+    return select, [p for n in counts for p in _COUNTS[n][1]]
 
 
 _CONVERTERS: dict = {}
@@ -302,7 +316,7 @@ def _instance(model, values: list):
 _ATTNAMES: dict = {}
 
 
-def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
+def fetch(enrollment_id: int, *, lock: bool, serve_at: datetime | None = None) -> Enrollment:
     """The enrollment with its cohort, study and task and the item counts of each step, in one statement.
 
     Unlocked, it also counts the answers of each step in that statement, so that state and counts
@@ -312,11 +326,20 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     before the wait, so the caller counts once it holds the lock.
     What ``Enrollment.objects.select_related(...).annotate(...).get()`` gives, by hand: the ORM
     spends more CPU building that query than the database spends running it.
+
+    ``serve_at`` (unlocked, on PostgreSQL): the statement also records that time as the current item's serving time,
+    where ``answering.current_item`` would (``_SERVE``); ``current_served_at`` then holds it. Elsewhere it is left
+    to the caller (``mark_served``).
     """
     counts = ("training_total", "test_total") if lock else tuple(_COUNTS)
-    sql, params = _load_sql(counts, not lock)
+    serve = serve_at is not None and not lock and connection.vendor == "postgresql"
+    sql, params = _load_sql(counts, not lock, serve)
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF e" if connection.features.has_select_for_update_of else " FOR UPDATE"
+    if serve:
+        steps = [Enrollment.State.TRAINING.value, Enrollment.State.TESTING.value]
+        at_ = connection.ops.adapt_datetimefield_value(serve_at)
+        params = [at_, enrollment_id, *steps, at_, *params]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *([] if lock else _place_params(enrollment_id)), enrollment_id])
         row = cursor.fetchone()
@@ -333,7 +356,10 @@ def fetch(enrollment_id: int, *, lock: bool) -> Enrollment:
     for name, value in zip(counts, row[at : at + len(counts)], strict=True):
         setattr(enrollment, name, value)
     if not lock:
-        enrollment.place_read = _place(enrollment, _example(row[at + len(counts) :]))
+        width = len(Example._meta.concrete_fields)
+        enrollment.place_read = _place(enrollment, _example(row[at + len(counts) : at + len(counts) + width]))
+    if serve and row[-1] is not None:
+        enrollment.current_served_at = serve_at
     return enrollment
 
 

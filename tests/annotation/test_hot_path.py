@@ -3,9 +3,12 @@ its ORM version (benchmarks/hot_orm.py, the oracle) does: the same objects, the 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.forms.models import model_to_dict
+from django.utils import timezone
 
 from annotation import services
 from annotation.models import Answer, AuditEvent, Enrollment
@@ -146,3 +149,23 @@ def test_serving_times_are_marked_once_and_cleared_the_same_way():
         hot_sql.fetch(10**9, lock=False)
     with pytest.raises(Enrollment.DoesNotExist):
         hot_orm.fetch(10**9, lock=False)
+
+
+def test_a_read_records_the_serving_time_once_and_never_past_the_deadline():
+    enrollment = join(cohort(make_study(shots=[0]), "sst2", 0), "P-serve")
+    first = services.current_item(enrollment_id=enrollment.pk).enrollment.current_served_at
+    assert first is not None and Enrollment.objects.get(pk=enrollment.pk).current_served_at == first
+    again = services.current_item(enrollment_id=enrollment.pk).enrollment.current_served_at
+    assert again == first == Enrollment.objects.get(pk=enrollment.pk).current_served_at  # the first serving counts
+    # Past the part's deadline, a read (which then expires the enrollment) records no serving time.
+    now = timezone.now()
+    Enrollment.objects.filter(pk=enrollment.pk).update(
+        current_served_at=None, timer_started_at=now - timedelta(hours=2), timer_minutes=60
+    )
+    read = hot_sql.fetch(enrollment.pk, lock=False, serve_at=now)
+    assert read.current_served_at is None
+    assert Enrollment.objects.get(pk=enrollment.pk).current_served_at is None
+    # Within it, the read records it (PostgreSQL: in the read's own statement; elsewhere current_item's UPDATE).
+    Enrollment.objects.filter(pk=enrollment.pk).update(timer_minutes=180)
+    assert services.current_item(enrollment_id=enrollment.pk).enrollment.current_served_at is not None
+    assert Enrollment.objects.get(pk=enrollment.pk).current_served_at is not None

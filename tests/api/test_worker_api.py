@@ -385,3 +385,15 @@ def test_a_session_bound_to_a_vanished_enrollment_is_403():
     worker.client.cookies[BINDING_COOKIE] = binding(10**12)
     response = worker.current()
     assert response.status_code == 403 and "no longer exists" in response.json()["detail"]
+
+
+def test_the_worker_api_answers_json_whatever_the_accept_header_asks():
+    worker = WorkerClient(cohort(make_study(shots=[0]), "sst2", 0), "P1")
+    for accept in ("text/html", "application/xml", "*/*", "application/json; q=0.1, text/plain"):
+        response = worker.client.get("/api/work/current/", HTTP_ACCEPT=accept)
+        assert response.status_code == 200 and response["Content-Type"] == "application/json", accept
+        assert response.json()["step"] == "test"
+    # The body is still read only as JSON: a form is refused, not misread.
+    handle = worker.current().json()["item"]["id"]
+    form = worker.client.post("/api/work/answer/", {"item": handle, "answer": "positive"}, HTTP_X_CSRFTOKEN=worker.csrf)
+    assert form.status_code == 415 and form["Content-Type"] == "application/json"
