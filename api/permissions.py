@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, permissions
 
@@ -69,7 +68,7 @@ class WorkerSessionScheme(OpenApiAuthenticationExtension):
         return {
             "type": "apiKey",
             "in": "cookie",
-            "name": settings.SESSION_COOKIE_NAME,
-            "description": "The session cookie set by the join link /join/<token>/; unsafe methods also need "
-            "the X-CSRFToken header (value of the csrftoken cookie).",
+            "name": session.BINDING_COOKIE,
+            "description": "The binding cookie the join link /join/<token>/ sets (signed by the site); unsafe "
+            "methods also need the X-CSRFToken header (value of the csrftoken cookie).",
         }

@@ -15,8 +15,8 @@ not at import. ``settings.CLUES_HOT_PATH`` chooses the implementation by name (t
 hot_paths.py).
 
 Round trips cost more than anything else here (about 0.1 ms of the web process's CPU each on a small machine, as
-much again in the database): a current-item read is one statement and the serving time's UPDATE, an answer in the
-middle of a step one read and one INSERT (``insert_if_unchanged``), as the ceiling's one INSERT is one.
+much again in the database): a current-item read is one statement (``fetch``, which records the serving time on
+PostgreSQL), an answer in the middle of a step that read and one INSERT (``insert_if_unchanged``).
 """
 
 from __future__ import annotations
@@ -321,9 +321,8 @@ def fetch(enrollment_id: int, *, lock: bool, serve_at: datetime | None = None) -
 
     Unlocked, it also counts the answers of each step in that statement, so that state and counts
     agree, and reads the item at the worker's place in the file's order (``place_read``: the step the state is in,
-    the position and its item). Locked
-    (``SELECT ... FOR UPDATE OF e``), it does neither: a locking read that waited for the lock would count as of
-    before the wait, so the caller counts once it holds the lock.
+    the position and its item). Locked (``SELECT ... FOR UPDATE OF e``), it does neither: a locking read that
+    waited for the lock would count as of before the wait, so the caller counts once it holds the lock.
     What ``Enrollment.objects.select_related(...).annotate(...).get()`` gives, by hand: the ORM
     spends more CPU building that query than the database spends running it.
 

@@ -18,6 +18,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from annotation.session import BINDING_COOKIE
 from clues_platform.log_filters import RedactFilter, redact
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study
 from tests.security.tricky import EMOJI, TAG
@@ -74,6 +75,7 @@ def test_a_worker_journey_and_its_failures_log_nothing_sensitive(log_output, res
     secrets["study id"] = "STUDYSECRET9"
     worker.client.raise_request_exception = False
     secrets["session id"] = worker.client.cookies[settings.SESSION_COOKIE_NAME].value
+    secrets["binding"] = worker.client.cookies[BINDING_COOKIE].value
     secrets["csrf token"] = worker.csrf
 
     for n in range(33):
