@@ -1,0 +1,176 @@
+#!/usr/bin/env python
+"""The worker's two requests in-process: CPU and database round trips per request, against the ceiling's view.
+
+    CLUES_DATA=.../CLUES-JSON.zip .venv/bin/python benchmarks/worker_requests.py [--workers 40] [--answers 12]
+        [--db-name clues_requests] [--cache-url redis://127.0.0.1:6379/12] [--profile 30]
+
+It prepares a database as ``benchmarks/load.py`` does (PostgreSQL, the data, one launched SST-2 10-shot study),
+then, in this one process, with the settings gunicorn runs (``DEBUG=0``, Redis cache and sessions, persistent
+connections, prepared statements), calls the WSGI application itself: ``--workers`` workers join through their
+links, then each reads the current item and answers it, ``--answers`` times (training step, then test step). No
+HTTP server and no load generator share the CPU, so the figures are the request's own: CPU time per request
+(``time.process_time``) of the platform and of the ceiling's one-INSERT view (``benchmarks.ceiling``) on the
+same stack, and the database round trips of each kind of request, counted as psycopg's ``Connection.wait`` calls
+(one per statement sent, BEGIN and COMMIT included). ``--profile N``: the N functions with the most CPU
+(cProfile on ``process_time``) of the platform's requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import secrets
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.load import Server, answer_for  # noqa: E402 - after the path
+
+
+class Requests:
+    """Requests through the WSGI application as gunicorn makes them (an environ, a start_response)."""
+
+    def __init__(self, app, factory):
+        self.app, self.factory = app, factory
+
+    def call(self, method: str, path: str, cookies: dict[str, str], body=None) -> tuple[int, bytes, list]:
+        extra = {"HTTP_HOST": "127.0.0.1", "SERVER_NAME": "127.0.0.1"}
+        if cookies:
+            extra["HTTP_COOKIE"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        if method == "GET":
+            environ = self.factory.get(path, **extra).environ
+        else:
+            extra.update(HTTP_X_CSRFTOKEN=cookies.get("csrftoken", ""), HTTP_REFERER="http://127.0.0.1")
+            environ = self.factory.post(path, data=json.dumps(body), content_type="application/json", **extra).environ
+        out: dict = {}
+
+        def start_response(status, headers, exc_info=None):
+            out["status"], out["headers"] = int(status.split()[0]), headers
+
+        content = b"".join(self.app(environ, start_response))
+        return out["status"], content, out["headers"]
+
+
+def cookies_of(headers: list, jar: dict[str, str]) -> None:
+    for name, value in headers:
+        if name.lower() == "set-cookie":
+            key, _, rest = value.strip().partition("=")
+            jar[key] = rest.split(";", 1)[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=40)
+    parser.add_argument("--answers", type=int, default=12, help="items each worker answers (default 12)")
+    parser.add_argument("--db-name", default="clues_requests", help="the throwaway database (dropped and re-created)")
+    parser.add_argument("--cache-url", default="redis://127.0.0.1:6379/12", help="the Redis database (flushed)")
+    parser.add_argument("--profile", type=int, default=0, help="print the N functions with the most CPU")
+    args = parser.parse_args()
+
+    server = Server(db_name=args.db_name, cache_url=args.cache_url)
+    try:
+        return measure(server, args)
+    finally:
+        server.stop()  # its temporary folder (no server was started)
+
+
+def measure(server: Server, args: argparse.Namespace) -> int:
+    join_path = server.prepare(task="sst2", shots=10, workers=2 * args.workers)
+    server.manage("collectstatic", "--noinput", "-v0")  # the pages' manifest (STATIC_ROOT: the server's tmp)
+    os.environ.update(server.env(), DJANGO_SETTINGS_MODULE="clues_platform.settings")
+    import psycopg
+    from django.test import RequestFactory
+
+    from clues_platform.wsgi import application  # what gunicorn runs
+
+    requests = Requests(application, RequestFactory())
+    trips: Counter = Counter()
+    wait = psycopg.Connection.wait
+
+    def counted(self, *a, **k):
+        trips["now"] += 1
+        return wait(self, *a, **k)
+
+    psycopg.Connection.wait = counted  # type: ignore[method-assign]
+
+    def joined(prefix: str) -> list[dict[str, str]]:
+        jars = []
+        for _ in range(args.workers):
+            jar: dict[str, str] = {}
+            pid = f"{prefix}{secrets.token_hex(11)}"
+            query = f"?PROLIFIC_PID={pid}&STUDY_ID=bench&SESSION_ID=s-{pid}"
+            status, _, headers = requests.call("GET", join_path + query, jar)
+            assert status == 302, f"join answered {status}"
+            cookies_of(headers, jar)
+            jars.append(jar)
+        return jars
+
+    def journeys(jars: list[dict[str, str]], per_kind: dict[str, list[int]]) -> int:
+        count = 0
+        for position in range(args.answers):
+            for jar in jars:
+                trips["now"] = 0
+                status, content, _ = requests.call("GET", "/api/work/current/", jar)
+                assert status == 200, content[:200]
+                per_kind["current item"].append(trips["now"])
+                item = json.loads(content)["item"]
+                trips["now"] = 0
+                status, content, _ = requests.call(
+                    "POST", "/api/work/answer/", jar, {"item": item["id"], "answer": answer_for(item)}
+                )
+                assert status == 201, content[:200]
+                per_kind["answer, last training" if position == 9 else "answer"].append(trips["now"])
+                count += 2
+        return count
+
+    journeys(joined("aa"), defaultdict(list))  # warm: connections, prepared statements, caches
+    per_kind: dict[str, list[int]] = defaultdict(list)
+    jars = joined("bb")  # the joins are not measured
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
+    start = time.process_time()
+    if profiler:
+        profiler.enable()
+    count = journeys(jars, per_kind)
+    if profiler:
+        profiler.disable()
+    platform = (time.process_time() - start) / count
+
+    def ceiling(n: int) -> None:
+        for i in range(n):
+            status, _, _ = requests.call("POST", "/bench/ceiling/", {}, {"value": i})
+            assert status == 201
+
+    ceiling(50)
+    start = time.process_time()
+    ceiling(count)
+    ceiling_cpu = (time.process_time() - start) / count
+
+    print(
+        f"{args.workers} workers x {args.answers} items in-process, {count} platform requests, load average "
+        f"{os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"CPU per request: platform {1000 * platform:.2f} ms, ceiling {1000 * ceiling_cpu:.2f} ms "
+        f"(ratio {ceiling_cpu / platform:.2f})"
+    )
+    print("database round trips per request (how many requests):")
+    for kind, counts in per_kind.items():
+        print(f"   {kind:16s} " + ", ".join(f"{trips_} ({n})" for trips_, n in sorted(Counter(counts).items())))
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.profile)
+        print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
