@@ -10,8 +10,8 @@ connections, prepared statements), calls the WSGI application itself: ``--worker
 links, then each reads the current item and answers it, ``--answers`` times (training step, then test step). No
 HTTP server and no load generator share the CPU, so the figures are the request's own: CPU time per request
 (``time.process_time``) of the platform and of the ceiling's one-INSERT view (``benchmarks.ceiling``) on the
-same stack, and the database round trips of each kind of request, counted as psycopg's ``Connection.wait`` calls
-(one per statement sent, BEGIN and COMMIT included). ``--profile N``: the N functions with the most CPU
+same stack, and the database round trips of each kind of request (libpq's protocol trace, on the warm-up's
+workers: one per ReadyForQuery, BEGIN and COMMIT included). ``--profile N``: the N functions with the most CPU
 (cProfile on ``process_time``) of the platform's requests.
 """
 
@@ -25,6 +25,7 @@ import os
 import pstats
 import secrets
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -84,23 +85,31 @@ def main() -> int:
 
 
 def measure(server: Server, args: argparse.Namespace) -> int:
-    join_path = server.prepare(task="sst2", shots=10, workers=2 * args.workers)
+    join_path = server.prepare(task="sst2", shots=10, workers=3 * args.workers)
     server.manage("collectstatic", "--noinput", "-v0")  # the pages' manifest (STATIC_ROOT: the server's tmp)
     os.environ.update(server.env(), DJANGO_SETTINGS_MODULE="clues_platform.settings")
-    import psycopg
+    from django.db import connection
     from django.test import RequestFactory
+    from psycopg import pq
 
     from clues_platform.wsgi import application  # what gunicorn runs
 
     requests = Requests(application, RequestFactory())
-    trips: Counter = Counter()
-    wait = psycopg.Connection.wait
 
-    def counted(self, *a, **k):
-        trips["now"] += 1
-        return wait(self, *a, **k)
-
-    psycopg.Connection.wait = counted  # type: ignore[method-assign]
+    def round_trips(call) -> tuple[int, tuple]:
+        """``call()``, and the round trips it made: libpq's protocol trace of the connection, one ReadyForQuery from
+        the server ending each (BEGIN and COMMIT included)."""
+        connection.ensure_connection()
+        pgconn = connection.connection.pgconn
+        with tempfile.TemporaryFile("w+") as trace:
+            pgconn.trace(trace.fileno())
+            pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+            try:
+                result = call()
+            finally:
+                pgconn.untrace()  # flushes the trace
+            trace.seek(0)
+            return sum("\tReadyForQuery" in line for line in trace), result
 
     def joined(prefix: str) -> list[dict[str, str]]:
         jars = []
@@ -114,35 +123,52 @@ def measure(server: Server, args: argparse.Namespace) -> int:
             jars.append(jar)
         return jars
 
-    def journeys(jars: list[dict[str, str]], per_kind: dict[str, list[int]]) -> int:
+    def journeys(jars: list[dict[str, str]], per_kind: dict[str, list[int]] | None = None) -> int:
+        """Each worker reads and answers, item after item; with ``per_kind``, the round trips of each request."""
+
+        def counted(kind: str, call):
+            if per_kind is None:
+                return call()
+            trips, result = round_trips(call)
+            per_kind[kind].append(trips)
+            return result
+
         count = 0
         for position in range(args.answers):
             for jar in jars:
-                trips["now"] = 0
-                status, content, _ = requests.call("GET", "/api/work/current/", jar)
+                status, content, _ = counted("current item", lambda: requests.call("GET", "/api/work/current/", jar))  # noqa: B023
                 assert status == 200, content[:200]
-                per_kind["current item"].append(trips["now"])
                 item = json.loads(content)["item"]
-                trips["now"] = 0
-                status, content, _ = requests.call(
-                    "POST", "/api/work/answer/", jar, {"item": item["id"], "answer": answer_for(item)}
-                )
+                body = {"item": item["id"], "answer": answer_for(item)}
+                kind = "answer, last training" if position == 9 else "answer"
+                status, content, _ = counted(kind, lambda: requests.call("POST", "/api/work/answer/", jar, body))  # noqa: B023
                 assert status == 201, content[:200]
-                per_kind["answer, last training" if position == 9 else "answer"].append(trips["now"])
                 count += 2
         return count
 
-    journeys(joined("aa"), defaultdict(list))  # warm: connections, prepared statements, caches
     per_kind: dict[str, list[int]] = defaultdict(list)
+    journeys(joined("aa"), per_kind)  # warm (connections, prepared statements, caches), counting round trips
     jars = joined("bb")  # the joins are not measured
     profiler = cProfile.Profile(time.process_time) if args.profile else None
     start = time.process_time()
     if profiler:
         profiler.enable()
-    count = journeys(jars, per_kind)
+    count = journeys(jars)
     if profiler:
         profiler.disable()
     platform = (time.process_time() - start) / count
+
+    ceiling_cpu = ceiling_per_request(requests, count)
+    report(args, count, platform, ceiling_cpu, per_kind)
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.profile)
+        print(out.getvalue())
+    return 0
+
+
+def ceiling_per_request(requests: Requests, count: int) -> float:
+    """CPU seconds per request of the ceiling's one-INSERT view, over ``count`` requests (after 50 to warm it)."""
 
     def ceiling(n: int) -> None:
         for i in range(n):
@@ -152,24 +178,21 @@ def measure(server: Server, args: argparse.Namespace) -> int:
     ceiling(50)
     start = time.process_time()
     ceiling(count)
-    ceiling_cpu = (time.process_time() - start) / count
+    return (time.process_time() - start) / count
 
+
+def report(args: argparse.Namespace, count: int, platform: float, ceiling: float, per_kind: dict) -> None:
     print(
         f"{args.workers} workers x {args.answers} items in-process, {count} platform requests, load average "
         f"{os.getloadavg()[0]:.2f}"
     )
     print(
-        f"CPU per request: platform {1000 * platform:.2f} ms, ceiling {1000 * ceiling_cpu:.2f} ms "
-        f"(ratio {ceiling_cpu / platform:.2f})"
+        f"CPU per request: platform {1000 * platform:.2f} ms, ceiling {1000 * ceiling:.2f} ms "
+        f"(ratio {ceiling / platform:.2f})"
     )
     print("database round trips per request (how many requests):")
     for kind, counts in per_kind.items():
-        print(f"   {kind:16s} " + ", ".join(f"{trips_} ({n})" for trips_, n in sorted(Counter(counts).items())))
-    if profiler:
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.profile)
-        print(out.getvalue())
-    return 0
+        print(f"   {kind:22s} " + ", ".join(f"{trips} ({n})" for trips, n in sorted(Counter(counts).items())))
 
 
 if __name__ == "__main__":
