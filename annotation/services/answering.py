@@ -236,31 +236,16 @@ def submit_answer(*, enrollment_id: int, item: str, answer) -> SubmitResult:
             return _submit_check(enrollment, checks.due, item, answer, done + checks_done, total + checks.total)
         if example is None or done >= total or not is_handle_of(item, enrollment_id=enrollment.pk, item_id=example.pk):
             _refuse_other_item(enrollment, item)
-        spec = enrollment.cohort.task.spec
-        valid = validate_answer(spec, example, answer)
-        score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
+        stored = _scored_answer(enrollment, example, step, done, answer)
         try:
             # No savepoint: on an IntegrityError the Conflict leaves the block and rolls it all back.
-            stored = Answer(
-                enrollment=enrollment,
-                example=example,
-                step=step,
-                position=done,
-                texts=valid.texts,
-                spans=valid.spans,
-                s1=score,
-                served_at=enrollment.current_served_at,
-            )
             # The next item is not served yet (a step's or a part's end clears it with the state's UPDATE).
             hot_path().insert(stored, clear_served=enrollment.current_served_at is not None and done + 1 < total)
         except IntegrityError:
             raise NotCurrentItem("this item was already answered; answers are final") from None
-        enrollment.current_served_at = None
-        done += 1
-        result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=item)
+        result = _submitted(enrollment, stored, total=total, handle=item)
+        done = result.done
         if step == Answer.Step.TRAINING:
-            result.gold, result.s1 = list(example.gold), score
-            result.gold_unproducible = example.gold_unproducible
             if done == total:
                 finish_training(enrollment, now)
         elif done == total:
@@ -312,30 +297,46 @@ def _submit_within_step(enrollment_id: int, handle: str, answer, now) -> SubmitR
     example = item_at(enrollment, step, done)  # read with the enrollment, in the file's order
     if example is None or not is_handle_of(handle, enrollment_id=enrollment.pk, item_id=example.pk):
         return None
-    spec = enrollment.cohort.task.spec
-    valid = validate_answer(spec, example, answer)
-    score = item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives)
-    stored = Answer(
-        enrollment=enrollment,
-        example=example,
-        step=step,
-        position=done,
-        texts=valid.texts,
-        spans=valid.spans,
-        s1=score,
-        served_at=enrollment.current_served_at,
-    )
+    stored = _scored_answer(enrollment, example, step, done, answer)
     try:
         if not hot_path().insert_if_unchanged(stored, read=enrollment):
             return None
     except IntegrityError:
         return None  # answered by a concurrent request: the locking path refuses it, as it refuses any repeat
+    return _submitted(enrollment, stored, total=total, handle=handle)
+
+
+def _scored_answer(enrollment: Enrollment, example: Example, step: str, position: int, raw) -> Answer:
+    """The worker's answer to ``example``, validated (InvalidAnswer) and scored against its gold, not yet stored."""
+    spec = enrollment.cohort.task.spec
+    valid = validate_answer(spec, example, raw)
+    return Answer(
+        enrollment=enrollment,
+        example=example,
+        step=step,
+        position=position,
+        texts=valid.texts,
+        spans=valid.spans,
+        s1=item_s1(valid.texts, example.gold, alternatives=spec.answer_kind.gold_is_alternatives),
+        served_at=enrollment.current_served_at,
+    )
+
+
+def _submitted(enrollment: Enrollment, stored: Answer, *, total: int, handle: str) -> SubmitResult:
+    """What a stored answer tells the worker (a training answer: its item's gold and S1); its item's serving time is
+    cleared."""
     enrollment.current_served_at = None
-    done += 1
-    result = SubmitResult(step=step, answer=stored, done=done, total=total, next_state=enrollment.state, item=handle)
-    if step == Answer.Step.TRAINING:
-        result.gold, result.s1 = list(example.gold), score
-        result.gold_unproducible = example.gold_unproducible
+    result = SubmitResult(
+        step=stored.step,
+        answer=stored,
+        done=stored.position + 1,
+        total=total,
+        next_state=enrollment.state,
+        item=handle,
+    )
+    if stored.step == Answer.Step.TRAINING:
+        result.gold, result.s1 = list(stored.example.gold), stored.s1
+        result.gold_unproducible = stored.example.gold_unproducible
     return result
 
 

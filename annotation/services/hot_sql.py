@@ -307,7 +307,9 @@ def _instance(model, values: list):
         return model.from_db(connection.alias, [f.attname for f in fields], values)
     # What from_db builds, without Model.__init__'s per-field work (no signal listens to these models' init).
     instance = model.__new__(model)
-    instance.__dict__.update(zip(_ATTNAMES.setdefault(model, [f.attname for f in fields]), values, strict=True))
+    if model not in _ATTNAMES:
+        _ATTNAMES[model] = [f.attname for f in fields]
+    instance.__dict__.update(zip(_ATTNAMES[model], values, strict=True))
     instance._state = state = ModelState()
     state.adding, state.db = False, connection.alias
     return instance

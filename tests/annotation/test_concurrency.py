@@ -63,13 +63,17 @@ def test_the_same_worker_joining_twice_at_once_gets_one_enrollment(sst2_task):
     assert Enrollment.objects.count() == 1
 
 
-def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
+def _at_first_item(pid: str) -> tuple[Enrollment, str]:
+    """A worker of a new 0-shot study at its first test item, and that item's handle."""
     study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True, platform="prolific")
-    enrollment = services.join(
-        token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "1" * 24, "SESSION_ID": "x"}
-    ).enrollment
+    joined = services.join(token=study.cohorts.get().join_token, params={"PROLIFIC_PID": pid, "SESSION_ID": "x"})
+    enrollment = joined.enrollment
     item = services.current_item(enrollment_id=enrollment.pk).item
-    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    return enrollment, services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+
+
+def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
+    enrollment, handle = _at_first_item("1" * 24)
     results = run_together(
         10, lambda i: services.submit_answer(enrollment_id=enrollment.pk, item=handle, answer=["negative"])
     )
@@ -83,12 +87,7 @@ def test_simultaneous_submissions_of_one_item_store_one_answer(sst2_task):
 def test_an_answer_racing_a_change_of_state_is_not_stored_after_it(sst2_task, change):
     """The answer reads the enrollment while a researcher's (or the worker's) change holds its lock: its INSERT waits
     for the change, sees it, and stores nothing."""
-    study = services.create_study(name="race", tasks=["sst2"], shots=[0], launch=True, platform="prolific")
-    enrollment = services.join(
-        token=study.cohorts.get().join_token, params={"PROLIFIC_PID": "2" * 24, "SESSION_ID": "x"}
-    ).enrollment
-    item = services.current_item(enrollment_id=enrollment.pk).item
-    handle = services.item_handle(enrollment_id=enrollment.pk, item_id=item.pk)
+    enrollment, handle = _at_first_item("2" * 24)
     locked = threading.Event()
 
     def work(i: int):
