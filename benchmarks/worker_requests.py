@@ -10,9 +10,10 @@ connections, prepared statements), calls the WSGI application itself: ``--worker
 links, then each reads the current item and answers it, ``--answers`` times (training step, then test step). No
 HTTP server and no load generator share the CPU, so the figures are the request's own: CPU time per request
 (``time.process_time``) of the platform and of the ceiling's one-INSERT view (``benchmarks.ceiling``) on the
-same stack, and the database round trips of each kind of request (libpq's protocol trace, on the warm-up's
-workers: one per ReadyForQuery, BEGIN and COMMIT included). ``--profile N``: the N functions with the most CPU
-(cProfile on ``process_time``) of the platform's requests.
+same stack, the CPU time of the PostgreSQL backend that served them (its ``/proc`` entry: the database runs on this
+machine), and for each kind of request its database round trips (libpq's protocol trace, on the warm-up's
+workers: one per ReadyForQuery, BEGIN and COMMIT included) and the backend's CPU. ``--profile N``: the N
+functions with the most CPU (cProfile on ``process_time``) of the platform's requests.
 """
 
 from __future__ import annotations
@@ -123,14 +124,18 @@ def measure(server: Server, args: argparse.Namespace) -> int:
             jars.append(jar)
         return jars
 
-    def journeys(jars: list[dict[str, str]], per_kind: dict[str, list[int]] | None = None) -> int:
-        """Each worker reads and answers, item after item; with ``per_kind``, the round trips of each request."""
+    def journeys(jars: list[dict[str, str]], per_kind: dict[str, list[tuple]] | None = None) -> int:
+        """Each worker reads and answers, item after item; with ``per_kind``, the round trips of each request and the
+        database backend's CPU seconds for it (None where they cannot be read)."""
+        backend = Backend(connection) if per_kind is not None else None
 
         def counted(kind: str, call):
-            if per_kind is None:
+            if per_kind is None or backend is None:
                 return call()
+            before = backend.now()
             trips, result = round_trips(call)
-            per_kind[kind].append(trips)
+            after = backend.now()
+            per_kind[kind].append((trips, None if before is None or after is None else after - before))
             return result
 
         count = 0
@@ -146,19 +151,21 @@ def measure(server: Server, args: argparse.Namespace) -> int:
                 count += 2
         return count
 
-    per_kind: dict[str, list[int]] = defaultdict(list)
+    per_kind: dict[str, list[tuple]] = defaultdict(list)
     journeys(joined("aa"), per_kind)  # warm (connections, prepared statements, caches), counting round trips
     jars = joined("bb")  # the joins are not measured
     profiler = cProfile.Profile(time.process_time) if args.profile else None
+    backend = Backend(connection)
     start = time.process_time()
     if profiler:
         profiler.enable()
     count = journeys(jars)
     if profiler:
         profiler.disable()
-    platform = (time.process_time() - start) / count
+    database = backend.seconds()
+    platform = (time.process_time() - start) / count, None if database is None else database / count
 
-    ceiling_cpu = ceiling_per_request(requests, count)
+    ceiling_cpu = ceiling_per_request(requests, count, connection)
     report(args, count, platform, ceiling_cpu, per_kind)
     if profiler:
         out = io.StringIO()
@@ -167,8 +174,42 @@ def measure(server: Server, args: argparse.Namespace) -> int:
     return 0
 
 
-def ceiling_per_request(requests: Requests, count: int) -> float:
-    """CPU seconds per request of the ceiling's one-INSERT view, over ``count`` requests (after 50 to warm it)."""
+class Backend:
+    """The CPU time the PostgreSQL backend of ``connection`` spent since this was made (``/proc/<pid>/stat``: the
+    database runs on this machine); None where it cannot be read or the connection was replaced meanwhile."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.pid = self._pid()
+        self.start = self._cpu(self.pid)
+
+    def now(self) -> float | None:
+        """The backend's CPU seconds so far (clock ticks: meaningful summed over many requests)."""
+        return self._cpu(self.pid)
+
+    def _pid(self) -> int:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    @staticmethod
+    def _cpu(pid: int) -> float | None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    def seconds(self) -> float | None:
+        end = self._cpu(self.pid)
+        if self.start is None or end is None or self._pid() != self.pid:
+            return None
+        return end - self.start
+
+
+def ceiling_per_request(requests: Requests, count: int, connection) -> tuple[float, float | None]:
+    """CPU seconds per request of the ceiling's one-INSERT view, over ``count`` requests (after 50 to warm it): this
+    process's and the database backend's."""
 
     def ceiling(n: int) -> None:
         for i in range(n):
@@ -176,23 +217,32 @@ def ceiling_per_request(requests: Requests, count: int) -> float:
             assert status == 201
 
     ceiling(50)
+    backend = Backend(connection)
     start = time.process_time()
     ceiling(count)
-    return (time.process_time() - start) / count
+    database = backend.seconds()
+    return (time.process_time() - start) / count, None if database is None else database / count
 
 
-def report(args: argparse.Namespace, count: int, platform: float, ceiling: float, per_kind: dict) -> None:
+def report(args: argparse.Namespace, count: int, platform: tuple, ceiling: tuple, per_kind: dict) -> None:
     print(
         f"{args.workers} workers x {args.answers} items in-process, {count} platform requests, load average "
         f"{os.getloadavg()[0]:.2f}"
     )
-    print(
-        f"CPU per request: platform {1000 * platform:.2f} ms, ceiling {1000 * ceiling:.2f} ms "
-        f"(ratio {ceiling / platform:.2f})"
-    )
-    print("database round trips per request (how many requests):")
-    for kind, counts in per_kind.items():
-        print(f"   {kind:22s} " + ", ".join(f"{trips} ({n})" for trips, n in sorted(Counter(counts).items())))
+    rows = [("CPU per request", platform[0], ceiling[0]), ("PostgreSQL's CPU", platform[1], ceiling[1])]
+    if platform[1] is not None and ceiling[1] is not None:
+        rows.append(("both", platform[0] + platform[1], ceiling[0] + ceiling[1]))
+    for label, mine, theirs in rows:
+        if mine is None or theirs is None:
+            print(f"{label}: n/a (the database backend's CPU time cannot be read on this machine)")
+        else:
+            print(f"{label}: platform {1000 * mine:.2f} ms, ceiling {1000 * theirs:.2f} ms (ratio {theirs / mine:.2f})")
+    print("database round trips per request (how many requests); PostgreSQL's CPU per request:")
+    for kind, records in per_kind.items():
+        trips = Counter(t for t, _ in records)
+        seconds = [s for _, s in records if s is not None]
+        database = f"{1000 * sum(seconds) / len(seconds):.2f} ms" if seconds else "n/a"
+        print(f"   {kind:22s} " + ", ".join(f"{t} ({n})" for t, n in sorted(trips.items())) + f"; {database}")
 
 
 if __name__ == "__main__":
