@@ -9,6 +9,7 @@ times.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import traceback
@@ -435,16 +436,31 @@ def _default_backend(method: str, raw: dict) -> str:
     return str((raw.get("config") or {}).get("backend") or backend_of(method, None, str(raw.get("server") or "")))
 
 
-def import_runs(payload: dict) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Imported:
+    """What ``import_runs`` did with a file's runs."""
+
+    created: int  # stored as completed
+    kept: int  # already completed here: left alone
+    running: tuple[str, ...] = ()  # run here now by a live process (``runners.describe``): left to it
+
+
+def import_runs(payload: dict) -> Imported:
     """Store runs exported by ``benchmarks/gpu_sweep.py``: every run checked, its predictions
-    re-scored against this database's gold, all stored in one transaction. -> (created, kept)."""
+    re-scored against this database's gold, all stored in one transaction.
+
+    A run completed here is kept; so is one a live process is running here now (``runners``, as a second
+    ``run_baselines`` leaves it): the import would discard that runner's work and the requests it pays for. A run
+    marked running whose runner is gone is taken, as ``run_baselines`` would take it."""
     if not isinstance(payload, dict) or payload.get("format") != RUNS_FORMAT:
         raise ValueError(f'not a baseline-runs file (expected "format": {RUNS_FORMAT!r})')
     runs = payload.get("runs")
     if not isinstance(runs, list) or not runs:
         raise ValueError('"runs" must be a non-empty list')
     created = kept = 0
-    with transaction.atomic():
+    running: list[str] = []
+    # The runs held (``runners.hold``) are let go once the transaction has ended, committed or rolled back.
+    with contextlib.ExitStack() as holds, transaction.atomic():
         for n, raw in enumerate(runs, start=1):
             r = _imported_run(raw, f"run {n}")
             task, tests, preds = r["task"], r["tests"], r["preds"]
@@ -463,6 +479,10 @@ def import_runs(payload: dict) -> tuple[int, int]:
             if run.status == BaselineRun.Status.COMPLETED:
                 kept += 1
                 continue
+            held = holds.enter_context(runners.hold(run.pk))
+            if not held or (run.status == BaselineRun.Status.RUNNING and runners.held_by_another(run.runner)):
+                running.append(f"{run}: {runners.describe(run.runner)}")
+                continue
             notes = dict(raw.get("notes") or {})
             notes["imported_from"] = {k: payload.get(k) for k in ("torch", "transformers", "gpu", "python")}
             run.status, run.attempts = BaselineRun.Status.COMPLETED, run.attempts + 1
@@ -474,4 +494,4 @@ def import_runs(payload: dict) -> tuple[int, int]:
                 setattr(run, key, value)
             run.save()
             created += 1
-    return created, kept
+    return Imported(created, kept, tuple(running))

@@ -4,9 +4,12 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.db import connection
 
+from baselines import runners
+from baselines.models import BaselineRun
 from fewshot_models import icl as icl_module
 from fewshot_models.backends.openai import OpenAIBackend
 from tests.baselines.fake_openai import TOKEN, FakeOpenAI
@@ -129,3 +132,34 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@pytest.fixture
+def another_runner():
+    """A live process that holds a run as its runner would: a sleeping child of this test, and on PostgreSQL the
+    run's advisory lock held by another connection (what a runner's connection holds)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    held = []
+
+    def hold(run_):
+        runner = {"pid": child.pid, "host": runners.this_process()["host"], "started": runners._start_ticks(child.pid)}
+        BaselineRun.objects.filter(pk=run_.pk).update(status="running", runner=runner)
+        if connection.vendor == "postgresql":
+            db = connection.settings_dict
+            other = psycopg.connect(
+                host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]
+            )
+            other.execute("SELECT pg_advisory_lock(%s::integer, %s::integer)", (runners._LOCK_SPACE, run_.pk))
+            held.append(other)
+        return runner
+
+    def let_go():
+        for other in held:
+            other.close()
+        child.kill()
+        child.wait(timeout=10)
+
+    try:
+        yield child, hold, let_go
+    finally:
+        let_go()

@@ -82,6 +82,26 @@ def test_exported_runs_are_imported_rescored_and_shown_as_model_rows(clues_data,
     assert BaselineRun.objects.filter(model="tiny-bert").count() == 1
 
 
+def test_a_run_being_run_here_is_left_to_its_runner_until_the_runner_is_gone(clues_data, sweep_file, another_runner):
+    """An import does not complete a run a live process is running here: that runner's work, and the requests it
+    pays a server for, would be thrown away when it ends. Once the runner is gone, the import takes the run."""
+    child, hold, let_go = another_runner
+    _import(sweep_file)
+    run = BaselineRun.objects.get(model="tiny-bert")
+    hold(run)  # marked running by a live process (on PostgreSQL: which holds the run's lock)
+    err = io.StringIO()
+    out = io.StringIO()
+    call_command("import_baseline_runs", str(sweep_file), stdout=out, stderr=err)
+    assert "imported 0 run(s); 0 already completed here were left alone; 1 being run here now" in out.getvalue()
+    assert f"left alone: {run}: process {child.pid} on " in err.getvalue()
+    left = BaselineRun.objects.get(pk=run.pk)
+    assert (left.status, left.attempts, left.runner["pid"]) == ("running", run.attempts, child.pid)
+    let_go()  # killed: its pid gone (and its connection, with the lock)
+    assert "imported 1 run(s)" in _import(sweep_file)
+    taken = BaselineRun.objects.get(pk=run.pk)
+    assert (taken.status, taken.attempts) == ("completed", run.attempts + 1)
+
+
 def test_a_bad_file_is_refused_whole(clues_data, sweep_file, tmp_path):
     payload = json.loads(sweep_file.read_text())
     good = payload["runs"][0]

@@ -208,46 +208,6 @@ def test_a_run_that_failed_many_times_runs_again_once_the_cause_is_fixed(fake):
     assert json.loads(listed.getvalue())[0]["attempts"] == 5
 
 
-@pytest.fixture
-def another_runner():
-    """A live process that holds a run as its runner would: a sleeping child of this test, and on PostgreSQL the
-    run's advisory lock held by another connection (what a runner's connection holds)."""
-    import subprocess
-    import sys
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    held = []
-
-    def hold(run_):
-        from django.db import connection
-
-        from baselines import runners
-
-        runner = {"pid": child.pid, "host": runners.this_process()["host"], "started": runners._start_ticks(child.pid)}
-        BaselineRun.objects.filter(pk=run_.pk).update(status="running", runner=runner)
-        if connection.vendor == "postgresql":
-            import psycopg
-
-            db = connection.settings_dict
-            other = psycopg.connect(
-                host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]
-            )
-            other.execute("SELECT pg_advisory_lock(%s::integer, %s::integer)", (runners._LOCK_SPACE, run_.pk))
-            held.append(other)
-        return runner
-
-    def let_go():
-        for other in held:
-            other.close()
-        child.kill()
-        child.wait(timeout=10)
-
-    try:
-        yield child, hold, let_go
-    finally:
-        let_go()
-
-
 def test_a_second_command_leaves_a_running_run_to_its_runner_and_names_it(fake, another_runner):
     child, hold, let_go = another_runner
     fake.fail_after = 5  # a first attempt that kept five answers, then failed

@@ -4,7 +4,8 @@ The file is ``{"format": "clues-baseline-runs/1", "runs": [...]}``, each run in 
 ``BaselineRun`` (task slug, method, model, shots, split, seed, timings, predictions by CLUES test
 id). Predictions are re-scored here against the imported test set's gold, so a file cannot
 carry a score its predictions do not earn; the whole file is stored in one transaction or not at
-all. A run already completed here (same task, method, model, shots, split, seed) is left alone.
+all. A run already completed here (same task, method, model, shots, split, seed) is left alone, and so is one
+a live process is running here now (named on stderr).
 """
 
 import json
@@ -29,7 +30,12 @@ class Command(BaseCommand):
         except json.JSONDecodeError as exc:
             raise CommandError(f"{file} is not JSON: {exc}") from None
         try:
-            created, kept = services.import_runs(payload)
+            imported = services.import_runs(payload)
         except ValueError as exc:
             raise CommandError(f"{file}: {exc}") from None
-        self.stdout.write(f"imported {created} run(s); {kept} already completed here were left alone")
+        for running in imported.running:
+            self.stderr.write(f"left alone: {running}")
+        self.stdout.write(
+            f"imported {imported.created} run(s); {imported.kept} already completed here were left alone"
+            + (f"; {len(imported.running)} being run here now were left to their runners" if imported.running else "")
+        )
