@@ -49,7 +49,7 @@ from statistics import NormalDist
 from django.db.models import Count
 
 from tasks_data.models import Example, Task, TrainingSetItem
-from tasks_data.registry import find_task, get_task, task_name
+from tasks_data.registry import TaskSpec, find_task, task_name
 
 from .models import AttentionCheck, Cohort, Enrollment, PartTiming, Study
 
@@ -370,15 +370,16 @@ def _whole_minutes(minutes: Sequence[float], total: int) -> list[int]:
 def estimate(
     *,
     study: Study,
-    task_slug: str,
+    spec: TaskSpec,
     training_items: int,
     test_items: int,
     fit: PaceFit | None = None,
     checks: Sequence[int] = (),
 ) -> Estimate:
-    """The estimate of a cohort's items under ``study``'s settings (``cohort_estimate`` reads them for a cohort):
-    ``fit`` the cohort's measured pace, if any; ``checks`` the test positions of the attention checks it meets."""
-    spec = get_task(task_slug)
+    """The estimate of a cohort's items of the task ``spec`` under ``study``'s settings (``cohort_estimate`` reads them
+    for a cohort): ``fit`` the cohort's measured pace, if any; ``checks`` the test positions of the attention checks
+    it meets. ``spec`` is the task as stored (``Task.spec``), never a process's memory of it: a card imported again
+    with another pace changes every estimate and time limit at once, in every process."""
     bounds = split(
         training_items=training_items,
         test_items=test_items,
@@ -444,7 +445,7 @@ def planned_estimate(*, study: Study, task: Task, shots: int) -> Estimate:
     spec = task.spec
     return estimate(
         study=study,
-        task_slug=task.slug,
+        spec=spec,
         training_items=shots * spec.train_rows_per_shot,
         test_items=test_items_of(task),
     )
@@ -515,10 +516,11 @@ def cohort_estimates(cohorts, *, study: Study | None = None) -> dict[int, Estima
     )
     fits = _fits(cohorts)
     checks = study_check_positions(cohorts)
+    specs = {c.task_id: c.task.spec for c in cohorts}  # a card read once per task
     return {
         c.pk: estimate(
             study=c.study,
-            task_slug=c.task.slug,
+            spec=specs[c.task_id],
             training_items=trainings.get(c.training_set_id, 0) if c.shots else 0,
             test_items=tests.get(c.task_id, 0),
             fit=fits.get(c.pk),
@@ -539,7 +541,7 @@ def enrollment_estimate(enrollment: Enrollment, *, checks: Sequence[int]) -> Est
     cohort = enrollment.cohort
     return estimate(
         study=cohort.study,
-        task_slug=cohort.task.slug,
+        spec=cohort.task.spec,
         training_items=training_items_of(cohort),
         test_items=test_items_of(cohort.task_id),
         fit=measured_fit(cohort),

@@ -61,7 +61,7 @@ def cohort_parts(slug: str, shots: int, cap: int, fit=None) -> tuple[list[int], 
     study = Study(sitting_minutes=cap, pay_rate=12, expected_minutes=None, time_limit_minutes=None)
     est = estimate(
         study=study,
-        task_slug=slug,
+        spec=CLUES_TASKS[slug],
         training_items=shots * CLUES_TASKS[slug].train_rows_per_shot,
         test_items=TEST_ITEMS[slug],
         fit=fit,

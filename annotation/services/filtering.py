@@ -85,7 +85,7 @@ def first_part_limit(enrollment: Enrollment) -> int:
     return (
         estimate(
             study=cohort.study,
-            task_slug=cohort.task.slug,
+            spec=cohort.task.spec,
             training_items=training if cohort.shots else 0,
             test_items=test,
         )

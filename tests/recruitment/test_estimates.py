@@ -124,7 +124,7 @@ def readme_table() -> list[dict[str, str]]:
 def estimate_row(study: Study, slug: str, shots: int, test_items: int) -> dict[str, str]:
     """A row of the README's table as the estimate function (what every page and listing reads) gives it."""
     spec = CLUES_TASKS[slug]
-    e = estimate(study=study, task_slug=slug, training_items=shots * spec.train_rows_per_shot, test_items=test_items)
+    e = estimate(study=study, spec=spec, training_items=shots * spec.train_rows_per_shot, test_items=test_items)
     return {
         "Task": spec.name,
         "Shots": str(shots),

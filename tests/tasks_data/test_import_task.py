@@ -265,3 +265,28 @@ def test_a_task_of_ones_own_is_no_release_for_import_clues_to_keep(researcher, d
     call_command("import_clues", "--demo", stdout=out, stderr=io.StringIO())
     assert "Loaded demo data" in out.getvalue()
     assert Task.objects.filter(card__isnull=True).count() == 6 and Task.objects.get(slug="reviews").card
+
+
+def test_a_card_imported_again_with_another_pace_sets_the_time_limits_where_the_old_one_is_remembered(
+    tmp_path, researcher
+):
+    """Estimates and time limits follow the card as stored, not a process's memory of it: after another process
+    imports the card again with a slower pace, a worker joining here gets the longer limit and the listing the new
+    figures, though this process still holds the old card in its registry."""
+    from annotation import estimates
+    from tests.annotation.factories import cohort, join, make_study
+
+    folder = write_task(tmp_path, slug="toy-pace", kind="label", shots=(3,))
+    import_task(folder, owner=researcher)
+    study = make_study(tasks=("toy-pace",), shots=(3,), created_by=researcher)
+    before = estimates.cohort_estimate(cohort(study, "toy-pace", 3))
+    first = join(cohort(study, "toy-pace", 3), "ann")
+    assert first.timer_minutes == before.part(1).time_limit
+    # What another process's import writes: the card with 5 minutes an item (the 9 items then need 45).
+    card = Task.objects.get(slug="toy-pace").card
+    Task.objects.filter(slug="toy-pace").update(card={**card, "seconds_per_item": 300})
+    assert registry.find_task("toy-pace").seconds_per_item == card["seconds_per_item"] < 300  # the old card
+    after = estimates.cohort_estimate(cohort(study, "toy-pace", 3))
+    assert (after.task_seconds_per_item, after.part(1).listed_minutes) == (300, 45)
+    assert after.part(1).time_limit > max(45, before.part(1).time_limit)
+    assert join(cohort(study, "toy-pace", 3), "bob").timer_minutes == after.part(1).time_limit
