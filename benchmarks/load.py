@@ -425,15 +425,14 @@ def error_count(stats: Stats) -> int:
 # ---------------------------------------------------------------- CPU time per request
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _ticks(pid: int) -> int:
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system) process ``pid`` of this machine has used; None where ``/proc`` does not
+    say (the process is gone, or no ``/proc``)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
     except (OSError, IndexError, ValueError):
-        return 0
+        return None
 
 
 def cpu_snapshot(server: Server) -> dict[str, float]:
@@ -452,8 +451,8 @@ def cpu_snapshot(server: Server) -> dict[str, float]:
         backends = []
     me = resource.getrusage(resource.RUSAGE_SELF)
     return {
-        "gunicorn": sum(_ticks(int(p)) for p in out) / _TICK,
-        **{f"pg:{p}": _ticks(p) / _TICK for p in backends},
+        "gunicorn": sum(cpu_seconds(int(p)) or 0.0 for p in out),
+        **{f"pg:{p}": cpu_seconds(p) or 0.0 for p in backends},
         "client": me.ru_utime + me.ru_stime,
     }
 

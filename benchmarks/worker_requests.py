@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.load import Server, answer_for  # noqa: E402 - after the path
+from benchmarks.load import Server, answer_for, cpu_seconds  # noqa: E402 - after the path
 
 
 class Requests:
@@ -181,27 +181,19 @@ class Backend:
     def __init__(self, connection):
         self.connection = connection
         self.pid = self._pid()
-        self.start = self._cpu(self.pid)
+        self.start = cpu_seconds(self.pid)
 
     def now(self) -> float | None:
         """The backend's CPU seconds so far (clock ticks: meaningful summed over many requests)."""
-        return self._cpu(self.pid)
+        return cpu_seconds(self.pid)
 
     def _pid(self) -> int:
         with self.connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             return cursor.fetchone()[0]
 
-    @staticmethod
-    def _cpu(pid: int) -> float | None:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
     def seconds(self) -> float | None:
-        end = self._cpu(self.pid)
+        end = self.now()
         if self.start is None or end is None or self._pid() != self.pid:
             return None
         return end - self.start
