@@ -287,35 +287,34 @@ def _load_sql(counts: tuple[str, ...], with_item: bool, serve: bool = False) -> 
     return select, [p for n in counts for p in _COUNTS[n][1]]
 
 
-_CONVERTERS: dict = {}
+_ROWS: dict = {}  # per model: its columns' converters, and its fields' attribute names
 
 
 def _instance(model, values: list):
     """A model instance from its columns, converted as the ORM converts them (JSON, dates on SQLite...)."""
-    fields = model._meta.concrete_fields
-    if model not in _CONVERTERS:
-        _CONVERTERS[model] = [
-            (i, f.get_col(model._meta.db_table), converter)
-            for i, f in enumerate(fields)
-            for converter in (
-                connection.ops.get_db_converters(f.get_col(model._meta.db_table)) + f.get_db_converters(connection)
-            )
-        ]
-    for i, column, converter in _CONVERTERS[model]:
+    if model not in _ROWS:
+        fields = model._meta.concrete_fields
+        _ROWS[model] = (
+            [
+                (i, f.get_col(model._meta.db_table), converter)
+                for i, f in enumerate(fields)
+                for converter in (
+                    connection.ops.get_db_converters(f.get_col(model._meta.db_table)) + f.get_db_converters(connection)
+                )
+            ],
+            [f.attname for f in fields],
+        )
+    converters, attnames = _ROWS[model]
+    for i, column, converter in converters:
         values[i] = converter(values[i], column, connection)
     if pre_init.has_listeners(model) or post_init.has_listeners(model):
-        return model.from_db(connection.alias, [f.attname for f in fields], values)
+        return model.from_db(connection.alias, attnames, values)
     # What from_db builds, without Model.__init__'s per-field work (no signal listens to these models' init).
     instance = model.__new__(model)
-    if model not in _ATTNAMES:
-        _ATTNAMES[model] = [f.attname for f in fields]
-    instance.__dict__.update(zip(_ATTNAMES[model], values, strict=True))
+    instance.__dict__.update(zip(attnames, values, strict=True))
     instance._state = state = ModelState()
     state.adding, state.db = False, connection.alias
     return instance
-
-
-_ATTNAMES: dict = {}
 
 
 def fetch(enrollment_id: int, *, lock: bool, serve_at: datetime | None = None) -> Enrollment:
