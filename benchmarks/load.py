@@ -571,7 +571,7 @@ def main() -> int:
         for kind in "PCCP" * args.rounds:
             before = cpu_snapshot(server)
             if kind == "P":
-                prefix = f"b{sum(k == 'P' for k, *_ in blocks):x}"
+                prefix = f"b{sum(k == 'P' for k, *_ in blocks):02x}"
                 stats = asyncio.run(
                     run_workers(server, join_path, workers=args.workers, answers=args.answers, think=0, prefix=prefix)
                 )
@@ -588,7 +588,7 @@ def main() -> int:
     ceiling_blocks = [(stats, before, after) for kind, stats, before, after in blocks if kind == "C"]
     sat, ceiling = merged([b[0] for b in platform_blocks]), merged([b[0] for b in ceiling_blocks])
     sat_cpu, ceiling_cpu = cpu_of(platform_blocks), cpu_of(ceiling_blocks)
-    sat_integrity = [integrity(stats, stored, f"b{n:x}") for n, (stats, *_) in enumerate(platform_blocks)]
+    sat_integrity = [integrity(stats, stored, f"b{n:02x}") for n, (stats, *_) in enumerate(platform_blocks)]
     ok_sat = all(ok for ok, _ in sat_integrity)
     text_sat = "; ".join(text for _, text in sat_integrity)
     p99_submit = statistics.quantiles(real.latency["answer"], n=100, method="inclusive")[98]
