@@ -119,9 +119,12 @@ class FakeOpenAI:
             handler, status, {"error": {"message": message, "type": "BadRequestError", "code": code or status}}, headers
         )
 
-    def _authorised(self, handler) -> bool:
+    def _authorised(self, handler, body) -> bool:
+        """Whether the request carries the key; if not, it is recorded, then refused with a 401 (recorded first: a
+        client that has its answer may look at ``calls`` at once)."""
         if self.key is None or handler.headers.get("Authorization") == f"Bearer {self.key}":
             return True
+        self._record(handler, body, 401)
         self._error(handler, 401, "Incorrect API key provided.", code="invalid_api_key")
         return False
 
@@ -143,8 +146,8 @@ class FakeOpenAI:
         if handler.path.rstrip("/") != "/v1/models":
             self._record(handler, None, 404)
             return self._error(handler, 404, "Not Found")
-        if not self._authorised(handler):
-            return self._record(handler, None, 401)
+        if not self._authorised(handler, None):
+            return None
         self._record(handler, None, 200)
         self._send(
             handler,
@@ -189,8 +192,8 @@ class FakeOpenAI:
         ):
             self._record(handler, body, 404)
             return self._error(handler, 404, "Not Found")
-        if not self._authorised(handler):
-            return self._record(handler, body, 401)
+        if not self._authorised(handler, body):
+            return None
         if fault == "429":
             self._record(handler, body, 429)
             return self._error(handler, 429, "Rate limit reached", {"Retry-After": self.retry_after})
