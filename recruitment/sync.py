@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from annotation.codes import part_codes
 from annotation.estimates import cohort_estimate
-from annotation.models import Answer, Cohort, Enrollment, Study
+from annotation.models import Cohort, Enrollment, PartTiming, Study
 from annotation.protocol import ACTIVE_STATES, State, transition
 from annotation.results_changes import results_changed
 from crowd import NotVerified
@@ -312,10 +312,14 @@ def _ask_to_return(client, study, review: ProlificReview, report: SyncReport, ac
 
 
 def finished_part(enrollment: Enrollment, part: int) -> tuple[bool, int]:
-    """(whether the worker answered every test item of ``part``, how many parts the cohort has)."""
-    estimate = cohort_estimate(enrollment.cohort)
-    done = Answer.objects.filter(enrollment=enrollment, step=Answer.Step.TEST).count()
-    return done >= estimate.part(part).end, len(estimate.parts)
+    """(whether the worker finished ``part``, how many parts the cohort has).
+
+    Finished is the worker's own record: the part's timing kept uncut when they answered its last item, in the
+    transaction that gave them its code (``PartTiming``). Never the cohort's estimate of today: an attention check
+    added since, or the task's card imported again with another pace, moves its part bounds, and would refuse a part
+    the worker finished by the bounds they had, or approve one they left an item short."""
+    finished = PartTiming.objects.filter(enrollment=enrollment, part=part, cut_off=False).exists()
+    return finished, len(cohort_estimate(enrollment.cohort).parts)
 
 
 def _review(client, study, enrollment, sub: dict, report: SyncReport, actor: str, part: int = 1) -> None:

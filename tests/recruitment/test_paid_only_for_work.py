@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.attention import add_check
 from annotation.estimates import cohort_estimate
 from annotation.models import Answer, AttentionCheck, AuditEvent, Enrollment
-from recruitment.bonuses import pay_bonuses
+from recruitment.bonuses import pay_bonuses, payable_parts
 from recruitment.client import ProlificError
 from recruitment.models import BonusPayment, ProlificPart, ProlificReview
 from recruitment.publish import publish
@@ -432,3 +432,42 @@ def test_a_check_that_would_change_the_published_parts_is_refused(fake, research
     unpublished = make_study(shots=[0], launch=False, created_by=researcher, sitting_minutes=10)
     add_check(unpublished, **check, expected="positive", actor="researcher")
     assert len(cohort_estimate(cohort(unpublished, "sst2", 0)).parts) == 3
+
+
+def test_a_finished_part_is_approved_and_paid_by_the_bounds_its_worker_had(fake, researcher, clock):
+    """A check written after a worker's test step began is not theirs, but it moves the cohort's part 1 end (50 ->
+    51 of 100 test items). The part they finished by their own bounds is approved and paid, not asked back as
+    unfinished; a worker who stopped one item short of those bounds earns no completion."""
+    trim_test_set("sst2", 100)
+    study = make_study(
+        shots=[0],
+        launch=False,
+        created_by=researcher,
+        sitting_minutes=10,
+        pay_rate=Decimal("12"),
+        completion_code="QDONE",
+        screenout_code="QSOUT",
+        workers_per_cohort=2,
+    )
+    publish(study, site_url=SITE)
+    c = cohort(study, "sst2", 0)
+    assert [(p.first, p.end) for p in cohort_estimate(c).parts] == [(0, 50), (50, 100)]
+    short_pid = pid_for("short")
+    short_sid = fake.start_submission(studies_of(c)[1], short_pid)
+    short = open_link(c, short_pid, studies_of(c)[1], short_sid)
+    answer(short, clock, 49)
+    worker, pid, sid = part_one(fake, c, "ada", clock)
+    assert Answer.objects.filter(enrollment_id=worker.enrollment_id).count() == 50
+    check = {"task": "sst2", "position": 80, "question": "For this item choose positive.", "context": "A check."}
+    add_check(study, **check, expected="positive", actor="researcher")
+    c = cohort(study, "sst2", 0)
+    assert [(p.first, p.end) for p in cohort_estimate(c).parts] == [(0, 51), (51, 100)]
+    # The one short submits part 1's completion code (someone passed it on): by today's bounds as by theirs, unearned.
+    fake.submit(short_sid, done_code(c, 1))
+    report = sync(study)
+    assert fake.submissions[sid]["status"] == "APPROVED" and not fake.submissions[sid].get("return_requested")
+    assert pid in report.approved and short_pid not in report.approved
+    assert fake.submissions[short_sid]["status"] == "AWAITING REVIEW"
+    assert fake.submissions[short_sid]["return_requested"]
+    # What the bonuses pay for: the finished part, not the one left short.
+    assert [(e.worker.external_id, part, out) for e, part, out in payable_parts(study)] == [(pid, 1, False)]
