@@ -116,9 +116,9 @@ def test_item_counts(task_ids: Iterable[int]) -> dict[int, int]:
 
 
 def cut_off_by_time(study: Study) -> dict[int, int]:
-    """{cohort id: its workers cut off by a part's time limit} (1 query; cohorts with none left out): paid for the
-    time they worked, and left out of every result (they did not finish). Joins the crowd platform left unconfirmed
-    are not counted."""
+    """{cohort id: its workers cut off by a part's time limit} (1 query; cohorts with none left out), those who ended
+    a part near it (End now) among them: paid for the time they worked, and left out of every result (they did not
+    finish). Joins the crowd platform left unconfirmed are not counted."""
     return dict(
         PartTiming.objects.filter(cut_off=True, enrollment__cohort__study=study)
         .exclude(enrollment__verification__in=(UNVERIFIED, SUPERSEDED))

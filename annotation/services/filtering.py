@@ -183,8 +183,10 @@ NOT_YET = (
 
 
 def _keep_cut_off(enrollment: Enrollment) -> None:
-    """A part cut off by its time limit: the worker needed at least the limit for its items (the measured time
-    limits count it so, ``estimates.fit_paces``; the results count the workers cut off)."""
+    """A part stopped before its last item (``stopped_at``): cut off by its time limit, or ended by the worker near
+    it (End now). The worker needed at least that long for its items: the measured time limits count it so
+    (``estimates.fit_paces``), and leaving such a worker out would lean the limits to those who finished in time,
+    shortening them for the slow; the results count the workers the limit stopped."""
     if not hasattr(enrollment, "test_total"):  # not read by the hot path
         cohort = enrollment.cohort
         enrollment.training_total = (
@@ -197,7 +199,7 @@ def _keep_cut_off(enrollment: Enrollment) -> None:
         part=enrollment.part,
         defaults={
             "started_at": part_start(enrollment),
-            "ended_at": part_deadline(enrollment),
+            "ended_at": enrollment.stopped_at,
             "items": part_items(enrollment, part_bounds(enrollment, checks), checks, enrollment.part),
             "limit_minutes": round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
             "cut_off": True,
@@ -230,6 +232,7 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
             )
             return enrollment
         enrollment.stopped_at = now
+        _keep_cut_off(enrollment)
         transition(
             enrollment,
             State.EXPIRED,

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from annotation.estimates import cohort_estimate
+from annotation.estimates import cohort_estimate, measured_fit
 from annotation.models import Enrollment, PartTiming
 from tests.annotation.factories import WorkerClient, gold_answer, screen_out_code, trim_test_set
 from tests.clock import Clock
@@ -169,3 +169,31 @@ def test_the_results_say_how_many_workers_a_limit_cut_off(clock, researcher):
     assert human[header.index("SST-2 cut off by time")] == "1"
     markdown = client.get(f"/api/studies/{study.pk}/export/table/", {"fmt": "md"}).content.decode()
     assert "SST-2 0-shot: 1." in markdown
+
+
+def test_a_worker_who_ends_a_part_near_its_limit_counts_in_the_measured_limits(clock):
+    """End now is offered only in a part's last minutes, so those who take it are the slow. Their part counts in the
+    measured limits as at least as long as they worked (as a part the limit cut off), where dropping it would lean
+    the limits to the workers who finished in time and shorten them for the slow."""
+    trim_test_set("sst2", 10)
+    study = generic_study(workers_per_cohort=5)
+    c = cohort_of(study, "sst2", 0)
+    for name in ("a", "b", "c"):
+        assert work_through(WorkerClient(c, params={"worker_id": name}), clock, pace=8)["step"] == "done"
+    finishers = measured_fit(c)
+    assert finishers is not None and finishers.workers == 3
+    slow = WorkerClient(c, params={"worker_id": "slow"})
+    first = slow.current().json()["item"]["id"]
+    clock.advance(60)
+    assert slow.answer(first, gold_answer(slow.example(first))).status_code == 201
+    limit = Enrollment.objects.get(pk=slow.enrollment_id).timer_minutes
+    clock.advance((limit - 1 - 3) * 60)  # three minutes before the limit: End now is offered
+    ended_at = clock.now
+    ended = slow.send("post", "/api/work/stop/").json()
+    assert ended["step"] == "expired" and ended["completion"]["code"] == screen_out_code(c)
+    timing = PartTiming.objects.get(enrollment_id=slow.enrollment_id)
+    assert timing.cut_off and timing.ended_at == ended_at and timing.items == 10
+    assert timing.seconds == (limit - 3) * 60
+    with_slow = measured_fit(c)
+    assert with_slow.workers == 4 and with_slow.log_mean > finishers.log_mean
+    assert cohort_estimate(c).part(1).time_limit >= limit
