@@ -2,8 +2,9 @@
 
 Nothing here ever rejects a submission (irreversible on Prolific, and it needs a written reason:
 the researcher's call). The sync walks every submission of every part's Prolific study: it frees the places of
-returned and timed-out submissions, verifies enrollments admitted while Prolific could not be asked, approves
-completed work carrying the part's code, and lists everything else for the researcher. A submission whose participant
+returned submissions (and of timed-out ones once the worker's own time limit here has passed), verifies enrollments
+admitted while Prolific could not be asked, approves completed work carrying the part's code, and lists everything
+else for the researcher. A submission whose participant
 has no enrollment here, or did not earn the code it carries, is asked to return (once, with the reason: Prolific's
 non-penalising way; the researcher may still reject or approve it by hand), and a place it holds is given back.
 """
@@ -22,6 +23,7 @@ from annotation.estimates import cohort_estimate
 from annotation.models import Cohort, Enrollment, PartTiming, Study
 from annotation.protocol import ACTIVE_STATES, State, transition
 from annotation.results_changes import results_changed
+from annotation.services import expire_if_stale
 from crowd import NotVerified
 
 from . import client as prolific
@@ -152,7 +154,7 @@ def _expire_unmatched(cohort: Cohort, actor: str) -> list[str]:
     return expired
 
 
-_FREES = {prolific.RETURNED: State.WITHDRAWN, prolific.REJECTED: State.WITHDRAWN, prolific.TIMED_OUT: State.EXPIRED}
+_FREES = {prolific.RETURNED: State.WITHDRAWN, prolific.REJECTED: State.WITHDRAWN}
 
 
 def sync(study: Study, *, actor: str = "system") -> SyncReport:
@@ -217,7 +219,16 @@ def reconcile_submission(
             records.set_status(enrollment, status, part)
             # A submission the sync could not approve (returned since, or settled by hand): its listing follows.
             ProlificReview.objects.filter(submission_id=sub_id).exclude(status=status).update(status=status[:20])
-        if status in _FREES and enrollment.state in (State.TRAINING, State.TESTING) and part == enrollment.part:
+        working = enrollment.state in (State.TRAINING, State.TESTING) and part == enrollment.part
+        if status == prolific.TIMED_OUT and working:
+            # Prolific times out by its own clock, which starts before the join and may run shorter than the limit
+            # this worker was given here, the one they were told (and Prolific lets a timed-out participant still
+            # complete). Within that limit they keep working; past it, the part ends as this site's own time limit
+            # ends it: with answers in it, the part's screen-out code and the pay for the time worked.
+            if expire_if_stale(enrollment, timezone.now()):
+                report.freed.append(pid)
+            return
+        if status in _FREES and working:
             transition(
                 enrollment,
                 _FREES[status],

@@ -38,6 +38,7 @@ from .filtering import (
     ENDED_UNANSWERED,
     end_now_seconds,
     end_now_window,
+    expire_if_stale,
     expire_stale,
     filter_enrollment,
     leave_out_of_results,
@@ -95,5 +96,6 @@ __all__ = [
     "leave_out_of_results",
     "put_back_in_results",
     "withdraw",
+    "expire_if_stale",
     "expire_stale",
 ]

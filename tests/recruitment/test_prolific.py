@@ -172,7 +172,7 @@ def test_prolific_unreachable_admits_unverified_then_sync_verifies(fake, researc
     assert report.approved == [pid], "verified by the sync, completed with the right code: approved"
 
 
-def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, researcher):
+def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, researcher, clock):
     study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
     c = cohort(study, "sst2", 0)
     _, p1, s1 = arrive(fake, c, "returner")
@@ -190,11 +190,14 @@ def test_returned_and_timed_out_places_are_freed_here_and_taken_again(fake, rese
     assert forged.join_response.status_code == 409 and "full" in forged.join_response.content.decode()
     fake.set_status(s1, "RETURNED")
     fake.set_status(s2, "TIMED-OUT")
-    report = sync(study)
-    assert sorted(report.freed) == sorted([p1, p2])
+    # Prolific's clock ran out first: the sleeper's place here is theirs until the limit they were given passes.
+    assert sync(study).freed == [p1]
+    clock.advance(Enrollment.objects.get(worker__external_id=p2).timer_minutes * 60 + 1)
+    assert sync(study).freed == [p2]
     states = dict(Enrollment.objects.values_list("worker__external_id", "state"))
     assert states[p1] == "withdrawn" and states[p2] == "expired"
     assert AuditEvent.objects.filter(enrollment__worker__external_id=p1, reason__contains="RETURNED").exists()
+    assert AuditEvent.objects.filter(enrollment__worker__external_id=p2, reason__contains="no answer in it").exists()
     # Prolific gives a returned or timed-out submission's place back by itself: adding one would over-recruit.
     assert fake.studies[c.prolific.prolific_study_id]["total_available_places"] == 2
     assert not [call for call in fake.calls if call[0] == "PATCH"]
@@ -391,3 +394,28 @@ def test_a_closed_cohort_gives_no_place_back(fake, researcher):
     assert not [call for call in fake.calls if call[0] == "PATCH"]
     Cohort.objects.filter(pk=c.pk).update(closed_at=None)
     assert give_back_places(c.pk) == 2, "control: open, the place goes back"
+
+
+def test_prolific_s_time_out_never_ends_a_part_before_the_limit_the_worker_was_given(fake, researcher, clock):
+    """Prolific's clock starts before the join and may run out before the limit this site gave the worker (and
+    told them). Until that limit, a timed-out worker keeps working and finishes with the completion code; past it, the
+    part ends as this site's own limit ends it: the screen-out code, and pay for the time worked."""
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
+    c = cohort(study, "sst2", 0)
+    slow, p_slow, s_slow = arrive(fake, c, "slow")
+    stuck, p_stuck, s_stuck = arrive(fake, c, "stuck")
+    limit = Enrollment.objects.get(worker__external_id=p_slow).timer_minutes
+    for worker in (slow, stuck):
+        handle = worker.current().json()["item"]["id"]
+        assert worker.answer(handle, wrong_answer(worker.example(handle))).status_code == 201
+    clock.advance((limit - 5) * 60)
+    fake.set_status(s_slow, "TIMED-OUT")
+    report = sync(study)
+    assert report.freed == [] and Enrollment.objects.get(worker__external_id=p_slow).state == "testing"
+    assert finish(slow)["completion"]["code"] == done_code(c)
+    clock.advance(5 * 60 + 1)  # past the stuck worker's limit too; Prolific timed them out
+    fake.set_status(s_stuck, "TIMED-OUT")
+    assert sync(study).freed == [p_stuck]
+    ended = Enrollment.objects.get(worker__external_id=p_stuck)
+    assert ended.state == "expired" and ended.stopped_at is not None
+    assert stuck.current().json()["completion"]["code"] == screen_out_code(c)

@@ -60,10 +60,13 @@ def test_a_returned_submission_frees_its_place_at_once_and_a_redelivery_changes_
     assert AuditEvent.objects.filter(action="prolific returned").count() == 1
 
 
-def test_a_timed_out_submission_expires_at_once(fake, researcher):
+def test_a_timed_out_submission_expires_once_the_workers_own_limit_has_passed(fake, researcher, clock):
     study = published(fake, researcher, shots=(0,))
     _, pid, sid = arrive(fake, cohort(study, "sst2", 0), "sleeper")
     fake.set_status(sid, "TIMED-OUT")
+    assert post(fake.event(sid)).status_code == 200
+    assert Enrollment.objects.get(worker__external_id=pid).state == "testing", "within the limit they were given"
+    clock.advance(Enrollment.objects.get(worker__external_id=pid).timer_minutes * 60 + 1)
     assert post(fake.event(sid)).status_code == 200
     assert Enrollment.objects.get(worker__external_id=pid).state == "expired"
 
