@@ -149,6 +149,7 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
             action="expire",
             reason=f"did not start part {enrollment.part + 1} within {RETURN_DAYS} days: their place is offered "
             f"again (paid for part(s) 1-{enrollment.part})",
+            parts=parts_of(enrollment),
         )
         return True
     if not answers_in_part(enrollment):
@@ -158,6 +159,7 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
             actor="system",
             action="expire",
             reason=f"the time limit of part {enrollment.part} passed with no answer in it: no code, nothing to pay",
+            parts=parts_of(enrollment),
         )
         return True
     enrollment.stopped_at = min(now, part_deadline(enrollment))
@@ -170,6 +172,7 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
         reason=f"the time limit of part {enrollment.part} passed: given the part's screen-out code, paid for the time "
         "worked up to the limit",
         update_fields=("stopped_at",),
+        parts=parts_of(enrollment),
     )
     return True
 
@@ -182,17 +185,29 @@ NOT_YET = (
 )
 
 
-def _keep_cut_off(enrollment: Enrollment) -> None:
-    """A part stopped before its last item (``stopped_at``): cut off by its time limit, or ended by the worker near
-    it (End now). The worker needed at least that long for its items: the measured time limits count it so
-    (``estimates.fit_paces``), and leaving such a worker out would lean the limits to those who finished in time,
-    shortening them for the slow; the results count the workers the limit stopped."""
-    if not hasattr(enrollment, "test_total"):  # not read by the hot path
+def _with_totals(enrollment: Enrollment) -> Enrollment:
+    """The enrollment with the item counts of its steps, as the hot path reads them (two queries where it did not)."""
+    if not hasattr(enrollment, "test_total"):
         cohort = enrollment.cohort
         enrollment.training_total = (
             TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
         )
         enrollment.test_total = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    return enrollment
+
+
+def parts_of(enrollment: Enrollment) -> int:
+    """How many parts the worker's test step has, by their own bounds: what a move out of a later part tells the
+    crowd provider (``protocol.transition``'s ``parts``), so that its hook hears of the part the worker was in."""
+    return len(part_bounds(_with_totals(enrollment), check_positions(enrollment)))
+
+
+def _keep_cut_off(enrollment: Enrollment) -> None:
+    """A part stopped before its last item (``stopped_at``): cut off by its time limit, or ended by the worker near
+    it (End now). The worker needed at least that long for its items: the measured time limits count it so
+    (``estimates.fit_paces``), and leaving such a worker out would lean the limits to those who finished in time,
+    shortening them for the slow; the results count the workers the limit stopped."""
+    _with_totals(enrollment)
     checks = check_positions(enrollment)
     PartTiming.objects.get_or_create(
         enrollment=enrollment,
@@ -229,6 +244,7 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
                 actor="worker",
                 action=ENDED_UNANSWERED,
                 reason=f"ended part {enrollment.part} with no answer in it: no code, the place is given back",
+                parts=parts_of(enrollment),
             )
             return enrollment
         enrollment.stopped_at = now
@@ -241,6 +257,7 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
             reason=f"ended part {enrollment.part} near its time limit: given the part's screen-out code, paid for the "
             "time worked",
             update_fields=("stopped_at",),
+            parts=parts_of(enrollment),
         )
         return enrollment
 
@@ -371,7 +388,14 @@ def _set_left_out(enrollment_id: int, left_out: bool, refusal, *, actor: str, ac
 def withdraw(*, enrollment_id: int, actor: str, reason: str = "") -> Enrollment:
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
-        transition(enrollment, State.WITHDRAWN, actor=actor, action="withdraw", reason=reason or "withdrew")
+        transition(
+            enrollment,
+            State.WITHDRAWN,
+            actor=actor,
+            action="withdraw",
+            reason=reason or "withdrew",
+            parts=parts_of(enrollment),
+        )
         return enrollment
 
 

@@ -252,3 +252,57 @@ def test_the_protocol_calls_the_studys_provider_on_every_move_inside_its_transac
         assert done_code(link).startswith("FIN") and screen_out_code(link).startswith("OUT")
     finally:
         crowd.unregister(provider.slug)
+
+
+class RecordingParts(Recording):
+    """``Recording`` with the part each hook was told of."""
+
+    slug, name = "recparts", "recording list in parts"
+
+    def _note(self, hook, enrollment, outcome):
+        self.calls.append((hook, enrollment.worker.external_id, outcome.code, outcome.part, outcome.parts))
+
+    def on_finish(self, enrollment, outcome):
+        self._note("finish", enrollment, outcome)
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("clues")
+def test_a_move_out_of_a_later_part_tells_the_provider_that_part_and_its_code(researcher, clock):
+    """A cohort in two parts: finishing part 1, then a time-out and a withdrawal in part 2, each reach the provider
+    with part 2 of 2 and part 2's own screen-out code, not part 1's."""
+    from annotation import services
+    from tests.annotation.factories import trim_test_set
+
+    provider = crowd.register(RecordingParts())
+    try:
+        trim_test_set("sst2", 100)  # 100 items of 8 s under a 10-minute cap: two parts of 50
+        study = make_study(
+            shots=[0],
+            platform=provider.slug,
+            created_by=researcher,
+            sitting_minutes=10,
+            completion_code="FIN",
+            screenout_code="OUT",
+        )
+        link = cohort(study, "sst2", 0)
+        ids = {who: services.join(token=link.join_token, params={"email": who}).enrollment.pk for who in ("a@x", "b@x")}
+        for pk in ids.values():
+            for _ in range(50):
+                state = services.current_item(enrollment_id=pk)
+                clock.advance(8)
+                services.submit_answer(enrollment_id=pk, item=state.item_handle, answer=gold_answer(state.item))
+            services.start_next_part(enrollment_id=pk)
+        state = services.current_item(enrollment_id=ids["a@x"])
+        services.submit_answer(enrollment_id=ids["a@x"], item=state.item_handle, answer=gold_answer(state.item))
+        services.withdraw(enrollment_id=ids["b@x"], actor="worker", reason="had to leave")
+        clock.advance(Enrollment.objects.get(pk=ids["a@x"]).timer_minutes * 60 + 1)
+        assert services.expire_stale() == 1
+        assert provider.calls[2:] == [
+            ("finish", "a@x", done_code(link, 1), 1, 2),
+            ("finish", "b@x", done_code(link, 1), 1, 2),
+            ("withdraw", "b@x", "", 2, 2),
+            ("expire", "a@x", screen_out_code(link, 2), 2, 2),
+        ]
+    finally:
+        crowd.unregister(provider.slug)
