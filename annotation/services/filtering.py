@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
@@ -326,9 +327,12 @@ def filter_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollm
         return enrollment
 
 
-def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
-    """Undo a filtering: back to the test step (or training, if it was not finished)."""
+def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str, now: datetime | None = None) -> Enrollment:
+    """Undo a filtering: back to the test step (or training, if it was not finished), with the time the part had
+    left when the worker was filtered: the time spent filtered never comes out of their limit (a filtered worker's
+    clock does not run out, and one reinstated after their deadline would otherwise be expired at once)."""
     reason = require_reason(reason)
+    now = now or timezone.now()
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
         refusal = reinstate_refusal(enrollment.state)
@@ -339,7 +343,19 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enro
         refusal = reinstate_refusal(enrollment.state, taken=taken, target=enrollment.cohort.target)
         if refusal:
             raise Conflict(refusal)
-        transition(enrollment, reinstate_state(enrollment), actor=actor, action="reinstate", reason=reason)
+        filtered_at = (
+            AuditEvent.objects.filter(enrollment=enrollment, to_state=State.FILTERED).order_by("-at", "-pk").first()
+        )
+        filtered_minutes = math.ceil((now - filtered_at.at).total_seconds() / 60) if filtered_at else 0
+        enrollment.timer_minutes = (enrollment.timer_minutes or first_part_limit(enrollment)) + filtered_minutes
+        transition(
+            enrollment,
+            reinstate_state(enrollment),
+            actor=actor,
+            action="reinstate",
+            reason=reason,
+            update_fields=("timer_minutes",),
+        )
         return enrollment
 
 

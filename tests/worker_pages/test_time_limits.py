@@ -197,3 +197,38 @@ def test_a_worker_who_ends_a_part_near_its_limit_counts_in_the_measured_limits(c
     with_slow = measured_fit(c)
     assert with_slow.workers == 4 and with_slow.log_mean > finishers.log_mean
     assert cohort_estimate(c).part(1).time_limit >= limit
+
+
+def test_a_reinstated_worker_gets_back_the_time_they_spent_filtered(clock, researcher):
+    """Filtered by the researcher ten minutes into training, reinstated three hours later (past the part's limit): the
+    worker is not expired at once, and has what their part had left when they were filtered."""
+    trim_test_set("sst2", 10)
+    study = make_study(
+        shots=(10,),
+        platform="generic",
+        worker_id_param="worker_id",
+        filter_fraction=None,
+        created_by=researcher,
+    )
+    c = cohort_of(study, "sst2", 10)
+    worker = WorkerClient(c, params={"worker_id": "appeal"})
+    limit = Enrollment.objects.get(pk=worker.enrollment_id).timer_minutes
+    clock.advance(10 * 60)
+    handle = worker.current().json()["item"]["id"]
+    assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
+    researcher_api = Client()
+    researcher_api.force_login(researcher)
+    url = f"/api/enrollments/{worker.enrollment_id}/"
+    filtered = researcher_api.post(url + "filter/", {"reason": "by mistake"}, content_type="application/json")
+    assert filtered.status_code == 200
+    clock.advance(180 * 60)
+    response = researcher_api.post(url + "reinstate/", {"reason": "my mistake"}, content_type="application/json")
+    assert response.status_code == 200 and response.json()["state"] == "training"
+    state = worker.current().json()
+    assert state["step"] == "training" and state["item"] is not None, "not expired on coming back"
+    assert Enrollment.objects.get(pk=worker.enrollment_id).timer_minutes == limit + 180
+    clock.advance((limit - 10 - 1) * 60)  # a minute before the limit, less the ten minutes worked
+    handle = state["item"]["id"]
+    assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
+    clock.advance(2 * 60)
+    assert worker.current().json()["step"] == "expired", "the same limit, the filtered time given back"
