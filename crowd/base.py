@@ -159,6 +159,11 @@ class CrowdProvider:
         A platform that lists each part as a study of its own says which; the others continue the same session."""
         return 0
 
+    def reinstate_refusal(self, enrollment: Any) -> str:
+        """Why a filtered worker cannot be taken back on this platform, or "": e.g. the screen-out code they were given
+        was already submitted there, which the platform holds final (the rest of the part could never be paid)."""
+        return ""
+
     def may_start_part(self, enrollment: Any, part: int) -> bool:
         """Whether a worker between parts may start ``part`` from where they are now: on a platform that lists each
         part as a study of its own, only from that part's study (so the part is paid there)."""

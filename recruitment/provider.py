@@ -22,7 +22,7 @@ from django.db import models, transaction
 from crowd import Identity, Outcome
 from crowd.prolific import Prolific
 
-from . import records, sync, tasks
+from . import client, records, sync, tasks
 from .models import ProlificCohort, ProlificStudy
 from .tokens import NO_TOKEN, owner_has_token
 
@@ -80,6 +80,18 @@ class ProlificProvider(Prolific):
 
     def part_of_session(self, cohort: Any, identity: Identity) -> int:
         return records.part_studies(cohort).get(str(identity.data.get("STUDY_ID") or ""), 0)
+
+    def reinstate_refusal(self, enrollment: Any) -> str:
+        """Refused once the part's submission left ACTIVE on Prolific (as last seen): submitted with the screen-out
+        code (final there), or returned or timed out. Taken back here, the worker could never submit the part's
+        completion code, and the bonus for the time of a screened-out part pays only a worker still filtered."""
+        status = records.status_of(enrollment)
+        if status in ("", client.RESERVED, client.ACTIVE):
+            return ""
+        return (
+            f"their submission of part {enrollment.part} is {status} on Prolific: taken back here, they could not "
+            "submit its completion code nor be paid for the rest of it"
+        )
 
     def may_start_part(self, enrollment: Any, part: int) -> bool:
         """Only from the part's own Prolific study: the enrollment's session is one Prolific confirmed (its STUDY_ID

@@ -335,7 +335,7 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str, now: da
     now = now or timezone.now()
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
-        refusal = reinstate_refusal(enrollment.state)
+        refusal = reinstate_refusal(enrollment.state) or enrollment.cohort.study.provider.reinstate_refusal(enrollment)
         if refusal:
             raise Conflict(refusal)
         Cohort.objects.select_for_update().filter(pk=enrollment.cohort_id).first()

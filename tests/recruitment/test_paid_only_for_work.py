@@ -30,6 +30,7 @@ from tests.annotation.factories import (
     trim_test_set,
 )
 from tests.recruitment.fake_prolific import TOKEN, Refused
+from tests.recruitment.journeys import arrive, published
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clues")]
 SITE = "https://clues.example"
@@ -471,3 +472,30 @@ def test_a_finished_part_is_approved_and_paid_by_the_bounds_its_worker_had(fake,
     assert fake.submissions[short_sid]["return_requested"]
     # What the bonuses pay for: the finished part, not the one left short.
     assert [(e.worker.external_id, part, out) for e, part, out in payable_parts(study)] == [(pid, 1, False)]
+
+
+def test_a_worker_whose_screen_out_is_submitted_on_prolific_is_not_taken_back(fake, researcher):
+    """Reinstating a filtered worker whose screen-out code Prolific already holds (final there) would have them work
+    on with no way to submit the part's completion code, and end the screen-out's bonus: refused, saying why. One who
+    has not submitted it yet is taken back."""
+    study = published(fake, researcher, shots=(0,), workers_per_cohort=2)
+    c = cohort(study, "sst2", 0)
+    api = Client()
+    api.force_login(researcher)
+    submitted, p_submitted, s_submitted = arrive(fake, c, "submitted")
+    waiting, _, _ = arrive(fake, c, "waiting")
+    for worker in (submitted, waiting):
+        url = f"/api/enrollments/{worker.enrollment_id}/filter/"
+        assert api.post(url, {"reason": "by mistake"}, content_type="application/json").status_code == 200
+    assert submitted.current().json()["completion"]["code"] == screen_out_code(c)
+    fake.submit(s_submitted, screen_out_code(c))
+    sync(study)
+    refused = api.post(
+        f"/api/enrollments/{submitted.enrollment_id}/reinstate/", {"reason": "mistake"}, content_type="application/json"
+    )
+    assert refused.status_code == 409 and "SCREENED OUT on Prolific" in refused.json()["detail"]
+    assert Enrollment.objects.get(worker__external_id=p_submitted).state == "filtered"
+    taken_back = api.post(
+        f"/api/enrollments/{waiting.enrollment_id}/reinstate/", {"reason": "mistake"}, content_type="application/json"
+    )
+    assert taken_back.status_code == 200 and taken_back.json()["state"] == "testing"
