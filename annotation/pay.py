@@ -1,18 +1,19 @@
 """What a worker is paid for: the time worked in each part of their test step (rule 7, ``protocol.part_seconds``).
 
 A part's time runs from its start (joining, for part 1; pressing "Start part k" for a later one: ``Enrollment.
-part_starts``) through each answer given in it, and on to the moment the worker stopped in it (they ended it, or its
-time limit passed: the limit itself, ``Enrollment.stopped_at``), each gap capped at the study's idle cap. The wait
-between parts belongs to no part, and a part without an answer earns nothing. The researcher's pages, the exports and
-the crowd platform's bonuses (``recruitment.bonuses``) all read these figures.
+part_starts``) through each answer given in it (an attention check's too), and on to the moment the worker stopped in
+it (they ended it, or its time limit passed: the limit itself, ``Enrollment.stopped_at``), each gap capped at the
+study's idle cap. The wait between parts belongs to no part, and a part without an answer earns nothing. The
+researcher's pages, the exports and the crowd platform's bonuses (``recruitment.bonuses``) all read these figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from .models import Answer, Enrollment
+from .models import Answer, AttentionAnswer, Enrollment
 from .protocol import part_seconds
 
 
@@ -49,7 +50,21 @@ def seconds_per_part(enrollment: Enrollment, answered_at: Sequence[datetime]) ->
     }
 
 
+def check_answer_times(enrollment_ids: Iterable[int]) -> dict[int, list[datetime]]:
+    """{enrollment: when each of its attention checks was answered} (1 query). Answering a check is work like
+    answering an item (the worker cannot tell them apart): its time counts in the part as an answer's does."""
+    times: dict[int, list[datetime]] = defaultdict(list)
+    for enrollment_id, at in AttentionAnswer.objects.filter(enrollment_id__in=list(enrollment_ids)).values_list(
+        "enrollment_id", "answered_at"
+    ):
+        times[enrollment_id].append(at)
+    return times
+
+
 def worked_seconds(enrollment: Enrollment) -> dict[int, float]:
-    """``seconds_per_part`` of an enrollment, reading its answers (1 query)."""
-    answered = Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True)
-    return seconds_per_part(enrollment, list(answered))
+    """``seconds_per_part`` of an enrollment, reading its answers, attention checks' included (1 query; 2 in a
+    study with attention checks)."""
+    answered = list(Answer.objects.filter(enrollment=enrollment).values_list("answered_at", flat=True))
+    if enrollment.cohort.study.has_attention_checks:
+        answered += check_answer_times([enrollment.pk])[enrollment.pk]
+    return seconds_per_part(enrollment, answered)

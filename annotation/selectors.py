@@ -34,7 +34,7 @@ from tasks_data.scoring import as_published, published_id
 
 from .estimates import split, study_check_positions
 from .models import RESEARCHERS_GROUP, Answer, AuditEvent, Cohort, Enrollment, PartTiming, Study
-from .pay import seconds_per_part
+from .pay import check_answer_times, seconds_per_part
 from .protocol import (
     ACTIVE_STATES,
     HOLDS_SLOT,
@@ -284,7 +284,7 @@ def answer_time_signals(enrolled_at, answers: Sequence[tuple], min_seconds: floa
 
 def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
     """Progress, time and pay of the given enrollments, as ``cohort_enrollments`` (2 queries whatever
-    their number; 3 in a study with attention checks)."""
+    their number; 4 in a study with attention checks)."""
     ids = [e.pk for e in enrollments]
     curves: dict[int, list[float]] = defaultdict(list)
     unproducible: dict[int, list[bool]] = defaultdict(list)
@@ -305,6 +305,9 @@ def enrollment_rows(enrollments: Sequence[Enrollment]) -> list[dict]:
         times[enrollment_id].append(answered_at)
     n_test = test_item_counts({e.task_id for e in enrollments})
     checks = study_check_positions([e.cohort for e in enrollments])
+    with_checks = [e.pk for e in enrollments if e.cohort.study.has_attention_checks]
+    for enrollment_id, answered in check_answer_times(with_checks).items() if with_checks else ():
+        times[enrollment_id] += answered  # the time of a check's answer is paid as an item's
     rows = []
     for e in enrollments:
         study = e.cohort.study

@@ -12,6 +12,7 @@ from django.test import Client
 
 from annotation import attention, selectors
 from annotation.models import Answer, AttentionAnswer, AttentionCheck, Enrollment
+from annotation.pay import worked_seconds
 from tasks_data.models import Example
 from tests.annotation.factories import WorkerClient, cohort, gold_answer, make_study, name_of, pid_for, trim_test_set
 
@@ -268,3 +269,35 @@ def test_a_study_with_checks_costs_one_query_more_per_test_request(researcher):
     (current, answer), (check_current, check_answer) = items[0], counts[at]
     assert len(set(items)) == 1 and check_current <= current and check_answer <= answer, counts
     assert current <= 4 + 1 and answer <= 8 + 1, counts
+
+
+def test_the_time_of_a_check_s_answer_is_paid_as_an_item_s(researcher, clock):
+    """A worker answers every 200 s, a check among the items (they cannot tell it apart). With an idle cap of 300 s,
+    the check's answer splits what would be one 400-second gap into two: every second is paid, on the researcher's
+    rows and in the bonus's figure alike."""
+    trim_test_set("sst2", N_TEST)
+    study = make_study(
+        tasks=["sst2"],
+        shots=[0],
+        created_by=researcher,
+        filter_floor=None,
+        filter_fraction=None,
+        idle_cap_seconds=300,
+    )
+    response = _researcher_client(researcher).post(f"/dashboard/studies/{study.pk}/attention-checks/", CHECK)
+    assert response.status_code == 302
+    c = cohort(study, "sst2", 0)
+    check = AttentionCheck.objects.get(study=study)
+    worker = WorkerClient(c, "steady")
+    while (state := worker.current().json())["item"] is not None:
+        clock.advance(200)
+        shown = worker.example(state["item"]["id"])
+        answer = ["negative"] if shown.pk == check.item_id else gold_answer(shown)
+        assert worker.answer(state["item"]["id"], answer).status_code == 201
+    enrollment = Enrollment.objects.select_related("cohort__study", "cohort__task", "worker").get(
+        pk=worker.enrollment_id
+    )
+    assert AttentionAnswer.objects.filter(enrollment=enrollment).count() == 1
+    assert worked_seconds(enrollment) == {1: 200.0 * (N_TEST + 1)}
+    (row,) = selectors.enrollment_rows([enrollment])
+    assert row["active_seconds"] == 200.0 * (N_TEST + 1)
