@@ -82,11 +82,12 @@ class ProlificProvider(Prolific):
         return records.part_studies(cohort).get(str(identity.data.get("STUDY_ID") or ""), 0)
 
     def reinstate_refusal(self, enrollment: Any) -> str:
-        """Refused once the part's submission left ACTIVE on Prolific (as last seen): submitted with the screen-out
-        code (final there), or returned or timed out. Taken back here, the worker could never submit the part's
-        completion code, and the bonus for the time of a screened-out part pays only a worker still filtered."""
+        """Refused once the part's submission was submitted on Prolific (as last seen: with the screen-out code, final
+        there) or returned by the participant. Taken back here, the worker could never submit the part's completion
+        code, and the bonus for the time of a screened-out part pays only a worker still filtered. A timed-out one is
+        taken back, as the sync keeps a timed-out worker within their limit here: Prolific lets them still complete."""
         status = records.status_of(enrollment)
-        if status in ("", client.RESERVED, client.ACTIVE):
+        if status in ("", client.RESERVED, client.ACTIVE, client.TIMED_OUT):
             return ""
         return (
             f"their submission of part {enrollment.part} is {status} on Prolific: taken back here, they could not "

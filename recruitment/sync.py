@@ -328,8 +328,16 @@ def finished_part(enrollment: Enrollment, part: int) -> tuple[bool, int]:
     Finished is the worker's own record: the part's timing kept uncut when they answered its last item, in the
     transaction that gave them its code (``PartTiming``). Never the cohort's estimate of today: an attention check
     added since, or the task's card imported again with another pace, moves its part bounds, and would refuse a part
-    the worker finished by the bounds they had, or approve one they left an item short."""
-    finished = PartTiming.objects.filter(enrollment=enrollment, part=part, cut_off=False).exists()
+    the worker finished by the bounds they had, or approve one they left an item short. A part with no timing at all
+    (an enrollment from before timings were kept) is finished when the worker went on past it: a later part started,
+    or this one ended between parts or completed."""
+    cut_off = PartTiming.objects.filter(enrollment=enrollment, part=part).values_list("cut_off", flat=True).first()
+    if cut_off is not None:
+        finished = not cut_off
+    else:
+        finished = enrollment.part > part or (
+            enrollment.part == part and enrollment.state in (State.BETWEEN, State.COMPLETED)
+        )
     return finished, len(cohort_estimate(enrollment.cohort).parts)
 
 

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
@@ -329,8 +328,9 @@ def filter_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollm
 
 def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str, now: datetime | None = None) -> Enrollment:
     """Undo a filtering: back to the test step (or training, if it was not finished), with the time the part had
-    left when the worker was filtered: the time spent filtered never comes out of their limit (a filtered worker's
-    clock does not run out, and one reinstated after their deadline would otherwise be expired at once)."""
+    left when the worker was filtered: the part's clock starts later by the time spent filtered, which never comes out
+    of their limit (one reinstated after their deadline would otherwise be expired at once), nor counts as time the
+    part took (its measured timing, ``PartTiming``); the limit, and the End-now window near it, stay as they were."""
     reason = require_reason(reason)
     now = now or timezone.now()
     with transaction.atomic():
@@ -346,15 +346,15 @@ def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str, now: da
         filtered_at = (
             AuditEvent.objects.filter(enrollment=enrollment, to_state=State.FILTERED).order_by("-at", "-pk").first()
         )
-        filtered_minutes = math.ceil((now - filtered_at.at).total_seconds() / 60) if filtered_at else 0
-        enrollment.timer_minutes = (enrollment.timer_minutes or first_part_limit(enrollment)) + filtered_minutes
+        if filtered_at is not None:
+            enrollment.timer_started_at = part_start(enrollment) + (now - filtered_at.at)
         transition(
             enrollment,
             reinstate_state(enrollment),
             actor=actor,
             action="reinstate",
             reason=reason,
-            update_fields=("timer_minutes",),
+            update_fields=("timer_started_at",),
         )
         return enrollment
 

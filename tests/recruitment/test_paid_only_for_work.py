@@ -13,7 +13,7 @@ from django.test import Client
 
 from annotation.attention import add_check
 from annotation.estimates import cohort_estimate
-from annotation.models import Answer, AttentionCheck, AuditEvent, Enrollment
+from annotation.models import Answer, AttentionCheck, AuditEvent, Enrollment, PartTiming
 from recruitment.bonuses import pay_bonuses, payable_parts
 from recruitment.client import ProlificError
 from recruitment.models import BonusPayment, ProlificPart, ProlificReview
@@ -499,3 +499,13 @@ def test_a_worker_whose_screen_out_is_submitted_on_prolific_is_not_taken_back(fa
         f"/api/enrollments/{waiting.enrollment_id}/reinstate/", {"reason": "mistake"}, content_type="application/json"
     )
     assert taken_back.status_code == 200 and taken_back.json()["state"] == "testing"
+
+
+def test_a_part_finished_before_timings_were_kept_is_still_approved(fake, researcher, clock):
+    """An enrollment from before part timings were kept: its finished part, shown by the worker having gone on
+    between parts, is approved as any other."""
+    study = two_parts(fake, researcher)
+    c = cohort(study, "sst2", 0)
+    worker, pid, sid = part_one(fake, c, "early", clock)
+    PartTiming.objects.filter(enrollment_id=worker.enrollment_id).delete()
+    assert pid in sync(study).approved and fake.submissions[sid]["status"] == "APPROVED"

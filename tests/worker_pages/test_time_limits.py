@@ -226,9 +226,11 @@ def test_a_reinstated_worker_gets_back_the_time_they_spent_filtered(clock, resea
     assert response.status_code == 200 and response.json()["state"] == "training"
     state = worker.current().json()
     assert state["step"] == "training" and state["item"] is not None, "not expired on coming back"
-    assert Enrollment.objects.get(pk=worker.enrollment_id).timer_minutes == limit + 180
+    assert Enrollment.objects.get(pk=worker.enrollment_id).timer_minutes == limit, "the limit they were told"
     clock.advance((limit - 10 - 1) * 60)  # a minute before the limit, less the ten minutes worked
     handle = state["item"]["id"]
     assert worker.answer(handle, gold_answer(worker.example(handle))).status_code == 201
     clock.advance(2 * 60)
     assert worker.current().json()["step"] == "expired", "the same limit, the filtered time given back"
+    # Their part took them the limit, not the three hours they spent filtered besides.
+    assert PartTiming.objects.get(enrollment_id=worker.enrollment_id).seconds == limit * 60
