@@ -535,6 +535,14 @@ def cohort_estimate(cohort: Cohort) -> Estimate:
     return cohort_estimates([cohort])[cohort.pk]
 
 
+def granted_limit(cohort: Cohort, part: Part) -> int:
+    """The time limit a worker starting ``part`` of ``cohort`` is given (kept on their enrollment): the part's, at most
+    what the crowd platform's listing allows (``listed_time_limit``: a platform that times its workers out itself
+    would otherwise end a part before the limit here, which measured data may have lengthened since it was listed)."""
+    listed = cohort.study.provider.listed_time_limit(cohort, part.number)
+    return part.time_limit if listed is None else min(part.time_limit, listed)
+
+
 def enrollment_estimate(enrollment: Enrollment, *, checks: Sequence[int]) -> Estimate:
     """The cohort's estimate as one worker meets it: with the attention checks they meet (``checks``: their test
     positions, ``attention.check_positions``), in the parts that hold them (``attention.worker_estimate``)."""

@@ -159,6 +159,12 @@ class CrowdProvider:
         A platform that lists each part as a study of its own says which; the others continue the same session."""
         return 0
 
+    def listed_time_limit(self, cohort: Any, part: int) -> int | None:
+        """The longest time limit a worker starting ``part`` may have on this platform, or None: its listing's maximum
+        time less the time to reach the study and submit the code, where the platform times its workers out itself (a
+        limit here past it would outlast the platform's own clock)."""
+        return None
+
     def reinstate_refusal(self, enrollment: Any) -> str:
         """Why a filtered worker cannot be taken back on this platform, or "": e.g. the screen-out code they were given
         was already submitted there, which the platform holds final (the rest of the part could never be paid)."""

@@ -111,6 +111,8 @@ class ProlificPart(models.Model):
     reward = models.PositiveIntegerField(null=True, blank=True)
     screenout_reward = models.PositiveIntegerField(null=True, blank=True)
     minutes = models.PositiveIntegerField(null=True, blank=True)
+    # Prolific's maximum time for the part, as published (it cannot change there afterwards).
+    maximum_minutes = models.PositiveIntegerField(null=True, blank=True)
     estimate_source = models.CharField(max_length=20, blank=True, help_text="What the minutes came from.")
     published_at = models.DateTimeField(null=True, blank=True)
     # Places given back to a later part's study (part 1's are the cohort's, ``ProlificCohort``), as there.

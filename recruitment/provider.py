@@ -24,6 +24,7 @@ from crowd.prolific import Prolific
 
 from . import client, records, sync, tasks
 from .models import ProlificCohort, ProlificStudy
+from .publish import REACH_MINUTES
 from .tokens import NO_TOKEN, owner_has_token
 
 
@@ -61,6 +62,12 @@ class ProlificProvider(Prolific):
             for number, part in records.published_parts(cohort).items()
             if part.minutes is not None and part.reward is not None
         }
+
+    def listed_time_limit(self, cohort: Any, part: int) -> int | None:
+        published = records.published_parts(cohort).get(part)
+        if published is None or published.maximum_minutes is None:
+            return None
+        return published.maximum_minutes - REACH_MINUTES
 
     def not_open_reason(self, cohort: Any) -> str:
         # With a token the researcher can publish: a cohort not on Prolific yet takes no one (no PID could be checked).

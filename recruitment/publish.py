@@ -22,6 +22,9 @@ from .tokens import NO_TOKEN, client_for, on_prolific
 # screening with a fixed payment, https://prolific.notion.site/New-Custom-Screening-July-2025-23770df1d20280c29cdee4cea83f2371,
 # and its announcement "Update to In-Study Screening Rewards": "The minimum pay for a screen-out is $0.14 / £0.10").
 MIN_SCREEN_OUT_REWARD = {"USD": 14, "GBP": 10}
+# Prolific's clock runs from the participant's start there to their submitting the code: its maximum time is the part's
+# time limit here and these minutes to reach the study and to come back and submit the code.
+REACH_MINUTES = 10
 
 
 def reward_cents(cohort: Cohort, part: int = 1) -> int:
@@ -117,7 +120,7 @@ def study_body(study: Study, cohort: Cohort, site_url: str, group_id: str, *, pa
         "prolific_id_option": "url_parameters",
         "total_available_places": places_for(cohort, part),
         "estimated_completion_time": this.listed_minutes,
-        "maximum_allowed_time": this.time_limit,
+        "maximum_allowed_time": this.time_limit + REACH_MINUTES,
         "reward": reward,
         "device_compatibility": ["desktop"],
         "completion_codes": [
@@ -175,6 +178,7 @@ def _record_part(cohort: Cohort, number: int, prolific_study_id: str, body: dict
             "reward": body["reward"],
             "screenout_reward": screen_out["fixed_screen_out_reward"],
             "minutes": body["estimated_completion_time"],
+            "maximum_minutes": body["maximum_allowed_time"],
             "estimate_source": cohort_estimate(cohort).source,
             "published_at": None if draft else timezone.now(),
             "total": body["total_available_places"],

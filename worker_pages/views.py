@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import attention, services, session
 from annotation.answers import InvalidAnswer
-from annotation.estimates import duration_text
+from annotation.estimates import duration_text, granted_limit
 from annotation.models import Answer, AuditEvent, Enrollment
 from annotation.protocol import State, WorkerPage, page_of_step, worker_page
 from annotation.session import bound_enrollment_id
@@ -114,7 +114,7 @@ def _step_info(enrollment: Enrollment, estimate=None) -> dict:
         ],
         "all_figures": figures,
         # The worker's own limit, kept as their part started; the estimate's for a part not started.
-        "time_limit": (enrollment.timer_minutes if in_part else None) or part.time_limit,
+        "time_limit": (enrollment.timer_minutes if in_part else None) or granted_limit(cohort, part),
     }
 
 
@@ -367,7 +367,7 @@ def _between_context(enrollment: Enrollment) -> dict:
             "duration": duration_text(figures["minutes"]),
             "pay": figures["pay"],
             "figures": figures["source"],
-            "time_limit": following.time_limit,
+            "time_limit": granted_limit(enrollment.cohort, following),
         },
         "return_by": deadline,
         "may_start": enrollment.cohort.study.provider.may_start_part(enrollment, following.number),

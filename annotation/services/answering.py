@@ -15,6 +15,7 @@ from tasks_data.s1 import item_s1
 
 from .. import attention
 from ..answers import validate_answer
+from ..estimates import granted_limit
 from ..handles import is_handle_of, item_handle
 from ..models import Answer, AttentionAnswer, AuditEvent, Enrollment, PartTiming, Study
 from ..protocol import RETURN_DAYS, State, step_name, transition
@@ -100,7 +101,7 @@ def start_next_part(*, enrollment_id: int) -> Enrollment:
         part = enrollment.part + 1
         if not enrollment.cohort.study.provider.may_start_part(enrollment, part):
             raise Conflict(f"open part {part} from its own study on {enrollment.cohort.study.provider.name}")
-        limit = attention.worker_estimate(enrollment).part(part).time_limit
+        limit = granted_limit(enrollment.cohort, attention.worker_estimate(enrollment).part(part))
         enrollment.part, enrollment.timer_started_at, enrollment.timer_minutes = part, now, limit
         enrollment.part_starts = {**(enrollment.part_starts or {}), str(part): now.isoformat()}
         transition(

@@ -162,8 +162,8 @@ def expire_if_stale(enrollment: Enrollment, now: datetime) -> bool:
             parts=parts_of(enrollment),
         )
         return True
-    enrollment.stopped_at = min(now, part_deadline(enrollment))
-    _keep_cut_off(enrollment)
+    enrollment.stopped_at = stopped = min(now, part_deadline(enrollment))
+    _keep_cut_off(enrollment, stopped)
     transition(
         enrollment,
         State.EXPIRED,
@@ -202,8 +202,8 @@ def parts_of(enrollment: Enrollment) -> int:
     return len(part_bounds(_with_totals(enrollment), check_positions(enrollment)))
 
 
-def _keep_cut_off(enrollment: Enrollment) -> None:
-    """A part stopped before its last item (``stopped_at``): cut off by its time limit, or ended by the worker near
+def _keep_cut_off(enrollment: Enrollment, ended_at: datetime) -> None:
+    """A part stopped before its last item, at ``ended_at``: cut off by its time limit, or ended by the worker near
     it (End now). The worker needed at least that long for its items: the measured time limits count it so
     (``estimates.fit_paces``), and leaving such a worker out would lean the limits to those who finished in time,
     shortening them for the slow; the results count the workers the limit stopped."""
@@ -214,7 +214,7 @@ def _keep_cut_off(enrollment: Enrollment) -> None:
         part=enrollment.part,
         defaults={
             "started_at": part_start(enrollment),
-            "ended_at": enrollment.stopped_at,
+            "ended_at": ended_at,
             "items": part_items(enrollment, part_bounds(enrollment, checks), checks, enrollment.part),
             "limit_minutes": round((part_deadline(enrollment) - part_start(enrollment)).total_seconds() / 60),
             "cut_off": True,
@@ -248,7 +248,7 @@ def stop_part(*, enrollment_id: int, now: datetime | None = None) -> Enrollment:
             )
             return enrollment
         enrollment.stopped_at = now
-        _keep_cut_off(enrollment)
+        _keep_cut_off(enrollment, now)
         transition(
             enrollment,
             State.EXPIRED,
@@ -326,16 +326,17 @@ def filter_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollm
         return enrollment
 
 
-def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str, now: datetime | None = None) -> Enrollment:
+def reinstate_enrollment(*, enrollment_id: int, actor: str, reason: str) -> Enrollment:
     """Undo a filtering: back to the test step (or training, if it was not finished), with the time the part had
     left when the worker was filtered: the part's clock starts later by the time spent filtered, which never comes out
     of their limit (one reinstated after their deadline would otherwise be expired at once), nor counts as time the
     part took (its measured timing, ``PartTiming``); the limit, and the End-now window near it, stay as they were."""
     reason = require_reason(reason)
-    now = now or timezone.now()
+    now = timezone.now()
     with transaction.atomic():
         enrollment = load_enrollment(enrollment_id, lock=True)
-        refusal = reinstate_refusal(enrollment.state) or enrollment.cohort.study.provider.reinstate_refusal(enrollment)
+        provider = enrollment.cohort.study.provider
+        refusal: str | None = reinstate_refusal(enrollment.state) or provider.reinstate_refusal(enrollment)
         if refusal:
             raise Conflict(refusal)
         Cohort.objects.select_for_update().filter(pk=enrollment.cohort_id).first()

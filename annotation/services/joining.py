@@ -12,7 +12,7 @@ from django.db.models import Count
 import crowd
 
 from ..attention import worker_estimate
-from ..estimates import cohort_estimate
+from ..estimates import cohort_estimate, granted_limit
 from ..models import AuditEvent, Cohort, Enrollment, Study, Worker
 from ..protocol import (
     MAX_UNVERIFIED_WAITING,
@@ -291,7 +291,7 @@ def join(
         check_accepting(cohort)
         verification = verification_of(cohort, who)  # before any lock: it may call the platform
     # Part 1's time limit as the worker joins (the cohort's estimate then): it never changes under them.
-    first_limit = cohort_estimate(cohort).part(1).time_limit
+    first_limit = granted_limit(cohort, cohort_estimate(cohort).part(1))
 
     with transaction.atomic():
         worker, _ = Worker.objects.get_or_create(

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotation.estimates import cohort_estimate, duration_text, estimate, test_items_of
-from annotation.models import Study
-from recruitment.publish import publish
+from annotation.models import Enrollment, Study
+from recruitment.publish import REACH_MINUTES, publish
 from results.cells import table_cells
 from tasks_data.models import Task
 from tasks_data.registry import CLUES_TASKS
@@ -48,7 +48,8 @@ def test_every_surface_shows_the_cohorts_one_estimate(fake, researcher):
 
     listing = fake.studies[c.prolific.prolific_study_id]  # Prolific
     assert listing["estimated_completion_time"] == part.listed_minutes and listing["reward"] == 175
-    assert listing["maximum_allowed_time"] == part.time_limit
+    # Prolific's clock runs from the start there to the code's submission: the limit here and the minutes around it.
+    assert listing["maximum_allowed_time"] == part.time_limit + REACH_MINUTES
 
     html = arrive(fake, c, "second").client.get("/work/").content.decode()  # the description page
     assert f"Time: about {duration_text(part.listed_minutes)} in all" in html
@@ -199,3 +200,35 @@ def test_a_time_limit_shorter_than_a_part_is_warned_about(researcher):
     options = ("--name", "tight", "--tasks", "record", "--shots", "10", "--time-limit", "20", "--owner", "rita")
     call_command("launch_study", *options, stdout=StringIO(), stderr=err)
     assert "your time limit of 20 minutes is shorter than a part's estimate of 53 minutes" in err.getvalue()
+
+
+def test_a_prolific_worker_never_gets_a_limit_past_the_maximum_prolific_listed(fake, researcher, clock):
+    """Measured data lengthen a cohort's limit after its listing was published, with a maximum time Prolific keeps:
+    a later worker is given the listed limit (the maximum less the minutes to reach the study and submit the code),
+    on the page and on the clock, so that Prolific never times them out before the limit here."""
+    trim_test_set("sst2", 3)
+    study = make_study(
+        shots=[0],
+        launch=False,
+        created_by=researcher,
+        completion_code="CDONE",
+        screenout_code="CSOUT",
+        workers_per_cohort=5,
+        filter_fraction=None,
+    )
+    publish(study, site_url=SITE)
+    c = cohort(study, "sst2", 0)
+    listed = cohort_estimate(c).part(1).time_limit
+    assert fake.studies[c.prolific.prolific_study_id]["maximum_allowed_time"] == listed + REACH_MINUTES
+    for name in ("slow1", "slow2", "slow3"):  # each takes 25 minutes for the three items, breaks included
+        worker = arrive(fake, c, name)
+        while (state := worker.current().json())["item"] is not None:
+            clock.advance(25 * 60 / 3)
+            worker.answer(state["item"]["id"], gold_answer(worker.example(state["item"]["id"])))
+        assert state["step"] == "done"
+    measured = cohort_estimate(c)
+    assert measured.measured and measured.part(1).time_limit > listed
+    later = arrive(fake, c, "later")
+    assert Enrollment.objects.get(pk=later.enrollment_id).timer_minutes == listed
+    html = later.client.get("/work/").content.decode()
+    assert f"{listed} minutes</span> of opening the study link" in html
