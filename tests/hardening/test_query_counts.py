@@ -44,8 +44,8 @@ MAX_ANSWER_END_OF_STEP = 14
 MAX_PAGE = 21  # any /work/ page or fragment (worker_pages/views.py); the htmx answer stores and re-renders
 # cohort, the platform's check (Prolific: the cohort's Prolific study, kept by its app), worker (get or create,
 # savepoints), exposure, cohort lock, count, enrollment, audit, session; part 1's time limit as they join (the
-# cohort's test and training items, its measured part times)
-MAX_JOIN = 20
+# cohort's test and training items, its measured part times, and the longest the platform's listing allows)
+MAX_JOIN = 21
 
 
 def queries(fn) -> tuple[int, object]:
