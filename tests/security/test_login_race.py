@@ -14,6 +14,7 @@ import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 
+from clues_http import ratelimit
 from tests.security.redis_cache import redis_url
 
 LIMIT = 5
@@ -58,7 +60,11 @@ def _caches(kind: str) -> dict:
 
 
 @pytest.fixture
-def counting(settings, request):
+def counting(settings, request, monkeypatch):
+    # The limits count in fixed windows of the wall clock: a test that crossed a window's end started counting
+    # afresh (it failed so once). The rate limiter's clock stands still here.
+    now = time.time()
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: now))
     settings.CACHES = _caches(request.param)
     if request.param == "locmem":
         cache.clear()  # never clear a shared Redis: the Redis case counts under a key prefix of its own
