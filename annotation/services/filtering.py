@@ -77,17 +77,13 @@ def timed_out(enrollment: Enrollment) -> bool:
 def first_part_limit(enrollment: Enrollment) -> int:
     """Part 1's limit for an enrollment that has none kept (joined before limits were kept on it)."""
     cohort = enrollment.cohort
-    training = getattr(enrollment, "training_total", None)
-    test = getattr(enrollment, "test_total", None)
-    if training is None or test is None:  # not read by the hot path: count them
-        training = TrainingSetItem.objects.filter(training_set_id=cohort.training_set_id).count() if cohort.shots else 0
-        test = Example.objects.filter(task_id=cohort.task_id, role=Example.Role.TEST).count()
+    _with_totals(enrollment)
     return (
         estimate(
             study=cohort.study,
             spec=cohort.task.spec,
-            training_items=training if cohort.shots else 0,
-            test_items=test,
+            training_items=enrollment.training_total if cohort.shots else 0,
+            test_items=enrollment.test_total,
         )
         .part(1)
         .time_limit

@@ -37,10 +37,10 @@ SITE = "https://clues.example"
 PACE = 8  # seconds an SST-2 item takes: the task's own figure
 
 
-def two_parts(fake, researcher, *, shots=(0,), **options):
-    """SST-2 with 150 test items and a sitting cap of 10 minutes (75 items of 8 s): two parts, each its own Prolific
-    study, published."""
-    trim_test_set("sst2", 150)
+def two_parts(fake, researcher, *, shots=(0,), test_items=150, **options):
+    """SST-2 with ``test_items`` test items (150: both parts full) and a sitting cap of 10 minutes (75 items of 8 s):
+    two parts, each its own Prolific study, published."""
+    trim_test_set("sst2", test_items)
     options.setdefault("workers_per_cohort", 2)
     study = make_study(
         shots=list(shots),
@@ -439,18 +439,7 @@ def test_a_finished_part_is_approved_and_paid_by_the_bounds_its_worker_had(fake,
     """A check written after a worker's test step began is not theirs, but it moves the cohort's part 1 end (50 ->
     51 of 100 test items). The part they finished by their own bounds is approved and paid, not asked back as
     unfinished; a worker who stopped one item short of those bounds earns no completion."""
-    trim_test_set("sst2", 100)
-    study = make_study(
-        shots=[0],
-        launch=False,
-        created_by=researcher,
-        sitting_minutes=10,
-        pay_rate=Decimal("12"),
-        completion_code="QDONE",
-        screenout_code="QSOUT",
-        workers_per_cohort=2,
-    )
-    publish(study, site_url=SITE)
+    study = two_parts(fake, researcher, test_items=100)
     c = cohort(study, "sst2", 0)
     assert [(p.first, p.end) for p in cohort_estimate(c).parts] == [(0, 50), (50, 100)]
     short_pid = pid_for("short")
